@@ -1,0 +1,126 @@
+/* The report tree: one model served three ways (--cat, --export, the mount).
+ *
+ * Nodes are directories, files and symlinks.  A file has a render function
+ * that writes its whole content into an xpf_buf; the tree renders a file the
+ * first time anybody asks (lookup, getattr, open, --cat) and keeps the bytes,
+ * so sizes are exact and every reader sees the same bytes.  A directory may
+ * have a populate function that adds its children on first listing (e.g.
+ * runtime/executions/ needs the runtime decoded).  Renderers and populate
+ * functions run at most once per node, even when threads race.
+ *
+ * Inode numbers are assigned in creation order (root = 1).  Because the tree
+ * is built deterministically from the capture and directories populate in a
+ * fixed order, a node keeps its number for the life of the mount.
+ *
+ * Layering: this file and every renderer are pure functions of the capture;
+ * nothing here includes FUSE headers or calls protobuf_c_* directly. */
+#ifndef XPF_REPORT_H
+#define XPF_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capture/capture.h"
+#include "capture/input.h"
+#include "common/buf.h"
+#include "common/error.h"
+#include "common/lazy.h"
+
+typedef struct xpf_report xpf_report;
+typedef struct xpf_host xpf_host;
+typedef struct xpf_node xpf_node;
+
+typedef struct xpf_options {
+	const char *module;    /* --module NAME, or NULL */
+	uint64_t capacity;     /* --capacity BYTES, or 0 */
+	int top;               /* --top N (default 25) */
+	int device;            /* --device N, or -1 */
+	const char *run;       /* --run NAME, or NULL */
+} xpf_options;
+
+#define XPF_OPTIONS_INIT { NULL, 0, 25, -1, NULL }
+
+enum xpf_node_type { XPF_NODE_DIR, XPF_NODE_FILE, XPF_NODE_LINK };
+
+/* Write the file's whole content into out.  Return XPF_OK or an error code
+ * with err set (the mount turns it into EIO and a capture/errors.txt line). */
+typedef int (*xpf_render_fn)(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
+/* Add the children of dir (called once, on first listing or lookup). */
+typedef int (*xpf_populate_fn)(xpf_host *h, xpf_node *dir, xpf_error *err);
+
+struct xpf_node {
+	enum xpf_node_type type;
+	char *name;
+	xpf_node *parent;
+	uint64_t ino;
+	xpf_host *host;        /* whose data the node shows (NULL: cross-host) */
+	long arg;              /* renderer argument: module index, execution n, ... */
+	xpf_render_fn render;  /* files */
+	xpf_populate_fn populate; /* directories; NULL if built eagerly */
+	char *target;          /* links */
+	/* private to report.c */
+	size_t nkids, capkids;
+	xpf_node **kids;
+	xpf_lazy content;      /* rendered bytes (files) / populated (dirs) */
+	size_t content_len;
+};
+
+/* Per host: its capture and the analyses computed from it on demand.  The
+ * analysis modules own their lazy slots (plan.c fills `plans`, runtime.c
+ * fills `runtime`, diagnosis.c fills `diagnosis`). */
+struct xpf_host {
+	xpf_report *report;
+	const char *name;
+	xpf_capture *cap;
+	const xpf_options *opt;
+	size_t nmodules;
+	char **module_dirs;    /* safe, unique directory names (SPEC §3) */
+	xpf_lazy *plans;       /* nmodules slots: struct xpf_plan * */
+	xpf_lazy runtime;      /* struct xpf_runtime * */
+	xpf_lazy diagnosis;    /* struct xpf_diagnosis * */
+	xpf_node *root;        /* this host's tree root */
+	/* Late errors for capture/errors.txt (guarded by err_mu). */
+	pthread_mutex_t err_mu;
+	xpf_buf late_errors;
+};
+
+int xpf_report_open(xpf_input *in, const xpf_options *opt, xpf_report **out, xpf_error *err);
+/* Does not free the input. */
+void xpf_report_free(xpf_report *r);
+xpf_node *xpf_report_root(xpf_report *r);
+xpf_input *xpf_report_input(xpf_report *r);
+size_t xpf_report_nhosts(xpf_report *r);
+xpf_host *xpf_report_host(xpf_report *r, size_t i);
+
+/* Building (for tree builders and populate functions). */
+xpf_node *xpf_node_dir(xpf_node *parent, const char *name, xpf_populate_fn populate, long arg);
+xpf_node *xpf_node_file(xpf_node *parent, const char *name, xpf_render_fn render, long arg);
+xpf_node *xpf_node_link(xpf_node *parent, const char *name, const char *target);
+
+/* Browsing (thread-safe).  Children come in creation order. */
+int xpf_node_children(xpf_node *dir, xpf_node ***kids, size_t *n, xpf_error *err);
+/* 0 and *out set, or XPF_EUSAGE-free "not found": returns XPF_OK with
+ * *out = NULL when the name is absent. */
+int xpf_node_lookup(xpf_node *dir, const char *name, xpf_node **out, xpf_error *err);
+/* "a/b/c" relative to the root ("" or "/" is the root); *out NULL if absent.
+ * Does not follow a symlink in the last component; follows them before. */
+int xpf_report_resolve(xpf_report *r, const char *path, xpf_node **out, xpf_error *err);
+/* The file's bytes (rendered once, kept).  Valid until xpf_report_free(). */
+int xpf_node_content(xpf_node *file, const char **data, size_t *len, xpf_error *err);
+xpf_node *xpf_report_node_by_ino(xpf_report *r, uint64_t ino);
+/* "modules/x/plan.json" (relative to the report root). */
+void xpf_node_path(const xpf_node *n, xpf_buf *out);
+/* Path relative to the node's host root (what evidence paths use). */
+void xpf_node_host_path(const xpf_node *n, xpf_buf *out);
+
+/* Record an error found late (shown in capture/errors.txt). */
+void xpf_host_note_error(xpf_host *h, const char *what, const xpf_error *err);
+
+/* The builders of each part of a host's tree, one per analysis module. */
+void xpf_tree_capture(xpf_host *h, xpf_node *dir);   /* capture/ (tree.c) */
+void xpf_tree_modules(xpf_host *h, xpf_node *dir);   /* modules/ (plan_tree.c) */
+void xpf_tree_runtime(xpf_host *h, xpf_node *dir);   /* runtime/ (runtime_tree.c) */
+void xpf_tree_root(xpf_host *h, xpf_node *root);     /* README, diagnosis.*, summary.txt, checks.txt, focus (diag_tree.c) */
+
+#endif

@@ -1,0 +1,217 @@
+/* Reading a profiler capture (an XSpace protobuf, reference §1–§4).
+ *
+ * The model: the file is mapped read-only and never copied.  Opening scans
+ * only the XSpace framing (where each plane starts and ends, its id and name)
+ * and indexes the `/host:metadata` plane's modules, so that the tree's shape
+ * is known at once even for GBs.  Everything else is decoded on demand:
+ *  - xpf_capture_plane() indexes one plane (metadata maps, line headers) the
+ *    first time it is asked for and keeps the index;
+ *  - events and stats are streamed straight from the mapped bytes by the
+ *    iterators below (no per-event allocation);
+ *  - xpf_capture_module_hlo() unpacks one module's HloProto with protobuf-c
+ *    the first time and keeps it.
+ * All of these are safe to call from several threads at once.
+ *
+ * Lifetimes: every pointer handed out (names, xpf_str values, planes,
+ * HloProtos) stays valid until xpf_capture_free().  Strings typed `const
+ * char *` are NUL-terminated copies; `xpf_str` values point into the mapped
+ * file and are not NUL-terminated.
+ *
+ * Errors say what and where: "plane 3 '/host:CPU', line 2, event 17: length
+ * 4294967295 past end of file (byte 123456)". */
+#ifndef XPF_CAPTURE_H
+#define XPF_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "hlo.pb-c.h"
+
+typedef struct xpf_capture xpf_capture;
+
+typedef struct xpf_str {
+	const char *p;
+	size_t n;
+} xpf_str;
+
+bool xpf_str_eq(xpf_str s, const char *lit);
+bool xpf_str_prefix(xpf_str s, const char *lit);
+/* malloc'd NUL-terminated copy (abort on OOM). */
+char *xpf_str_dup(xpf_str s);
+
+/* ---- stats ---------------------------------------------------------- */
+
+enum xpf_stat_kind {
+	XPF_STAT_NONE = 0, /* no value set */
+	XPF_STAT_DOUBLE,
+	XPF_STAT_U64,
+	XPF_STAT_I64,
+	XPF_STAT_STR,   /* str_value */
+	XPF_STAT_BYTES, /* bytes_value */
+	XPF_STAT_REF,   /* ref_value, already resolved into .s */
+};
+
+typedef struct xpf_stat {
+	int64_t metadata_id;
+	const char *name; /* the stat metadata's name; "" if the id is unknown */
+	enum xpf_stat_kind kind;
+	double d;
+	uint64_t u;   /* U64, and REF (the referenced id) */
+	int64_t i;
+	xpf_str s;    /* STR, BYTES, REF (the referenced metadata's name) */
+} xpf_stat;
+
+/* Numeric value of any numeric kind (a double only when integral and in
+ * range).  Return false when the stat holds no number. */
+bool xpf_stat_i64(const xpf_stat *s, int64_t *out);
+bool xpf_stat_u64(const xpf_stat *s, uint64_t *out);
+bool xpf_stat_f64(const xpf_stat *s, double *out);
+/* String value: str_value or ref_value.  False otherwise. */
+bool xpf_stat_text(const xpf_stat *s, xpf_str *out);
+
+/* ---- planes, lines ------------------------------------------------- */
+
+typedef struct xpf_line {
+	int64_t id;
+	const char *name;
+	const char *display_name;
+	int64_t timestamp_ns;
+	int64_t duration_ps;
+	size_t nevents;
+	uint64_t offset, length; /* the XLine message's bytes in the file */
+} xpf_line;
+
+typedef struct xpf_event_md {
+	int64_t id;
+	const char *name;
+	const char *display_name;
+	uint64_t offset, length; /* the XEventMetadata message in the file */
+} xpf_event_md;
+
+typedef struct xpf_plane {
+	size_t index; /* position in the XSpace (0-based) */
+	int64_t id;
+	const char *name;
+	uint64_t offset, length; /* the XPlane message in the file */
+	size_t nlines;
+	xpf_line *lines;
+	size_t n_event_md; /* sorted by id */
+	xpf_event_md *event_md;
+	size_t n_stat_md;  /* sorted by id; see xpf_plane_stat_name() */
+	struct xpf_stat_md *stat_md;
+	uint64_t nevents; /* over all lines */
+	struct xpf_capture *cap;
+} xpf_plane;
+
+/* Event / stat metadata by id (binary search); NULL when absent. */
+const xpf_event_md *xpf_plane_event_md(const xpf_plane *p, int64_t id);
+const char *xpf_plane_stat_name(const xpf_plane *p, int64_t id);
+/* The stat metadata id that has this name, or -1 (first by id). */
+int64_t xpf_plane_stat_id(const xpf_plane *p, const char *name);
+
+/* ---- events --------------------------------------------------------- */
+
+typedef struct xpf_event {
+	size_t index;            /* within its line */
+	int64_t metadata_id;
+	const char *name;        /* resolved; "" if dangling (an error) */
+	int64_t offset_ps;
+	int64_t duration_ps;
+	int64_t num_occurrences;
+	int64_t start_ns;        /* line.timestamp_ns + floor(offset_ps/1000) */
+	int64_t end_ns;          /* line.timestamp_ns + floor((offset_ps+duration_ps)/1000) */
+	const uint8_t *msg;      /* the XEvent message bytes (for its stats) */
+	size_t msg_len;
+	uint64_t offset;         /* byte offset of the message in the file */
+} xpf_event;
+
+typedef struct xpf_event_iter {
+	const xpf_plane *plane;
+	size_t line;
+	const uint8_t *p, *end;
+	size_t next_index;
+} xpf_event_iter;
+
+void xpf_events_begin(const xpf_plane *p, size_t line, xpf_event_iter *it);
+/* 1: *ev filled; 0: end of the line; -1: malformed (err set, with where). */
+int xpf_events_next(xpf_event_iter *it, xpf_event *ev, xpf_error *err);
+
+typedef struct xpf_stat_iter {
+	const xpf_plane *plane;
+	const uint8_t *p, *end;
+	uint32_t field; /* the repeated XStat field number in the message */
+	const char *where; /* for error messages */
+	size_t next_index;
+} xpf_stat_iter;
+
+void xpf_stats_of_event(const xpf_plane *p, const xpf_event *ev, xpf_stat_iter *it);
+void xpf_stats_of_plane(const xpf_plane *p, xpf_stat_iter *it);
+void xpf_stats_of_event_md(const xpf_plane *p, const xpf_event_md *md, xpf_stat_iter *it);
+/* 1: *st filled; 0: end; -1: malformed (err set). */
+int xpf_stats_next(xpf_stat_iter *it, xpf_stat *st, xpf_error *err);
+/* First stat of that name: 1 found, 0 absent, -1 malformed. */
+int xpf_event_stat(const xpf_plane *p, const xpf_event *ev, const char *name,
+		   xpf_stat *out, xpf_error *err);
+int xpf_plane_stat(const xpf_plane *p, const char *name, xpf_stat *out, xpf_error *err);
+
+/* ---- the capture ---------------------------------------------------- */
+
+typedef struct xpf_plane_head {
+	int64_t id;
+	const char *name;
+	uint64_t offset, length;
+} xpf_plane_head;
+
+typedef struct xpf_module_ref {
+	const char *name;        /* the metadata name, e.g. "jit_train_step(123)" */
+	uint64_t program_id;     /* `program_id` stat, else the entry's id */
+	bool has_hlo;
+	const uint8_t *hlo;      /* serialized xla.HloProto, in the mapping */
+	size_t hlo_len;
+	uint64_t hlo_offset;
+} xpf_module_ref;
+
+/* Open a `.xplane.pb` (kind XSPACE) read-only.  Validates the XSpace framing,
+ * every plane's framing and name, and the metadata plane's modules; refuses a
+ * protobuf that is not an XSpace (exit 3). */
+int xpf_capture_open(const char *path, xpf_capture **out, xpf_error *err);
+/* Open a bare xla.HloProto file as a capture with no planes and one module. */
+int xpf_capture_open_hlo(const char *path, xpf_capture **out, xpf_error *err);
+/* Same, over bytes already in memory (tests, fuzzing); not copied. */
+int xpf_capture_open_mem(const void *data, size_t len, const char *label,
+			 xpf_capture **out, xpf_error *err);
+void xpf_capture_free(xpf_capture *c);
+
+const char *xpf_capture_label(const xpf_capture *c); /* file name for messages */
+uint64_t xpf_capture_size(const xpf_capture *c);
+bool xpf_capture_is_hlo_only(const xpf_capture *c);
+
+size_t xpf_capture_nplanes(const xpf_capture *c);
+const xpf_plane_head *xpf_capture_plane_head(const xpf_capture *c, size_t i);
+/* Index of the first plane with that name, or -1. */
+long xpf_capture_find_plane(const xpf_capture *c, const char *name);
+/* Index plane i (once; later calls return the same object). */
+int xpf_capture_plane(xpf_capture *c, size_t i, const xpf_plane **out, xpf_error *err);
+
+/* XSpace.errors / warnings / hostnames (decoded at open). */
+size_t xpf_capture_nstrings(const xpf_capture *c, int which /* 2 errors, 3 warnings, 4 hostnames */);
+const char *xpf_capture_string(const xpf_capture *c, int which, size_t i);
+
+size_t xpf_capture_nmodules(const xpf_capture *c);
+const xpf_module_ref *xpf_capture_module(const xpf_capture *c, size_t i);
+/* Unpack module i's HloProto (once, cached).  Checks nesting depth on the
+ * wire first (protobuf-c has no limit). */
+int xpf_capture_module_hlo(xpf_capture *c, size_t i, const Xla__HloProto **out,
+			   xpf_error *err);
+
+/* Earliest line timestamp_ns over every plane (the time origin of reports);
+ * 0 if there are no lines.  Indexes every plane. */
+int xpf_capture_time_base(xpf_capture *c, int64_t *out, xpf_error *err);
+
+/* Decode and validate everything (every plane, line, event, stat and
+ * module); used by --check and capture/errors.txt. */
+int xpf_capture_validate(xpf_capture *c, xpf_error *err);
+
+#endif

@@ -1,0 +1,48 @@
+/* A growable byte buffer, and the formatting helpers every renderer shares
+ * (TSV fields, IEC byte counts, percentages).
+ *
+ * Allocation failure aborts: the tool cannot do anything useful without
+ * memory and every caller would otherwise need the same check. */
+#ifndef XPF_BUF_H
+#define XPF_BUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct xpf_buf {
+	char *data; /* NUL-terminated after every append; owned */
+	size_t len;
+	size_t cap;
+} xpf_buf;
+
+#define XPF_BUF_INIT { NULL, 0, 0 }
+
+void xpf_buf_reserve(xpf_buf *b, size_t extra);
+void xpf_buf_add(xpf_buf *b, const void *p, size_t n);
+void xpf_buf_adds(xpf_buf *b, const char *s);
+void xpf_buf_addc(xpf_buf *b, char c);
+void xpf_buf_printf(xpf_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void xpf_buf_reset(xpf_buf *b);
+void xpf_buf_release(xpf_buf *b);
+/* Hand the bytes to the caller (free() them); b is left empty. */
+char *xpf_buf_detach(xpf_buf *b, size_t *len);
+
+/* TSV: one field, with tab, newline, carriage return and backslash escaped
+ * as \t \n \r \\ (SPEC §4).  NULL writes nothing (a missing value). */
+void xpf_buf_tsv(xpf_buf *b, const char *s);
+void xpf_buf_tsvn(xpf_buf *b, const char *s, size_t n);
+
+/* JSON string literal with quotes (for hand-written JSON). */
+void xpf_buf_json_str(xpf_buf *b, const char *s);
+
+/* IEC units (SPEC §4): "512 B", "1.5 KiB", "104.0 MiB", "3.41 GiB". */
+char *xpf_human(uint64_t bytes, char out[32]);
+/* Percentage with one decimal of part/whole ("81.6"); "0.0" when whole is 0. */
+char *xpf_pct(uint64_t part, uint64_t whole, char out[32]);
+
+/* Checked arithmetic: return 0 on success, -1 on overflow. */
+int xpf_add_u64(uint64_t a, uint64_t b, uint64_t *out);
+int xpf_mul_u64(uint64_t a, uint64_t b, uint64_t *out);
+
+#endif

@@ -1,0 +1,27 @@
+/* Compute-once values shared between threads (a module's plan, the
+ * runtime, a rendered file).  The first caller computes; concurrent callers
+ * wait; the result, or the error, is kept for everyone after. */
+#ifndef XPF_LAZY_H
+#define XPF_LAZY_H
+
+#include <pthread.h>
+
+#include "common/error.h"
+
+typedef struct xpf_lazy {
+	pthread_mutex_t mu;
+	int state; /* 0 not yet, 1 done, 2 failed */
+	void *value;
+	xpf_error err;
+} xpf_lazy;
+
+#define XPF_LAZY_INIT { PTHREAD_MUTEX_INITIALIZER, 0, NULL, { 0, { 0 } } }
+
+void xpf_lazy_init(xpf_lazy *l);
+/* fn computes *value from ctx; it runs at most once per xpf_lazy. */
+typedef int (*xpf_lazy_fn)(void *ctx, void **value, xpf_error *err);
+int xpf_lazy_get(xpf_lazy *l, xpf_lazy_fn fn, void *ctx, void **out, xpf_error *err);
+/* Destroy; free_fn (may be NULL) releases a computed value. */
+void xpf_lazy_release(xpf_lazy *l, void (*free_fn)(void *));
+
+#endif
