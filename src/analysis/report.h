@@ -60,6 +60,7 @@ struct xpf_node {
 	xpf_populate_fn populate; /* directories; NULL if built eagerly */
 	char *target;          /* links */
 	/* private to report.c */
+	xpf_report *report;
 	size_t nkids, capkids;
 	xpf_node **kids;
 	xpf_lazy content;      /* rendered bytes (files) / populated (dirs) */
@@ -97,6 +98,11 @@ xpf_host *xpf_report_host(xpf_report *r, size_t i);
 xpf_node *xpf_node_dir(xpf_node *parent, const char *name, xpf_populate_fn populate, long arg);
 xpf_node *xpf_node_file(xpf_node *parent, const char *name, xpf_render_fn render, long arg);
 xpf_node *xpf_node_link(xpf_node *parent, const char *name, const char *target);
+/* A symlink whose target is rendered on first access (render writes the
+ * target path, relative to the link's directory). */
+xpf_node *xpf_node_link_lazy(xpf_node *parent, const char *name, xpf_render_fn render, long arg);
+/* The symlink's target (rendered once). */
+int xpf_node_readlink(xpf_node *link, const char **target, xpf_error *err);
 
 /* Browsing (thread-safe).  Children come in creation order. */
 int xpf_node_children(xpf_node *dir, xpf_node ***kids, size_t *n, xpf_error *err);
@@ -122,5 +128,14 @@ void xpf_tree_capture(xpf_host *h, xpf_node *dir);   /* capture/ (tree.c) */
 void xpf_tree_modules(xpf_host *h, xpf_node *dir);   /* modules/ (plan_tree.c) */
 void xpf_tree_runtime(xpf_host *h, xpf_node *dir);   /* runtime/ (runtime_tree.c) */
 void xpf_tree_root(xpf_host *h, xpf_node *root);     /* README, diagnosis.*, summary.txt, checks.txt, focus (diag_tree.c) */
+/* The top of a multi-host report: hosts/<host>/ exist already; this adds the
+ * cross-host files (diag_tree.c). */
+void xpf_tree_cross(xpf_report *r, xpf_node *root);
+
+/* Safe, unique directory names for modules (SPEC §3): '/' and NUL become
+ * '_', "." ".." and "" are renamed, names are cut to 255 bytes on a UTF-8
+ * boundary, collisions get " (2)", " (3)".  Returns n malloc'd strings. */
+char **xpf_safe_names(const char *const *names, size_t n);
+
 
 #endif

@@ -114,6 +114,7 @@ int64_t xpf_plane_stat_id(const xpf_plane *p, const char *name);
 /* ---- events --------------------------------------------------------- */
 
 typedef struct xpf_event {
+	size_t line;             /* index of its line in the plane */
 	size_t index;            /* within its line */
 	int64_t metadata_id;
 	const char *name;        /* resolved; "" if dangling (an error) */
@@ -143,6 +144,7 @@ typedef struct xpf_stat_iter {
 	const uint8_t *p, *end;
 	uint32_t field; /* the repeated XStat field number in the message */
 	const char *where; /* for error messages */
+	long line, event;  /* for error messages; -1 when not an event's stats */
 	size_t next_index;
 } xpf_stat_iter;
 

@@ -40,7 +40,17 @@ void xpf_error_prefix(xpf_error *err, const char *fmt, ...)
 	vsnprintf(pre, sizeof pre, fmt, ap);
 	va_end(ap);
 	memcpy(old, err->msg, sizeof old);
-	snprintf(err->msg, sizeof err->msg, "%s: %s", pre, old);
+	size_t n = strlen(pre);
+	if (n > sizeof err->msg - 3)
+		n = sizeof err->msg - 3;
+	memcpy(err->msg, pre, n);
+	memcpy(err->msg + n, ": ", 2);
+	size_t rest = sizeof err->msg - n - 3;
+	size_t ol = strlen(old);
+	if (ol > rest)
+		ol = rest;
+	memcpy(err->msg + n + 2, old, ol);
+	err->msg[n + 2 + ol] = '\0';
 }
 
 const char *xpf_code_name(int code)

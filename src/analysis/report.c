@@ -1,0 +1,443 @@
+/* The report tree (see report.h for the model). */
+#include "analysis/report.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct xpf_report {
+	xpf_input *in;
+	xpf_options opt;
+	size_t nhosts;
+	xpf_host *hosts;
+	xpf_node *root;
+	pthread_mutex_t ino_mu;
+	size_t nnodes, capnodes;
+	xpf_node **nodes; /* by ino - 1 */
+};
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+static char *xstrdup(const char *s)
+{
+	char *d = strdup(s ? s : "");
+	if (d == NULL)
+		abort();
+	return d;
+}
+
+static xpf_node *node_new(xpf_report *r, xpf_node *parent, enum xpf_node_type type,
+			  const char *name)
+{
+	xpf_node *n = xmalloc(sizeof *n);
+	memset(n, 0, sizeof *n);
+	n->type = type;
+	n->name = xstrdup(name);
+	n->parent = parent;
+	n->report = r;
+	n->host = parent ? parent->host : NULL;
+	xpf_lazy_init(&n->content);
+	pthread_mutex_lock(&r->ino_mu);
+	if (r->nnodes == r->capnodes) {
+		r->capnodes = r->capnodes ? r->capnodes * 2 : 64;
+		r->nodes = realloc(r->nodes, r->capnodes * sizeof *r->nodes);
+		if (r->nodes == NULL)
+			abort();
+	}
+	r->nodes[r->nnodes++] = n;
+	n->ino = r->nnodes;
+	pthread_mutex_unlock(&r->ino_mu);
+	if (parent) {
+		if (parent->nkids == parent->capkids) {
+			parent->capkids = parent->capkids ? parent->capkids * 2 : 8;
+			parent->kids = realloc(parent->kids, parent->capkids * sizeof *parent->kids);
+			if (parent->kids == NULL)
+				abort();
+		}
+		parent->kids[parent->nkids++] = n;
+	}
+	return n;
+}
+
+xpf_node *xpf_node_dir(xpf_node *parent, const char *name, xpf_populate_fn populate, long arg)
+{
+	xpf_node *n = node_new(parent->report, parent, XPF_NODE_DIR, name);
+	n->populate = populate;
+	n->arg = arg;
+	return n;
+}
+
+xpf_node *xpf_node_file(xpf_node *parent, const char *name, xpf_render_fn render, long arg)
+{
+	xpf_node *n = node_new(parent->report, parent, XPF_NODE_FILE, name);
+	n->render = render;
+	n->arg = arg;
+	return n;
+}
+
+xpf_node *xpf_node_link(xpf_node *parent, const char *name, const char *target)
+{
+	xpf_node *n = node_new(parent->report, parent, XPF_NODE_LINK, name);
+	n->target = xstrdup(target);
+	return n;
+}
+
+xpf_node *xpf_node_link_lazy(xpf_node *parent, const char *name, xpf_render_fn render, long arg)
+{
+	xpf_node *n = node_new(parent->report, parent, XPF_NODE_LINK, name);
+	n->render = render;
+	n->arg = arg;
+	return n;
+}
+
+static int populate_fn(void *ctx, void **value, xpf_error *err)
+{
+	xpf_node *dir = ctx;
+	*value = dir;
+	if (dir->populate == NULL)
+		return XPF_OK;
+	return dir->populate(dir->host, dir, err);
+}
+
+int xpf_node_children(xpf_node *dir, xpf_node ***kids, size_t *n, xpf_error *err)
+{
+	if (dir->type != XPF_NODE_DIR)
+		return xpf_fail(err, XPF_EUSAGE, "%s: not a directory", dir->name);
+	int rc = xpf_lazy_get(&dir->content, populate_fn, dir, NULL, err);
+	if (rc != XPF_OK)
+		return rc;
+	*kids = dir->kids;
+	*n = dir->nkids;
+	return XPF_OK;
+}
+
+int xpf_node_lookup(xpf_node *dir, const char *name, xpf_node **out, xpf_error *err)
+{
+	xpf_node **kids;
+	size_t n;
+	*out = NULL;
+	int rc = xpf_node_children(dir, &kids, &n, err);
+	if (rc != XPF_OK)
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(kids[i]->name, name) == 0) {
+			*out = kids[i];
+			break;
+		}
+	return XPF_OK;
+}
+
+static int render_fn(void *ctx, void **value, xpf_error *err)
+{
+	xpf_node *f = ctx;
+	xpf_buf b = XPF_BUF_INIT;
+	int rc = f->render ? f->render(f->host, f, &b, err)
+			   : xpf_fail(err, XPF_EUSAGE, "%s: nothing to render", f->name);
+	if (rc != XPF_OK) {
+		xpf_buf_release(&b);
+		if (f->host) {
+			xpf_buf path = XPF_BUF_INIT;
+			xpf_node_host_path(f, &path);
+			xpf_host_note_error(f->host, path.data, err);
+			xpf_buf_release(&path);
+		}
+		return rc;
+	}
+	f->content_len = b.len;
+	*value = xpf_buf_detach(&b, NULL);
+	return XPF_OK;
+}
+
+int xpf_node_content(xpf_node *f, const char **data, size_t *len, xpf_error *err)
+{
+	if (f->type == XPF_NODE_DIR)
+		return xpf_fail(err, XPF_EUSAGE, "%s: is a directory", f->name);
+	if (f->type == XPF_NODE_LINK && f->render == NULL) {
+		*data = f->target;
+		*len = strlen(f->target);
+		return XPF_OK;
+	}
+	void *v = NULL;
+	int rc = xpf_lazy_get(&f->content, render_fn, f, &v, err);
+	if (rc != XPF_OK)
+		return rc;
+	*data = v;
+	*len = f->content_len;
+	return XPF_OK;
+}
+
+int xpf_node_readlink(xpf_node *link, const char **target, xpf_error *err)
+{
+	size_t len;
+	if (link->type != XPF_NODE_LINK)
+		return xpf_fail(err, XPF_EUSAGE, "%s: not a symlink", link->name);
+	return xpf_node_content(link, target, &len, err);
+}
+
+static int resolve(xpf_report *r, xpf_node *start, const char *path, bool follow_last, int depth,
+		   xpf_node **out, xpf_error *err)
+{
+	xpf_node *cur = start;
+	char *copy = xstrdup(path), *save = NULL;
+	int rc = XPF_OK;
+	*out = NULL;
+	if (depth > 16) {
+		free(copy);
+		return xpf_fail(err, XPF_EUSAGE, "%s: too many levels of symbolic links", path);
+	}
+	char *tok = strtok_r(copy, "/", &save);
+	while (tok) {
+		char *next = strtok_r(NULL, "/", &save);
+		if (strcmp(tok, ".") == 0) {
+			/* stay */
+		} else if (strcmp(tok, "..") == 0) {
+			if (cur->parent)
+				cur = cur->parent;
+		} else {
+			xpf_node *kid;
+			if (cur->type != XPF_NODE_DIR) {
+				cur = NULL;
+				break;
+			}
+			rc = xpf_node_lookup(cur, tok, &kid, err);
+			if (rc != XPF_OK || kid == NULL) {
+				cur = NULL;
+				break;
+			}
+			if (kid->type == XPF_NODE_LINK && (next || follow_last)) {
+				const char *target;
+				rc = xpf_node_readlink(kid, &target, err);
+				if (rc != XPF_OK) {
+					cur = NULL;
+					break;
+				}
+				xpf_node *t;
+				rc = resolve(r, target[0] == '/' ? r->root : cur, target, true, depth + 1, &t, err);
+				if (rc != XPF_OK || t == NULL) {
+					cur = NULL;
+					break;
+				}
+				kid = t;
+			}
+			cur = kid;
+		}
+		tok = next;
+	}
+	free(copy);
+	*out = cur;
+	return rc;
+}
+
+int xpf_report_resolve(xpf_report *r, const char *path, xpf_node **out, xpf_error *err)
+{
+	return resolve(r, r->root, path, false, 0, out, err);
+}
+
+xpf_node *xpf_report_node_by_ino(xpf_report *r, uint64_t ino)
+{
+	xpf_node *n = NULL;
+	pthread_mutex_lock(&r->ino_mu);
+	if (ino >= 1 && ino <= r->nnodes)
+		n = r->nodes[ino - 1];
+	pthread_mutex_unlock(&r->ino_mu);
+	return n;
+}
+
+static void path_upto(const xpf_node *n, const xpf_node *stop, xpf_buf *out)
+{
+	if (n == NULL || n == stop || n->parent == NULL)
+		return;
+	path_upto(n->parent, stop, out);
+	if (out->len)
+		xpf_buf_addc(out, '/');
+	xpf_buf_adds(out, n->name);
+}
+
+void xpf_node_path(const xpf_node *n, xpf_buf *out)
+{
+	path_upto(n, NULL, out);
+}
+
+void xpf_node_host_path(const xpf_node *n, xpf_buf *out)
+{
+	path_upto(n, n->host ? n->host->root : NULL, out);
+}
+
+void xpf_host_note_error(xpf_host *h, const char *what, const xpf_error *err)
+{
+	pthread_mutex_lock(&h->err_mu);
+	xpf_buf_printf(&h->late_errors, "%s: %s\n", what ? what : "", err ? err->msg : "");
+	pthread_mutex_unlock(&h->err_mu);
+}
+
+/* ---- names ------------------------------------------------------------ */
+
+static size_t utf8_cut(const char *s, size_t n, size_t max)
+{
+	if (n <= max)
+		return n;
+	size_t k = max;
+	while (k > 0 && ((unsigned char)s[k] & 0xc0) == 0x80)
+		k--;
+	return k;
+}
+
+char **xpf_safe_names(const char *const *names, size_t n)
+{
+	char **out = xmalloc((n ? n : 1) * sizeof *out);
+	for (size_t i = 0; i < n; i++) {
+		const char *s = names[i] ? names[i] : "";
+		size_t len = strlen(s);
+		char *d = xmalloc(len + 16);
+		for (size_t k = 0; k < len; k++)
+			d[k] = s[k] == '/' ? '_' : s[k];
+		d[len] = '\0';
+		if (len == 0)
+			strcpy(d, "_empty_");
+		else if (strcmp(d, ".") == 0)
+			strcpy(d, "_dot_");
+		else if (strcmp(d, "..") == 0)
+			strcpy(d, "_dotdot_");
+		d[utf8_cut(d, strlen(d), 255)] = '\0';
+		/* collisions: " (2)", " (3)", ... kept within 255 bytes */
+		for (unsigned k = 2;; k++) {
+			bool clash = false;
+			for (size_t j = 0; j < i && !clash; j++)
+				clash = strcmp(out[j], d) == 0;
+			if (!clash)
+				break;
+			char sfx[24];
+			snprintf(sfx, sizeof sfx, " (%u)", k);
+			const char *base = s[0] ? s : "_empty_";
+			size_t bl = strlen(base);
+			char *e = xmalloc(bl + sizeof sfx + 16);
+			for (size_t q = 0; q < bl; q++)
+				e[q] = base[q] == '/' ? '_' : base[q];
+			e[bl] = '\0';
+			if (strcmp(e, ".") == 0)
+				strcpy(e, "_dot_");
+			else if (strcmp(e, "..") == 0)
+				strcpy(e, "_dotdot_");
+			size_t keep = utf8_cut(e, strlen(e), 255 - strlen(sfx));
+			e[keep] = '\0';
+			strcat(e, sfx);
+			free(d);
+			d = e;
+		}
+		out[i] = d;
+	}
+	return out;
+}
+
+/* ---- building --------------------------------------------------------- */
+
+static void host_tree(xpf_host *h, xpf_node *root)
+{
+	h->root = root;
+	root->host = h;
+	xpf_tree_root(h, root);
+	xpf_tree_capture(h, xpf_node_dir(root, "capture", NULL, 0));
+	xpf_tree_modules(h, xpf_node_dir(root, "modules", NULL, 0));
+	xpf_tree_runtime(h, xpf_node_dir(root, "runtime", NULL, 0));
+}
+
+int xpf_report_open(xpf_input *in, const xpf_options *opt, xpf_report **out, xpf_error *err)
+{
+	xpf_report *r = xmalloc(sizeof *r);
+	memset(r, 0, sizeof *r);
+	r->in = in;
+	r->opt = *opt;
+	pthread_mutex_init(&r->ino_mu, NULL);
+	r->nhosts = in->nhosts;
+	r->hosts = xmalloc(in->nhosts * sizeof *r->hosts);
+	memset(r->hosts, 0, in->nhosts * sizeof *r->hosts);
+	r->root = node_new(r, NULL, XPF_NODE_DIR, "");
+	for (size_t i = 0; i < in->nhosts; i++) {
+		xpf_host *h = &r->hosts[i];
+		h->report = r;
+		h->name = in->hosts[i].name;
+		h->cap = in->hosts[i].cap;
+		h->opt = &r->opt;
+		pthread_mutex_init(&h->err_mu, NULL);
+		xpf_lazy_init(&h->runtime);
+		xpf_lazy_init(&h->diagnosis);
+		h->nmodules = xpf_capture_nmodules(h->cap);
+		const char **names = xmalloc((h->nmodules ? h->nmodules : 1) * sizeof *names);
+		for (size_t m = 0; m < h->nmodules; m++)
+			names[m] = xpf_capture_module(h->cap, m)->name;
+		h->module_dirs = xpf_safe_names(names, h->nmodules);
+		free(names);
+		h->plans = xmalloc((h->nmodules ? h->nmodules : 1) * sizeof *h->plans);
+		for (size_t m = 0; m < h->nmodules; m++)
+			xpf_lazy_init(&h->plans[m]);
+	}
+	if (in->nhosts == 1) {
+		host_tree(&r->hosts[0], r->root);
+	} else {
+		xpf_node *hosts = xpf_node_dir(r->root, "hosts", NULL, 0);
+		const char **names = xmalloc(in->nhosts * sizeof *names);
+		for (size_t i = 0; i < in->nhosts; i++)
+			names[i] = r->hosts[i].name;
+		char **safe = xpf_safe_names(names, in->nhosts);
+		for (size_t i = 0; i < in->nhosts; i++) {
+			host_tree(&r->hosts[i], xpf_node_dir(hosts, safe[i], NULL, 0));
+			free(safe[i]);
+		}
+		free(safe);
+		free(names);
+		xpf_tree_cross(r, r->root);
+	}
+	(void)err;
+	*out = r;
+	return XPF_OK;
+}
+
+/* Analysis modules register how to free what they cached in a host. */
+void xpf_plan_free(void *plan);
+void xpf_runtime_free(void *rt);
+void xpf_diagnosis_free(void *d);
+
+void xpf_report_free(xpf_report *r)
+{
+	if (r == NULL)
+		return;
+	for (size_t i = 0; i < r->nhosts; i++) {
+		xpf_host *h = &r->hosts[i];
+		for (size_t m = 0; m < h->nmodules; m++) {
+			xpf_lazy_release(&h->plans[m], xpf_plan_free);
+			free(h->module_dirs[m]);
+		}
+		free(h->plans);
+		free(h->module_dirs);
+		xpf_lazy_release(&h->diagnosis, xpf_diagnosis_free);
+		xpf_lazy_release(&h->runtime, xpf_runtime_free);
+		xpf_buf_release(&h->late_errors);
+		pthread_mutex_destroy(&h->err_mu);
+	}
+	for (size_t i = 0; i < r->nnodes; i++) {
+		xpf_node *n = r->nodes[i];
+		if (n->type != XPF_NODE_DIR)
+			xpf_lazy_release(&n->content, free);
+		else
+			xpf_lazy_release(&n->content, NULL);
+		free(n->name);
+		free(n->target);
+		free(n->kids);
+		free(n);
+	}
+	free(r->nodes);
+	free(r->hosts);
+	pthread_mutex_destroy(&r->ino_mu);
+	free(r);
+}
+
+xpf_node *xpf_report_root(xpf_report *r) { return r->root; }
+xpf_input *xpf_report_input(xpf_report *r) { return r->in; }
+size_t xpf_report_nhosts(xpf_report *r) { return r->nhosts; }
+xpf_host *xpf_report_host(xpf_report *r, size_t i) { return i < r->nhosts ? &r->hosts[i] : NULL; }

@@ -1,0 +1,125 @@
+/* capture/: what the capture itself holds (planes, devices, errors). */
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis/report.h"
+
+static int render_planes(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+{
+	xpf_buf_adds(out, "index\tid\tname\tlines\tevents\tevent_metadata\tstat_metadata\tbytes\n");
+	for (size_t i = 0; i < xpf_capture_nplanes(h->cap); i++) {
+		const xpf_plane *p;
+		int rc = xpf_capture_plane(h->cap, i, &p, err);
+		if (rc != XPF_OK)
+			return rc;
+		xpf_buf_printf(out, "%zu\t%lld\t", i, (long long)p->id);
+		xpf_buf_tsv(out, p->name);
+		xpf_buf_printf(out, "\t%zu\t%llu\t%zu\t%zu\t%llu\n", p->nlines,
+			       (unsigned long long)p->nevents, p->n_event_md, p->n_stat_md,
+			       (unsigned long long)p->length);
+	}
+	return XPF_OK;
+}
+
+static void put_text_stat(const xpf_plane *p, const char *name, xpf_buf *out, xpf_error *err)
+{
+	xpf_stat st;
+	xpf_str s;
+	if (xpf_plane_stat(p, name, &st, err) == 1 && xpf_stat_text(&st, &s))
+		xpf_buf_tsvn(out, s.p, s.n);
+}
+
+static void put_num_stat(const xpf_plane *p, const char *name, xpf_buf *out, xpf_error *err)
+{
+	xpf_stat st;
+	uint64_t v;
+	if (xpf_plane_stat(p, name, &st, err) == 1 && xpf_stat_u64(&st, &v))
+		xpf_buf_printf(out, "%llu", (unsigned long long)v);
+}
+
+static int render_devices(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+{
+	xpf_buf_adds(out, "plane\tname\tdevice_name\tvendor\tmemory_bytes\tmemory_human\tcores\tcompute_capability\n");
+	for (size_t i = 0; i < xpf_capture_nplanes(h->cap); i++) {
+		const xpf_plane_head *hd = xpf_capture_plane_head(h->cap, i);
+		if (strncmp(hd->name, "/device:", 8) != 0)
+			continue;
+		const xpf_plane *p;
+		int rc = xpf_capture_plane(h->cap, i, &p, err);
+		if (rc != XPF_OK)
+			return rc;
+		xpf_error e2 = { 0 };
+		xpf_buf_printf(out, "%zu\t", i);
+		xpf_buf_tsv(out, p->name);
+		xpf_buf_addc(out, '\t');
+		put_text_stat(p, "gpu_device_name", out, &e2);
+		xpf_buf_addc(out, '\t');
+		put_text_stat(p, "device_vendor", out, &e2);
+		xpf_buf_addc(out, '\t');
+		xpf_stat st;
+		uint64_t mem;
+		if (xpf_plane_stat(p, "memory_size", &st, &e2) == 1 && xpf_stat_u64(&st, &mem)) {
+			char hb[32];
+			xpf_buf_printf(out, "%llu\t%s", (unsigned long long)mem, xpf_human(mem, hb));
+		} else {
+			xpf_buf_addc(out, '\t');
+		}
+		xpf_buf_addc(out, '\t');
+		put_num_stat(p, "core_count", out, &e2);
+		xpf_buf_addc(out, '\t');
+		uint64_t ma, mi;
+		if (xpf_plane_stat(p, "compute_cap_major", &st, &e2) == 1 && xpf_stat_u64(&st, &ma) &&
+		    xpf_plane_stat(p, "compute_cap_minor", &st, &e2) == 1 && xpf_stat_u64(&st, &mi))
+			xpf_buf_printf(out, "%llu.%llu", (unsigned long long)ma, (unsigned long long)mi);
+		xpf_buf_addc(out, '\n');
+		if (e2.code != XPF_OK) {
+			*err = e2;
+			return e2.code;
+		}
+	}
+	return XPF_OK;
+}
+
+static int render_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+{
+	xpf_capture *c = h->cap;
+	xpf_buf_adds(out, "# The capture's own errors and warnings (XSpace), then what xplanefs found\n"
+			  "# decoding every plane, event, stat and module.\n");
+	for (size_t i = 0; i < xpf_capture_nstrings(c, 2); i++) {
+		xpf_buf_adds(out, "capture error: ");
+		xpf_buf_tsv(out, xpf_capture_string(c, 2, i));
+		xpf_buf_addc(out, '\n');
+	}
+	for (size_t i = 0; i < xpf_capture_nstrings(c, 3); i++) {
+		xpf_buf_adds(out, "capture warning: ");
+		xpf_buf_tsv(out, xpf_capture_string(c, 3, i));
+		xpf_buf_addc(out, '\n');
+	}
+	xpf_error e2 = { 0 };
+	if (xpf_capture_validate(c, &e2) != XPF_OK) {
+		xpf_buf_adds(out, "decoder error: ");
+		xpf_buf_tsv(out, e2.msg);
+		xpf_buf_addc(out, '\n');
+	} else {
+		xpf_buf_adds(out, "decoder: every plane, event, stat and module decodes\n");
+	}
+	/* Failures of modules decoded separately (each module's plan). */
+	for (size_t m = 0; m < xpf_capture_nmodules(c); m++) {
+		const Xla__HloProto *hp;
+		xpf_error e3 = { 0 };
+		if (xpf_capture_module_hlo(c, m, &hp, &e3) != XPF_OK && strcmp(e3.msg, e2.msg) != 0) {
+			xpf_buf_adds(out, "decoder error: ");
+			xpf_buf_tsv(out, e3.msg);
+			xpf_buf_addc(out, '\n');
+		}
+	}
+	(void)err;
+	return XPF_OK;
+}
+
+void xpf_tree_capture(xpf_host *h, xpf_node *dir)
+{
+	xpf_node_file(dir, "planes.tsv", render_planes, 0);
+	xpf_node_file(dir, "devices.tsv", render_devices, 0);
+	xpf_node_file(dir, "errors.txt", render_errors, 0);
+}

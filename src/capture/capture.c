@@ -1,0 +1,1231 @@
+/* Capture decoding.  See capture.h for the model (mapped once, indexed
+ * lazily, streamed).  Only HloProtos go through protobuf-c; the XSpace is
+ * read with our own bounded wire reader (wire.c) so that a 1 GiB capture is
+ * never materialised as structs and every error can say where it is. */
+#include "capture/capture.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "capture/wire.h"
+#include "common/lazy.h"
+
+#define MAX_SHAPE_DEPTH 64
+
+struct xpf_stat_md {
+	int64_t id;
+	const char *name;
+};
+
+struct xpf_capture {
+	char *label;
+	const uint8_t *data;
+	size_t size;
+	void *map;        /* non-NULL when we mapped the file */
+	size_t map_len;
+	bool hlo_only;
+
+	size_t nplanes;
+	xpf_plane_head *heads;
+	xpf_lazy *planes; /* nplanes: xpf_plane * */
+
+	size_t nstr[5];
+	char **str[5];
+
+	size_t nmodules;
+	xpf_module_ref *modules;
+	xpf_lazy *hlos;   /* nmodules: Xla__HloProto * */
+};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+bool xpf_str_eq(xpf_str s, const char *lit)
+{
+	size_t n = strlen(lit);
+	return s.n == n && memcmp(s.p, lit, n) == 0;
+}
+
+bool xpf_str_prefix(xpf_str s, const char *lit)
+{
+	size_t n = strlen(lit);
+	return s.n >= n && memcmp(s.p, lit, n) == 0;
+}
+
+static char *dupn(const void *p, size_t n)
+{
+	char *s = malloc(n + 1);
+	if (s == NULL)
+		abort();
+	if (n)
+		memcpy(s, p, n);
+	s[n] = '\0';
+	return s;
+}
+
+char *xpf_str_dup(xpf_str s)
+{
+	return dupn(s.p, s.n);
+}
+
+static void *xcalloc(size_t n, size_t sz)
+{
+	void *p = calloc(n ? n : 1, sz);
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+static void *xrealloc(void *p, size_t n, size_t sz)
+{
+	if (sz && n > SIZE_MAX / sz)
+		abort();
+	p = realloc(p, (n && sz) ? n * sz : 1);
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+static uint64_t off_of(const xpf_capture *c, const uint8_t *p)
+{
+	return (uint64_t)(p - c->data);
+}
+
+/* "plane 3 '/host:CPU'" */
+static void plane_where(const xpf_capture *c, size_t i, char *out, size_t n)
+{
+	const char *name = i < c->nplanes && c->heads[i].name ? c->heads[i].name : "";
+	snprintf(out, n, "plane %zu '%s'", i, name);
+}
+
+static int wire_fail(xpf_error *err, const xpf_capture *c, const char *where, int st,
+		     const wire_field *f, const uint8_t *at)
+{
+	if (st == WIRE_PAST_END && f->data) {
+		bool past_file = f->len > (size_t)(c->data + c->size - f->data);
+		return xpf_fail(err, XPF_EMALFORMED,
+				"%s: malformed capture: %s: field %u: length %zu past end of %s (byte %llu)",
+				c->label, where, f->num, f->len,
+				past_file ? "file" : "its message",
+				(unsigned long long)off_of(c, f->at));
+	}
+	return xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: %s (byte %llu)", c->label,
+			where, wire_strerror(st), (unsigned long long)off_of(c, at));
+}
+
+/* ---- stats ------------------------------------------------------------ */
+
+bool xpf_stat_i64(const xpf_stat *s, int64_t *out)
+{
+	switch (s->kind) {
+	case XPF_STAT_I64: *out = s->i; return true;
+	case XPF_STAT_U64:
+		if (s->u > INT64_MAX)
+			return false;
+		*out = (int64_t)s->u;
+		return true;
+	case XPF_STAT_DOUBLE:
+		if (!(s->d >= -9.2e18 && s->d <= 9.2e18) || s->d != (double)(int64_t)s->d)
+			return false;
+		*out = (int64_t)s->d;
+		return true;
+	default: return false;
+	}
+}
+
+bool xpf_stat_u64(const xpf_stat *s, uint64_t *out)
+{
+	switch (s->kind) {
+	case XPF_STAT_U64: *out = s->u; return true;
+	case XPF_STAT_I64:
+		if (s->i < 0)
+			return false;
+		*out = (uint64_t)s->i;
+		return true;
+	case XPF_STAT_DOUBLE:
+		if (!(s->d >= 0 && s->d <= 1.8e19) || s->d != (double)(uint64_t)s->d)
+			return false;
+		*out = (uint64_t)s->d;
+		return true;
+	default: return false;
+	}
+}
+
+bool xpf_stat_f64(const xpf_stat *s, double *out)
+{
+	switch (s->kind) {
+	case XPF_STAT_DOUBLE: *out = s->d; return true;
+	case XPF_STAT_I64: *out = (double)s->i; return true;
+	case XPF_STAT_U64: *out = (double)s->u; return true;
+	default: return false;
+	}
+}
+
+bool xpf_stat_text(const xpf_stat *s, xpf_str *out)
+{
+	if (s->kind == XPF_STAT_STR || s->kind == XPF_STAT_REF) {
+		*out = s->s;
+		return true;
+	}
+	return false;
+}
+
+static int cmp_stat_md(const void *a, const void *b)
+{
+	const struct xpf_stat_md *x = a, *y = b;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int cmp_event_md(const void *a, const void *b)
+{
+	const xpf_event_md *x = a, *y = b;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+const xpf_event_md *xpf_plane_event_md(const xpf_plane *p, int64_t id)
+{
+	size_t lo = 0, hi = p->n_event_md;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->event_md[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->n_event_md && p->event_md[lo].id == id ? &p->event_md[lo] : NULL;
+}
+
+const char *xpf_plane_stat_name(const xpf_plane *p, int64_t id)
+{
+	size_t lo = 0, hi = p->n_stat_md;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->stat_md[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->n_stat_md && p->stat_md[lo].id == id ? p->stat_md[lo].name : NULL;
+}
+
+int64_t xpf_plane_stat_id(const xpf_plane *p, const char *name)
+{
+	for (size_t i = 0; i < p->n_stat_md; i++)
+		if (strcmp(p->stat_md[i].name, name) == 0)
+			return p->stat_md[i].id;
+	return -1;
+}
+
+static void stat_iter_init(const xpf_plane *p, const uint8_t *msg, size_t len, uint32_t field,
+			   xpf_stat_iter *it)
+{
+	it->plane = p;
+	it->p = msg;
+	it->end = msg + len;
+	it->field = field;
+	it->where = NULL;
+	it->line = it->event = -1;
+	it->next_index = 0;
+}
+
+void xpf_stats_of_event(const xpf_plane *p, const xpf_event *ev, xpf_stat_iter *it)
+{
+	stat_iter_init(p, ev->msg, ev->msg_len, 4, it);
+	it->where = "event";
+	it->line = (long)ev->line;
+	it->event = (long)ev->index;
+}
+
+void xpf_stats_of_plane(const xpf_plane *p, xpf_stat_iter *it)
+{
+	stat_iter_init(p, p->cap->data + p->offset, (size_t)p->length, 6, it);
+	it->where = "plane stats";
+}
+
+void xpf_stats_of_event_md(const xpf_plane *p, const xpf_event_md *md, xpf_stat_iter *it)
+{
+	stat_iter_init(p, p->cap->data + md->offset, (size_t)md->length, 5, it);
+	it->where = "event metadata";
+}
+
+static void stat_where(const xpf_stat_iter *it, size_t idx, char *out, size_t n)
+{
+	plane_where(it->plane->cap, it->plane->index, out, n);
+	size_t l = strlen(out);
+	if (it->line >= 0)
+		snprintf(out + l, n - l, ", line %ld, event %ld, stat %zu", it->line, it->event, idx);
+	else
+		snprintf(out + l, n - l, ", %s, stat %zu", it->where ? it->where : "stats", idx);
+}
+
+int xpf_stats_next(xpf_stat_iter *it, xpf_stat *st, xpf_error *err)
+{
+	const xpf_plane *pl = it->plane;
+	const xpf_capture *c = pl->cap;
+	char where[600];
+	wire_field f;
+	int rc;
+
+	for (;;) {
+		const uint8_t *at = it->p;
+		rc = wire_next(&it->p, it->end, &f);
+		if (rc == WIRE_END)
+			return 0;
+		if (rc != WIRE_OK) {
+			stat_where(it, it->next_index, where, sizeof where);
+			wire_fail(err, c, where, rc, &f, at);
+			return -1;
+		}
+		if (f.num == it->field && f.wt == WT_LEN)
+			break;
+	}
+	size_t idx = it->next_index++;
+	memset(st, 0, sizeof *st);
+	st->name = "";
+	const uint8_t *q = f.data, *e = f.data + f.len;
+	wire_field g;
+	bool has_md = false;
+	while ((rc = wire_next(&q, e, &g)) == WIRE_OK) {
+		switch (g.num) {
+		case 1: st->metadata_id = (int64_t)g.v; has_md = true; break;
+		case 2: if (g.wt == WT_I64) { memcpy(&st->d, &g.v, 8); st->kind = XPF_STAT_DOUBLE; } break;
+		case 3: if (g.wt == WT_VARINT) { st->u = g.v; st->kind = XPF_STAT_U64; } break;
+		case 4: if (g.wt == WT_VARINT) { st->i = (int64_t)g.v; st->kind = XPF_STAT_I64; } break;
+		case 5: if (g.wt == WT_LEN) { st->s.p = (const char *)g.data; st->s.n = g.len; st->kind = XPF_STAT_STR; } break;
+		case 6: if (g.wt == WT_LEN) { st->s.p = (const char *)g.data; st->s.n = g.len; st->kind = XPF_STAT_BYTES; } break;
+		case 7: if (g.wt == WT_VARINT) { st->u = g.v; st->kind = XPF_STAT_REF; } break;
+		}
+	}
+	stat_where(it, idx, where, sizeof where);
+	if (rc != WIRE_END) {
+		wire_fail(err, c, where, rc, &g, q);
+		return -1;
+	}
+	(void)has_md;
+	const char *nm = xpf_plane_stat_name(pl, st->metadata_id);
+	if (nm == NULL) {
+		xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: dangling stat metadata id %lld (byte %llu)",
+			 c->label, where, (long long)st->metadata_id,
+			 (unsigned long long)off_of(c, f.data));
+		return -1;
+	}
+	st->name = nm;
+	if (st->kind == XPF_STAT_REF) {
+		const char *v = st->u <= INT64_MAX ? xpf_plane_stat_name(pl, (int64_t)st->u) : NULL;
+		if (v == NULL) {
+			xpf_fail(err, XPF_EMALFORMED,
+				 "%s: malformed capture: %s '%s': dangling ref_value %llu (byte %llu)", c->label, where,
+				 nm, (unsigned long long)st->u, (unsigned long long)off_of(c, f.data));
+			return -1;
+		}
+		st->s.p = v;
+		st->s.n = strlen(v);
+	}
+	return 1;
+}
+
+static int find_stat(xpf_stat_iter *it, const char *name, xpf_stat *out, xpf_error *err)
+{
+	int rc;
+	while ((rc = xpf_stats_next(it, out, err)) == 1)
+		if (strcmp(out->name, name) == 0)
+			return 1;
+	return rc;
+}
+
+int xpf_event_stat(const xpf_plane *p, const xpf_event *ev, const char *name, xpf_stat *out,
+		   xpf_error *err)
+{
+	xpf_stat_iter it;
+	xpf_stats_of_event(p, ev, &it);
+	return find_stat(&it, name, out, err);
+}
+
+int xpf_plane_stat(const xpf_plane *p, const char *name, xpf_stat *out, xpf_error *err)
+{
+	xpf_stat_iter it;
+	xpf_stats_of_plane(p, &it);
+	return find_stat(&it, name, out, err);
+}
+
+/* ---- events ----------------------------------------------------------- */
+
+void xpf_events_begin(const xpf_plane *p, size_t line, xpf_event_iter *it)
+{
+	it->plane = p;
+	it->line = line;
+	it->next_index = 0;
+	if (line < p->nlines) {
+		it->p = p->cap->data + p->lines[line].offset;
+		it->end = it->p + p->lines[line].length;
+	} else {
+		it->p = it->end = NULL;
+	}
+}
+
+static void event_where(const xpf_event_iter *it, size_t idx, char *out, size_t n)
+{
+	plane_where(it->plane->cap, it->plane->index, out, n);
+	size_t l = strlen(out);
+	snprintf(out + l, n - l, ", line %zu, event %zu", it->line, idx);
+}
+
+/* floor(a / 1000) for signed a */
+static int64_t floor_div1000(int64_t a)
+{
+	int64_t q = a / 1000;
+	if (a % 1000 < 0)
+		q--;
+	return q;
+}
+
+int xpf_events_next(xpf_event_iter *it, xpf_event *ev, xpf_error *err)
+{
+	const xpf_plane *pl = it->plane;
+	const xpf_capture *c = pl->cap;
+	char where[400];
+	wire_field f;
+	int rc;
+
+	if (it->p == NULL)
+		return 0;
+	for (;;) {
+		const uint8_t *at = it->p;
+		rc = wire_next(&it->p, it->end, &f);
+		if (rc == WIRE_END)
+			return 0;
+		if (rc != WIRE_OK) {
+			event_where(it, it->next_index, where, sizeof where);
+			wire_fail(err, c, where, rc, &f, at);
+			it->p = NULL;
+			return -1;
+		}
+		if (f.num == 4 && f.wt == WT_LEN)
+			break;
+	}
+	memset(ev, 0, sizeof *ev);
+	ev->index = it->next_index++;
+	ev->line = it->line;
+	ev->msg = f.data;
+	ev->msg_len = f.len;
+	ev->offset = off_of(c, f.data);
+	const uint8_t *q = f.data, *e = f.data + f.len;
+	wire_field g;
+	while ((rc = wire_next(&q, e, &g)) == WIRE_OK) {
+		if (g.wt != WT_VARINT)
+			continue;
+		switch (g.num) {
+		case 1: ev->metadata_id = (int64_t)g.v; break;
+		case 2: ev->offset_ps = (int64_t)g.v; break;
+		case 3: ev->duration_ps = (int64_t)g.v; break;
+		case 5: ev->num_occurrences = (int64_t)g.v; break;
+		}
+	}
+	if (rc != WIRE_END) {
+		event_where(it, ev->index, where, sizeof where);
+		wire_fail(err, c, where, rc, &g, q);
+		it->p = NULL;
+		return -1;
+	}
+	const xpf_event_md *md = xpf_plane_event_md(pl, ev->metadata_id);
+	if (md == NULL) {
+		event_where(it, ev->index, where, sizeof where);
+		xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: dangling event metadata id %lld (byte %llu)",
+			 c->label, where, (long long)ev->metadata_id,
+			 (unsigned long long)ev->offset);
+		it->p = NULL;
+		return -1;
+	}
+	ev->name = md->name;
+	int64_t base = pl->lines[it->line].timestamp_ns;
+	int64_t end_ps;
+	if (ev->duration_ps < 0 || __builtin_add_overflow(ev->offset_ps, ev->duration_ps, &end_ps) ||
+	    __builtin_add_overflow(base, floor_div1000(ev->offset_ps), &ev->start_ns) ||
+	    __builtin_add_overflow(base, floor_div1000(end_ps), &ev->end_ns)) {
+		event_where(it, ev->index, where, sizeof where);
+		xpf_fail(err, XPF_EMALFORMED,
+			 "%s: malformed capture: %s: time out of range (line base %lld ns, offset %lld ps, duration %lld ps) (byte %llu)",
+			 c->label, where, (long long)base, (long long)ev->offset_ps,
+			 (long long)ev->duration_ps, (unsigned long long)ev->offset);
+		it->p = NULL;
+		return -1;
+	}
+	return 1;
+}
+
+/* ---- plane index ------------------------------------------------------ */
+
+static void plane_free(void *v)
+{
+	xpf_plane *p = v;
+	if (p == NULL)
+		return;
+	for (size_t i = 0; i < p->nlines; i++) {
+		free((char *)p->lines[i].name);
+		free((char *)p->lines[i].display_name);
+	}
+	free(p->lines);
+	for (size_t i = 0; i < p->n_event_md; i++) {
+		free((char *)p->event_md[i].name);
+		free((char *)p->event_md[i].display_name);
+	}
+	free(p->event_md);
+	for (size_t i = 0; i < p->n_stat_md; i++)
+		free((char *)p->stat_md[i].name);
+	free(p->stat_md);
+	free(p);
+}
+
+struct plane_ctx {
+	xpf_capture *c;
+	size_t i;
+};
+
+static int index_line(xpf_capture *c, xpf_plane *p, const wire_field *lf, xpf_line *ln,
+		      xpf_error *err)
+{
+	char where[400];
+	const uint8_t *q = lf->data, *e = lf->data + lf->len;
+	wire_field g;
+	int rc;
+	memset(ln, 0, sizeof *ln);
+	ln->offset = off_of(c, lf->data);
+	ln->length = lf->len;
+	const uint8_t *name = NULL, *dname = NULL;
+	size_t name_n = 0, dname_n = 0;
+	for (;;) {
+		const uint8_t *at = q;
+		rc = wire_next(&q, e, &g);
+		if (rc == WIRE_END)
+			break;
+		if (rc != WIRE_OK) {
+			plane_where(c, p->index, where, 300);
+			snprintf(where + strlen(where), sizeof where - strlen(where),
+				 ", line %zu, event %zu", p->nlines, ln->nevents);
+			return wire_fail(err, c, where, rc, &g, at);
+		}
+		switch (g.num) {
+		case 1: if (g.wt == WT_VARINT) ln->id = (int64_t)g.v; break;
+		case 2: if (g.wt == WT_LEN) { name = g.data; name_n = g.len; } break;
+		case 3: if (g.wt == WT_VARINT) ln->timestamp_ns = (int64_t)g.v; break;
+		case 4: if (g.wt == WT_LEN) ln->nevents++; break;
+		case 9: if (g.wt == WT_VARINT) ln->duration_ps = (int64_t)g.v; break;
+		case 11: if (g.wt == WT_LEN) { dname = g.data; dname_n = g.len; } break;
+		}
+	}
+	ln->name = dupn(name ? name : (const uint8_t *)"", name_n);
+	ln->display_name = dupn(dname ? dname : (const uint8_t *)"", dname_n);
+	p->nevents += ln->nevents;
+	return XPF_OK;
+}
+
+/* A map entry: key (1, varint) and value (2, message). */
+static int map_entry(const wire_field *f, int64_t *key, bool *has_key, const uint8_t **val,
+		     size_t *val_n, wire_field *bad, const uint8_t **bad_at)
+{
+	const uint8_t *q = f->data, *e = f->data + f->len;
+	wire_field g;
+	int rc;
+	*has_key = false;
+	*val = NULL;
+	*val_n = 0;
+	for (;;) {
+		*bad_at = q;
+		rc = wire_next(&q, e, &g);
+		if (rc == WIRE_END)
+			return WIRE_OK;
+		if (rc != WIRE_OK) {
+			*bad = g;
+			return rc;
+		}
+		if (g.num == 1 && g.wt == WT_VARINT) {
+			*key = (int64_t)g.v;
+			*has_key = true;
+		} else if (g.num == 2 && g.wt == WT_LEN) {
+			*val = g.data;
+			*val_n = g.len;
+		}
+	}
+}
+
+static int plane_build(void *ctxv, void **out, xpf_error *err)
+{
+	struct plane_ctx *ctx = ctxv;
+	xpf_capture *c = ctx->c;
+	const xpf_plane_head *h = &c->heads[ctx->i];
+	char where[400];
+	xpf_plane *p = xcalloc(1, sizeof *p);
+	size_t cap_lines = 0, cap_emd = 0, cap_smd = 0;
+	int rc;
+
+	p->cap = c;
+	p->index = ctx->i;
+	p->id = h->id;
+	p->name = h->name;
+	p->offset = h->offset;
+	p->length = h->length;
+	plane_where(c, ctx->i, where, sizeof where);
+
+	const uint8_t *q = c->data + h->offset, *e = q + h->length;
+	wire_field f;
+	for (;;) {
+		const uint8_t *at = q;
+		rc = wire_next(&q, e, &f);
+		if (rc == WIRE_END)
+			break;
+		if (rc != WIRE_OK) {
+			wire_fail(err, c, where, rc, &f, at);
+			goto fail;
+		}
+		if (f.wt != WT_LEN)
+			continue;
+		if (f.num == 3) {
+			if (p->nlines == cap_lines) {
+				cap_lines = cap_lines ? cap_lines * 2 : 8;
+				p->lines = xrealloc(p->lines, cap_lines, sizeof *p->lines);
+			}
+			if (index_line(c, p, &f, &p->lines[p->nlines], err) != XPF_OK)
+				goto fail;
+			p->nlines++;
+		} else if (f.num == 4 || f.num == 5) {
+			int64_t key = 0;
+			bool has_key;
+			const uint8_t *val, *bad_at;
+			size_t val_n;
+			wire_field bad;
+			rc = map_entry(&f, &key, &has_key, &val, &val_n, &bad, &bad_at);
+			if (rc != WIRE_OK) {
+				char w2[500];
+				snprintf(w2, sizeof w2, "%s, %s metadata entry", where,
+					 f.num == 4 ? "event" : "stat");
+				wire_fail(err, c, w2, rc, &bad, bad_at);
+				goto fail;
+			}
+			/* Parse the value: id (1), name (2), display_name (4 for events). */
+			int64_t id = 0;
+			bool has_id = false;
+			const uint8_t *nm = NULL, *dn = NULL;
+			size_t nm_n = 0, dn_n = 0;
+			if (val) {
+				const uint8_t *r = val, *re = val + val_n;
+				wire_field g;
+				for (;;) {
+					const uint8_t *gat = r;
+					rc = wire_next(&r, re, &g);
+					if (rc == WIRE_END)
+						break;
+					if (rc != WIRE_OK) {
+						char w2[500];
+						snprintf(w2, sizeof w2, "%s, %s metadata %lld", where,
+							 f.num == 4 ? "event" : "stat", (long long)key);
+						wire_fail(err, c, w2, rc, &g, gat);
+						goto fail;
+					}
+					if (g.num == 1 && g.wt == WT_VARINT) {
+						id = (int64_t)g.v;
+						has_id = true;
+					} else if (g.num == 2 && g.wt == WT_LEN) {
+						nm = g.data;
+						nm_n = g.len;
+					} else if (g.num == 4 && g.wt == WT_LEN && f.num == 4) {
+						dn = g.data;
+						dn_n = g.len;
+					}
+				}
+			}
+			if (!has_key)
+				key = id;
+			(void)has_id;
+			if (f.num == 4) {
+				if (p->n_event_md == cap_emd) {
+					cap_emd = cap_emd ? cap_emd * 2 : 16;
+					p->event_md = xrealloc(p->event_md, cap_emd, sizeof *p->event_md);
+				}
+				xpf_event_md *m = &p->event_md[p->n_event_md++];
+				m->id = key;
+				m->name = dupn(nm ? nm : (const uint8_t *)"", nm_n);
+				m->display_name = dupn(dn ? dn : (const uint8_t *)"", dn_n);
+				m->offset = val ? off_of(c, val) : off_of(c, f.data);
+				m->length = val ? val_n : 0;
+			} else {
+				if (p->n_stat_md == cap_smd) {
+					cap_smd = cap_smd ? cap_smd * 2 : 16;
+					p->stat_md = xrealloc(p->stat_md, cap_smd, sizeof *p->stat_md);
+				}
+				struct xpf_stat_md *m = &p->stat_md[p->n_stat_md++];
+				m->id = key;
+				m->name = dupn(nm ? nm : (const uint8_t *)"", nm_n);
+			}
+		}
+	}
+	qsort(p->event_md, p->n_event_md, sizeof *p->event_md, cmp_event_md);
+	qsort(p->stat_md, p->n_stat_md, sizeof *p->stat_md, cmp_stat_md);
+	for (size_t i = 1; i < p->n_event_md; i++)
+		if (p->event_md[i].id == p->event_md[i - 1].id) {
+			xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: duplicate event metadata id %lld (byte %llu)",
+				 c->label, where, (long long)p->event_md[i].id,
+				 (unsigned long long)p->event_md[i].offset);
+			goto fail;
+		}
+	for (size_t i = 1; i < p->n_stat_md; i++)
+		if (p->stat_md[i].id == p->stat_md[i - 1].id) {
+			xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: duplicate stat metadata id %lld",
+				 c->label, where, (long long)p->stat_md[i].id);
+			goto fail;
+		}
+	*out = p;
+	return XPF_OK;
+fail:
+	plane_free(p);
+	return err && err->code ? err->code : XPF_EMALFORMED;
+}
+
+int xpf_capture_plane(xpf_capture *c, size_t i, const xpf_plane **out, xpf_error *err)
+{
+	if (i >= c->nplanes)
+		return xpf_fail(err, XPF_EUSAGE, "%s: no plane %zu", c->label, i);
+	struct plane_ctx ctx = { c, i };
+	void *v = NULL;
+	int rc = xpf_lazy_get(&c->planes[i], plane_build, &ctx, &v, err);
+	if (rc == XPF_OK)
+		*out = v;
+	return rc;
+}
+
+/* ---- opening ---------------------------------------------------------- */
+
+static void push_str(xpf_capture *c, int which, const uint8_t *p, size_t n)
+{
+	c->str[which] = xrealloc(c->str[which], c->nstr[which] + 1, sizeof(char *));
+	c->str[which][c->nstr[which]++] = dupn(p, n);
+}
+
+static bool known_plane(const char *name)
+{
+	return strncmp(name, "/host:", 6) == 0 || strncmp(name, "/device:", 8) == 0 ||
+	       strcmp(name, "Task Environment") == 0 || strncmp(name, "/gpu:", 5) == 0 ||
+	       strncmp(name, "/tpu:", 5) == 0;
+}
+
+static int index_modules(xpf_capture *c, xpf_error *err);
+
+static int open_xspace(xpf_capture *c, xpf_error *err)
+{
+	const uint8_t *q = c->data, *e = c->data + c->size;
+	wire_field f;
+	int rc;
+	size_t cap = 0;
+
+	if (c->size == 0)
+		return xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: empty file", c->label);
+	for (;;) {
+		const uint8_t *at = q;
+		rc = wire_next(&q, e, &f);
+		if (rc == WIRE_END)
+			break;
+		if (rc != WIRE_OK) {
+			char where[64];
+			snprintf(where, sizeof where, "XSpace, field %u", f.num);
+			if (rc == WIRE_PAST_END && f.data)
+				return xpf_fail(err, XPF_EMALFORMED,
+						"%s: malformed capture: XSpace field %u: length %zu past end of file (byte %llu)",
+						c->label, f.num, f.len, (unsigned long long)off_of(c, at));
+			return xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: %s (byte %llu)",
+					c->label, where, wire_strerror(rc),
+					(unsigned long long)off_of(c, at));
+		}
+		if (f.num == 1 && f.wt == WT_LEN) {
+			if (c->nplanes == cap) {
+				cap = cap ? cap * 2 : 8;
+				c->heads = xrealloc(c->heads, cap, sizeof *c->heads);
+			}
+			xpf_plane_head *h = &c->heads[c->nplanes++];
+			memset(h, 0, sizeof *h);
+			h->offset = off_of(c, f.data);
+			h->length = f.len;
+		} else if (f.num >= 2 && f.num <= 4 && f.wt == WT_LEN) {
+			push_str(c, (int)f.num, f.data, f.len);
+		}
+	}
+	/* Every plane's framing and name. */
+	size_t named = 0, known = 0;
+	for (size_t i = 0; i < c->nplanes; i++) {
+		xpf_plane_head *h = &c->heads[i];
+		const uint8_t *r = c->data + h->offset, *re = r + h->length;
+		const uint8_t *nm = NULL;
+		size_t nm_n = 0;
+		for (;;) {
+			const uint8_t *at = r;
+			rc = wire_next(&r, re, &f);
+			if (rc == WIRE_END)
+				break;
+			if (rc != WIRE_OK) {
+				if (h->name == NULL)
+					h->name = dupn(nm ? nm : (const uint8_t *)"", nm_n);
+				char where[400];
+				plane_where(c, i, where, sizeof where);
+				if (rc == WIRE_PAST_END && f.data)
+					return xpf_fail(err, XPF_EMALFORMED,
+							"%s: malformed capture: %s: field %u: length %zu past end of plane (byte %llu)",
+							c->label, where, f.num, f.len,
+							(unsigned long long)off_of(c, at));
+				return xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: %s (byte %llu)",
+						c->label, where, wire_strerror(rc),
+						(unsigned long long)off_of(c, at));
+			}
+			if (f.num == 1 && f.wt == WT_VARINT)
+				h->id = (int64_t)f.v;
+			else if (f.num == 2 && f.wt == WT_LEN) {
+				nm = f.data;
+				nm_n = f.len;
+			}
+		}
+		if (nm && !wire_utf8(nm, nm_n))
+			return xpf_fail(err, XPF_EMALFORMED,
+					"%s: not a capture: plane %zu: name is not valid UTF-8 (byte %llu)",
+					c->label, i, (unsigned long long)off_of(c, nm));
+		if (nm && memchr(nm, '\0', nm_n))
+			return xpf_fail(err, XPF_EMALFORMED,
+					"%s: not a capture: plane %zu: name contains NUL (byte %llu)",
+					c->label, i, (unsigned long long)off_of(c, nm));
+		h->name = dupn(nm ? nm : (const uint8_t *)"", nm_n);
+		if (nm_n)
+			named++;
+		if (known_plane(h->name))
+			known++;
+	}
+	if (c->nplanes == 0)
+		return xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: no planes (not an XSpace)", c->label);
+	if (named == 0)
+		return xpf_fail(err, XPF_EMALFORMED,
+				"%s: not a capture: %zu plane(s), none named (a different protobuf message, not an XSpace)",
+				c->label, c->nplanes);
+	if (known == 0)
+		return xpf_fail(err, XPF_EMALFORMED,
+				"%s: not a capture: no /host: or /device: plane (first plane '%s')",
+				c->label, c->heads[0].name);
+	c->planes = xcalloc(c->nplanes, sizeof *c->planes);
+	for (size_t i = 0; i < c->nplanes; i++)
+		xpf_lazy_init(&c->planes[i]);
+	return index_modules(c, err);
+}
+
+static int index_modules(xpf_capture *c, xpf_error *err)
+{
+	size_t cap = 0;
+	for (size_t pi = 0; pi < c->nplanes; pi++) {
+		if (strcmp(c->heads[pi].name, "/host:metadata") != 0)
+			continue;
+		const xpf_plane *p;
+		int rc = xpf_capture_plane(c, pi, &p, err);
+		if (rc != XPF_OK)
+			return rc;
+		int64_t hlo_id = xpf_plane_stat_id(p, "Hlo Proto");
+		for (size_t k = 0; k < p->n_event_md; k++) {
+			const xpf_event_md *md = &p->event_md[k];
+			xpf_stat_iter it;
+			xpf_stat st;
+			bool has_hlo = false, has_pid = false;
+			uint64_t pid = 0;
+			const uint8_t *hlo = NULL;
+			size_t hlo_len = 0;
+			if (hlo_id < 0)
+				continue;
+			xpf_stats_of_event_md(p, md, &it);
+			while ((rc = xpf_stats_next(&it, &st, err)) == 1) {
+				if (strcmp(st.name, "Hlo Proto") == 0 && st.kind == XPF_STAT_BYTES &&
+				    !has_hlo) {
+					has_hlo = true;
+					hlo = (const uint8_t *)st.s.p;
+					hlo_len = st.s.n;
+				} else if (strcmp(st.name, "program_id") == 0 && !has_pid) {
+					has_pid = xpf_stat_u64(&st, &pid);
+					if (!has_pid && st.kind == XPF_STAT_I64) {
+						pid = (uint64_t)st.i;
+						has_pid = true;
+					}
+				}
+			}
+			if (rc < 0)
+				return err ? err->code : XPF_EMALFORMED;
+			if (!has_hlo)
+				continue;
+			if (!has_pid)
+				pid = (uint64_t)md->id;
+			/* First entry per program id wins (reference §4.3). */
+			bool dup = false;
+			for (size_t j = 0; j < c->nmodules; j++)
+				if (c->modules[j].program_id == pid) {
+					dup = true;
+					break;
+				}
+			if (dup)
+				continue;
+			if (!wire_utf8((const uint8_t *)md->name, strlen(md->name)))
+				return xpf_fail(err, XPF_EMALFORMED,
+						"%s: malformed capture: /host:metadata: module name is not valid UTF-8 (byte %llu)",
+						c->label, (unsigned long long)md->offset);
+			if (c->nmodules == cap) {
+				cap = cap ? cap * 2 : 16;
+				c->modules = xrealloc(c->modules, cap, sizeof *c->modules);
+			}
+			xpf_module_ref *m = &c->modules[c->nmodules++];
+			m->name = md->name;
+			m->program_id = pid;
+			m->has_hlo = true;
+			m->hlo = hlo;
+			m->hlo_len = hlo_len;
+			m->hlo_offset = off_of(c, hlo);
+		}
+	}
+	c->hlos = xcalloc(c->nmodules, sizeof *c->hlos);
+	for (size_t i = 0; i < c->nmodules; i++)
+		xpf_lazy_init(&c->hlos[i]);
+	return XPF_OK;
+}
+
+static int map_file(const char *path, xpf_capture *c, xpf_error *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return xpf_fail(err, errno == ENOENT ? XPF_EIO : XPF_EIO, "%s: cannot open: %s", path,
+				strerror(errno));
+	struct stat sb;
+	if (fstat(fd, &sb) < 0) {
+		int e = errno;
+		close(fd);
+		return xpf_fail(err, XPF_EIO, "%s: cannot stat: %s", path, strerror(e));
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		close(fd);
+		return xpf_fail(err, XPF_EIO, "%s: not a regular file", path);
+	}
+	c->size = (size_t)sb.st_size;
+	if (c->size > 0) {
+		void *m = mmap(NULL, c->size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m == MAP_FAILED) {
+			int e = errno;
+			close(fd);
+			return xpf_fail(err, XPF_EIO, "%s: cannot map: %s", path, strerror(e));
+		}
+		madvise(m, c->size, MADV_WILLNEED);
+		c->map = m;
+		c->map_len = c->size;
+		c->data = m;
+	} else {
+		c->data = (const uint8_t *)"";
+	}
+	close(fd);
+	return XPF_OK;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+	return s && s[1] ? s + 1 : path;
+}
+
+int xpf_capture_open_mem(const void *data, size_t len, const char *label, xpf_capture **out,
+			 xpf_error *err)
+{
+	xpf_capture *c = xcalloc(1, sizeof *c);
+	c->label = dupn(label, strlen(label));
+	c->data = len ? data : (const uint8_t *)"";
+	c->size = len;
+	int rc = open_xspace(c, err);
+	if (rc != XPF_OK) {
+		xpf_capture_free(c);
+		return rc;
+	}
+	*out = c;
+	return XPF_OK;
+}
+
+int xpf_capture_open(const char *path, xpf_capture **out, xpf_error *err)
+{
+	xpf_capture *c = xcalloc(1, sizeof *c);
+	c->label = dupn(base_name(path), strlen(base_name(path)));
+	int rc = map_file(path, c, err);
+	if (rc == XPF_OK)
+		rc = open_xspace(c, err);
+	if (rc != XPF_OK) {
+		xpf_capture_free(c);
+		return rc;
+	}
+	*out = c;
+	return XPF_OK;
+}
+
+/* ---- HloProto --------------------------------------------------------- */
+
+enum msg_kind { M_HLO, M_MODULE, M_COMP, M_INSTR, M_PSHAPE, M_SHAPE, M_OTHER };
+
+static enum msg_kind child_kind(enum msg_kind k, uint32_t num)
+{
+	switch (k) {
+	case M_HLO: return num == 1 ? M_MODULE : M_OTHER;
+	case M_MODULE: return num == 3 ? M_COMP : num == 4 ? M_PSHAPE : M_OTHER;
+	case M_COMP: return num == 2 ? M_INSTR : num == 4 ? M_PSHAPE : M_OTHER;
+	case M_INSTR: return num == 3 ? M_SHAPE : M_OTHER;
+	case M_PSHAPE: return num == 1 || num == 2 ? M_SHAPE : M_OTHER;
+	case M_SHAPE: return num == 4 ? M_SHAPE : M_OTHER;
+	default: return M_OTHER;
+	}
+}
+
+/* Walk the messages that can nest shapes and bound the depth (protobuf-c
+ * recurses without limit; ShapeProto.tuple_shapes is recursive). */
+static int hlo_depth_check(const xpf_capture *c, const char *what, const uint8_t *p,
+			   const uint8_t *e, enum msg_kind k, int depth, xpf_error *err)
+{
+	wire_field f;
+	int rc;
+	if (depth > MAX_SHAPE_DEPTH)
+		return xpf_fail(err, XPF_EMALFORMED,
+				"%s: malformed capture: %s: shapes nested deeper than %d levels (byte %llu)", c->label,
+				what, MAX_SHAPE_DEPTH, (unsigned long long)off_of(c, p));
+	for (;;) {
+		const uint8_t *at = p;
+		rc = wire_next(&p, e, &f);
+		if (rc == WIRE_END)
+			return XPF_OK;
+		if (rc != WIRE_OK)
+			return wire_fail(err, c, what, rc, &f, at);
+		if (f.wt != WT_LEN)
+			continue;
+		enum msg_kind ck = child_kind(k, f.num);
+		if (ck == M_OTHER)
+			continue;
+		rc = hlo_depth_check(c, what, f.data, f.data + f.len, ck,
+				     depth + (ck == M_SHAPE && k == M_SHAPE), err);
+		if (rc != XPF_OK)
+			return rc;
+	}
+}
+
+static int unpack_hlo(const xpf_capture *c, const char *what, const uint8_t *p, size_t n,
+		      Xla__HloProto **out, xpf_error *err)
+{
+	int rc = hlo_depth_check(c, what, p, p + n, M_HLO, 0, err);
+	if (rc != XPF_OK)
+		return rc;
+	Xla__HloProto *h = xla__hlo_proto__unpack(NULL, n, p);
+	if (h == NULL)
+		return xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: HloProto does not decode (byte %llu)",
+				c->label, what, (unsigned long long)off_of(c, p));
+	*out = h;
+	return XPF_OK;
+}
+
+struct hlo_ctx {
+	xpf_capture *c;
+	size_t i;
+};
+
+static int hlo_build(void *ctxv, void **out, xpf_error *err)
+{
+	struct hlo_ctx *ctx = ctxv;
+	const xpf_module_ref *m = &ctx->c->modules[ctx->i];
+	char what[600];
+	snprintf(what, sizeof what, "module '%s'", m->name);
+	Xla__HloProto *h = NULL;
+	int rc = unpack_hlo(ctx->c, what, m->hlo, m->hlo_len, &h, err);
+	if (rc == XPF_OK)
+		*out = h;
+	return rc;
+}
+
+int xpf_capture_module_hlo(xpf_capture *c, size_t i, const Xla__HloProto **out, xpf_error *err)
+{
+	if (i >= c->nmodules)
+		return xpf_fail(err, XPF_EUSAGE, "%s: no module %zu", c->label, i);
+	struct hlo_ctx ctx = { c, i };
+	void *v = NULL;
+	int rc = xpf_lazy_get(&c->hlos[i], hlo_build, &ctx, &v, err);
+	if (rc == XPF_OK)
+		*out = v;
+	return rc;
+}
+
+int xpf_capture_open_hlo(const char *path, xpf_capture **out, xpf_error *err)
+{
+	xpf_capture *c = xcalloc(1, sizeof *c);
+	c->label = dupn(base_name(path), strlen(base_name(path)));
+	c->hlo_only = true;
+	int rc = map_file(path, c, err);
+	if (rc != XPF_OK)
+		goto fail;
+	if (c->size == 0) {
+		rc = xpf_fail(err, XPF_EMALFORMED, "%s: not an HloProto: empty file", c->label);
+		goto fail;
+	}
+	Xla__HloProto *h = NULL;
+	rc = unpack_hlo(c, "HloProto", c->data, c->size, &h, err);
+	if (rc != XPF_OK)
+		goto fail;
+	if (h->hlo_module == NULL || h->hlo_module->name[0] == '\0') {
+		xla__hlo_proto__free_unpacked(h, NULL);
+		rc = xpf_fail(err, XPF_EMALFORMED, "%s: not an HloProto: no named hlo_module", c->label);
+		goto fail;
+	}
+	c->modules = xcalloc(1, sizeof *c->modules);
+	c->hlos = xcalloc(1, sizeof *c->hlos);
+	xpf_lazy_init(&c->hlos[0]);
+	c->nmodules = 1;
+	char nm[600];
+	/* A bare HloProto has no metadata entry: its module id is all there is. */
+	snprintf(nm, sizeof nm, "%s(%lld)", h->hlo_module->name, (long long)h->hlo_module->id);
+	c->modules[0].name = dupn(nm, strlen(nm));
+	c->modules[0].program_id = (uint64_t)h->hlo_module->id;
+	c->modules[0].has_hlo = true;
+	c->modules[0].hlo = c->data;
+	c->modules[0].hlo_len = c->size;
+	c->hlos[0].state = 1;
+	c->hlos[0].value = h;
+	*out = c;
+	return XPF_OK;
+fail:
+	xpf_capture_free(c);
+	return rc;
+}
+
+static void hlo_free(void *v)
+{
+	xla__hlo_proto__free_unpacked(v, NULL);
+}
+
+void xpf_capture_free(xpf_capture *c)
+{
+	if (c == NULL)
+		return;
+	for (size_t i = 0; i < c->nmodules && c->hlos; i++)
+		xpf_lazy_release(&c->hlos[i], hlo_free);
+	if (c->hlo_only && c->modules)
+		free((char *)c->modules[0].name);
+	free(c->hlos);
+	free(c->modules);
+	for (size_t i = 0; c->planes && i < c->nplanes; i++)
+		xpf_lazy_release(&c->planes[i], plane_free);
+	free(c->planes);
+	for (size_t i = 0; i < c->nplanes; i++)
+		free((char *)c->heads[i].name);
+	free(c->heads);
+	for (int w = 0; w < 5; w++) {
+		for (size_t i = 0; i < c->nstr[w]; i++)
+			free(c->str[w][i]);
+		free(c->str[w]);
+	}
+	if (c->map)
+		munmap(c->map, c->map_len);
+	free(c->label);
+	free(c);
+}
+
+/* ---- accessors -------------------------------------------------------- */
+
+const char *xpf_capture_label(const xpf_capture *c) { return c->label; }
+uint64_t xpf_capture_size(const xpf_capture *c) { return c->size; }
+bool xpf_capture_is_hlo_only(const xpf_capture *c) { return c->hlo_only; }
+size_t xpf_capture_nplanes(const xpf_capture *c) { return c->nplanes; }
+size_t xpf_capture_nmodules(const xpf_capture *c) { return c->nmodules; }
+
+const xpf_plane_head *xpf_capture_plane_head(const xpf_capture *c, size_t i)
+{
+	return i < c->nplanes ? &c->heads[i] : NULL;
+}
+
+long xpf_capture_find_plane(const xpf_capture *c, const char *name)
+{
+	for (size_t i = 0; i < c->nplanes; i++)
+		if (strcmp(c->heads[i].name, name) == 0)
+			return (long)i;
+	return -1;
+}
+
+size_t xpf_capture_nstrings(const xpf_capture *c, int which)
+{
+	return which >= 2 && which <= 4 ? c->nstr[which] : 0;
+}
+
+const char *xpf_capture_string(const xpf_capture *c, int which, size_t i)
+{
+	return which >= 2 && which <= 4 && i < c->nstr[which] ? c->str[which][i] : NULL;
+}
+
+const xpf_module_ref *xpf_capture_module(const xpf_capture *c, size_t i)
+{
+	return i < c->nmodules ? &c->modules[i] : NULL;
+}
+
+int xpf_capture_time_base(xpf_capture *c, int64_t *out, xpf_error *err)
+{
+	bool any = false;
+	int64_t best = 0;
+	for (size_t i = 0; i < c->nplanes; i++) {
+		const xpf_plane *p;
+		int rc = xpf_capture_plane(c, i, &p, err);
+		if (rc != XPF_OK)
+			return rc;
+		for (size_t l = 0; l < p->nlines; l++) {
+			if (p->lines[l].nevents == 0)
+				continue;
+			if (!any || p->lines[l].timestamp_ns < best)
+				best = p->lines[l].timestamp_ns;
+			any = true;
+		}
+	}
+	*out = any ? best : 0;
+	return XPF_OK;
+}
+
+int xpf_capture_validate(xpf_capture *c, xpf_error *err)
+{
+	for (size_t i = 0; i < c->nplanes; i++) {
+		const xpf_plane *p;
+		int rc = xpf_capture_plane(c, i, &p, err);
+		if (rc != XPF_OK)
+			return rc;
+		xpf_stat_iter sit;
+		xpf_stat st;
+		xpf_stats_of_plane(p, &sit);
+		while ((rc = xpf_stats_next(&sit, &st, err)) == 1)
+			;
+		if (rc < 0)
+			return err->code;
+		for (size_t k = 0; k < p->n_event_md; k++) {
+			xpf_stats_of_event_md(p, &p->event_md[k], &sit);
+			while ((rc = xpf_stats_next(&sit, &st, err)) == 1)
+				;
+			if (rc < 0)
+				return err->code;
+		}
+		for (size_t l = 0; l < p->nlines; l++) {
+			xpf_event_iter it;
+			xpf_event ev;
+			xpf_events_begin(p, l, &it);
+			while ((rc = xpf_events_next(&it, &ev, err)) == 1) {
+				xpf_stats_of_event(p, &ev, &sit);
+				while ((rc = xpf_stats_next(&sit, &st, err)) == 1)
+					;
+				if (rc < 0)
+					return err->code;
+			}
+			if (rc < 0)
+				return err->code;
+		}
+	}
+	for (size_t i = 0; i < c->nmodules; i++) {
+		const Xla__HloProto *h;
+		int rc = xpf_capture_module_hlo(c, i, &h, err);
+		if (rc != XPF_OK)
+			return rc;
+	}
+	return XPF_OK;
+}

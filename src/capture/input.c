@@ -1,0 +1,220 @@
+#include "capture/input.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static char *xstrdup(const char *s)
+{
+	char *d = strdup(s);
+	if (d == NULL)
+		abort();
+	return d;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static char *join(const char *a, const char *b)
+{
+	size_t n = strlen(a) + strlen(b) + 2;
+	char *s = malloc(n);
+	if (s == NULL)
+		abort();
+	snprintf(s, n, "%s/%s", a, b);
+	return s;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted names in dir that end with suffix (or, when want_dirs, that are
+ * directories). */
+static int list_dir(const char *dir, const char *suffix, bool want_dirs, char ***out, size_t *n,
+		    xpf_error *err)
+{
+	DIR *d = opendir(dir);
+	if (d == NULL)
+		return xpf_fail(err, XPF_EIO, "%s: cannot list: %s", dir, strerror(errno));
+	char **v = NULL;
+	size_t k = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (want_dirs) {
+			char *p = join(dir, de->d_name);
+			struct stat sb;
+			bool isdir = stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+			free(p);
+			if (!isdir)
+				continue;
+		} else if (!ends_with(de->d_name, suffix)) {
+			continue;
+		}
+		v = realloc(v, (k + 1) * sizeof *v);
+		if (v == NULL)
+			abort();
+		v[k++] = xstrdup(de->d_name);
+	}
+	closedir(d);
+	qsort(v, k, sizeof *v, cmp_str);
+	*out = v;
+	*n = k;
+	return XPF_OK;
+}
+
+static void free_list(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int open_host(xpf_input *in, const char *path, const char *file, bool hlo, xpf_error *err)
+{
+	in->hosts = realloc(in->hosts, (in->nhosts + 1) * sizeof *in->hosts);
+	if (in->hosts == NULL)
+		abort();
+	xpf_input_host *h = &in->hosts[in->nhosts];
+	memset(h, 0, sizeof *h);
+	h->path = xstrdup(path);
+	const char *base = strrchr(file, '/');
+	base = base ? base + 1 : file;
+	h->name = xstrdup(base);
+	const char *sfx[] = { ".xplane.pb", ".hlo_proto.pb", ".hlo.pb", ".pb" };
+	for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++)
+		if (ends_with(h->name, sfx[i]) && strlen(h->name) > strlen(sfx[i])) {
+			h->name[strlen(h->name) - strlen(sfx[i])] = '\0';
+			break;
+		}
+	int rc = hlo ? xpf_capture_open_hlo(path, &h->cap, err) : xpf_capture_open(path, &h->cap, err);
+	if (rc != XPF_OK) {
+		free(h->path);
+		free(h->name);
+		return rc;
+	}
+	in->nhosts++;
+	return XPF_OK;
+}
+
+static int open_run_dir(xpf_input *in, const char *dir, xpf_error *err)
+{
+	char **files;
+	size_t n;
+	int rc = list_dir(dir, ".xplane.pb", false, &files, &n, err);
+	if (rc != XPF_OK)
+		return rc;
+	if (n == 0) {
+		char **rl;
+		size_t nr;
+		rc = list_dir(dir, ".xplane.riegeli", false, &rl, &nr, err);
+		free_list(files, n);
+		if (rc != XPF_OK)
+			return rc;
+		free_list(rl, nr);
+		if (nr)
+			return xpf_fail(err, XPF_EUNSUPPORTED,
+					"%s: not supported: .xplane.riegeli captures (continuous profiling); capture with jax.profiler.trace to get .xplane.pb",
+					dir);
+		return xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: no *.xplane.pb in this directory", dir);
+	}
+	in->kind = XPF_INPUT_RUNDIR;
+	in->run_dir = xstrdup(dir);
+	for (size_t i = 0; i < n && rc == XPF_OK; i++) {
+		char *p = join(dir, files[i]);
+		rc = open_host(in, p, files[i], false, err);
+		free(p);
+	}
+	free_list(files, n);
+	return rc;
+}
+
+int xpf_input_open(const char *path, const char *run, xpf_input **out, xpf_error *err)
+{
+	struct stat sb;
+	if (stat(path, &sb) < 0)
+		return xpf_fail(err, XPF_EIO, "%s: cannot open: %s", path, strerror(errno));
+	xpf_input *in = calloc(1, sizeof *in);
+	if (in == NULL)
+		abort();
+	in->path = xstrdup(path);
+	int rc;
+	if (S_ISDIR(sb.st_mode)) {
+		char *prof = join(path, "plugins/profile");
+		struct stat ps;
+		if (stat(prof, &ps) == 0 && S_ISDIR(ps.st_mode)) {
+			char **runs;
+			size_t nr;
+			rc = list_dir(prof, NULL, true, &runs, &nr, err);
+			if (rc == XPF_OK) {
+				const char *pick = NULL;
+				if (run) {
+					for (size_t i = 0; i < nr; i++)
+						if (strcmp(runs[i], run) == 0)
+							pick = runs[i];
+					if (pick == NULL)
+						rc = xpf_fail(err, XPF_EUSAGE, "%s: no run '%s' in plugins/profile",
+							      path, run);
+				} else if (nr == 0) {
+					rc = xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: plugins/profile holds no run",
+						      path);
+				} else {
+					/* Run names are local times YYYY_MM_DD_HH_MM_SS: the
+					 * largest name is the newest run. */
+					pick = runs[nr - 1];
+				}
+				if (rc == XPF_OK) {
+					in->run_name = xstrdup(pick);
+					char *rd = join(prof, pick);
+					rc = open_run_dir(in, rd, err);
+					free(rd);
+				}
+				free_list(runs, nr);
+			}
+		} else {
+			rc = open_run_dir(in, path, err);
+		}
+		free(prof);
+	} else if (ends_with(path, ".xplane.riegeli")) {
+		rc = xpf_fail(err, XPF_EUNSUPPORTED,
+			      "%s: not supported: .xplane.riegeli captures (continuous profiling) are Riegeli record files; capture with jax.profiler.trace to get .xplane.pb",
+			      path);
+	} else if (ends_with(path, ".hlo_proto.pb") || ends_with(path, ".hlo.pb")) {
+		in->kind = XPF_INPUT_HLO;
+		rc = open_host(in, path, path, true, err);
+	} else {
+		in->kind = XPF_INPUT_FILE;
+		rc = open_host(in, path, path, false, err);
+	}
+	if (rc != XPF_OK) {
+		xpf_input_free(in);
+		return rc;
+	}
+	*out = in;
+	return XPF_OK;
+}
+
+void xpf_input_free(xpf_input *in)
+{
+	if (in == NULL)
+		return;
+	for (size_t i = 0; i < in->nhosts; i++) {
+		xpf_capture_free(in->hosts[i].cap);
+		free(in->hosts[i].name);
+		free(in->hosts[i].path);
+	}
+	free(in->hosts);
+	free(in->path);
+	free(in->run_dir);
+	free(in->run_name);
+	free(in);
+}

@@ -1,0 +1,37 @@
+/* Protobuf wire format, read straight from memory.  Every read is bounded by
+ * the end pointer; nothing trusts a length or a count. */
+#ifndef XPF_WIRE_H
+#define XPF_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_SGROUP = 3, WT_EGROUP = 4, WT_I32 = 5 };
+
+typedef struct wire_field {
+	uint32_t num;
+	int wt;
+	uint64_t v;          /* VARINT, I64, I32 */
+	const uint8_t *data; /* LEN */
+	size_t len;          /* LEN */
+	const uint8_t *at;   /* where the tag starts */
+} wire_field;
+
+enum wire_status {
+	WIRE_OK = 1,
+	WIRE_END = 0,
+	WIRE_BAD_VARINT = -1,   /* truncated or over-long varint */
+	WIRE_PAST_END = -2,     /* a length runs past the end */
+	WIRE_BAD_WIRETYPE = -3, /* groups or wire types 6/7 */
+	WIRE_BAD_TAG = -4,      /* field number 0 */
+};
+
+int wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *out);
+/* Read the next field at *p; advance *p past it. */
+int wire_next(const uint8_t **p, const uint8_t *end, wire_field *f);
+const char *wire_strerror(int status);
+/* Valid UTF-8 (no overlongs, no surrogates). */
+bool wire_utf8(const uint8_t *s, size_t n);
+
+#endif

@@ -1,0 +1,370 @@
+/* xplanefs: command line.  See usage() and README.md. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "analysis/report.h"
+#include "capture/input.h"
+#include "fs/check.h"
+#include "fs/mount.h"
+
+static const char usage_text[] =
+"Usage:\n"
+"  xplanefs [options] CAPTURE [MOUNTPOINT]  mount the report read-only (daemonizes when ready)\n"
+"  xplanefs --cat PATH CAPTURE              print one report file (no FUSE needed)\n"
+"  xplanefs --export DIR CAPTURE            write the whole report tree into DIR\n"
+"  xplanefs --check CAPTURE                 decode and validate everything; print a summary\n"
+"  xplanefs -u MOUNTPOINT                   unmount\n"
+"\n"
+"Explore why a JAX step ran out of device memory, from a profiler capture.\n"
+"Start with:  xplanefs --cat diagnosis.txt CAPTURE\n"
+"\n"
+"CAPTURE is one of:\n"
+"  HOST.xplane.pb                 written by jax.profiler.trace(DIR) under DIR/plugins/profile/RUN/\n"
+"  a run directory                several HOST.xplane.pb: hosts/HOST/... plus a cross-host summary\n"
+"  a logdir                       with plugins/profile/RUN/: the newest run (or --run NAME)\n"
+"  NAME.hlo_proto.pb / NAME.hlo.pb  a bare xla.HloProto (--xla_dump_hlo_as_proto): plan only\n"
+"\n"
+"Options:\n"
+"  -f                 stay in the foreground\n"
+"  -d                 FUSE debug output (implies -f)\n"
+"  -s                 single-threaded\n"
+"  -o OPT[,OPT...]    FUSE mount options (ro is always forced)\n"
+"  --module NAME      the module the diagnosis breaks down (and focus points at)\n"
+"  --capacity BYTES   pool size when the capture has no allocator events\n"
+"  --top N            rows in summaries (default 25)\n"
+"  --device N         which device's allocator the diagnosis reads\n"
+"  --run NAME         which run of a logdir\n"
+"  -h, --help         this help\n"
+"  -V, --version      print the version\n"
+"\n"
+"Without MOUNTPOINT the report is mounted on ./NAME (NAME = the capture's name\n"
+"without .xplane.pb), created now and removed at unmount.\n"
+"\n"
+"Files to read first: diagnosis.txt, focus/peak_buffers.tsv, runtime/summary.txt,\n"
+"README (what every file holds).\n"
+"\n"
+"Exit status:\n"
+"  0  ok\n"
+"  1  usage error\n"
+"  2  the capture cannot be read (I/O, permissions)\n"
+"  3  not a capture, or malformed\n"
+"  4  a capture kind that is not supported (e.g. .xplane.riegeli)\n"
+"  5  the mount failed\n";
+
+static void usage(FILE *f)
+{
+	fputs(usage_text, f);
+}
+
+static int fail(const xpf_error *err)
+{
+	fprintf(stderr, "xplanefs: %s\n", err->msg);
+	return err->code ? err->code : 1;
+}
+
+static int usage_error(const char *msg)
+{
+	fprintf(stderr, "xplanefs: %s\nTry 'xplanefs --help'.\n", msg);
+	return XPF_EUSAGE;
+}
+
+static int write_all(FILE *f, const char *data, size_t len)
+{
+	return fwrite(data, 1, len, f) == len ? 0 : -1;
+}
+
+static int do_cat(xpf_report *r, const char *path, xpf_error *err)
+{
+	xpf_node *n;
+	int rc = xpf_report_resolve(r, path, &n, err);
+	if (rc != XPF_OK)
+		return rc;
+	/* Follow a symlink named last, as cat does. */
+	for (int hops = 0; n && n->type == XPF_NODE_LINK && hops < 8; hops++) {
+		const char *target;
+		rc = xpf_node_readlink(n, &target, err);
+		if (rc != XPF_OK)
+			return rc;
+		xpf_buf p = XPF_BUF_INIT;
+		if (n->parent && n->parent->parent) {
+			xpf_node_path(n->parent, &p);
+			xpf_buf_addc(&p, '/');
+		}
+		xpf_buf_adds(&p, target);
+		rc = xpf_report_resolve(r, p.data, &n, err);
+		xpf_buf_release(&p);
+		if (rc != XPF_OK)
+			return rc;
+	}
+	if (n == NULL)
+		return xpf_fail(err, XPF_EUSAGE, "%s: no such file in the report (see README)", path);
+	if (n->type == XPF_NODE_DIR) {
+		xpf_node **kids;
+		size_t k;
+		rc = xpf_node_children(n, &kids, &k, err);
+		if (rc != XPF_OK)
+			return rc;
+		return xpf_fail(err, XPF_EUSAGE, "%s: is a directory (%zu entries; try %s/%s)", path, k,
+				path, k ? kids[0]->name : "");
+	}
+	const char *data;
+	size_t len;
+	rc = xpf_node_content(n, &data, &len, err);
+	if (rc != XPF_OK)
+		return rc;
+	if (write_all(stdout, data, len) != 0 || fflush(stdout) != 0)
+		return xpf_fail(err, XPF_EIO, "writing to stdout: %s", strerror(errno));
+	return XPF_OK;
+}
+
+static int export_dir(xpf_node *dir, const char *path, xpf_error *err, int *failures)
+{
+	xpf_node **kids;
+	size_t n;
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return xpf_fail(err, XPF_EIO, "%s: cannot create: %s", path, strerror(errno));
+	int rc = xpf_node_children(dir, &kids, &n, err);
+	if (rc != XPF_OK)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		xpf_node *k = kids[i];
+		size_t plen = strlen(path) + strlen(k->name) + 2;
+		char *p = malloc(plen);
+		if (p == NULL)
+			abort();
+		snprintf(p, plen, "%s/%s", path, k->name);
+		if (k->type == XPF_NODE_DIR) {
+			rc = export_dir(k, p, err, failures);
+		} else {
+			const char *data;
+			size_t len;
+			xpf_error e2 = { 0 };
+			rc = xpf_node_content(k, &data, &len, &e2);
+			if (rc != XPF_OK) {
+				/* Like the mount: one broken part does not stop the rest. */
+				fprintf(stderr, "xplanefs: %s: %s\n", p, e2.msg);
+				(*failures)++;
+				if (err->code == XPF_OK)
+					*err = e2;
+				rc = XPF_OK;
+			} else if (k->type == XPF_NODE_LINK) {
+				unlink(p);
+				if (symlink(data, p) < 0)
+					rc = xpf_fail(err, XPF_EIO, "%s: cannot create symlink: %s", p,
+						      strerror(errno));
+			} else {
+				FILE *f = fopen(p, "wb");
+				if (f == NULL) {
+					rc = xpf_fail(err, XPF_EIO, "%s: cannot create: %s", p, strerror(errno));
+				} else {
+					if (write_all(f, data, len) != 0)
+						rc = xpf_fail(err, XPF_EIO, "%s: write failed", p);
+					if (fclose(f) != 0 && rc == XPF_OK)
+						rc = xpf_fail(err, XPF_EIO, "%s: write failed: %s", p, strerror(errno));
+				}
+			}
+		}
+		free(p);
+		if (rc != XPF_OK)
+			return rc;
+	}
+	return XPF_OK;
+}
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	if (s == NULL || *s == '\0' || *s == '-')
+		return false;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+enum { OPT_CAT = 256, OPT_EXPORT, OPT_CHECK, OPT_MODULE, OPT_CAPACITY, OPT_TOP, OPT_DEVICE, OPT_RUN };
+
+/* Default mount point: ./NAME, unless that would put it in the capture's
+ * own folder (which we never write to). */
+static int default_mountpoint(const char *capture, char **out, xpf_error *err)
+{
+	char cwd[PATH_MAX], real_cap[PATH_MAX];
+	if (getcwd(cwd, sizeof cwd) == NULL || realpath(capture, real_cap) == NULL)
+		return xpf_fail(err, XPF_EUSAGE, "cannot resolve the current directory or %s", capture);
+	struct stat sb;
+	if (stat(real_cap, &sb) < 0)
+		return xpf_fail(err, XPF_EIO, "%s: %s", capture, strerror(errno));
+	char folder[PATH_MAX];
+	snprintf(folder, sizeof folder, "%s", real_cap);
+	if (!S_ISDIR(sb.st_mode)) {
+		char *slash = strrchr(folder, '/');
+		if (slash)
+			*(slash == folder ? slash + 1 : slash) = '\0';
+	}
+	if (strcmp(cwd, folder) == 0 || strcmp(cwd, real_cap) == 0)
+		return xpf_fail(err, XPF_EUSAGE,
+				"the current directory holds the capture, and xplanefs never writes there: give a MOUNTPOINT");
+	const char *base = strrchr(real_cap, '/');
+	base = base ? base + 1 : real_cap;
+	char name[PATH_MAX];
+	snprintf(name, sizeof name, "%s", base);
+	const char *sfx[] = { ".xplane.pb", ".hlo_proto.pb", ".hlo.pb", ".pb" };
+	for (size_t i = 0; i < 4; i++) {
+		size_t n = strlen(name), m = strlen(sfx[i]);
+		if (n > m && strcmp(name + n - m, sfx[i]) == 0) {
+			name[n - m] = '\0';
+			break;
+		}
+	}
+	*out = strdup(name);
+	return XPF_OK;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "cat", required_argument, NULL, OPT_CAT },
+		{ "export", required_argument, NULL, OPT_EXPORT },
+		{ "check", no_argument, NULL, OPT_CHECK },
+		{ "module", required_argument, NULL, OPT_MODULE },
+		{ "capacity", required_argument, NULL, OPT_CAPACITY },
+		{ "top", required_argument, NULL, OPT_TOP },
+		{ "device", required_argument, NULL, OPT_DEVICE },
+		{ "run", required_argument, NULL, OPT_RUN },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	xpf_options opt = XPF_OPTIONS_INIT;
+	xpf_mount_opts mo = { 0 };
+	const char *cat_path = NULL, *export_dir_path = NULL, *unmount_path = NULL;
+	bool check = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "fdso:u:hV", longopts, NULL)) != -1) {
+		uint64_t v;
+		switch (c) {
+		case 'f': mo.foreground = true; break;
+		case 'd': mo.debug = mo.foreground = true; break;
+		case 's': mo.single_thread = true; break;
+		case 'o': mo.fuse_opts = optarg; break;
+		case 'u': unmount_path = optarg; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf("xplanefs %s\n", XPF_VERSION); return 0;
+		case OPT_CAT: cat_path = optarg; break;
+		case OPT_EXPORT: export_dir_path = optarg; break;
+		case OPT_CHECK: check = true; break;
+		case OPT_MODULE: opt.module = optarg; break;
+		case OPT_CAPACITY:
+			if (!parse_u64(optarg, &opt.capacity) || opt.capacity == 0)
+				return usage_error("--capacity wants a number of bytes");
+			break;
+		case OPT_TOP:
+			if (!parse_u64(optarg, &v) || v == 0 || v > 1000000)
+				return usage_error("--top wants a positive number");
+			opt.top = (int)v;
+			break;
+		case OPT_DEVICE:
+			if (!parse_u64(optarg, &v) || v > 1000000)
+				return usage_error("--device wants a device number");
+			opt.device = (int)v;
+			break;
+		case OPT_RUN: opt.run = optarg; break;
+		default: return usage_error("unknown option");
+		}
+	}
+	int nargs = argc - optind;
+	xpf_error err = { 0 };
+
+	if (unmount_path) {
+		if (nargs != 0)
+			return usage_error("-u takes only the mount point");
+		if (xpf_fs_unmount(unmount_path, &err) != XPF_OK)
+			return fail(&err);
+		return 0;
+	}
+	int modes = (cat_path != NULL) + (export_dir_path != NULL) + check;
+	if (modes > 1)
+		return usage_error("--cat, --export and --check are exclusive");
+	if (nargs < 1)
+		return usage_error("missing CAPTURE");
+	if (modes == 1 && nargs != 1)
+		return usage_error("too many arguments");
+	if (nargs > 2)
+		return usage_error("too many arguments");
+	const char *capture = argv[optind];
+
+	xpf_input *in = NULL;
+	if (xpf_input_open(capture, opt.run, &in, &err) != XPF_OK)
+		return fail(&err);
+	if (check) {
+		int rc = xpf_check(in, stdout, &err);
+		xpf_input_free(in);
+		if (rc != XPF_OK) {
+			fflush(stdout);
+			return fail(&err);
+		}
+		return 0;
+	}
+
+	xpf_report *r = NULL;
+	int rc = XPF_OK;
+	char *mp_alloc = NULL;
+	if (xpf_report_open(in, &opt, &r, &err) != XPF_OK) {
+		rc = fail(&err);
+		goto out;
+	}
+	if (cat_path) {
+		if (do_cat(r, cat_path, &err) != XPF_OK)
+			rc = fail(&err);
+	} else if (export_dir_path) {
+		int failures = 0;
+		if (export_dir(xpf_report_root(r), export_dir_path, &err, &failures) != XPF_OK)
+			rc = fail(&err);
+		else if (failures)
+			rc = err.code ? err.code : XPF_EMALFORMED;
+	} else {
+		if (!xpf_fs_available()) {
+			xpf_fail(&err, XPF_EMOUNT,
+				 "this xplanefs was built without FUSE; use --cat, --export or --check");
+			rc = fail(&err);
+			goto out;
+		}
+		if (nargs == 2) {
+			mo.mountpoint = argv[optind + 1];
+		} else {
+			if (default_mountpoint(capture, &mp_alloc, &err) != XPF_OK) {
+				rc = fail(&err);
+				goto out;
+			}
+			if (mkdir(mp_alloc, 0755) == 0) {
+				mo.remove_mountpoint = true;
+			} else if (errno != EEXIST) {
+				xpf_fail(&err, XPF_EMOUNT, "%s: cannot create mount point: %s", mp_alloc,
+					 strerror(errno));
+				rc = fail(&err);
+				goto out;
+			}
+			mo.mountpoint = mp_alloc;
+		}
+		rc = xpf_fs_mount(r, &mo, &err);
+		if (rc != XPF_OK) {
+			if (mo.remove_mountpoint)
+				rmdir(mo.mountpoint);
+			rc = fail(&err);
+		}
+	}
+out:
+	xpf_report_free(r);
+	xpf_input_free(in);
+	free(mp_alloc);
+	return rc;
+}
