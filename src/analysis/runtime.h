@@ -1,13 +1,232 @@
-/* The runtime: allocator events and executions (SPEC §4.3).  Owned by
- * runtime.c. */
+/* The runtime: what the allocator really did, execution by execution
+ * (SPEC §4.3; reference §6, §7).
+ *
+ * Computed once per host on first use (xpf_host_runtime) from the
+ * `/host:CPU` plane's allocator events (MemoryAllocation /
+ * MemoryDeallocation), the execute-family host events around them, and the
+ * device planes' kernels (for `launched`).  The result is owned by the host
+ * and stays valid, unchanged, until xpf_report_free(); every pointer inside
+ * it (names, arrays) lives as long.  Everything is read-only after it is
+ * built, so any number of threads may read it.
+ *
+ * Time: every *_ns is integer nanoseconds relative to the capture's time
+ * base (xpf_capture_time_base); *_ps fields are picoseconds relative to the
+ * same base, used for ordering (events of different lines are compared only
+ * by absolute time).
+ *
+ * Indexes: allocator, event and execution fields that refer to another
+ * element hold its 0-based index in the arrays below, or -1 for "none".
+ * Module fields hold an index into the host's modules (xpf_capture_module),
+ * or -1. */
 #ifndef XPF_RUNTIME_H
 #define XPF_RUNTIME_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 #include "analysis/report.h"
 
-typedef struct xpf_runtime xpf_runtime;
+/* One allocator, as named by its events. */
+typedef struct xpf_rt_allocator {
+	char *name;            /* "GPU_0_bfc", "xla_gpu_host_bfc", "tpu:0" */
+	bool keyed_by_index;   /* TPU style: no allocator_name, named after index_on_host */
+	int device;            /* device ordinal (GPU_<d>_bfc, tpu:<d>), else -1 */
+	bool is_pool;          /* a device allocator: GPU_<d>_bfc or tpu:<d>; host
+				  and collective allocators never are */
+	uint64_t capacity_bytes;       /* in use + bytes_available, at the in-window peak */
+	uint64_t peak_in_window_bytes; /* max over events of in use (allocated + reserved) */
+	int64_t peak_ns;               /* when the in-window peak happened (first one) */
+	long peak_event;               /* its event index */
+	uint64_t lifetime_peak_bytes;  /* max `peak_bytes_in_use` */
+	uint64_t allocations, deallocations;
+	uint64_t unmatched_deallocations;  /* deallocations whose allocation was not seen */
+	uint64_t unmatched_deallocated_bytes;
+	uint64_t live_at_end_bytes;    /* in use after the allocator's last event */
+	uint64_t seen_live_at_end_bytes;   /* seen allocations never freed (bytes) */
+	uint64_t seen_live_at_end_blocks;
+	uint64_t first_in_use_bytes;   /* in use before the first event (after it,
+					  minus/plus its own bytes) */
+	size_t nevents;
+} xpf_rt_allocator;
 
+enum xpf_rt_kind { XPF_RT_ALLOC = 0, XPF_RT_DEALLOC = 1 };
+
+/* What a seen allocation was for (set for allocation events). */
+enum xpf_rt_role {
+	XPF_ROLE_NONE = 0,     /* outside every execution */
+	XPF_ROLE_TEMP,         /* the temp block (or another non-output buffer
+				  allocation) of an execution */
+	XPF_ROLE_OUTPUT,       /* an output of an execution */
+	XPF_ROLE_EXEC_OTHER,   /* inside an execution, not matched to the plan */
+};
+
+/* One allocator event.  Events are sorted by (time, line, index in line). */
+typedef struct xpf_rt_event {
+	int64_t time_ns;
+	int64_t t_ps;
+	int allocator;
+	enum xpf_rt_kind kind;
+	uint64_t bytes;            /* allocation_bytes (the chunk) */
+	uint64_t requested_bytes;
+	uint64_t addr;
+	uint64_t in_use_after;     /* bytes_allocated + bytes_reserved after the event */
+	uint64_t available;        /* bytes_available */
+	uint64_t peak_bytes_in_use;
+	int64_t thread;            /* the line's id (OS thread id) */
+	size_t line;               /* line index in the /host:CPU plane */
+	const char *enclosing;     /* innermost host event around it on its line,
+				      or NULL; interned, owned by the runtime */
+	const char *transfer;      /* outermost transfer-family event around it
+				      (DevicePut, BufferFromHost…), or NULL */
+	const char *shape;         /* `shape` stat, or NULL */
+	long match;                /* alloc: its deallocation; dealloc: its
+				      allocation; -1 if not seen */
+	long execution;            /* the execution it happened in, or -1 */
+	bool in_build;             /* inside that execution's `Build buffer allocations` */
+	enum xpf_rt_role role;
+	long buffer_allocation;    /* matched BufferAllocationProto index, or -1 */
+} xpf_rt_event;
+
+enum xpf_launched { XPF_LAUNCHED_UNKNOWN = 0, XPF_LAUNCHED_YES, XPF_LAUNCHED_NO };
+
+/* How an execution was linked to its module (SPEC §4.3 rule order). */
+enum xpf_link {
+	XPF_LINK_AMBIGUOUS = 0,
+	XPF_LINK_PROGRAM_ID,   /* a program_id on the host side */
+	XPF_LINK_NAME,         /* module_name / "<m>:XLA GPU module" / "Execute (<m>)" */
+	XPF_LINK_BYTES,        /* requested_bytes in Build buffer allocations */
+	XPF_LINK_PJIT,         /* enclosing PjitFunction(<f>) names jit_<f> */
+	XPF_LINK_KERNELS,      /* program_id / hlo_module of the first kernels */
+};
+
+/* An allocation of an execution matched to the module's plan. */
+typedef struct xpf_rt_match {
+	long event;             /* the MemoryAllocation event */
+	long buffer_allocation; /* BufferAllocationProto index */
+	enum xpf_rt_role role;  /* TEMP or OUTPUT */
+} xpf_rt_match;
+
+/* One run of a module on one device. */
+typedef struct xpf_rt_execution {
+	size_t n;                  /* 1-based, in order of (start, device, line) */
+	int device;                /* -1 when unknown */
+	long module;               /* host module index, -1 when ambiguous */
+	enum xpf_link link;
+	const char *host_name;     /* the module name seen on the host side, or NULL */
+	size_t module_execution;   /* 1-based per (module, device); 0 when ambiguous */
+	const char *event_name;    /* the outermost execute-family event */
+	size_t line;               /* its line in /host:CPU */
+	int64_t thread;
+	int64_t start_ns, end_ns;
+	int64_t start_ps, end_ps;
+	enum xpf_launched launched;
+	bool stopped_in_build;     /* the last thing it did was allocate buffers */
+	int allocator;             /* the device allocator, or -1 */
+	bool in_use_known;
+	uint64_t in_use_at_start_bytes;
+	long prev;                 /* previous execution of the module on the device, or -1 */
+	int64_t growth_bytes;      /* in use at start minus that of prev (0 if none) */
+	uint64_t peak_during_bytes;
+	size_t allocations, deallocations;
+	size_t nmatched;
+	xpf_rt_match *matched;     /* Build-buffer-allocation events matched to the plan */
+	uint64_t temp_bytes, output_bytes;  /* the matched bytes by role */
+} xpf_rt_execution;
+
+/* One AllocatorRetry::AllocateRaw wait. */
+typedef struct xpf_rt_retry {
+	int64_t time_ns, duration_ns;
+	int allocator;             /* from the allocation that followed, the
+				      enclosing execution's device, or -1 */
+	int64_t thread;
+	long execution;            /* enclosing execution, or -1 */
+} xpf_rt_retry;
+
+/* Host events between two executions, by name (nested ones counted once each). */
+typedef struct xpf_rt_between_row {
+	char *name;
+	uint64_t count;
+	int64_t total_ns;
+} xpf_rt_between_row;
+
+typedef struct xpf_rt_between {
+	long module;               /* whose executions bound the window, -1: none */
+	int device;
+	long from_execution, to_execution;  /* execution indexes, -1: none */
+	int64_t from_ns, to_ns;
+	size_t nrows;              /* sorted by total_ns (largest first), then name */
+	xpf_rt_between_row *rows;
+} xpf_rt_between;
+
+typedef struct xpf_runtime {
+	bool has_host_plane;       /* a /host:CPU plane exists */
+	bool has_events;           /* at least one allocator event */
+	bool keyed_by_index;       /* TPU style (index_on_host) */
+	size_t nallocators;        /* sorted by name */
+	xpf_rt_allocator *allocators;
+	size_t nevents;
+	xpf_rt_event *events;
+	size_t nexecutions;
+	xpf_rt_execution *executions;
+	size_t nretries;
+	xpf_rt_retry *retries;
+	xpf_rt_between between;    /* for the runtime's focus (xpf_runtime_focus) */
+	int64_t end_ns;            /* the last event end seen on /host:CPU */
+	/* private to runtime*.c */
+	struct xpf_rt_priv *priv;
+} xpf_runtime;
+
+/* The host's runtime, computed on first use and cached in h->runtime. */
 int xpf_host_runtime(xpf_host *h, const xpf_runtime **out, xpf_error *err);
 void xpf_runtime_free(void *rt);
+
+/* A block live at some moment, with where it came from. */
+enum xpf_origin {
+	XPF_ORIGIN_OUTPUTS = 0,    /* outputs of <module> execution <k> */
+	XPF_ORIGIN_TEMP,           /* temp of <module> execution <k> */
+	XPF_ORIGIN_EXEC,           /* other allocation inside an execution */
+	XPF_ORIGIN_TRANSFER,       /* <transfer event>(<shape>) */
+	XPF_ORIGIN_HOST_EVENT,     /* allocated under another host event */
+	XPF_ORIGIN_BEFORE,         /* allocated before the capture started */
+};
+
+typedef struct xpf_rt_block {
+	enum xpf_origin origin;
+	char *origin_text;         /* e.g. "outputs of jit_f(1) execution 2" */
+	uint64_t addr;             /* 0 for the "before" remainder */
+	uint64_t bytes;
+	uint64_t requested_bytes;
+	long event;                /* allocation event, or -1 */
+	long execution;            /* for OUTPUTS/TEMP/EXEC, else -1 */
+	const char *host_event;    /* the host event that allocated it, or NULL */
+	const char *shape;
+} xpf_rt_block;
+
+/* Blocks live on execution x's device allocator when it started (x is the
+ * 0-based index of executions[]), replayed by address from every event
+ * strictly before the start, plus one XPF_ORIGIN_BEFORE block for in-use
+ * bytes that no seen allocation explains.  Sorted by origin text, then bytes
+ * (largest first), then address.  The caller frees with
+ * xpf_rt_blocks_free(). */
+int xpf_runtime_live_at(const xpf_runtime *rt, size_t x, xpf_rt_block **out, size_t *n,
+			xpf_error *err);
+void xpf_rt_blocks_free(xpf_rt_block *b, size_t n);
+
+/* Host events between the end of execution `from` and the start of
+ * execution `to` (0-based indexes) on the /host:CPU plane.  Fills *out; the
+ * caller releases with xpf_rt_between_release(). */
+int xpf_runtime_between(xpf_host *h, const xpf_runtime *rt, size_t from, size_t to,
+			xpf_rt_between *out, xpf_error *err);
+void xpf_rt_between_release(xpf_rt_between *b);
+
+/* The runtime's own choice of module for between.tsv: --module if given and
+ * it ran, else the module of the last execution that never launched, else
+ * the module with the most executions (ties: latest).  -1 when none ran. */
+long xpf_runtime_focus(const xpf_host *h, const xpf_runtime *rt);
+
+/* Names for the enums, as written in the TSV files. */
+const char *xpf_launched_name(enum xpf_launched l);   /* "yes" "no" "unknown" */
+const char *xpf_link_name(enum xpf_link l);           /* "program_id" "name" ... "ambiguous" */
 
 #endif
