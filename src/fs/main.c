@@ -249,6 +249,7 @@ int main(int argc, char **argv)
 	bool check = false;
 	int c;
 
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, "fdso:u:hV", longopts, NULL)) != -1) {
 		uint64_t v;
 		switch (c) {
@@ -278,7 +279,15 @@ int main(int argc, char **argv)
 			opt.device = (int)v;
 			break;
 		case OPT_RUN: opt.run = optarg; break;
-		default: return usage_error("unknown option");
+		default: {
+			char msg[300];
+			if (optopt && strchr("ou", optopt))
+				snprintf(msg, sizeof msg, "option -%c needs an argument", optopt);
+			else
+				snprintf(msg, sizeof msg, "unknown option '%s'",
+					 optind > 0 && optind <= argc ? argv[optind - 1] : "?");
+			return usage_error(msg);
+		}
 		}
 	}
 	int nargs = argc - optind;

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The command line: exit codes (README "Exit status") and one-line errors.
+set -u
+XPF=$1
+S=${XPF_SHARED:-../shared}/captures
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+# expect CODE FIRST-LINE-SUBSTRING -- ARGS...
+expect() {
+	local code=$1 needle=$2
+	shift 3
+	"$XPF" "$@" >"$tmp/out" 2>"$tmp/err"
+	local rc=$?
+	if [ "$rc" -ne "$code" ]; then
+		echo "FAIL: xplanefs $*: exit $rc, want $code; stderr: $(head -c 300 "$tmp/err")"
+		fails=$((fails + 1))
+		return
+	fi
+	if [ -n "$needle" ] && ! grep -qF -- "$needle" "$tmp/err" "$tmp/out"; then
+		echo "FAIL: xplanefs $*: output lacks '$needle': $(head -c 300 "$tmp/err")"
+		fails=$((fails + 1))
+		return
+	fi
+	if [ "$code" -ne 0 ] && [ "$(wc -l <"$tmp/err")" -gt 2 ]; then
+		echo "FAIL: xplanefs $*: error is more than one line"
+		fails=$((fails + 1))
+	fi
+	echo "ok: xplanefs $* -> $rc"
+}
+
+expect 0 "Exit status" -- --help
+expect 0 "xplanefs " -- --version
+expect 1 "unknown option" -- --no-such-option
+expect 1 "missing CAPTURE" --
+expect 2 "cannot open" -- --check "$tmp/absent.xplane.pb"
+: >"$tmp/x.xplane.riegeli"
+expect 4 "not supported" -- --check "$tmp/x.xplane.riegeli"
+: >"$tmp/empty.xplane.pb"
+expect 3 "empty file" -- --check "$tmp/empty.xplane.pb"
+head -c 4096 /dev/urandom >"$tmp/random.xplane.pb"
+expect 3 "" -- --check "$tmp/random.xplane.pb"
+mkdir "$tmp/emptydir"
+expect 3 "no *.xplane.pb" -- --check "$tmp/emptydir"
+chmod 000 "$tmp/empty.xplane.pb"
+if [ "$(id -u)" -ne 0 ]; then
+	expect 2 "Permission denied" -- --check "$tmp/empty.xplane.pb"
+fi
+
+if [ -d "$S" ]; then
+	expect 3 "not a capture" -- --check "$S/bad/op-stats-not-xspace.pb"
+	expect 3 "past end of file" -- --check "$S/bad/utf8-mangled.xplane.pb"
+	expect 3 "not a capture" -- --cat diagnosis.txt "$S/bad/op-stats-not-xspace.pb"
+	expect 0 "GPU_0_bfc: 69 allocations, 69 deallocations, max peak_bytes_in_use 738197504" -- --check "$S/mi300x-jax08-gemm.xplane.pb"
+	expect 0 "jit_matmul(59): program_id 59, buffer assignment yes: 7 allocations, 7 logical buffers, 201326604 bytes" -- --check "$S/mi300x-jax08-attention.xplane.pb"
+	expect 0 "allocator GPU_6_bfc: 761 allocations, 208 deallocations, max peak_bytes_in_use 6210111488" -- --check "$S/tf-v100-multiworker.xplane.pb"
+	expect 0 "tpu:0 (keyed by index_on_host): 117 allocations" -- --check "$S/tpu-v6e-inference.xplane.pb"
+	expect 0 "jit_forward_3d_conv(15): program_id 15, buffer assignment yes: 4 allocations, 8 logical buffers, 1158144128 bytes" -- --check "$S/mi300x-conv-run"
+	expect 0 "jit_train_step(16)" -- --check "$S/hlo/h100-maxtext-jit_train_step.hlo.pb"
+	# A logdir: plugins/profile/<run>/, newest run unless --run.
+	mkdir -p "$tmp/logdir/plugins/profile/2026_01_01_00_00_00" "$tmp/logdir/plugins/profile/2026_02_01_00_00_00"
+	ln -s "$S/mi300x-jax08-gemm.xplane.pb" "$tmp/logdir/plugins/profile/2026_01_01_00_00_00/a.xplane.pb"
+	ln -s "$S/mi300x-jax08-attention.xplane.pb" "$tmp/logdir/plugins/profile/2026_02_01_00_00_00/b.xplane.pb"
+	expect 0 "run 2026_02_01_00_00_00" -- --check "$tmp/logdir"
+	expect 0 "host a:" -- --check --run 2026_01_01_00_00_00 "$tmp/logdir"
+	expect 1 "no run 'nope'" -- --check --run nope "$tmp/logdir"
+	expect 1 "no such file" -- --cat no/such/file "$S/mi300x-jax08-gemm.xplane.pb"
+	expect 0 "/host:CPU" -- --cat capture/planes.tsv "$S/mi300x-jax08-gemm.xplane.pb"
+	# --export writes the tree; the capture's folder is untouched.
+	before=$(ls -la "$S" | md5sum)
+	expect 0 "" -- --export "$tmp/export" "$S/mi300x-jax08-gemm.xplane.pb"
+	[ -f "$tmp/export/capture/planes.tsv" ] || { echo "FAIL: export lacks capture/planes.tsv"; fails=$((fails + 1)); }
+	[ "$before" = "$(ls -la "$S" | md5sum)" ] || { echo "FAIL: the captures folder changed"; fails=$((fails + 1)); }
+else
+	echo "skipping the real-capture cases: $S is absent"
+fi
+
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }

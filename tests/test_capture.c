@@ -1,0 +1,488 @@
+/* The capture layer against the real captures of ../shared/captures (figures
+ * from its README, read there with an independent decoder) and against
+ * hand-made broken inputs. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "capture/capture.h"
+#include "capture/input.h"
+
+static char path_buf[4096];
+
+static const char *shared_path(const char *rel)
+{
+	const char *s = getenv("XPF_SHARED");
+	snprintf(path_buf, sizeof path_buf, "%s/%s", s ? s : "../shared", rel);
+	return path_buf;
+}
+
+static xpf_capture *open_or_skip(const char *rel)
+{
+	const char *p = shared_path(rel);
+	if (access(p, R_OK) != 0) {
+		fprintf(stderr, "skipping: %s is absent\n", p);
+		skip();
+	}
+	xpf_capture *c = NULL;
+	xpf_error err = { 0 };
+	int rc = xpf_capture_open(p, &c, &err);
+	if (rc != XPF_OK)
+		fail_msg("%s", err.msg);
+	return c;
+}
+
+struct alloc_fig {
+	const char *name;
+	int allocs, deallocs;
+	uint64_t max_peak;
+};
+
+/* Count allocator events per allocator (allocator_name, else tpu:<index_on_host>). */
+static void count(xpf_capture *c, const char *want, int *allocs, int *deallocs, uint64_t *peak)
+{
+	long pi = xpf_capture_find_plane(c, "/host:CPU");
+	assert_true(pi >= 0);
+	const xpf_plane *p;
+	xpf_error err = { 0 };
+	assert_int_equal(xpf_capture_plane(c, (size_t)pi, &p, &err), XPF_OK);
+	*allocs = *deallocs = 0;
+	*peak = 0;
+	for (size_t l = 0; l < p->nlines; l++) {
+		xpf_event_iter it;
+		xpf_event ev;
+		int rc;
+		xpf_events_begin(p, l, &it);
+		while ((rc = xpf_events_next(&it, &ev, &err)) == 1) {
+			int a = strcmp(ev.name, "MemoryAllocation") == 0;
+			int d = strcmp(ev.name, "MemoryDeallocation") == 0;
+			if (!a && !d)
+				continue;
+			xpf_stat_iter si;
+			xpf_stat st;
+			char name[64] = "";
+			uint64_t pk = 0, u;
+			xpf_str s;
+			xpf_stats_of_event(p, &ev, &si);
+			while ((rc = xpf_stats_next(&si, &st, &err)) == 1) {
+				if (strcmp(st.name, "allocator_name") == 0 && xpf_stat_text(&st, &s))
+					snprintf(name, sizeof name, "%.*s", (int)s.n, s.p);
+				else if (strcmp(st.name, "index_on_host") == 0 && xpf_stat_u64(&st, &u) && !name[0])
+					snprintf(name, sizeof name, "tpu:%llu", (unsigned long long)u);
+				else if (strcmp(st.name, "peak_bytes_in_use") == 0 && xpf_stat_u64(&st, &u))
+					pk = u;
+			}
+			assert_int_equal(rc, 0);
+			if (strcmp(name, want) != 0)
+				continue;
+			*allocs += a;
+			*deallocs += d;
+			if (pk > *peak)
+				*peak = pk;
+		}
+		assert_int_equal(rc, 0);
+	}
+}
+
+static void check_allocs(xpf_capture *c, const struct alloc_fig *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int a, d;
+		uint64_t pk;
+		count(c, f[i].name, &a, &d, &pk);
+		assert_int_equal(a, f[i].allocs);
+		assert_int_equal(d, f[i].deallocs);
+		if (f[i].max_peak)
+			assert_int_equal(pk, f[i].max_peak);
+	}
+}
+
+static uint64_t module_total(xpf_capture *c, const char *name, size_t *nalloc)
+{
+	for (size_t m = 0; m < xpf_capture_nmodules(c); m++) {
+		if (strcmp(xpf_capture_module(c, m)->name, name) != 0)
+			continue;
+		const Xla__HloProto *h;
+		xpf_error err = { 0 };
+		assert_int_equal(xpf_capture_module_hlo(c, m, &h, &err), XPF_OK);
+		assert_non_null(h->buffer_assignment);
+		uint64_t t = 0;
+		for (size_t a = 0; a < h->buffer_assignment->n_buffer_allocations; a++)
+			t += (uint64_t)h->buffer_assignment->buffer_allocations[a]->size;
+		if (nalloc)
+			*nalloc = h->buffer_assignment->n_buffer_allocations;
+		return t;
+	}
+	fail_msg("module %s not found", name);
+	return 0;
+}
+
+static void device_memory(xpf_capture *c, const char *plane, uint64_t want, const char *vendor)
+{
+	long pi = xpf_capture_find_plane(c, plane);
+	assert_true(pi >= 0);
+	const xpf_plane *p;
+	xpf_error err = { 0 };
+	assert_int_equal(xpf_capture_plane(c, (size_t)pi, &p, &err), XPF_OK);
+	xpf_stat st;
+	uint64_t v;
+	assert_int_equal(xpf_plane_stat(p, "memory_size", &st, &err), 1);
+	assert_true(xpf_stat_u64(&st, &v));
+	assert_int_equal(v, want);
+	if (vendor) {
+		xpf_str s;
+		assert_int_equal(xpf_plane_stat(p, "device_vendor", &st, &err), 1);
+		assert_true(xpf_stat_text(&st, &s));
+		assert_true(xpf_str_eq(s, vendor));
+	}
+}
+
+static void test_attention(void **state)
+{
+	xpf_capture *c = open_or_skip("captures/mi300x-jax08-attention.xplane.pb");
+	xpf_error err = { 0 };
+	assert_int_equal(xpf_capture_nplanes(c), 11);
+	assert_int_equal(xpf_capture_nmodules(c), 31);
+	size_t na;
+	assert_int_equal(module_total(c, "jit_matmul(59)", &na), 201326604);
+	assert_int_equal(na, 7);
+	const xpf_plane *p;
+	long pi = xpf_capture_find_plane(c, "/host:CPU");
+	assert_int_equal(xpf_capture_plane(c, (size_t)pi, &p, &err), XPF_OK);
+	assert_int_equal(p->nlines, 5);
+	assert_int_equal(p->nevents, 4275);
+	struct alloc_fig f[] = { { "GPU_0_bfc", 126, 126, 595591680 }, { "xla_gpu_host_bfc", 18, 18, 0 } };
+	check_allocs(c, f, 2);
+	device_memory(c, "/device:GPU:0", 206141652992ULL, "AMD");
+	long g0 = xpf_capture_find_plane(c, "/device:GPU:0");
+	assert_int_equal(xpf_capture_plane(c, (size_t)g0, &p, &err), XPF_OK);
+	xpf_stat st;
+	uint64_t cores;
+	assert_int_equal(xpf_plane_stat(p, "core_count", &st, &err), 1);
+	assert_true(xpf_stat_u64(&st, &cores));
+	assert_int_equal(cores, 304);
+	assert_int_equal(xpf_capture_validate(c, &err), XPF_OK);
+	xpf_capture_free(c);
+}
+
+static void test_gemm(void **state)
+{
+	xpf_capture *c = open_or_skip("captures/mi300x-jax08-gemm.xplane.pb");
+	xpf_error err = { 0 };
+	assert_int_equal(xpf_capture_nmodules(c), 16);
+	struct alloc_fig f[] = { { "GPU_0_bfc", 69, 69, 738197504 }, { "xla_gpu_host_bfc", 12, 12, 0 } };
+	check_allocs(c, f, 2);
+	/* Old-style execute events are present under their names. */
+	long pi = xpf_capture_find_plane(c, "/host:CPU");
+	const xpf_plane *p;
+	assert_int_equal(xpf_capture_plane(c, (size_t)pi, &p, &err), XPF_OK);
+	int exec = 0, gpu_module = 0;
+	for (size_t l = 0; l < p->nlines; l++) {
+		xpf_event_iter it;
+		xpf_event ev;
+		xpf_events_begin(p, l, &it);
+		while (xpf_events_next(&it, &ev, &err) == 1) {
+			exec += strcmp(ev.name, "PjRtStreamExecutorLoadedExecutable::Execute") == 0;
+			gpu_module += strcmp(ev.name, "jit_dot:XLA GPU module") == 0;
+		}
+	}
+	assert_true(exec > 0);
+	assert_true(gpu_module > 0);
+	assert_int_equal(xpf_capture_validate(c, &err), XPF_OK);
+	xpf_capture_free(c);
+}
+
+static void test_tf(void **state)
+{
+	xpf_capture *c = open_or_skip("captures/tf-v100-multiworker.xplane.pb");
+	xpf_error err = { 0 };
+	assert_int_equal(xpf_capture_nmodules(c), 0);
+	struct alloc_fig f[] = {
+		{ "GPU_4_bfc", 761, 208, 0 }, { "GPU_6_bfc", 761, 208, 6210111488ULL },
+		{ "GPU_1_bfc", 19, 0, 0 }, { "gpu_host_bfc", 318, 218, 0 },
+	};
+	check_allocs(c, f, 4);
+	device_memory(c, "/device:GPU:0", 16945512448ULL, NULL);
+	assert_int_equal(xpf_capture_validate(c, &err), XPF_OK);
+	xpf_capture_free(c);
+}
+
+static void test_tpu(void **state)
+{
+	xpf_capture *c = open_or_skip("captures/tpu-v6e-inference.xplane.pb");
+	xpf_error err = { 0 };
+	assert_int_equal(xpf_capture_nmodules(c), 4);
+	int found = 0;
+	for (size_t m = 0; m < xpf_capture_nmodules(c); m++) {
+		const xpf_module_ref *r = xpf_capture_module(c, m);
+		if (strcmp(r->name, "jit_f(12190760917235803885)") == 0) {
+			found = 1;
+			/* 64-bit program id from the program_id stat, not hlo_module.id (12). */
+			assert_true(r->program_id == 12190760917235803885ULL);
+			const Xla__HloProto *h;
+			assert_int_equal(xpf_capture_module_hlo(c, m, &h, &err), XPF_OK);
+			assert_int_equal(h->hlo_module->id, 12);
+			uint64_t c0 = 0, c5 = 0;
+			for (size_t a = 0; a < h->buffer_assignment->n_buffer_allocations; a++) {
+				const Xla__BufferAllocationProto *ba = h->buffer_assignment->buffer_allocations[a];
+				if (ba->color == 0)
+					c0 += (uint64_t)ba->size;
+				if (ba->color == 5)
+					c5 += (uint64_t)ba->size;
+			}
+			assert_int_equal(c0, 21474934816ULL);
+			assert_int_equal(c5, 16106127360ULL);
+		}
+	}
+	assert_true(found);
+	int total_a = 0, total_d = 0;
+	uint64_t maxpk = 0;
+	for (int d = 0; d < 4; d++) {
+		char nm[16];
+		int a, dd;
+		uint64_t pk;
+		snprintf(nm, sizeof nm, "tpu:%d", d);
+		count(c, nm, &a, &dd, &pk);
+		total_a += a;
+		total_d += dd;
+		if (pk > maxpk)
+			maxpk = pk;
+	}
+	assert_int_equal(total_a, 453);
+	assert_int_equal(total_d, 453);
+	assert_int_equal(maxpk, 16106341504ULL);
+	assert_int_equal(xpf_capture_validate(c, &err), XPF_OK);
+	xpf_capture_free(c);
+}
+
+static void test_conv_run(void **state)
+{
+	const char *p = shared_path("captures/mi300x-conv-run");
+	if (access(p, R_OK) != 0)
+		skip();
+	xpf_input *in;
+	xpf_error err = { 0 };
+	assert_int_equal(xpf_input_open(p, NULL, &in, &err), XPF_OK);
+	assert_int_equal(in->kind, XPF_INPUT_RUNDIR);
+	assert_int_equal(in->nhosts, 1);
+	xpf_capture *c = in->hosts[0].cap;
+	assert_int_equal(xpf_capture_nmodules(c), 8);
+	size_t na;
+	assert_int_equal(module_total(c, "jit_forward_3d_conv(15)", &na), 1158144128ULL);
+	assert_int_equal(na, 4);
+	int all_a = 0, all_d = 0;
+	for (int d = 0; d < 8; d++) {
+		char nm[16];
+		int a, dd;
+		uint64_t pk;
+		snprintf(nm, sizeof nm, "GPU_%d_bfc", d);
+		count(c, nm, &a, &dd, &pk);
+		all_a += a;
+		all_d += dd;
+		assert_int_equal(pk, d == 0 ? 1737217024ULL : 1739215104ULL);
+	}
+	assert_int_equal(all_a, 230);
+	assert_int_equal(all_d, 230);
+	xpf_input_free(in);
+
+	/* The sidecar is a bare HloProto of the same module. */
+	p = shared_path("captures/mi300x-conv-run/jit_forward_3d_conv_15_.hlo_proto.pb");
+	assert_int_equal(xpf_input_open(p, NULL, &in, &err), XPF_OK);
+	assert_int_equal(in->kind, XPF_INPUT_HLO);
+	assert_int_equal(module_total(in->hosts[0].cap, "jit_forward_3d_conv(15)", NULL), 1158144128ULL);
+	xpf_input_free(in);
+}
+
+static void test_bare_hlo(void **state)
+{
+	const char *p = shared_path("captures/hlo/h100-maxtext-jit_train_step.hlo.pb");
+	if (access(p, R_OK) != 0)
+		skip();
+	xpf_input *in;
+	xpf_error err = { 0 };
+	assert_int_equal(xpf_input_open(p, NULL, &in, &err), XPF_OK);
+	xpf_capture *c = in->hosts[0].cap;
+	assert_int_equal(xpf_capture_nmodules(c), 1);
+	const Xla__HloProto *h;
+	assert_int_equal(xpf_capture_module_hlo(c, 0, &h, &err), XPF_OK);
+	assert_int_equal(h->buffer_assignment->n_buffer_allocations, 202);
+	assert_int_equal(h->buffer_assignment->n_logical_buffers, 1732);
+	assert_true(h->buffer_assignment->n_heap_simulator_traces > 0);
+	xpf_input_free(in);
+}
+
+static void expect_refused(const char *rel, int code, const char *needle)
+{
+	const char *p = shared_path(rel);
+	if (access(p, R_OK) != 0)
+		skip();
+	xpf_input *in = NULL;
+	xpf_error err = { 0 };
+	assert_int_equal(xpf_input_open(p, NULL, &in, &err), code);
+	assert_null(in);
+	assert_non_null(strstr(err.msg, needle));
+	assert_null(strchr(err.msg, '\n'));
+}
+
+static void test_bad_shared(void **state)
+{
+	expect_refused("captures/bad/op-stats-not-xspace.pb", XPF_EMALFORMED, "not a capture");
+	expect_refused("captures/bad/utf8-mangled.xplane.pb", XPF_EMALFORMED, "past end of file");
+}
+
+/* ---- hand-made broken inputs ---------------------------------------- */
+
+struct bad_case {
+	const char *what;
+	const uint8_t *data;
+	size_t len;
+	const char *needle;
+	int late; /* refused only when decoding everything (validate) */
+};
+
+static const uint8_t plane_ok_hdr[] = { 0x0a, 0x0c, 0x12, 0x09, '/', 'h', 'o', 's', 't', ':', 'C', 'P', 'U' };
+static const uint8_t b_random[] = { 0xde, 0xad, 0xbe, 0xef, 0x00, 0x13, 0x37 };
+static const uint8_t b_trunc_varint[] = { 0x0a, 0xff, 0xff };
+static const uint8_t b_len_past[] = { 0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x00 };
+static const uint8_t b_wiretype[] = { 0x0f, 0x00 };
+static const uint8_t b_group[] = { 0x0b, 0x0c };
+static const uint8_t b_tag0[] = { 0x00, 0x00 };
+static const uint8_t b_unnamed[] = { 0x0a, 0x02, 0x08, 0x01 };
+static const uint8_t b_unknown_plane[] = { 0x0a, 0x05, 0x12, 0x03, 'a', 'b', 'c' };
+static const uint8_t b_bad_utf8_name[] = { 0x0a, 0x04, 0x12, 0x02, 0xc3, 0x28 };
+static const uint8_t b_plane_len_past[] = { 0x0a, 0x05, 0x12, 0x09, '/', 'h', 'o' };
+static const uint8_t b_overlong_varint[] = { 0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f };
+/* /host:CPU plane with one line holding one event whose metadata id 7 is
+ * not defined: a dangling id, found when events are read. */
+static const uint8_t b_dangling[] = {
+	0x0a, 0x13, 0x12, 0x09, '/', 'h', 'o', 's', 't', ':', 'C', 'P', 'U',
+	0x1a, 0x06, 0x22, 0x04, 0x08, 0x07, 0x10, 0x01,
+};
+/* Same with a huge line timestamp: time out of range. */
+static const uint8_t b_time[] = {
+	0x0a, 0x2b, 0x12, 0x09, '/', 'h', 'o', 's', 't', ':', 'C', 'P', 'U',
+	0x1a, 0x10, 0x18, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0x22, 0x04, 0x08, 0x01, 0x10, 0x90,
+	0x4e,
+	0x22, 0x0c, 0x08, 0x01, 0x12, 0x08, 0x0a, 0x01, 0x78, 0x00, 0x00, 0x00, 0x00, 0x00,
+};
+/* Duplicate stat metadata ids. */
+static const uint8_t b_dup[] = {
+	0x0a, 0x1a, 0x12, 0x09, '/', 'h', 'o', 's', 't', ':', 'C', 'P', 'U',
+	0x2a, 0x07, 0x08, 0x01, 0x12, 0x03, 0x12, 0x01, 'a',
+	0x2a, 0x04, 0x08, 0x01, 0x12, 0x00,
+};
+
+static void test_bad_handmade(void **state)
+{
+	static const struct bad_case cases[] = {
+		{ "empty", (const uint8_t *)"", 0, "empty file", 0 },
+		{ "random bytes", b_random, sizeof b_random, "byte", 0 },
+		{ "truncated varint", b_trunc_varint, sizeof b_trunc_varint, "varint", 0 },
+		{ "length past end", b_len_past, sizeof b_len_past, "past end of file", 0 },
+		{ "wrong wire type", b_wiretype, sizeof b_wiretype, "wire type", 0 },
+		{ "group wire type", b_group, sizeof b_group, "wire type", 0 },
+		{ "field number 0", b_tag0, sizeof b_tag0, "field number 0", 0 },
+		{ "unnamed plane", b_unnamed, sizeof b_unnamed, "none named", 0 },
+		{ "unknown plane", b_unknown_plane, sizeof b_unknown_plane, "no /host: or /device: plane", 0 },
+		{ "invalid UTF-8 name", b_bad_utf8_name, sizeof b_bad_utf8_name, "UTF-8", 0 },
+		{ "plane length past end", b_plane_len_past, sizeof b_plane_len_past, "past end", 0 },
+		{ "over-long varint", b_overlong_varint, sizeof b_overlong_varint, "varint", 0 },
+		{ "dangling event metadata id", b_dangling, sizeof b_dangling, "dangling event metadata id 7", 1 },
+		{ "duplicate stat metadata id", b_dup, sizeof b_dup, "duplicate stat metadata id 1", 1 },
+		{ "plane cut one byte short", plane_ok_hdr, sizeof plane_ok_hdr, "past end", 0 },
+	};
+	(void)b_time;
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		const struct bad_case *bc = &cases[i];
+		xpf_capture *c = NULL;
+		xpf_error err = { 0 };
+		int rc = xpf_capture_open_mem(bc->data, bc->len, "bad.xplane.pb", &c, &err);
+		if (bc->late) {
+			if (rc != XPF_OK)
+				fail_msg("%s: refused at open: %s", bc->what, err.msg);
+			rc = xpf_capture_validate(c, &err);
+			xpf_capture_free(c);
+		}
+		if (rc != XPF_EMALFORMED)
+			fail_msg("%s: rc %d (%s)", bc->what, rc, err.msg);
+		if (strstr(err.msg, bc->needle) == NULL || strchr(err.msg, '\n'))
+			fail_msg("%s: message '%s' lacks '%s'", bc->what, err.msg, bc->needle);
+		if (strncmp(err.msg, "bad.xplane.pb: ", 15) != 0)
+			fail_msg("%s: message '%s' does not name the file", bc->what, err.msg);
+	}
+}
+
+static void test_deep_shape(void **state)
+{
+	/* An HloProto whose instruction shape nests tuple_shapes 100000 deep:
+	 * protobuf-c would recurse without limit; we refuse it first. */
+	enum { DEPTH = 100000 };
+	size_t cap = DEPTH * 8 + 64;
+	uint8_t *buf = malloc(cap), *inner = malloc(cap);
+	assert_non_null(buf);
+	size_t n = 0;
+	/* Build from the inside out: shape = {4: shape}. */
+	for (int d = 0; d < DEPTH; d++) {
+		size_t k = 0;
+		inner[k++] = 0x22;
+		size_t len = n;
+		do {
+			uint8_t b = len & 0x7f;
+			len >>= 7;
+			inner[k++] = b | (len ? 0x80 : 0);
+		} while (len);
+		memcpy(inner + k, buf, n);
+		n += k;
+		memcpy(buf, inner, n);
+	}
+	/* Wrap: instruction {3: shape} -> computation {2: instr} -> module {3: comp} -> HloProto {1: module} */
+	static const uint8_t tags[] = { 0x1a, 0x12, 0x1a, 0x0a };
+	for (size_t t = 0; t < sizeof tags; t++) {
+		size_t k = 0;
+		inner[k++] = tags[t];
+		size_t len = n;
+		do {
+			uint8_t b = len & 0x7f;
+			len >>= 7;
+			inner[k++] = b | (len ? 0x80 : 0);
+		} while (len);
+		memcpy(inner + k, buf, n);
+		n += k;
+		memcpy(buf, inner, n);
+	}
+	char tmpl[] = "/tmp/xpf-deep-XXXXXX.hlo.pb";
+	int fd = mkstemps(tmpl, 7);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, n), (ssize_t)n);
+	close(fd);
+	xpf_capture *c = NULL;
+	xpf_error err = { 0 };
+	assert_int_equal(xpf_capture_open_hlo(tmpl, &c, &err), XPF_EMALFORMED);
+	assert_non_null(strstr(err.msg, "nested deeper"));
+	unlink(tmpl);
+	free(buf);
+	free(inner);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_gemm),
+		cmocka_unit_test(test_tf),
+		cmocka_unit_test(test_tpu),
+		cmocka_unit_test(test_conv_run),
+		cmocka_unit_test(test_bare_hlo),
+		cmocka_unit_test(test_bad_shared),
+		cmocka_unit_test(test_bad_handmade),
+		cmocka_unit_test(test_deep_shape),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
