@@ -66,7 +66,9 @@ static int list_dir(const char *dir, const char *suffix, bool want_dirs, char **
 		v[k++] = xstrdup(de->d_name);
 	}
 	closedir(d);
-	qsort(v, k, sizeof *v, cmp_str);
+	if (k)
+
+		qsort(v, k, sizeof *v, cmp_str);
 	*out = v;
 	*n = k;
 	return XPF_OK;
