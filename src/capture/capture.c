@@ -666,10 +666,8 @@ static int plane_build(void *ctxv, void **out, xpf_error *err)
 		}
 	}
 	if (p->n_event_md)
-
 		qsort(p->event_md, p->n_event_md, sizeof *p->event_md, cmp_event_md);
 	if (p->n_stat_md)
-
 		qsort(p->stat_md, p->n_stat_md, sizeof *p->stat_md, cmp_stat_md);
 	for (size_t i = 1; i < p->n_event_md; i++)
 		if (p->event_md[i].id == p->event_md[i - 1].id) {

@@ -67,7 +67,6 @@ static int list_dir(const char *dir, const char *suffix, bool want_dirs, char **
 	}
 	closedir(d);
 	if (k)
-
 		qsort(v, k, sizeof *v, cmp_str);
 	*out = v;
 	*n = k;
