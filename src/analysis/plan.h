@@ -36,12 +36,12 @@ enum xpf_kind {
 
 /* The role of a buffer live at the heap peak: first match (SPEC §4.1). */
 enum xpf_role {
-	XPF_ROLE_PARAMETER = 0,
-	XPF_ROLE_OUTPUT,
-	XPF_ROLE_WORKSPACE, /* custom-call / custom fusion output of s8/u8 */
-	XPF_ROLE_BACKWARD,  /* op_name has "transpose(" */
-	XPF_ROLE_FORWARD,   /* op_name has "jvp(": kept for the backward pass */
-	XPF_ROLE_OTHER,
+	XPF_PLAN_ROLE_PARAMETER = 0,
+	XPF_PLAN_ROLE_OUTPUT,
+	XPF_PLAN_ROLE_WORKSPACE, /* custom-call / custom fusion output of s8/u8 */
+	XPF_PLAN_ROLE_BACKWARD,  /* op_name has "transpose(" */
+	XPF_PLAN_ROLE_FORWARD,   /* op_name has "jvp(": kept for the backward pass */
+	XPF_PLAN_ROLE_OTHER,
 	XPF_NROLES
 };
 
@@ -77,6 +77,7 @@ typedef struct xpf_plan_buffer {
 	const char *shape_index;  /* "" or "{0,1}" */
 	const char *dtype;        /* of the value at the shape index */
 	const char *shape;        /* of the value at the shape index */
+	const Xla__ShapeProto *shape_proto; /* that value's shape, or NULL */
 	long alloc;               /* index into plan->allocs; -1 if none */
 	uint64_t offset;          /* inside that allocation */
 	/* Lifetime in the simulated program order (heap step numbers); -1 when
@@ -145,6 +146,7 @@ typedef struct xpf_plan_param {
 	bool donated;
 	const xpf_plan_alloc *alloc;
 	const xpf_plan_instr *instr;    /* the parameter instruction */
+	const Xla__ShapeProto *shape_proto; /* the leaf's shape, or NULL */
 } xpf_plan_param;
 
 /* An output leaf: an output allocation, and the first undonated parameter

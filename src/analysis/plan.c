@@ -1,0 +1,713 @@
+/* The plan of a module, decoded from its HloProto (SPEC §4.1; reference §3,
+ * §5).  This file indexes instructions, logical buffers and allocations,
+ * sorts allocations into kinds and colours, and works out parameters,
+ * donation and outputs; plan_heap.c simulates the heap, plan_roles.c and
+ * plan_dups.c classify what is live at the peak. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/plan_priv.h"
+
+/* ---- arena ------------------------------------------------------------ */
+
+void *xpf_arena_alloc(xpf_arena *a, size_t n)
+{
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? 2 * a->cap : 64;
+		void **p = realloc(a->ptrs, cap * sizeof *p);
+		if (p == NULL)
+			abort();
+		a->ptrs = p;
+		a->cap = cap;
+	}
+	void *m = calloc(1, n ? n : 1);
+	if (m == NULL)
+		abort();
+	a->ptrs[a->n++] = m;
+	return m;
+}
+
+void *xpf_arena_array(xpf_arena *a, size_t n, size_t size)
+{
+	if (size && n > SIZE_MAX / size)
+		abort();
+	return xpf_arena_alloc(a, n * size);
+}
+
+char *xpf_arena_strdup(xpf_arena *a, const char *s)
+{
+	size_t n = strlen(s);
+	char *d = xpf_arena_alloc(a, n + 1);
+	memcpy(d, s, n);
+	return d;
+}
+
+char *xpf_arena_printf(xpf_arena *a, const char *fmt, ...)
+{
+	xpf_buf b = XPF_BUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	char tmp[256];
+	int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return "";
+	if ((size_t)n < sizeof tmp)
+		return xpf_arena_strdup(a, tmp);
+	xpf_buf_reserve(&b, (size_t)n + 1);
+	va_start(ap, fmt);
+	vsnprintf(b.data, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b.len = (size_t)n;
+	return xpf_arena_buf(a, &b);
+}
+
+char *xpf_arena_buf(xpf_arena *a, xpf_buf *b)
+{
+	size_t len;
+	if (b->data == NULL)
+		xpf_buf_adds(b, "");
+	char *s = xpf_buf_detach(b, &len);
+	xpf_arena_alloc(a, 0);
+	free(a->ptrs[a->n - 1]);
+	a->ptrs[a->n - 1] = s;
+	return s;
+}
+
+void xpf_arena_release(xpf_arena *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->ptrs[i]);
+	free(a->ptrs);
+	memset(a, 0, sizeof *a);
+}
+
+/* ---- names ------------------------------------------------------------ */
+
+const char *xpf_kind_name(enum xpf_kind k)
+{
+	static const char *const names[XPF_NKINDS] = {
+		"parameter", "output", "thread-local", "constant", "temp",
+	};
+	return (unsigned)k < XPF_NKINDS ? names[k] : "?";
+}
+
+const char *xpf_role_name(enum xpf_role r)
+{
+	static const char *const names[XPF_NROLES] = {
+		"parameter", "output", "workspace", "backward", "forward", "other",
+	};
+	return (unsigned)r < XPF_NROLES ? names[r] : "?";
+}
+
+/* ---- lookups ---------------------------------------------------------- */
+
+typedef struct plan_priv {
+	xpf_arena arena;
+	size_t *instr_by_id;   /* indexes into instrs, sorted by id */
+	size_t *instr_by_name; /* sorted by name */
+	size_t *buffer_by_id;
+} plan_priv;
+
+static const xpf_plan *sort_plan; /* qsort has no context argument */
+
+static int cmp_instr_id(const void *a, const void *b)
+{
+	int64_t x = sort_plan->instrs[*(const size_t *)a].id;
+	int64_t y = sort_plan->instrs[*(const size_t *)b].id;
+	if (x != y)
+		return x < y ? -1 : 1;
+	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+static int cmp_instr_name(const void *a, const void *b)
+{
+	int c = strcmp(sort_plan->instrs[*(const size_t *)a].name,
+		       sort_plan->instrs[*(const size_t *)b].name);
+	if (c)
+		return c;
+	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+static int cmp_buffer_id(const void *a, const void *b)
+{
+	int64_t x = sort_plan->buffers[*(const size_t *)a].id;
+	int64_t y = sort_plan->buffers[*(const size_t *)b].id;
+	if (x != y)
+		return x < y ? -1 : 1;
+	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t *sorted_index(const xpf_plan *p, size_t n, int (*cmp)(const void *, const void *),
+			    xpf_arena *a)
+{
+	size_t *ix = xpf_arena_array(a, n, sizeof *ix);
+	for (size_t i = 0; i < n; i++)
+		ix[i] = i;
+	pthread_mutex_lock(&sort_mu);
+	sort_plan = p;
+	qsort(ix, n, sizeof *ix, cmp);
+	pthread_mutex_unlock(&sort_mu);
+	return ix;
+}
+
+const xpf_plan_instr *xpf_plan_instr_by_id(const xpf_plan *p, int64_t id)
+{
+	const plan_priv *pv = p->priv;
+	size_t lo = 0, hi = p->ninstrs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->instrs[pv->instr_by_id[mid]].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < p->ninstrs && p->instrs[pv->instr_by_id[lo]].id == id)
+		return &p->instrs[pv->instr_by_id[lo]];
+	return NULL;
+}
+
+static const xpf_plan_instr *instr_by_name(const xpf_plan *p, const char *name)
+{
+	const plan_priv *pv = p->priv;
+	size_t lo = 0, hi = p->ninstrs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(p->instrs[pv->instr_by_name[mid]].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < p->ninstrs && strcmp(p->instrs[pv->instr_by_name[lo]].name, name) == 0)
+		return &p->instrs[pv->instr_by_name[lo]];
+	return NULL;
+}
+
+const xpf_plan_buffer *xpf_plan_buffer_by_id(const xpf_plan *p, int64_t id)
+{
+	const plan_priv *pv = p->priv;
+	size_t lo = 0, hi = p->nbuffers;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->buffers[pv->buffer_by_id[mid]].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < p->nbuffers && p->buffers[pv->buffer_by_id[lo]].id == id)
+		return &p->buffers[pv->buffer_by_id[lo]];
+	return NULL;
+}
+
+/* A location names its instruction by id (current writers) or, in captures
+ * from before 2022-07, by the deprecated instruction_name. */
+static const xpf_plan_instr *location_instr(const xpf_plan *p,
+					    const Xla__LogicalBufferProto__Location *loc)
+{
+	if (loc == NULL)
+		return NULL;
+	if (loc->instruction_name && loc->instruction_name[0]) {
+		const xpf_plan_instr *in = instr_by_name(p, loc->instruction_name);
+		if (in)
+			return in;
+	}
+	return xpf_plan_instr_by_id(p, loc->instruction_id);
+}
+
+/* ---- instructions ----------------------------------------------------- */
+
+/* "file:line", else the innermost stack frame "file:line:col" (reference
+ * §8.4, xprof's order). */
+static const char *source_of(const Xla__HloModuleProto *mod, const Xla__OpMetadata *md,
+			     xpf_arena *a)
+{
+	if (md == NULL)
+		return "";
+	if (md->source_file && md->source_file[0])
+		return xpf_arena_printf(a, "%s:%d", md->source_file, md->source_line);
+	const Xla__StackFrameIndexProto *sf = mod->stack_frame_index;
+	int32_t id = md->stack_frame_id;
+	if (sf == NULL || id <= 0 || (size_t)id > sf->n_stack_frames)
+		return "";
+	int32_t loc = sf->stack_frames[id - 1]->file_location_id;
+	if (loc <= 0 || (size_t)loc > sf->n_file_locations)
+		return "";
+	const Xla__StackFrameIndexProto__FileLocation *fl = sf->file_locations[loc - 1];
+	const char *file = "?";
+	if (fl->file_name_id > 0 && (size_t)fl->file_name_id <= sf->n_file_names)
+		file = sf->file_names[fl->file_name_id - 1];
+	return xpf_arena_printf(a, "%s:%d:%d", file, fl->line, fl->column);
+}
+
+static bool called_by_fusion(const Xla__HloModuleProto *mod, int64_t comp_id)
+{
+	for (size_t c = 0; c < mod->n_computations; c++) {
+		const Xla__HloComputationProto *cp = mod->computations[c];
+		for (size_t i = 0; i < cp->n_instructions; i++) {
+			const Xla__HloInstructionProto *in = cp->instructions[i];
+			if (strcmp(in->opcode, "fusion") != 0)
+				continue;
+			for (size_t k = 0; k < in->n_called_computation_ids; k++)
+				if (in->called_computation_ids[k] == comp_id)
+					return true;
+		}
+	}
+	return false;
+}
+
+static int64_t entry_id(const Xla__HloModuleProto *mod)
+{
+	for (size_t c = 0; c < mod->n_computations; c++)
+		if (mod->entry_computation_name[0] &&
+		    strcmp(mod->computations[c]->name, mod->entry_computation_name) == 0)
+			return mod->computations[c]->id;
+	for (size_t c = 0; c < mod->n_computations; c++)
+		if (mod->computations[c]->id == mod->entry_computation_id)
+			return mod->computations[c]->id;
+	/* callees precede callers: the entry comes last */
+	return mod->n_computations ? mod->computations[mod->n_computations - 1]->id : -1;
+}
+
+static void index_instrs(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena *a)
+{
+	size_t n = 0;
+	int64_t entry = entry_id(mod);
+	for (size_t c = 0; c < mod->n_computations; c++)
+		n += mod->computations[c]->n_instructions;
+	p->instrs = xpf_arena_array(a, n, sizeof *p->instrs);
+	xpf_buf b = XPF_BUF_INIT;
+	for (size_t c = 0; c < mod->n_computations; c++) {
+		const Xla__HloComputationProto *cp = mod->computations[c];
+		bool fused = cp->is_fusion_computation || called_by_fusion(mod, cp->id);
+		for (size_t i = 0; i < cp->n_instructions; i++) {
+			const Xla__HloInstructionProto *in = cp->instructions[i];
+			xpf_plan_instr *x = &p->instrs[p->ninstrs++];
+			x->id = in->id;
+			x->name = in->name;
+			x->opcode = in->opcode;
+			x->computation = cp->name;
+			x->computation_id = cp->id;
+			x->in_entry = cp->id == entry;
+			x->in_fusion = fused;
+			x->remat = strstr(in->name, ".remat") != NULL;
+			x->op_name = in->metadata ? in->metadata->op_name : "";
+			x->source = source_of(mod, in->metadata, a);
+			xpf_buf_reset(&b);
+			xpf_shape_text(in->shape, true, &b);
+			x->shape = xpf_arena_strdup(a, b.data ? b.data : "");
+			x->dtype = in->shape ? xpf_dtype_name(in->shape->element_type) : "";
+			x->proto = in;
+			if (x->remat)
+				p->remat_instructions++;
+		}
+	}
+	xpf_buf_release(&b);
+}
+
+/* ---- buffers and allocations ------------------------------------------ */
+
+static void index_buffers(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_arena *a)
+{
+	xpf_buf b = XPF_BUF_INIT;
+	p->nbuffers = ba->n_logical_buffers;
+	p->buffers = xpf_arena_array(a, p->nbuffers, sizeof *p->buffers);
+	for (size_t i = 0; i < p->nbuffers; i++) {
+		const Xla__LogicalBufferProto *lb = ba->logical_buffers[i];
+		xpf_plan_buffer *x = &p->buffers[i];
+		x->id = lb->id;
+		x->bytes = lb->size > 0 ? (uint64_t)lb->size : 0;
+		x->color = lb->color;
+		x->instr = location_instr(p, lb->defined_at);
+		x->alloc = -1;
+		x->start = x->end = -1;
+		const int64_t *ix = lb->defined_at ? lb->defined_at->shape_index : NULL;
+		size_t nix = lb->defined_at ? lb->defined_at->n_shape_index : 0;
+		x->shape_index = xpf_index_text(a, ix, nix);
+		x->shape_proto = x->instr ? xpf_shape_at(x->instr->proto->shape, ix, nix) : NULL;
+		x->dtype = x->shape_proto ? xpf_dtype_name(x->shape_proto->element_type) : "";
+		xpf_buf_reset(&b);
+		if (x->shape_proto)
+			xpf_shape_text(x->shape_proto, true, &b);
+		x->shape = xpf_arena_strdup(a, b.data ? b.data : "");
+		x->unpadded_bytes = x->shape_proto ? xpf_shape_bytes(x->shape_proto) : x->bytes;
+	}
+	xpf_buf_release(&b);
+	((plan_priv *)p->priv)->buffer_by_id = sorted_index(p, p->nbuffers, cmp_buffer_id, a);
+
+	/* aliases: count, then fill */
+	size_t *count = calloc(p->nbuffers ? p->nbuffers : 1, sizeof *count);
+	if (count == NULL)
+		abort();
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < ba->n_buffer_aliases; i++) {
+			const Xla__BufferAssignmentProto__BufferAlias *al = ba->buffer_aliases[i];
+			const xpf_plan_buffer *cb = xpf_plan_buffer_by_id(p, al->source_buffer_id);
+			const xpf_plan_instr *in = location_instr(p, al->location);
+			if (cb == NULL || in == NULL)
+				continue;
+			xpf_plan_buffer *buf = &p->buffers[cb - p->buffers];
+			if (pass == 0)
+				count[cb - p->buffers]++;
+			else
+				buf->aliases[buf->naliases++] = in;
+		}
+		if (pass == 0)
+			for (size_t i = 0; i < p->nbuffers; i++)
+				p->buffers[i].aliases = xpf_arena_array(a, count[i],
+									sizeof(xpf_plan_instr *));
+	}
+	free(count);
+}
+
+static bool index_eq(const int64_t *a, size_t na, const int64_t *b, size_t nb)
+{
+	return na == nb && (na == 0 || memcmp(a, b, na * sizeof *a) == 0);
+}
+
+static bool param_aliased(const Xla__HloModuleProto *mod, const Xla__BufferAllocationProto *ap)
+{
+	const Xla__HloInputOutputAliasProto *io = mod->input_output_alias;
+	for (size_t i = 0; io && i < io->n_entries; i++) {
+		const Xla__HloInputOutputAliasProto__AliasEntryProto *e = io->entries[i];
+		if (e->parameter_number == ap->parameter_number &&
+		    index_eq(e->parameter_shape_index, e->n_parameter_shape_index,
+			     ap->parameter_shape_index, ap->n_parameter_shape_index))
+			return true;
+	}
+	return false;
+}
+
+static bool param_donor(const Xla__HloModuleProto *mod, const Xla__BufferAllocationProto *ap)
+{
+	const Xla__HloBufferDonorProto *d = mod->buffer_donor;
+	for (size_t i = 0; d && i < d->n_entries; i++) {
+		const Xla__HloBufferDonorProto__BufferDonorEntryProto *e = d->entries[i];
+		if (e->parameter_number == ap->parameter_number &&
+		    index_eq(e->parameter_shape_index, e->n_parameter_shape_index,
+			     ap->parameter_shape_index, ap->n_parameter_shape_index))
+			return true;
+	}
+	return false;
+}
+
+static const char *color_what(int64_t c)
+{
+	switch (c) {
+	case 0: return "device";
+	case 1: return "collective";
+	case 2: return "temp";
+	case XPF_HOST_COLOR: return "host";
+	default: return "other";
+	}
+}
+
+static xpf_plan_color *color_slot(xpf_plan *p, int64_t c)
+{
+	for (size_t i = 0; i < p->ncolors; i++)
+		if (p->colors[i].color == c)
+			return &p->colors[i];
+	size_t i = p->ncolors++;
+	while (i > 0 && p->colors[i - 1].color > c) {
+		p->colors[i] = p->colors[i - 1];
+		i--;
+	}
+	memset(&p->colors[i], 0, sizeof p->colors[i]);
+	p->colors[i].color = c;
+	p->colors[i].what = color_what(c);
+	return &p->colors[i];
+}
+
+static void index_allocs(xpf_plan *p, const Xla__HloModuleProto *mod,
+			 const Xla__BufferAssignmentProto *ba, xpf_arena *a)
+{
+	p->nallocs = ba->n_buffer_allocations;
+	p->allocs = xpf_arena_array(a, p->nallocs, sizeof *p->allocs);
+	p->colors = xpf_arena_array(a, p->nallocs, sizeof *p->colors);
+	for (size_t i = 0; i < p->nallocs; i++) {
+		const Xla__BufferAllocationProto *ap = ba->buffer_allocations[i];
+		xpf_plan_alloc *x = &p->allocs[i];
+		x->index = ap->index;
+		x->bytes = ap->size > 0 ? (uint64_t)ap->size : 0;
+		x->color = ap->color;
+		x->is_parameter = ap->is_entry_computation_parameter;
+		x->maybe_live_out = ap->maybe_live_out;
+		x->is_thread_local = ap->is_thread_local;
+		x->is_constant = ap->is_constant;
+		x->is_tuple = ap->is_tuple;
+		x->parameter_number = x->is_parameter ? ap->parameter_number : -1;
+		x->parameter_shape_index = x->is_parameter ?
+			xpf_index_text(a, ap->parameter_shape_index, ap->n_parameter_shape_index) : "";
+		if (x->is_parameter) {
+			x->donated = ap->is_parameter_aliased_with_output || param_aliased(mod, ap);
+			x->donor_only = !x->donated && param_donor(mod, ap);
+		}
+		x->kind = x->is_parameter ? XPF_KIND_PARAMETER :
+			  x->maybe_live_out ? XPF_KIND_OUTPUT :
+			  x->is_thread_local ? XPF_KIND_THREAD_LOCAL :
+			  x->is_constant ? XPF_KIND_CONSTANT : XPF_KIND_TEMP;
+		x->indefinite = x->kind != XPF_KIND_TEMP;
+		x->largest = -1;
+		x->buffers = xpf_arena_array(a, ap->n_assigned, sizeof *x->buffers);
+		for (size_t k = 0; k < ap->n_assigned; k++) {
+			const Xla__BufferAllocationProto__Assigned *as = ap->assigned[k];
+			const xpf_plan_buffer *cb = xpf_plan_buffer_by_id(p, as->logical_buffer_id);
+			if (cb == NULL)
+				continue;
+			size_t bi = (size_t)(cb - p->buffers);
+			p->buffers[bi].alloc = (long)i;
+			p->buffers[bi].offset = as->offset > 0 ? (uint64_t)as->offset : 0;
+			x->buffers[x->nbuffers++] = bi;
+			if (x->largest < 0 || cb->bytes > p->buffers[x->largest].bytes)
+				x->largest = (long)bi;
+		}
+
+		xpf_plan_color *col = color_slot(p, x->color);
+		col->bytes += x->bytes;
+		col->nallocs++;
+		col->kind_bytes[x->kind] += x->bytes;
+		p->total_bytes += x->bytes;
+		p->kind_bytes[x->kind] += x->bytes;
+		p->kind_count[x->kind]++;
+		if (x->color == XPF_HOST_COLOR) {
+			p->host_bytes += x->bytes;
+			continue;
+		}
+		if (x->is_parameter) {
+			p->parameters_bytes += x->bytes;
+			p->parameters_count++;
+			if (x->donated) {
+				p->donated_bytes += x->bytes;
+				p->donated_count++;
+			}
+			if (x->donor_only) {
+				p->donor_only_bytes += x->bytes;
+				p->donor_only_count++;
+			}
+		}
+		if (x->maybe_live_out)
+			p->outputs_bytes += x->bytes;
+		switch (x->kind) {
+		case XPF_KIND_OUTPUT: p->non_aliased_outputs_bytes += x->bytes; break;
+		case XPF_KIND_CONSTANT: p->constants_bytes += x->bytes; break;
+		case XPF_KIND_THREAD_LOCAL: p->thread_local_bytes += x->bytes; break;
+		case XPF_KIND_TEMP: p->temp_bytes += x->bytes; break;
+		default: break;
+		}
+		if (x->indefinite)
+			p->indefinite_bytes += x->bytes;
+	}
+	p->need_bytes = p->parameters_bytes + p->non_aliased_outputs_bytes + p->temp_bytes +
+			p->constants_bytes;
+}
+
+/* ---- parameters and outputs ------------------------------------------- */
+
+static const xpf_plan_instr *entry_param(const xpf_plan *p, int64_t number)
+{
+	for (size_t i = 0; i < p->ninstrs; i++)
+		if (p->instrs[i].in_entry && strcmp(p->instrs[i].opcode, "parameter") == 0 &&
+		    p->instrs[i].proto->parameter_number == number)
+			return &p->instrs[i];
+	return NULL;
+}
+
+static int cmp_param(const void *a, const void *b)
+{
+	const xpf_plan_param *x = a, *y = b;
+	if (x->number != y->number)
+		return x->number < y->number ? -1 : 1;
+	return strcmp(x->shape_index, y->shape_index);
+}
+
+static void params_outputs(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_arena *a)
+{
+	xpf_buf b = XPF_BUF_INIT;
+	p->params = xpf_arena_array(a, p->nallocs, sizeof *p->params);
+	p->outputs = xpf_arena_array(a, p->nallocs, sizeof *p->outputs);
+	for (size_t i = 0; i < p->nallocs; i++) {
+		const xpf_plan_alloc *al = &p->allocs[i];
+		if (!al->is_parameter || al->color == XPF_HOST_COLOR)
+			continue;
+		const Xla__BufferAllocationProto *ap = ba->buffer_allocations[i];
+		xpf_plan_param *x = &p->params[p->nparams++];
+		x->number = al->parameter_number;
+		x->shape_index = al->parameter_shape_index;
+		x->bytes = al->bytes;
+		x->donated = al->donated;
+		x->alloc = al;
+		x->instr = entry_param(p, al->parameter_number);
+		x->shape_proto = x->instr ? xpf_shape_at(x->instr->proto->shape,
+							 ap->parameter_shape_index,
+							 ap->n_parameter_shape_index) : NULL;
+		if (x->shape_proto == NULL && al->largest >= 0)
+			x->shape_proto = p->buffers[al->largest].shape_proto;
+		xpf_buf_reset(&b);
+		if (x->shape_proto)
+			xpf_shape_text(x->shape_proto, true, &b);
+		x->shape = xpf_arena_strdup(a, b.data ? b.data : "");
+		x->element_type = x->shape_proto ? (int)x->shape_proto->element_type : 0;
+		x->dtype = x->shape_proto ? xpf_dtype_name(x->element_type) : "";
+		x->elements = xpf_shape_elements(x->shape_proto);
+	}
+	xpf_buf_release(&b);
+	qsort(p->params, p->nparams, sizeof *p->params, cmp_param);
+
+	bool *used = calloc(p->nparams ? p->nparams : 1, 1);
+	if (used == NULL)
+		abort();
+	for (size_t i = 0; i < p->nallocs; i++) {
+		const xpf_plan_alloc *al = &p->allocs[i];
+		if (al->kind != XPF_KIND_OUTPUT || al->color == XPF_HOST_COLOR)
+			continue;
+		xpf_plan_output *o = &p->outputs[p->noutputs++];
+		o->alloc = al;
+		o->buffer = al->largest >= 0 ? &p->buffers[al->largest] : NULL;
+		o->shape = o->buffer ? o->buffer->shape : "";
+		o->dtype = o->buffer ? o->buffer->dtype : "";
+		for (size_t k = 0; o->buffer && k < p->nparams; k++) {
+			if (used[k] || p->params[k].donated ||
+			    !xpf_shape_same(o->buffer->shape_proto, p->params[k].shape_proto))
+				continue;
+			used[k] = true;
+			o->matches = &p->params[k];
+			p->matching_output_bytes += al->bytes;
+			break;
+		}
+	}
+	free(used);
+}
+
+/* ---- the plan --------------------------------------------------------- */
+
+static int cmp_peak(const void *a, const void *b)
+{
+	const xpf_plan_peak *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	const char *nx = x->buffer && x->buffer->instr ? x->buffer->instr->name : "";
+	const char *ny = y->buffer && y->buffer->instr ? y->buffer->instr->name : "";
+	int c = strcmp(nx, ny);
+	if (c)
+		return c;
+	int64_t ix = x->alloc ? x->alloc->index : -1, iy = y->alloc ? y->alloc->index : -1;
+	if (ix != iy)
+		return ix < iy ? -1 : 1;
+	int64_t bx = x->buffer ? x->buffer->id : -1, by = y->buffer ? y->buffer->id : -1;
+	return bx < by ? -1 : bx > by;
+}
+
+int xpf_plan_build(const Xla__HloProto *hlo, const char *module, uint64_t program_id,
+		   xpf_plan **out, xpf_error *err)
+{
+	plan_priv *pv = calloc(1, sizeof *pv);
+	xpf_plan *p = calloc(1, sizeof *p);
+	if (pv == NULL || p == NULL)
+		abort();
+	p->priv = pv;
+	xpf_arena *a = &pv->arena;
+	const Xla__HloModuleProto *mod = hlo->hlo_module;
+	const Xla__BufferAssignmentProto *ba = hlo->buffer_assignment;
+	int rc;
+
+	p->module = module;
+	p->program_id = program_id;
+	p->hlo_name = mod ? mod->name : "";
+	p->peak_position = -1;
+	p->peak_instruction = "";
+	p->missing = "";
+	if (mod) {
+		index_instrs(p, mod, a);
+	}
+	pv->instr_by_id = sorted_index(p, p->ninstrs, cmp_instr_id, a);
+	pv->instr_by_name = sorted_index(p, p->ninstrs, cmp_instr_name, a);
+	if (mod == NULL || ba == NULL) {
+		p->missing = mod == NULL ? "the HloProto has no hlo_module" :
+			"the HloProto carries no buffer_assignment (the executable did not "
+			"register one: XLA_FLAGS=--xla_gpu_executable_embed_debug_info is "
+			"off, or the backend does not export it)";
+		pv->buffer_by_id = sorted_index(p, 0, cmp_buffer_id, a);
+		*out = p;
+		return XPF_OK;
+	}
+	p->has_assignment = true;
+	index_buffers(p, ba, a);
+	index_allocs(p, mod, ba, a);
+	params_outputs(p, ba, a);
+	rc = xpf_plan_simulate(p, ba, a, err);
+	if (rc != XPF_OK)
+		goto fail;
+	for (size_t i = 0; i < p->npeak; i++) {
+		xpf_plan_peak *pk = &p->peak[i];
+		pk->role = xpf_plan_role_of(p, pk->buffer, pk->kind);
+		p->role_bytes[pk->role] += pk->bytes;
+	}
+	qsort(p->peak, p->npeak, sizeof *p->peak, cmp_peak);
+	xpf_plan_find_dups(p, mod, a);
+	*out = p;
+	return XPF_OK;
+fail:
+	xpf_plan_free(p);
+	return rc;
+}
+
+void xpf_plan_free(void *plan)
+{
+	xpf_plan *p = plan;
+	if (p == NULL)
+		return;
+	plan_priv *pv = p->priv;
+	if (pv) {
+		xpf_arena_release(&pv->arena);
+		free(pv);
+	}
+	free(p);
+}
+
+typedef struct plan_ctx {
+	xpf_host *h;
+	size_t m;
+} plan_ctx;
+
+static int compute_plan(void *ctx, void **value, xpf_error *err)
+{
+	plan_ctx *c = ctx;
+	const xpf_module_ref *ref = xpf_capture_module(c->h->cap, c->m);
+	const Xla__HloProto *hlo = NULL;
+	xpf_plan *p = NULL;
+	if (ref == NULL)
+		return xpf_fail(err, XPF_EUSAGE, "module %zu does not exist", c->m);
+	if (!ref->has_hlo) {
+		static const Xla__HloProto empty = XLA__HLO_PROTO__INIT;
+		int rc = xpf_plan_build(&empty, ref->name, ref->program_id, &p, err);
+		if (rc != XPF_OK)
+			return rc;
+		p->missing = "the metadata entry carries no `Hlo Proto` stat";
+		*value = p;
+		return XPF_OK;
+	}
+	int rc = xpf_capture_module_hlo(c->h->cap, c->m, &hlo, err);
+	if (rc != XPF_OK)
+		return rc;
+	rc = xpf_plan_build(hlo, ref->name, ref->program_id, &p, err);
+	if (rc != XPF_OK) {
+		xpf_error_prefix(err, "module '%s'", ref->name);
+		return rc;
+	}
+	*value = p;
+	return XPF_OK;
+}
+
+int xpf_host_plan(xpf_host *h, size_t m, const xpf_plan **out, xpf_error *err)
+{
+	if (m >= h->nmodules)
+		return xpf_fail(err, XPF_EUSAGE, "module %zu does not exist", m);
+	plan_ctx c = { h, m };
+	void *v = NULL;
+	int rc = xpf_lazy_get(&h->plans[m], compute_plan, &c, &v, err);
+	if (rc == XPF_OK)
+		*out = v;
+	return rc;
+}

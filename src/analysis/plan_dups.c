@@ -1,0 +1,164 @@
+/* Copies of entry parameters made by a layout change or a dtype conversion
+ * (reference §10; openxla/xla#26987): an instruction outside fusion bodies
+ * that transposes, copies to another layout, or converts a value that is an
+ * entry parameter seen through bitcast, copy, get-tuple-element, tuple and
+ * while-loop parameter plumbing.  Its buffer must sit in a temp allocation;
+ * the diagnosis counts those live at the heap peak. */
+#include <string.h>
+
+#include "analysis/plan_priv.h"
+
+#define MAX_DEPTH 64
+
+typedef struct origin {
+	const xpf_plan_instr *param; /* the entry parameter instruction */
+	int64_t index[MAX_DEPTH];    /* shape index inside it */
+	size_t nindex;
+} origin;
+
+static bool is_op(const xpf_plan_instr *in, const char *op)
+{
+	return strcmp(in->opcode, op) == 0;
+}
+
+static const xpf_plan_instr *operand(const xpf_plan *p, const xpf_plan_instr *in, size_t k)
+{
+	if (k >= in->proto->n_operand_ids)
+		return NULL;
+	return xpf_plan_instr_by_id(p, in->proto->operand_ids[k]);
+}
+
+/* The while instruction whose body or condition is computation comp. */
+static const xpf_plan_instr *while_caller(const xpf_plan *p, int64_t comp)
+{
+	for (size_t i = 0; i < p->ninstrs; i++) {
+		const xpf_plan_instr *in = &p->instrs[i];
+		if (!is_op(in, "while"))
+			continue;
+		for (size_t k = 0; k < in->proto->n_called_computation_ids; k++)
+			if (in->proto->called_computation_ids[k] == comp)
+				return in;
+	}
+	return NULL;
+}
+
+/* Follow value `in` at shape index stack[0..n) (innermost last) back to an
+ * entry parameter. */
+static bool trace(const xpf_plan *p, const xpf_plan_instr *in, int64_t *stack, size_t n,
+		  int depth, origin *o)
+{
+	if (in == NULL || depth > MAX_DEPTH)
+		return false;
+	if (is_op(in, "parameter")) {
+		if (in->in_entry) {
+			o->param = in;
+			o->nindex = 0;
+			for (size_t i = n; i > 0; i--)
+				o->index[o->nindex++] = stack[i - 1];
+			return true;
+		}
+		return trace(p, while_caller(p, in->computation_id), stack, n, depth + 1, o) ;
+	}
+	if (is_op(in, "while"))
+		return trace(p, operand(p, in, 0), stack, n, depth + 1, o);
+	if (is_op(in, "bitcast") || is_op(in, "copy"))
+		return trace(p, operand(p, in, 0), stack, n, depth + 1, o);
+	if (is_op(in, "get-tuple-element")) {
+		if (n >= MAX_DEPTH)
+			return false;
+		stack[n] = in->proto->tuple_index;
+		return trace(p, operand(p, in, 0), stack, n + 1, depth + 1, o);
+	}
+	if (is_op(in, "tuple") && n > 0) {
+		int64_t k = stack[n - 1];
+		if (k < 0)
+			return false;
+		return trace(p, operand(p, in, (size_t)k), stack, n - 1, depth + 1, o);
+	}
+	return false;
+}
+
+/* The fused root's opcode, looking through bitcasts; NULL if none. */
+static const xpf_plan_instr *fused_root(const xpf_plan *p, const Xla__HloModuleProto *mod,
+					const xpf_plan_instr *in)
+{
+	if (in->proto->n_called_computation_ids == 0)
+		return NULL;
+	int64_t cid = in->proto->called_computation_ids[0];
+	for (size_t c = 0; c < mod->n_computations; c++) {
+		if (mod->computations[c]->id != cid)
+			continue;
+		const xpf_plan_instr *r = xpf_plan_instr_by_id(p, mod->computations[c]->root_id);
+		for (int g = 0; r && is_op(r, "bitcast") && g < MAX_DEPTH; g++)
+			r = operand(p, r, 0);
+		return r;
+	}
+	return NULL;
+}
+
+static const xpf_plan_param *param_at(const xpf_plan *p, const origin *o, xpf_arena *a)
+{
+	const char *ix = xpf_index_text(a, o->index, o->nindex);
+	for (size_t i = 0; i < p->nparams; i++)
+		if (p->params[i].number == o->param->proto->parameter_number &&
+		    strcmp(p->params[i].shape_index, ix) == 0)
+			return &p->params[i];
+	return NULL;
+}
+
+static bool live_at_peak(const xpf_plan *p, const xpf_plan_buffer *b)
+{
+	for (size_t i = 0; i < p->npeak; i++)
+		if (p->peak[i].buffer == b)
+			return true;
+	return p->peak_position >= 0 && b->start >= 0 && b->start <= p->peak_position &&
+	       b->end > p->peak_position;
+}
+
+void xpf_plan_find_dups(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena *a)
+{
+	p->dups = xpf_arena_array(a, p->nbuffers, sizeof *p->dups);
+	for (size_t i = 0; i < p->nbuffers; i++) {
+		const xpf_plan_buffer *b = &p->buffers[i];
+		const xpf_plan_instr *x = b->instr;
+		if (x == NULL || x->in_fusion || b->shape_index[0] || b->alloc < 0 ||
+		    p->allocs[b->alloc].kind != XPF_KIND_TEMP)
+			continue;
+		const xpf_plan_instr *op = x;
+		if (is_op(x, "fusion"))
+			op = fused_root(p, mod, x);
+		if (op == NULL)
+			continue;
+		bool layout = is_op(op, "transpose") || is_op(op, "copy");
+		bool convert = is_op(op, "convert");
+		if (!layout && !convert)
+			continue;
+		int64_t stack[MAX_DEPTH];
+		origin o = { 0 };
+		if (!trace(p, operand(p, x, 0), stack, 0, 0, &o))
+			continue;
+		const xpf_plan_param *pp = param_at(p, &o, a);
+		if (pp == NULL || pp->shape_proto == NULL || b->shape_proto == NULL ||
+		    xpf_shape_elements(pp->shape_proto) != xpf_shape_elements(b->shape_proto))
+			continue;
+		bool same_type = pp->shape_proto->element_type == b->shape_proto->element_type;
+		if (layout && !same_type)
+			continue;
+		if (convert && same_type)
+			continue;
+		if (layout && is_op(op, "copy") && xpf_shape_same(pp->shape_proto, b->shape_proto) &&
+		    xpf_layout_same(pp->shape_proto, b->shape_proto))
+			continue;
+		xpf_plan_dup *d = &p->dups[p->ndups++];
+		d->kind = layout ? XPF_DUP_LAYOUT : XPF_DUP_CONVERT;
+		d->buffer = b;
+		d->param = pp;
+		d->at_peak = live_at_peak(p, b);
+		if (d->at_peak) {
+			if (layout)
+				p->layout_dup_peak_bytes += b->bytes;
+			else
+				p->convert_dup_peak_bytes += b->bytes;
+		}
+	}
+}

@@ -1,0 +1,56 @@
+/* Internals shared by the plan's source files (plan*.c); not for other
+ * modules. */
+#ifndef XPF_PLAN_PRIV_H
+#define XPF_PLAN_PRIV_H
+
+#include <stdarg.h>
+
+#include "analysis/plan.h"
+#include "common/buf.h"
+
+/* Everything a plan allocates hangs off its arena and goes in one free. */
+typedef struct xpf_arena {
+	void **ptrs;
+	size_t n, cap;
+} xpf_arena;
+
+void *xpf_arena_alloc(xpf_arena *a, size_t n);        /* zeroed; aborts on OOM */
+void *xpf_arena_array(xpf_arena *a, size_t n, size_t size);
+char *xpf_arena_strdup(xpf_arena *a, const char *s);
+char *xpf_arena_printf(xpf_arena *a, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+char *xpf_arena_buf(xpf_arena *a, xpf_buf *b);         /* takes b's bytes */
+void xpf_arena_release(xpf_arena *a);
+
+/* Shapes (plan_shape.c). */
+const char *xpf_dtype_name(int element_type);          /* "f32"; "?" if unknown */
+/* Bytes of one element before packing (reference §3.9 table); 0 if none. */
+unsigned xpf_dtype_bits(int element_type);
+/* "f32[8,128]{1,0}", tuples "(f32[8], s32[])" (with layout iff with_layout). */
+void xpf_shape_text(const Xla__ShapeProto *s, bool with_layout, xpf_buf *out);
+/* The sub-shape at a shape index, walking every level; NULL if it does not
+ * exist. */
+const Xla__ShapeProto *xpf_shape_at(const Xla__ShapeProto *s, const int64_t *index, size_t n);
+/* ShapeUtil::ByteSizeOf with the default layout and 8-byte pointers, packed
+ * sub-byte arrays when element_size_in_bits is set.  Saturates. */
+uint64_t xpf_shape_bytes(const Xla__ShapeProto *s);
+uint64_t xpf_shape_elements(const Xla__ShapeProto *s);
+/* Same element type and dimensions (layouts ignored). */
+bool xpf_shape_same(const Xla__ShapeProto *a, const Xla__ShapeProto *b);
+bool xpf_layout_same(const Xla__ShapeProto *a, const Xla__ShapeProto *b);
+/* "" or "{0,1}" */
+const char *xpf_index_text(xpf_arena *a, const int64_t *index, size_t n);
+
+/* Stages of xpf_plan_build. */
+int xpf_plan_simulate(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_arena *a,
+		      xpf_error *err);                  /* plan_heap.c */
+enum xpf_role xpf_plan_role_of(const xpf_plan *p, const xpf_plan_buffer *b,
+			       enum xpf_kind kind);      /* plan_roles.c */
+void xpf_plan_find_dups(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena *a); /* plan_dups.c */
+
+/* Renderers (plan_json.c, plan_tree.c). */
+int xpf_plan_json(const xpf_plan *p, xpf_buf *out, xpf_error *err);
+void xpf_plan_summary(const xpf_plan *p, int top, xpf_buf *out);
+void xpf_plan_peak_row_tsv(const xpf_plan *p, size_t i, xpf_buf *out);
+
+#endif
