@@ -1,0 +1,974 @@
+/* The runtime, part 1: scanning the capture (SPEC §4.3; reference §6, §7).
+ *
+ * The model: `/host:CPU` is read one line at a time.  A line's events are
+ * copied into a reusable array, sorted by (start, longest first), and nested
+ * with a stack (events on one line nest by time and never partially
+ * overlap), which gives every event its parent.  From the nesting we take,
+ * for each allocator event, the host event around it, the transfer around
+ * it and the execution around it; for each execution root, what it
+ * contains.  Times are picoseconds relative to the capture's time base, so
+ * events of different lines are compared by absolute time.  Nothing is kept
+ * per host event beyond the line being read; only allocator events,
+ * executions and retries are kept.
+ *
+ * runtime_exec.c then links executions to modules and derives the figures. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/runtime.h"
+#include "analysis/runtime_priv.h"
+
+/* ---- small helpers ---------------------------------------------------- */
+
+void xpf_rt_grow(void **arr, size_t *cap, size_t elem)
+{
+	size_t ncap = *cap ? *cap * 2 : 16;
+	void *p = realloc(*arr, ncap * elem);
+	if (p == NULL)
+		abort();
+	*arr = p;
+	*cap = ncap;
+}
+
+char *xpf_rt_strdup(const char *s)
+{
+	char *d = strdup(s ? s : "");
+	if (d == NULL)
+		abort();
+	return d;
+}
+
+struct xpf_rt_chunk {
+	struct xpf_rt_chunk *next;
+	size_t used, cap;
+	char data[];
+};
+
+const char *xpf_rt_keep(struct xpf_rt_priv *pv, const char *s, size_t n)
+{
+	struct xpf_rt_chunk *c = pv->strings;
+	if (c == NULL || c->cap - c->used < n + 1) {
+		size_t cap = n + 1 > 65536 ? n + 1 : 65536;
+		c = malloc(sizeof *c + cap);
+		if (c == NULL)
+			abort();
+		c->used = 0;
+		c->cap = cap;
+		c->next = pv->strings;
+		pv->strings = c;
+	}
+	char *d = c->data + c->used;
+	memcpy(d, s, n);
+	d[n] = '\0';
+	c->used += n + 1;
+	return d;
+}
+
+const char *xpf_launched_name(enum xpf_launched l)
+{
+	return l == XPF_LAUNCHED_YES ? "yes" : l == XPF_LAUNCHED_NO ? "no" : "unknown";
+}
+
+const char *xpf_link_name(enum xpf_link l)
+{
+	static const char *names[] = { "ambiguous", "program_id", "name", "requested_bytes",
+				       "pjit", "kernels" };
+	return (unsigned)l < sizeof names / sizeof *names ? names[l] : "ambiguous";
+}
+
+/* ---- names ---------------------------------------------------------- */
+
+enum {
+	F_ALLOC = 1 << 0,
+	F_DEALLOC = 1 << 1,
+	F_EXEC = 1 << 2,      /* execute family */
+	F_ANCHOR = 1 << 3,    /* makes its outermost execute-family ancestor an execution */
+	F_PERDEV = 1 << 4,    /* "[<i>] ..." */
+	F_BUILD = 1 << 5,
+	F_RETRY = 1 << 6,
+	F_PJIT = 1 << 7,
+	F_TRANSFER = 1 << 8,
+	F_GPUMOD = 1 << 9,    /* "<module>:XLA GPU module" */
+	F_THUNKS = 1 << 10,   /* GpuExecutable::ExecuteThunks */
+};
+
+static const char *const transfer_names[] = {
+	"DevicePut", "DevicePutWithSharding", "batched_copy_array_to_devices_with_sharding",
+	"H2D Dispatch", "device_put", "TransferToDevice", "TransferLiteralToDevice",
+};
+static const char *const transfer_parts[] = {
+	"BufferFromHost", "LinearizeInto", "CopyToMemorySpace", "CreateUninitializedBuffer",
+	"CopyToDevice", "TransferToInfeed", "$api.py", "device_put",
+};
+
+static int perdev_prefix(const char *name, const char **rest)
+{
+	*rest = name;
+	if (name[0] != '[')
+		return -1;
+	const char *p = name + 1;
+	long v = 0;
+	if (*p < '0' || *p > '9')
+		return -1;
+	while (*p >= '0' && *p <= '9' && v < 1000000)
+		v = v * 10 + (*p++ - '0');
+	if (p[0] != ']' || p[1] != ' ')
+		return -1;
+	*rest = p + 2;
+	return (int)v;
+}
+
+static bool ends_with(const char *s, const char *suf)
+{
+	size_t n = strlen(s), m = strlen(suf);
+	return n >= m && memcmp(s + n - m, suf, m) == 0;
+}
+
+static unsigned classify(const char *name, int *dev)
+{
+	const char *rest;
+	unsigned f = 0;
+	*dev = perdev_prefix(name, &rest);
+	if (strcmp(name, "MemoryAllocation") == 0)
+		return F_ALLOC;
+	if (strcmp(name, "MemoryDeallocation") == 0)
+		return F_DEALLOC;
+	if (strcmp(name, "Build buffer allocations") == 0)
+		return F_BUILD;
+	if (strcmp(name, "AllocatorRetry::AllocateRaw") == 0)
+		return F_RETRY;
+	if (strncmp(name, "PjitFunction(", 13) == 0)
+		return F_PJIT;
+	if (strstr(rest, "Executable::Execute") || strstr(rest, "Executable::EnqueueExecution") ||
+	    strncmp(rest, "PJRT_LoadedExecutable_Execute", 29) == 0)
+		f |= F_EXEC;
+	if (*dev >= 0)
+		f |= F_PERDEV;
+	if (strncmp(rest, "GpuExecutable::ExecuteThunks", 28) == 0)
+		f |= F_THUNKS | F_ANCHOR;
+	if (ends_with(name, ":XLA GPU module"))
+		f |= F_GPUMOD | F_ANCHOR;
+	if ((f & F_EXEC) && ((f & F_PERDEV) || ends_with(rest, "ExecuteHelper")))
+		f |= F_ANCHOR;
+	for (size_t i = 0; i < sizeof transfer_names / sizeof *transfer_names; i++)
+		if (strcmp(name, transfer_names[i]) == 0)
+			f |= F_TRANSFER;
+	for (size_t i = 0; i < sizeof transfer_parts / sizeof *transfer_parts; i++)
+		if (strstr(name, transfer_parts[i]))
+			f |= F_TRANSFER;
+	return f;
+}
+
+/* ---- allocators ------------------------------------------------------- */
+
+static int natural_cmp(const char *a, const char *b)
+{
+	while (*a && *b) {
+		if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
+			char *ea, *eb;
+			unsigned long long x = strtoull(a, &ea, 10), y = strtoull(b, &eb, 10);
+			if (x != y)
+				return x < y ? -1 : 1;
+			a = ea;
+			b = eb;
+			continue;
+		}
+		if (*a != *b)
+			return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+		a++;
+		b++;
+	}
+	return *a ? 1 : *b ? -1 : 0;
+}
+
+static int find_allocator(xpf_runtime *rt, size_t *cap, const char *name, bool by_index)
+{
+	for (size_t i = 0; i < rt->nallocators; i++)
+		if (strcmp(rt->allocators[i].name, name) == 0)
+			return (int)i;
+	xpf_rt_allocator *a = XPF_VEC_PUSH(rt->allocators, rt->nallocators, *cap);
+	memset(a, 0, sizeof *a);
+	a->name = xpf_rt_strdup(name);
+	a->keyed_by_index = by_index;
+	a->device = -1;
+	a->peak_event = -1;
+	unsigned d;
+	int used = 0;
+	if (sscanf(name, "GPU_%u_bfc%n", &d, &used) == 1 && name[used] == '\0') {
+		a->device = (int)d;
+		a->is_pool = true;
+	} else if (sscanf(name, "tpu:%u%n", &d, &used) == 1 && name[used] == '\0') {
+		a->device = (int)d;
+		a->is_pool = true;
+	} else if (sscanf(name, "GPU_collectivememory_%u_bfc%n", &d, &used) == 1 &&
+		   name[used] == '\0') {
+		a->device = (int)d;
+	}
+	return (int)(rt->nallocators - 1);
+}
+
+/* ---- one line ---------------------------------------------------------- */
+
+struct span {
+	xpf_event ev;
+	int64_t t0, t1;
+	long parent;
+	unsigned flags;
+	int dev;
+	long root;      /* the execution root this event belongs to, or -1 */
+	long build;     /* nearest Build buffer allocations ancestor (or self) */
+	long transfer;  /* outermost transfer ancestor (or self) */
+	long pjit;      /* nearest PjitFunction ancestor */
+	long retry;     /* nearest AllocatorRetry ancestor */
+	long xid;       /* roots: the execution's index */
+};
+
+struct scan {
+	xpf_host *h;
+	xpf_runtime *rt;
+	const xpf_plane *p;
+	int64_t base;
+	size_t cap_alloc, cap_events, cap_exec, cap_retry;
+	struct span *sp;
+	size_t nsp, capsp;
+	/* per execution (parallel to rt->executions while scanning) */
+	size_t cap_px;
+};
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+	if (x->t0 != y->t0)
+		return x->t0 < y->t0 ? -1 : 1;
+	if (x->t1 != y->t1)
+		return x->t1 > y->t1 ? -1 : 1;
+	return x->ev.index < y->ev.index ? -1 : x->ev.index > y->ev.index;
+}
+
+static int64_t rel_ps(int64_t line_ts_ns, int64_t base, int64_t off_ps)
+{
+	return (line_ts_ns - base) * 1000 + off_ps;
+}
+
+static int read_alloc(struct scan *s, struct span *e, size_t line, xpf_error *err)
+{
+	xpf_runtime *rt = s->rt;
+	xpf_stat_iter it;
+	xpf_stat st;
+	int rc;
+	char name[256] = "";
+	bool by_index = false;
+	int64_t reserved = 0, allocated = 0, available = 0, peak = 0, req = 0, abytes = 0;
+	uint64_t addr = 0;
+	xpf_str shape = { NULL, 0 };
+	xpf_stats_of_event(s->p, &e->ev, &it);
+	while ((rc = xpf_stats_next(&it, &st, err)) == 1) {
+		xpf_str t;
+		uint64_t u;
+		const char *n = st.name;
+		if (strcmp(n, "allocator_name") == 0 && xpf_stat_text(&st, &t)) {
+			snprintf(name, sizeof name, "%.*s", (int)t.n, t.p);
+			by_index = false;
+		}
+		else if ((strcmp(n, "index_on_host") == 0 || strcmp(n, "device_ordinal") == 0) &&
+			 xpf_stat_u64(&st, &u) && !name[0]) {
+			snprintf(name, sizeof name, "tpu:%" PRIu64, u);
+			by_index = true;
+		} else if (strcmp(n, "bytes_reserved") == 0)
+			xpf_stat_i64(&st, &reserved);
+		else if (strcmp(n, "bytes_allocated") == 0)
+			xpf_stat_i64(&st, &allocated);
+		else if (strcmp(n, "bytes_available") == 0)
+			xpf_stat_i64(&st, &available);
+		else if (strcmp(n, "peak_bytes_in_use") == 0)
+			xpf_stat_i64(&st, &peak);
+		else if (strcmp(n, "requested_bytes") == 0)
+			xpf_stat_i64(&st, &req);
+		else if (strcmp(n, "allocation_bytes") == 0)
+			xpf_stat_i64(&st, &abytes);
+		else if (strcmp(n, "addr") == 0)
+			xpf_stat_u64(&st, &addr);
+		else if (strcmp(n, "shape") == 0)
+			xpf_stat_text(&st, &shape);
+	}
+	if (rc < 0)
+		return err->code;
+	if (!name[0])
+		snprintf(name, sizeof name, "(unnamed)");
+	if (by_index)
+		rt->keyed_by_index = true;
+	xpf_rt_event *ev = XPF_VEC_PUSH(rt->events, rt->nevents, s->cap_events);
+	memset(ev, 0, sizeof *ev);
+	ev->allocator = find_allocator(rt, &s->cap_alloc, name, by_index);
+	ev->kind = (e->flags & F_ALLOC) ? XPF_RT_ALLOC : XPF_RT_DEALLOC;
+	ev->t_ps = e->t0;
+	ev->time_ns = e->t0 >= 0 ? e->t0 / 1000 : -((-e->t0 + 999) / 1000);
+	ev->bytes = abytes > 0 ? (uint64_t)abytes : 0;
+	ev->requested_bytes = req > 0 ? (uint64_t)req : 0;
+	ev->addr = addr;
+	ev->in_use_after = (uint64_t)(allocated > 0 ? allocated : 0) + (uint64_t)(reserved > 0 ? reserved : 0);
+	ev->available = available > 0 ? (uint64_t)available : 0;
+	ev->peak_bytes_in_use = peak > 0 ? (uint64_t)peak : 0;
+	ev->thread = s->p->lines[line].id;
+	ev->line = line;
+	ev->enclosing = e->parent >= 0 ? s->sp[e->parent].ev.name : NULL;
+	ev->transfer = e->transfer >= 0 ? s->sp[e->transfer].ev.name : NULL;
+	ev->shape = shape.p ? xpf_rt_keep(rt->priv, shape.p, shape.n) : NULL;
+	ev->match = -1;
+	ev->execution = -1;
+	ev->buffer_allocation = (long)rt->nevents - 1; /* scan order, for sorting */
+	return XPF_OK;
+}
+
+/* Text of a string stat of a span, kept in the runtime; NULL if absent. */
+static const char *span_text(struct scan *s, struct span *e, const char *stat, xpf_error *err)
+{
+	xpf_stat st;
+	xpf_str t;
+	if (xpf_event_stat(s->p, &e->ev, stat, &st, err) == 1 && xpf_stat_text(&st, &t))
+		return xpf_rt_keep(s->rt->priv, t.p, t.n);
+	return NULL;
+}
+
+/* The module name a host event names, or NULL. */
+static const char *host_module_name(struct scan *s, struct span *e, xpf_error *err)
+{
+	const char *rest;
+	perdev_prefix(e->ev.name, &rest);
+	if (e->flags & F_GPUMOD)
+		return xpf_rt_keep(s->rt->priv, e->ev.name,
+				   strlen(e->ev.name) - strlen(":XLA GPU module"));
+	if (e->flags & F_THUNKS)
+		return span_text(s, e, "module_name", err);
+	if (e->flags & F_EXEC) {
+		const char *o = strstr(rest, "Execute");
+		o = o ? strstr(o, " (") : NULL;
+		const char *c = o ? strrchr(o, ')') : NULL;
+		if (o && c && c > o + 2)
+			return xpf_rt_keep(s->rt->priv, o + 2, (size_t)(c - o - 2));
+		return span_text(s, e, "name", err);
+	}
+	return NULL;
+}
+
+/* Make span r an execution. */
+static int add_execution(struct scan *s, size_t line, long r, xpf_error *err)
+{
+	xpf_runtime *rt = s->rt;
+	struct xpf_rt_priv *pv = rt->priv;
+	struct span *root = &s->sp[r];
+	size_t cap = s->cap_exec;
+	xpf_rt_execution *x = XPF_VEC_PUSH(rt->executions, rt->nexecutions, s->cap_exec);
+	if (s->cap_exec != cap) {
+		size_t c = s->cap_exec;
+		pv->exec_program_id = realloc(pv->exec_program_id, c * sizeof *pv->exec_program_id);
+		pv->exec_pjit = realloc(pv->exec_pjit, c * sizeof *pv->exec_pjit);
+		pv->exec_thunk = realloc(pv->exec_thunk, c * sizeof *pv->exec_thunk);
+		pv->exec_retry_end = realloc(pv->exec_retry_end, c * sizeof *pv->exec_retry_end);
+		if (!pv->exec_program_id || !pv->exec_pjit || !pv->exec_thunk || !pv->exec_retry_end)
+			abort();
+	}
+	size_t xi = rt->nexecutions - 1;
+	memset(x, 0, sizeof *x);
+	x->device = root->dev;
+	x->module = -1;
+	x->allocator = -1;
+	x->prev = -1;
+	x->event_name = root->ev.name;
+	x->line = line;
+	x->thread = s->p->lines[line].id;
+	x->start_ps = root->t0;
+	x->end_ps = root->t1;
+	pv->exec_program_id[xi] = -1;
+	pv->exec_pjit[xi] = root->pjit >= 0 ? s->sp[root->pjit].ev.name : NULL;
+	pv->exec_thunk[xi] = false;
+	pv->exec_retry_end[xi] = false;
+
+	/* Walk the subtree: names, device, thunks, where it stops. */
+	const char *name_gpumod = NULL, *name_thunks = NULL, *name_exec = NULL;
+	int64_t build_end = -1, launch_start = -1, last_t = root->t0;
+	long last_kind = 0;
+	for (size_t j = (size_t)r; j < s->nsp && s->sp[j].t0 <= root->t1; j++) {
+		struct span *e = &s->sp[j];
+		if ((long)j != r && e->root != r)
+			continue;
+		if (x->device < 0 && (e->flags & F_PERDEV))
+			x->device = e->dev;
+		if ((e->flags & F_GPUMOD) && !name_gpumod)
+			name_gpumod = host_module_name(s, e, err);
+		else if ((e->flags & F_THUNKS) && !name_thunks)
+			name_thunks = host_module_name(s, e, err);
+		else if ((e->flags & F_EXEC) && !name_exec)
+			name_exec = host_module_name(s, e, err);
+		if (e->flags & (F_EXEC | F_ANCHOR)) {
+			xpf_stat st;
+			int64_t pid;
+			if (pv->exec_program_id[xi] < 0 &&
+			    xpf_event_stat(s->p, &e->ev, "program_id", &st, err) == 1 &&
+			    xpf_stat_i64(&st, &pid))
+				pv->exec_program_id[xi] = pid;
+		}
+		if (e->flags & F_BUILD)
+			build_end = e->t1;
+		if (e->flags & (F_GPUMOD | F_THUNKS) && launch_start < 0)
+			launch_start = e->t0;
+		if (e->parent >= 0 && (s->sp[e->parent].flags & (F_GPUMOD | F_THUNKS)) &&
+		    !(e->flags & (F_GPUMOD | F_THUNKS | F_ALLOC | F_DEALLOC)) &&
+		    strncmp(e->ev.name, "Thunks::", 8) != 0)
+			pv->exec_thunk[xi] = true;
+		if (e->t0 >= last_t) {
+			last_t = e->t0;
+			last_kind = (e->flags & F_RETRY) || e->retry >= 0 ? 2 : e->build >= 0 ? 1 : 0;
+		}
+	}
+	if (err->code != XPF_OK)
+		return err->code;
+	x->host_name = name_gpumod ? name_gpumod : name_thunks ? name_thunks : name_exec;
+	x->stopped_in_build = (build_end >= 0 && launch_start < 0 && !pv->exec_thunk[xi]) ||
+			      last_kind == 1;
+	pv->exec_retry_end[xi] = last_kind == 2;
+	return XPF_OK;
+}
+
+static int scan_line(struct scan *s, size_t line, xpf_error *err)
+{
+	const xpf_plane *p = s->p;
+	xpf_runtime *rt = s->rt;
+	xpf_event_iter it;
+	xpf_event ev;
+	int rc;
+	s->nsp = 0;
+	xpf_events_begin(p, line, &it);
+	while ((rc = xpf_events_next(&it, &ev, err)) == 1) {
+		struct span *e = XPF_VEC_PUSH(s->sp, s->nsp, s->capsp);
+		e->ev = ev;
+		e->t0 = rel_ps(p->lines[line].timestamp_ns, s->base, ev.offset_ps);
+		e->t1 = e->t0 + (ev.duration_ps > 0 ? ev.duration_ps : 0);
+		e->flags = classify(ev.name, &e->dev);
+	}
+	if (rc < 0)
+		return err->code;
+	qsort(s->sp, s->nsp, sizeof *s->sp, span_cmp);
+
+	/* Nest with a stack; inherit the ancestors' context. */
+	long *stack = NULL;
+	size_t ns = 0, cs = 0;
+	for (size_t i = 0; i < s->nsp; i++) {
+		struct span *e = &s->sp[i];
+		while (ns > 0 && !(e->t0 < s->sp[stack[ns - 1]].t1 ||
+				   (e->t0 == s->sp[stack[ns - 1]].t0 && e->t1 <= s->sp[stack[ns - 1]].t1 &&
+				    s->sp[stack[ns - 1]].t1 > s->sp[stack[ns - 1]].t0)))
+			ns--;
+		/* an instant event at a parent's very end is still inside it */
+		e->parent = ns > 0 ? stack[ns - 1] : -1;
+		struct span *pa = e->parent >= 0 ? &s->sp[e->parent] : NULL;
+		e->build = (e->flags & F_BUILD) ? (long)i : pa ? pa->build : -1;
+		e->transfer = pa && pa->transfer >= 0 ? pa->transfer : (e->flags & F_TRANSFER) ? (long)i : -1;
+		e->pjit = pa ? ((pa->flags & F_PJIT) ? e->parent : pa->pjit) : -1;
+		e->retry = (e->flags & F_RETRY) ? (long)i : pa ? pa->retry : -1;
+		e->root = -1;
+		if (e->t1 > e->t0 || (e->flags & (F_EXEC | F_BUILD | F_RETRY | F_PJIT | F_TRANSFER | F_ANCHOR)))
+			*XPF_VEC_PUSH(stack, ns, cs) = (long)i;
+	}
+	free(stack);
+
+	/* Execution roots: the outermost execute-family event above an anchor;
+	 * when that event holds runs for several devices ("[0] …", "[1] …"),
+	 * each per-device event is its own execution. */
+	for (size_t i = 0; i < s->nsp; i++) {
+		struct span *e = &s->sp[i];
+		if (!(e->flags & F_ANCHOR))
+			continue;
+		long r = (e->flags & F_EXEC) ? (long)i : -1, pd = (e->flags & F_PERDEV) ? (long)i : -1;
+		for (long a = e->parent; a >= 0; a = s->sp[a].parent) {
+			if (s->sp[a].flags & F_EXEC)
+				r = a;
+			if (s->sp[a].flags & F_PERDEV)
+				pd = a;
+		}
+		if (r < 0)
+			r = (long)i;
+		if (pd >= 0 && pd != r) {
+			/* another device's run under the same root? */
+			for (size_t j = (size_t)r + 1; j < s->nsp && s->sp[j].t0 < s->sp[r].t1; j++)
+				if ((s->sp[j].flags & F_PERDEV) && s->sp[j].dev != s->sp[pd].dev) {
+					r = pd;
+					break;
+				}
+		}
+		s->sp[r].root = r; /* mark */
+	}
+	for (size_t i = 0; i < s->nsp; i++) {
+		struct span *e = &s->sp[i];
+		e->xid = -1;
+		if (e->root == (long)i)
+			continue;
+		e->root = e->parent >= 0 ? s->sp[e->parent].root : -1;
+	}
+	for (size_t i = 0; i < s->nsp; i++)
+		if (s->sp[i].root == (long)i) {
+			rc = add_execution(s, line, (long)i, err);
+			if (rc != XPF_OK)
+				return rc;
+			s->sp[i].xid = (long)rt->nexecutions - 1;
+		}
+
+	/* Allocator events and retries. */
+	for (size_t i = 0; i < s->nsp; i++) {
+		struct span *e = &s->sp[i];
+		long x = e->root >= 0 ? s->sp[e->root].xid : -1;
+		if (e->flags & (F_ALLOC | F_DEALLOC)) {
+			rc = read_alloc(s, e, line, err);
+			if (rc != XPF_OK)
+				return rc;
+			xpf_rt_event *re = &rt->events[rt->nevents - 1];
+			re->execution = x;
+			re->in_build = x >= 0 && e->build >= 0 && s->sp[e->build].root == e->root;
+		} else if (e->flags & F_RETRY) {
+			xpf_rt_retry *r = XPF_VEC_PUSH(rt->retries, rt->nretries, s->cap_retry);
+			r->time_ns = e->t0 / 1000;
+			r->duration_ns = (e->t1 - e->t0) / 1000;
+			r->thread = p->lines[line].id;
+			r->execution = x;
+			r->allocator = -1;
+			/* the allocator of the next allocation on this line */
+			for (size_t j = i + 1; j < s->nsp; j++)
+				if (s->sp[j].flags & F_ALLOC) {
+					r->allocator = -2 - (int)j; /* resolved below */
+					break;
+				}
+		}
+	}
+	/* resolve retry allocators from the events just read */
+	for (size_t k = 0; k < rt->nretries; k++) {
+		xpf_rt_retry *r = &rt->retries[k];
+		if (r->allocator > -2)
+			continue;
+		size_t j = (size_t)(-2 - r->allocator);
+		r->allocator = -1;
+		for (size_t q = rt->nevents; q-- > 0;) {
+			if (rt->events[q].line != line)
+				break;
+			if (rt->events[q].t_ps == s->sp[j].t0 && rt->events[q].kind == XPF_RT_ALLOC) {
+				r->allocator = rt->events[q].allocator;
+				break;
+			}
+		}
+	}
+	return XPF_OK;
+}
+
+/* ---- device planes ---------------------------------------------------- */
+
+static long module_by_program_id(xpf_host *h, uint64_t pid)
+{
+	for (size_t m = 0; m < h->nmodules; m++)
+		if (xpf_capture_module(h->cap, m)->program_id == pid)
+			return (long)m;
+	return -1;
+}
+
+static long module_by_hlo_name(xpf_host *h, const struct xpf_rt_priv *pv, xpf_str name)
+{
+	long found = -1;
+	for (size_t m = 0; m < h->nmodules; m++) {
+		const char *full = xpf_capture_module(h->cap, m)->name;
+		if (xpf_str_eq(name, full) || xpf_str_eq(name, pv->base[m])) {
+			if (found >= 0)
+				return -1;
+			found = (long)m;
+		}
+	}
+	return found;
+}
+
+static int scan_devices(struct scan *s, xpf_error *err)
+{
+	xpf_host *h = s->h;
+	xpf_runtime *rt = s->rt;
+	struct xpf_rt_priv *pv = rt->priv;
+	size_t cap_exec = s->cap_exec;
+	for (size_t i = 0; i < xpf_capture_nplanes(h->cap); i++) {
+		const char *pn = xpf_capture_plane_head(h->cap, i)->name;
+		unsigned d;
+		bool tpu = sscanf(pn, "/device:TPU:%u", &d) == 1;
+		bool gpu = !tpu && sscanf(pn, "/device:GPU:%u", &d) == 1;
+		if (!tpu && !gpu)
+			continue;
+		const xpf_plane *p;
+		int rc = xpf_capture_plane(h->cap, i, &p, err);
+		if (rc != XPF_OK)
+			return rc;
+		bool has_pid = xpf_plane_stat_id(p, "program_id") >= 0;
+		bool has_mod = xpf_plane_stat_id(p, "hlo_module") >= 0;
+		if (d >= pv->ndev) {
+			size_t nd = d + 1;
+			pv->nkernels = realloc(pv->nkernels, nd * sizeof *pv->nkernels);
+			pv->kernels = realloc(pv->kernels, nd * sizeof *pv->kernels);
+			if (!pv->nkernels || !pv->kernels)
+				abort();
+			for (size_t k = pv->ndev; k < nd; k++) {
+				pv->nkernels[k] = 0;
+				pv->kernels[k] = NULL;
+			}
+			pv->ndev = nd;
+		}
+		size_t capk = pv->nkernels[d];
+		for (size_t l = 0; l < p->nlines; l++) {
+			bool modules_line = tpu && strcmp(p->lines[l].name, "XLA Modules") == 0;
+			if (!modules_line && !has_pid && !has_mod)
+				continue;
+			xpf_event_iter it;
+			xpf_event ev;
+			xpf_events_begin(p, l, &it);
+			while ((rc = xpf_events_next(&it, &ev, err)) == 1) {
+				int64_t t0 = rel_ps(p->lines[l].timestamp_ns, s->base, ev.offset_ps);
+				if (modules_line) {
+					size_t c0 = s->cap_exec;
+					xpf_rt_execution *x = XPF_VEC_PUSH(rt->executions, rt->nexecutions,
+									   s->cap_exec);
+					if (s->cap_exec != c0) {
+						size_t c = s->cap_exec;
+						pv->exec_program_id = realloc(pv->exec_program_id, c * sizeof *pv->exec_program_id);
+						pv->exec_pjit = realloc(pv->exec_pjit, c * sizeof *pv->exec_pjit);
+						pv->exec_thunk = realloc(pv->exec_thunk, c * sizeof *pv->exec_thunk);
+						pv->exec_retry_end = realloc(pv->exec_retry_end, c * sizeof *pv->exec_retry_end);
+						if (!pv->exec_program_id || !pv->exec_pjit || !pv->exec_thunk ||
+						    !pv->exec_retry_end)
+							abort();
+					}
+					size_t xi = rt->nexecutions - 1;
+					memset(x, 0, sizeof *x);
+					x->device = (int)d;
+					x->module = -1;
+					x->allocator = -1;
+					x->prev = -1;
+					x->event_name = ev.name;
+					x->host_name = ev.name;
+					x->line = (size_t)-1;
+					x->thread = p->lines[l].id;
+					x->start_ps = t0;
+					x->end_ps = t0 + (ev.duration_ps > 0 ? ev.duration_ps : 0);
+					x->launched = XPF_LAUNCHED_YES;
+					xpf_stat st;
+					int64_t pid;
+					pv->exec_program_id[xi] = -1;
+					if (xpf_event_stat(p, &ev, "program_id", &st, err) == 1 &&
+					    xpf_stat_i64(&st, &pid))
+						pv->exec_program_id[xi] = pid;
+					pv->exec_pjit[xi] = NULL;
+					pv->exec_thunk[xi] = true;
+					pv->exec_retry_end[xi] = false;
+					continue;
+				}
+				xpf_stat_iter sit;
+				xpf_stat st;
+				long m = -1;
+				bool any = false;
+				xpf_stats_of_event(p, &ev, &sit);
+				while ((rc = xpf_stats_next(&sit, &st, err)) == 1) {
+					uint64_t u;
+					xpf_str t;
+					if (strcmp(st.name, "program_id") == 0 && xpf_stat_u64(&st, &u)) {
+						any = true;
+						long mm = module_by_program_id(h, u);
+						if (mm >= 0)
+							m = mm;
+					} else if (strcmp(st.name, "hlo_module") == 0 && m < 0 &&
+						   xpf_stat_text(&st, &t)) {
+						any = true;
+						m = module_by_hlo_name(h, pv, t);
+					}
+				}
+				if (rc < 0)
+					return err->code;
+				if (!any)
+					continue;
+				struct xpf_rt_kernel *k = XPF_VEC_PUSH(pv->kernels[d], pv->nkernels[d], capk);
+				k->t_ps = t0;
+				k->module = m;
+			}
+			if (rc < 0)
+				return err->code;
+		}
+	}
+	(void)cap_exec;
+	return XPF_OK;
+}
+
+static int kernel_cmp(const void *a, const void *b)
+{
+	const struct xpf_rt_kernel *x = a, *y = b;
+	return x->t_ps < y->t_ps ? -1 : x->t_ps > y->t_ps;
+}
+
+/* ---- building ----------------------------------------------------------- */
+
+static int ev_cmp(const void *a, const void *b)
+{
+	const xpf_rt_event *x = a, *y = b;
+	if (x->t_ps != y->t_ps)
+		return x->t_ps < y->t_ps ? -1 : 1;
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	return x->buffer_allocation < y->buffer_allocation ? -1 : 1;
+}
+
+static int alloc_name_cmp(const void *a, const void *b)
+{
+	return natural_cmp(((const xpf_rt_allocator *)a)->name, ((const xpf_rt_allocator *)b)->name);
+}
+
+/* Open-addressing map (allocator, addr) -> allocation event index. */
+struct addr_map {
+	size_t cap, n;
+	uint64_t *key;
+	int *alloc;
+	long *val;    /* -1 empty, -2 deleted */
+};
+
+static size_t am_hash(uint64_t addr, int a, size_t cap)
+{
+	uint64_t x = addr * 0x9E3779B97F4A7C15ull ^ (uint64_t)a * 0xC2B2AE3D27D4EB4Full;
+	x ^= x >> 29;
+	return (size_t)(x & (cap - 1));
+}
+
+static long *am_slot(struct addr_map *m, uint64_t addr, int a, bool insert)
+{
+	size_t i = am_hash(addr, a, m->cap);
+	long *tomb = NULL;
+	for (;;) {
+		if (m->val[i] == -1)
+			return insert ? (tomb ? tomb : (m->key[i] = addr, m->alloc[i] = a, &m->val[i])) : NULL;
+		if (m->val[i] == -2) {
+			if (!tomb && insert) {
+				m->key[i] = addr;
+				m->alloc[i] = a;
+				tomb = &m->val[i];
+			}
+		} else if (m->key[i] == addr && m->alloc[i] == a) {
+			return &m->val[i];
+		}
+		i = (i + 1) & (m->cap - 1);
+	}
+}
+
+/* Pair allocations with deallocations by address, per allocator, in time
+ * order; fill the allocators' figures. */
+static void replay(xpf_runtime *rt)
+{
+	struct addr_map m;
+	m.cap = 64;
+	while (m.cap < rt->nevents * 2 + 2)
+		m.cap *= 2;
+	m.n = 0;
+	m.key = malloc(m.cap * sizeof *m.key);
+	m.alloc = malloc(m.cap * sizeof *m.alloc);
+	m.val = malloc(m.cap * sizeof *m.val);
+	if (!m.key || !m.alloc || !m.val)
+		abort();
+	for (size_t i = 0; i < m.cap; i++)
+		m.val[i] = -1;
+	for (size_t i = 0; i < rt->nevents; i++) {
+		xpf_rt_event *e = &rt->events[i];
+		xpf_rt_allocator *a = &rt->allocators[e->allocator];
+		if (a->nevents == 0) {
+			a->first_in_use_bytes = e->kind == XPF_RT_ALLOC ?
+				(e->in_use_after >= e->bytes ? e->in_use_after - e->bytes : 0) :
+				e->in_use_after + e->bytes;
+		}
+		a->nevents++;
+		if (e->in_use_after > a->peak_in_window_bytes || a->peak_event < 0) {
+			a->peak_in_window_bytes = e->in_use_after;
+			a->peak_event = (long)i;
+			a->peak_ns = e->time_ns;
+			a->capacity_bytes = e->in_use_after + e->available;
+		}
+		if (e->peak_bytes_in_use > a->lifetime_peak_bytes)
+			a->lifetime_peak_bytes = e->peak_bytes_in_use;
+		a->live_at_end_bytes = e->in_use_after;
+		if (e->kind == XPF_RT_ALLOC) {
+			a->allocations++;
+			long *v = am_slot(&m, e->addr, e->allocator, true);
+			if (*v >= 0) /* an address reused without a seen free */
+				rt->events[*v].match = -1;
+			*v = (long)i;
+		} else {
+			a->deallocations++;
+			long *v = am_slot(&m, e->addr, e->allocator, false);
+			if (v && *v >= 0) {
+				e->match = *v;
+				rt->events[*v].match = (long)i;
+				if (e->bytes == 0)
+					e->bytes = rt->events[*v].bytes;
+				*v = -2;
+			} else {
+				a->unmatched_deallocations++;
+				a->unmatched_deallocated_bytes += e->bytes;
+			}
+		}
+	}
+	for (size_t i = 0; i < rt->nevents; i++) {
+		xpf_rt_event *e = &rt->events[i];
+		if (e->kind == XPF_RT_ALLOC && e->match < 0) {
+			rt->allocators[e->allocator].seen_live_at_end_bytes += e->bytes;
+			rt->allocators[e->allocator].seen_live_at_end_blocks++;
+		}
+	}
+	free(m.key);
+	free(m.alloc);
+	free(m.val);
+}
+
+static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
+{
+	struct scan s;
+	memset(&s, 0, sizeof s);
+	s.h = h;
+	s.rt = rt;
+	int rc = xpf_capture_time_base(h->cap, &s.base, err);
+	if (rc != XPF_OK)
+		return rc;
+	struct xpf_rt_priv *pv = rt->priv;
+	pv->nmodules = h->nmodules;
+	pv->base = calloc(h->nmodules ? h->nmodules : 1, sizeof *pv->base);
+	pv->module_names = calloc(h->nmodules ? h->nmodules : 1, sizeof *pv->module_names);
+	if (!pv->base || !pv->module_names)
+		abort();
+	for (size_t m = 0; m < h->nmodules; m++) {
+		const char *n = xpf_capture_module(h->cap, m)->name;
+		size_t len = strlen(n);
+		pv->module_names[m] = n;
+		if (len > 2 && n[len - 1] == ')') {
+			size_t k = len - 1;
+			while (k > 0 && n[k - 1] >= '0' && n[k - 1] <= '9')
+				k--;
+			if (k > 1 && k < len - 1 && n[k - 1] == '(')
+				len = k - 1;
+		}
+		pv->base[m] = strndup(n, len);
+		if (!pv->base[m])
+			abort();
+	}
+
+	long pi = xpf_capture_find_plane(h->cap, "/host:CPU");
+	if (pi >= 0) {
+		rt->has_host_plane = true;
+		rc = xpf_capture_plane(h->cap, (size_t)pi, &s.p, err);
+		if (rc != XPF_OK)
+			goto out;
+		for (size_t l = 0; l < s.p->nlines; l++) {
+			rc = scan_line(&s, l, err);
+			if (rc != XPF_OK)
+				goto out;
+			for (size_t i = 0; i < s.nsp; i++)
+				if (s.sp[i].t1 / 1000 > rt->end_ns)
+					rt->end_ns = s.sp[i].t1 / 1000;
+		}
+	}
+	rc = scan_devices(&s, err);
+	if (rc != XPF_OK)
+		goto out;
+	for (size_t d = 0; d < pv->ndev; d++)
+		qsort(pv->kernels[d], pv->nkernels[d], sizeof *pv->kernels[d], kernel_cmp);
+
+	rt->has_events = rt->nevents > 0;
+	/* Sort events in time order, keeping each line's order; remember the
+	 * allocator order so indexes can be remapped after sorting by name. */
+	qsort(rt->events, rt->nevents, sizeof *rt->events, ev_cmp);
+	for (size_t i = 0; i < rt->nevents; i++)
+		rt->events[i].buffer_allocation = -1;
+	int *remap = malloc((rt->nallocators + 1) * sizeof *remap);
+	if (!remap)
+		abort();
+	for (size_t a = 0; a < rt->nallocators; a++)
+		rt->allocators[a].nevents = a; /* old index, temporarily */
+	qsort(rt->allocators, rt->nallocators, sizeof *rt->allocators, alloc_name_cmp);
+	for (size_t a = 0; a < rt->nallocators; a++) {
+		remap[rt->allocators[a].nevents] = (int)a;
+		rt->allocators[a].nevents = 0;
+	}
+	for (size_t i = 0; i < rt->nevents; i++)
+		rt->events[i].allocator = remap[rt->events[i].allocator];
+	for (size_t i = 0; i < rt->nretries; i++)
+		if (rt->retries[i].allocator >= 0)
+			rt->retries[i].allocator = remap[rt->retries[i].allocator];
+	free(remap);
+	replay(rt);
+
+	rc = xpf_rt_finish_executions(h, rt, err);
+out:
+	free(s.sp);
+	return rc;
+}
+
+static int compute(void *ctx, void **value, xpf_error *err)
+{
+	xpf_host *h = ctx;
+	xpf_runtime *rt = calloc(1, sizeof *rt);
+	if (!rt)
+		abort();
+	rt->priv = calloc(1, sizeof *rt->priv);
+	if (!rt->priv)
+		abort();
+	rt->between.module = -1;
+	rt->between.from_execution = rt->between.to_execution = -1;
+	int rc = build(h, rt, err);
+	if (rc != XPF_OK) {
+		xpf_runtime_free(rt);
+		return rc;
+	}
+	*value = rt;
+	return XPF_OK;
+}
+
+int xpf_host_runtime(xpf_host *h, const xpf_runtime **out, xpf_error *err)
+{
+	void *v;
+	int rc = xpf_lazy_get(&h->runtime, compute, h, &v, err);
+	if (rc != XPF_OK)
+		return rc;
+	*out = v;
+	return XPF_OK;
+}
+
+void xpf_runtime_free(void *p)
+{
+	xpf_runtime *rt = p;
+	if (rt == NULL)
+		return;
+	for (size_t a = 0; a < rt->nallocators; a++)
+		free(rt->allocators[a].name);
+	free(rt->allocators);
+	free(rt->events);
+	for (size_t x = 0; x < rt->nexecutions; x++)
+		free(rt->executions[x].matched);
+	free(rt->executions);
+	free(rt->retries);
+	xpf_rt_between_release(&rt->between);
+	struct xpf_rt_priv *pv = rt->priv;
+	if (pv) {
+		while (pv->strings) {
+			struct xpf_rt_chunk *c = pv->strings;
+			pv->strings = c->next;
+			free(c);
+		}
+		for (size_t d = 0; d < pv->ndev; d++)
+			free(pv->kernels[d]);
+		free(pv->kernels);
+		free(pv->nkernels);
+		free(pv->exec_program_id);
+		free(pv->exec_pjit);
+		free(pv->exec_thunk);
+		free(pv->exec_retry_end);
+		for (size_t m = 0; m < pv->nmodules; m++)
+			free(pv->base[m]);
+		free(pv->base);
+		free(pv->module_names);
+		free(pv);
+	}
+	free(rt);
+}
