@@ -1,0 +1,343 @@
+/* The runtime (issue 5) against the real captures of ../shared/captures:
+ * allocator counts and peaks equal the figures of its README (read there with
+ * an independent decoder), executions are found and linked, and the files
+ * of runtime/ are consistent with the model.  Each test skips, saying so,
+ * where its capture is absent. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "analysis/report.h"
+#include "analysis/runtime.h"
+#include "capture/input.h"
+
+struct fixture {
+	xpf_input *in;
+	xpf_report *r;
+	xpf_host *h;
+	const xpf_runtime *rt;
+	xpf_options opt;
+};
+
+/* Open a capture of the shared folder; false (and a skip message) if absent. */
+static bool open_capture(struct fixture *f, const char *name)
+{
+	const char *shared = getenv("XPF_SHARED");
+	char path[4096];
+	snprintf(path, sizeof path, "%s/captures/%s", shared ? shared : "../shared", name);
+	if (access(path, R_OK) != 0) {
+		fprintf(stderr, "skip: %s is absent (set XPF_SHARED)\n", path);
+		return false;
+	}
+	xpf_error err = { 0 };
+	xpf_options opt = XPF_OPTIONS_INIT;
+	f->opt = opt;
+	assert_int_equal(xpf_input_open(path, NULL, &f->in, &err), XPF_OK);
+	assert_int_equal(xpf_report_open(f->in, &f->opt, &f->r, &err), XPF_OK);
+	f->h = xpf_report_host(f->r, 0);
+	int rc = xpf_host_runtime(f->h, &f->rt, &err);
+	if (rc != XPF_OK)
+		fprintf(stderr, "runtime: %s\n", err.msg);
+	assert_int_equal(rc, XPF_OK);
+	return true;
+}
+
+static void close_capture(struct fixture *f)
+{
+	xpf_report_free(f->r);
+	xpf_input_free(f->in);
+}
+
+static const xpf_rt_allocator *allocator(const xpf_runtime *rt, const char *name)
+{
+	for (size_t i = 0; i < rt->nallocators; i++)
+		if (strcmp(rt->allocators[i].name, name) == 0)
+			return &rt->allocators[i];
+	fail_msg("allocator %s not found", name);
+	return NULL;
+}
+
+static const char *file(struct fixture *f, const char *path)
+{
+	xpf_error err = { 0 };
+	xpf_node *n;
+	const char *data;
+	size_t len;
+	assert_int_equal(xpf_report_resolve(f->r, path, &n, &err), XPF_OK);
+	if (n == NULL)
+		fail_msg("%s: not in the tree", path);
+	assert_int_equal(xpf_node_content(n, &data, &len, &err), XPF_OK);
+	return data;
+}
+
+static size_t count_lines(const char *s)
+{
+	size_t n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* Invariants every capture must satisfy. */
+static void check_invariants(struct fixture *f)
+{
+	const xpf_runtime *rt = f->rt;
+	uint64_t na = 0, nd = 0;
+	for (size_t i = 0; i < rt->nallocators; i++) {
+		const xpf_rt_allocator *a = &rt->allocators[i];
+		na += a->allocations;
+		nd += a->deallocations;
+		assert_true(a->unmatched_deallocations <= a->deallocations);
+		assert_true(a->peak_in_window_bytes <= a->capacity_bytes);
+	}
+	assert_int_equal(na + nd, rt->nevents);
+	for (size_t i = 1; i < rt->nevents; i++)
+		assert_true(rt->events[i - 1].t_ps <= rt->events[i].t_ps);
+	for (size_t i = 0; i < rt->nexecutions; i++) {
+		const xpf_rt_execution *x = &rt->executions[i];
+		assert_int_equal(x->n, i + 1);
+		assert_true(x->start_ns <= x->end_ns);
+		if (i > 0)
+			assert_true(rt->executions[i - 1].start_ps <= x->start_ps);
+		if (x->in_use_known)
+			assert_true(x->peak_during_bytes >= x->in_use_at_start_bytes);
+		/* live.tsv explains exactly the in-use bytes at the start */
+		xpf_rt_block *b;
+		size_t nb;
+		xpf_error err = { 0 };
+		assert_int_equal(xpf_runtime_live_at(rt, i, &b, &nb, &err), XPF_OK);
+		uint64_t sum = 0;
+		for (size_t k = 0; k < nb; k++)
+			sum += b[k].bytes;
+		if (x->in_use_known)
+			assert_true(sum >= x->in_use_at_start_bytes);
+		xpf_rt_blocks_free(b, nb);
+	}
+	/* every file renders, TSVs have a header and one line per record */
+	assert_int_equal(count_lines(file(f, "runtime/allocators.tsv")), rt->nallocators + 1);
+	assert_int_equal(count_lines(file(f, "runtime/events.tsv")), rt->nevents + 1);
+	assert_int_equal(count_lines(file(f, "runtime/executions.tsv")), rt->nexecutions + 1);
+	assert_int_equal(count_lines(file(f, "runtime/retries.tsv")), rt->nretries + 1);
+	assert_int_equal(count_lines(file(f, "runtime/between.tsv")), rt->between.nrows + 1);
+	assert_non_null(strstr(file(f, "runtime/summary.txt"), "allocator"));
+	if (rt->nexecutions) {
+		char p[64];
+		snprintf(p, sizeof p, "runtime/executions/%zu/live.tsv", rt->nexecutions);
+		assert_non_null(strstr(file(f, p), "origin\tbytes"));
+		snprintf(p, sizeof p, "runtime/executions/%zu/summary.txt", rt->nexecutions);
+		assert_non_null(strstr(file(f, p), "execution"));
+	}
+}
+
+static void test_attention(void **state)
+{
+	struct fixture f;
+	(void)state;
+	if (!open_capture(&f, "mi300x-jax08-attention.xplane.pb"))
+		skip();
+	const xpf_rt_allocator *g = allocator(f.rt, "GPU_0_bfc");
+	assert_int_equal(g->allocations, 126);
+	assert_int_equal(g->deallocations, 126);
+	assert_int_equal(g->lifetime_peak_bytes, 595591680);
+	assert_true(g->is_pool);
+	assert_int_equal(g->device, 0);
+	const xpf_rt_allocator *hb = allocator(f.rt, "xla_gpu_host_bfc");
+	assert_int_equal(hb->allocations, 18);
+	assert_int_equal(hb->deallocations, 18);
+	assert_false(hb->is_pool);
+	assert_false(f.rt->keyed_by_index);
+	uint64_t maxreq = 0;
+	for (size_t i = 0; i < f.rt->nevents; i++)
+		if (f.rt->events[i].requested_bytes > maxreq)
+			maxreq = f.rt->events[i].requested_bytes;
+	assert_int_equal(maxreq, 134217728);
+	/* every execution names a module and ran (thunks nested in it) */
+	assert_true(f.rt->nexecutions > 0);
+	for (size_t i = 0; i < f.rt->nexecutions; i++) {
+		assert_true(f.rt->executions[i].module >= 0);
+		assert_int_equal(f.rt->executions[i].launched, XPF_LAUNCHED_YES);
+		assert_int_equal(f.rt->executions[i].device, 0);
+	}
+	check_invariants(&f);
+	close_capture(&f);
+}
+
+static long module_index(struct fixture *f, const char *name)
+{
+	for (size_t m = 0; m < f->h->nmodules; m++)
+		if (strcmp(xpf_capture_module(f->h->cap, m)->name, name) == 0)
+			return (long)m;
+	fail_msg("module %s not found", name);
+	return -1;
+}
+
+static void test_gemm(void **state)
+{
+	struct fixture f;
+	(void)state;
+	if (!open_capture(&f, "mi300x-jax08-gemm.xplane.pb"))
+		skip();
+	const xpf_rt_allocator *g = allocator(f.rt, "GPU_0_bfc");
+	assert_int_equal(g->allocations, 69);
+	assert_int_equal(g->deallocations, 69);
+	assert_int_equal(g->lifetime_peak_bytes, 738197504);
+	assert_int_equal(allocator(f.rt, "xla_gpu_host_bfc")->allocations, 12);
+	assert_int_equal(allocator(f.rt, "xla_gpu_host_bfc")->deallocations, 12);
+	/* 42 old-style PjRtStreamExecutorLoadedExecutable::Execute runs */
+	assert_int_equal(f.rt->nexecutions, 42);
+	long dot5 = module_index(&f, "jit_dot(5)"), conv1 = module_index(&f, "jit_convert_element_type(1)");
+	const xpf_rt_execution *x = &f.rt->executions[0];
+	assert_int_equal(x->module, conv1);
+	assert_int_equal(x->link, XPF_LINK_NAME);
+	assert_string_equal(x->host_name, "jit_convert_element_type");
+	x = &f.rt->executions[4];
+	assert_int_equal(x->module, dot5);
+	assert_int_equal(x->module_execution, 1);
+	assert_string_equal(x->host_name, "jit_dot");
+	assert_int_equal(x->link, XPF_LINK_BYTES);
+	assert_int_equal(x->in_use_at_start_bytes, 262144);
+	assert_int_equal(f.rt->executions[6].module, dot5);
+	assert_int_equal(f.rt->executions[6].module_execution, 3);
+	size_t ndot = 0, yes = 0;
+	for (size_t i = 0; i < f.rt->nexecutions; i++) {
+		const xpf_rt_execution *y = &f.rt->executions[i];
+		assert_true(y->module >= 0);
+		yes += y->launched == XPF_LAUNCHED_YES;
+		if (strncmp(xpf_capture_module(f.h->cap, (size_t)y->module)->name, "jit_dot(", 8) == 0) {
+			ndot++;
+			assert_string_equal(y->host_name, "jit_dot");
+			assert_true(y->nmatched >= 1);
+		}
+	}
+	assert_int_equal(ndot, 18);
+	assert_int_equal(yes, 42);
+	/* the output of jit_dot(5) execution 1 is live when execution 2 starts */
+	assert_non_null(strstr(file(&f, "runtime/executions/6/live.tsv"),
+			       "outputs of jit_dot(5) execution 1\t131072\t128.0 KiB"));
+	assert_non_null(strstr(file(&f, "runtime/executions.tsv"),
+			       "5\t0\tjit_dot(5)\t1\t1882853\t1929063\tyes\t262144\t393216\t1\t0\t"));
+	check_invariants(&f);
+	close_capture(&f);
+}
+
+static void test_tf(void **state)
+{
+	struct fixture f;
+	(void)state;
+	if (!open_capture(&f, "tf-v100-multiworker.xplane.pb"))
+		skip();
+	const xpf_rt_allocator *a = allocator(f.rt, "GPU_4_bfc");
+	assert_int_equal(a->allocations, 761);
+	assert_int_equal(a->deallocations, 208);
+	assert_int_equal(a->lifetime_peak_bytes, 6208853760);
+	/* the blocks never freed in the window are reported, not hidden */
+	assert_true(a->live_at_end_bytes > 6000000000ull);
+	assert_int_equal(a->seen_live_at_end_blocks, 761 - 208);
+	a = allocator(f.rt, "GPU_6_bfc");
+	assert_int_equal(a->allocations, 761);
+	assert_int_equal(a->deallocations, 208);
+	assert_int_equal(a->lifetime_peak_bytes, 6210111488);
+	a = allocator(f.rt, "GPU_1_bfc");
+	assert_int_equal(a->allocations, 19);
+	assert_int_equal(a->deallocations, 0);
+	a = allocator(f.rt, "gpu_host_bfc");
+	assert_int_equal(a->allocations, 318);
+	assert_int_equal(a->deallocations, 218);
+	assert_false(a->is_pool);
+	/* some host deallocations free blocks allocated before the window */
+	assert_true(a->unmatched_deallocations > 0);
+	assert_non_null(strstr(file(&f, "runtime/allocators.tsv"), "\tunmatched_deallocations\t"));
+	assert_int_equal(f.rt->nexecutions, 0);
+	check_invariants(&f);
+	close_capture(&f);
+}
+
+static void test_tpu(void **state)
+{
+	struct fixture f;
+	(void)state;
+	if (!open_capture(&f, "tpu-v6e-inference.xplane.pb"))
+		skip();
+	assert_true(f.rt->keyed_by_index);
+	uint64_t na = 0, nd = 0, peak = 0;
+	for (size_t i = 0; i < f.rt->nallocators; i++) {
+		const xpf_rt_allocator *a = &f.rt->allocators[i];
+		assert_true(a->keyed_by_index);
+		assert_int_equal(strncmp(a->name, "tpu:", 4), 0);
+		na += a->allocations;
+		nd += a->deallocations;
+		if (a->lifetime_peak_bytes > peak)
+			peak = a->lifetime_peak_bytes;
+	}
+	assert_int_equal(na, 453);
+	assert_int_equal(nd, 453);
+	assert_int_equal(peak, 16106341504ull);
+	/* in use counts bytes_reserved: above the lifetime peak */
+	assert_true(allocator(f.rt, "tpu:0")->peak_in_window_bytes > 16106341504ull);
+	/* executions from the XLA Modules lines, linked by full name */
+	long jf = module_index(&f, "jit_f(12190760917235803885)");
+	size_t njf = 0;
+	for (size_t i = 0; i < f.rt->nexecutions; i++)
+		njf += f.rt->executions[i].module == jf;
+	assert_int_equal(njf, 400);
+	assert_non_null(strstr(file(&f, "runtime/summary.txt"), "keyed by index_on_host"));
+	check_invariants(&f);
+	close_capture(&f);
+}
+
+static void test_conv_run(void **state)
+{
+	struct fixture f;
+	(void)state;
+	if (!open_capture(&f, "mi300x-conv-run"))
+		skip();
+	uint64_t na = 0, nd = 0;
+	size_t pools = 0;
+	for (size_t i = 0; i < f.rt->nallocators; i++) {
+		const xpf_rt_allocator *a = &f.rt->allocators[i];
+		na += a->allocations;
+		nd += a->deallocations;
+		pools += a->is_pool;
+		assert_int_equal(a->lifetime_peak_bytes, a->device == 0 ? 1737217024ull : 1739215104ull);
+	}
+	assert_int_equal(pools, 8);
+	assert_int_equal(na, 230);
+	assert_int_equal(nd, 230);
+	/* one Execute fans out into per-device runs on eight threads; the
+	 * device comes from the allocations in Build buffer allocations */
+	long conv = module_index(&f, "jit_forward_3d_conv(15)");
+	size_t per_dev[8] = { 0 };
+	for (size_t i = 0; i < f.rt->nexecutions; i++) {
+		const xpf_rt_execution *x = &f.rt->executions[i];
+		if (x->module != conv)
+			continue;
+		assert_true(x->device >= 0 && x->device < 8);
+		per_dev[x->device]++;
+		assert_int_equal(x->module_execution, per_dev[x->device]);
+		/* temp 572,026,880 + output 579,072,128 joined to the plan */
+		assert_int_equal(x->nmatched, 2);
+	}
+	for (int d = 1; d < 8; d++)
+		assert_int_equal(per_dev[d], 10);
+	check_invariants(&f);
+	close_capture(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_gemm),
+		cmocka_unit_test(test_tf),
+		cmocka_unit_test(test_tpu),
+		cmocka_unit_test(test_conv_run),
+	};
+	return cmocka_run_group_tests_name("runtime", tests, NULL, NULL);
+}
