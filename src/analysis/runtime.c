@@ -353,6 +353,20 @@ static const char *host_module_name(struct scan *s, struct span *e, xpf_error *e
 	return NULL;
 }
 
+/* A thunk: what `<module>:XLA GPU module` / ExecuteThunks run once the
+ * buffers are allocated (one event per HLO instruction), as opposed to the
+ * set-up events that also nest in them. */
+static bool is_thunk(const struct scan *s, const struct span *e)
+{
+	if (e->parent < 0 || !(s->sp[e->parent].flags & (F_GPUMOD | F_THUNKS)))
+		return false;
+	if (e->flags & (F_GPUMOD | F_THUNKS | F_ALLOC | F_DEALLOC | F_BUILD | F_RETRY | F_EXEC))
+		return false;
+	return strncmp(e->ev.name, "Thunks::", 8) != 0 &&
+	       strcmp(e->ev.name, "Resolve constant globals") != 0 &&
+	       strncmp(e->ev.name, "ComputeSemaphoreAcquire", 23) != 0;
+}
+
 /* Make span r an execution. */
 static int add_execution(struct scan *s, size_t line, long r, xpf_error *err)
 {
@@ -388,7 +402,7 @@ static int add_execution(struct scan *s, size_t line, long r, xpf_error *err)
 
 	/* Walk the subtree: names, device, thunks, where it stops. */
 	const char *name_gpumod = NULL, *name_thunks = NULL, *name_exec = NULL;
-	int64_t build_end = -1, launch_start = -1, last_t = root->t0;
+	int64_t build_end = -1, last_t = root->t0;
 	long last_kind = 0;
 	for (size_t j = (size_t)r; j < s->nsp && s->sp[j].t0 <= root->t1; j++) {
 		struct span *e = &s->sp[j];
@@ -412,11 +426,7 @@ static int add_execution(struct scan *s, size_t line, long r, xpf_error *err)
 		}
 		if (e->flags & F_BUILD)
 			build_end = e->t1;
-		if (e->flags & (F_GPUMOD | F_THUNKS) && launch_start < 0)
-			launch_start = e->t0;
-		if (e->parent >= 0 && (s->sp[e->parent].flags & (F_GPUMOD | F_THUNKS)) &&
-		    !(e->flags & (F_GPUMOD | F_THUNKS | F_ALLOC | F_DEALLOC)) &&
-		    strncmp(e->ev.name, "Thunks::", 8) != 0)
+		if (is_thunk(s, e))
 			pv->exec_thunk[xi] = true;
 		if (e->t0 >= last_t) {
 			last_t = e->t0;
@@ -426,8 +436,7 @@ static int add_execution(struct scan *s, size_t line, long r, xpf_error *err)
 	if (err->code != XPF_OK)
 		return err->code;
 	x->host_name = name_gpumod ? name_gpumod : name_thunks ? name_thunks : name_exec;
-	x->stopped_in_build = (build_end >= 0 && launch_start < 0 && !pv->exec_thunk[xi]) ||
-			      last_kind == 1;
+	x->stopped_in_build = build_end >= 0 && !pv->exec_thunk[xi] && last_kind != 0;
 	pv->exec_retry_end[xi] = last_kind == 2;
 	return XPF_OK;
 }
