@@ -303,14 +303,16 @@ int xpf_stats_next(xpf_stat_iter *it, xpf_stat *st, xpf_error *err)
 		case 7: if (g.wt == WT_VARINT) { st->u = g.v; st->kind = XPF_STAT_REF; } break;
 		}
 	}
-	stat_where(it, idx, where, sizeof where);
+	/* `where` is formatted only on failure: this runs once per stat. */
 	if (rc != WIRE_END) {
+		stat_where(it, idx, where, sizeof where);
 		wire_fail(err, c, where, rc, &g, q);
 		return -1;
 	}
 	(void)has_md;
 	const char *nm = xpf_plane_stat_name(pl, st->metadata_id);
 	if (nm == NULL) {
+		stat_where(it, idx, where, sizeof where);
 		xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: dangling stat metadata id %lld (byte %llu)",
 			 c->label, where, (long long)st->metadata_id,
 			 (unsigned long long)off_of(c, f.data));
@@ -320,6 +322,7 @@ int xpf_stats_next(xpf_stat_iter *it, xpf_stat *st, xpf_error *err)
 	if (st->kind == XPF_STAT_REF) {
 		const char *v = st->u <= INT64_MAX ? xpf_plane_stat_name(pl, (int64_t)st->u) : NULL;
 		if (v == NULL) {
+			stat_where(it, idx, where, sizeof where);
 			xpf_fail(err, XPF_EMALFORMED,
 				 "%s: malformed capture: %s '%s': dangling ref_value %llu (byte %llu)", c->label, where,
 				 nm, (unsigned long long)st->u, (unsigned long long)off_of(c, f.data));
