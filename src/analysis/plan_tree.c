@@ -7,6 +7,7 @@
 
 #include "analysis/plan.h"
 #include "analysis/plan_priv.h"
+#include "analysis/svg.h"
 
 static int get_plan(xpf_host *h, const xpf_node *n, const xpf_plan **p, xpf_error *err)
 {
@@ -327,6 +328,7 @@ void xpf_tree_modules(xpf_host *h, xpf_node *dir)
 		{ "buffers.tsv", render_buffers },
 		{ "allocations.tsv", render_allocs },
 		{ "heap.tsv", render_heap },
+		{ "heap.svg", xpf_render_heap_svg },
 		{ "by_source.tsv", render_by_source },
 		{ "instructions.tsv", render_instrs },
 	};

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/runtime.h"
+#include "analysis/svg.h"
 
 static const char *module_name(const xpf_host *h, const xpf_rt_execution *x)
 {
@@ -435,4 +436,5 @@ void xpf_tree_runtime(xpf_host *h, xpf_node *dir)
 	xpf_node_dir(dir, "executions", populate_executions, 0);
 	xpf_node_file(dir, "retries.tsv", render_retries, 0);
 	xpf_node_file(dir, "between.tsv", render_between, 0);
+	xpf_node_file(dir, "timeline.svg", xpf_render_timeline_svg, 0);
 }

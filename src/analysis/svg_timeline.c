@@ -1,0 +1,637 @@
+/* runtime/timeline.svg: bytes in use over time per allocator.
+ *
+ * Each allocator's line is "in use after each event" (allocated + reserved,
+ * SPEC §4.3), aggregated into one column per pixel: a column shows the most
+ * bytes in use at any moment inside it (the value entering the column and
+ * every event's), so short spikes survive aggregation.  Device pools come
+ * first and get the strong colours; their capacity is a dashed line.
+ *
+ * Executions are shaded spans labelled "<module> #<k>" (k = the execution
+ * of that module on its device) with a dot where each started, at the bytes
+ * in use then, so growth from one execution to the next shows as rising
+ * dots.  AllocatorRetry waits are red marks along the top.  Spans and marks
+ * closer than a few pixels are merged (their hover text says how many), so
+ * a capture with thousands of executions still gives a small file. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/runtime.h"
+#include "analysis/svg.h"
+
+#define W 1200
+#define H 700
+#define X0 92.0
+#define X1 952.0
+#define Y0 84.0
+#define Y1 612.0
+#define PLOT_W 860
+#define PANEL_X 968.0
+#define MAX_SPANS 120
+#define MAX_LINES 16
+
+static const char *const line_color[] = {
+	"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
+	"#e377c2", "#17becf", "#bcbd22", "#7f7f7f",
+};
+#define NCOLORS (sizeof line_color / sizeof line_color[0])
+static const char *const span_color[] = { "#dbe9f6", "#fde4c8", "#dcefd6", "#ece0f1", "#f9dede" };
+#define NSPAN (sizeof span_color / sizeof span_color[0])
+
+typedef struct ctx {
+	const xpf_runtime *rt;
+	const char *const *names;
+	size_t nmodules;
+	int64_t t0, t1;
+	double top;            /* y axis maximum (bytes) */
+} ctx;
+
+static double xt(const ctx *c, int64_t t)
+{
+	if (t < c->t0)
+		t = c->t0;
+	if (t > c->t1)
+		t = c->t1;
+	return X0 + (X1 - X0) * (double)(t - c->t0) / (double)(c->t1 - c->t0);
+}
+
+static double yb(const ctx *c, double v)
+{
+	return Y1 - (Y1 - Y0) * v / c->top;
+}
+
+static const char *module_name(const ctx *c, long m, char buf[32])
+{
+	if (m >= 0 && (size_t)m < c->nmodules && c->names && c->names[m])
+		return c->names[m];
+	if (m < 0)
+		return "ambiguous module";
+	snprintf(buf, 32, "module %ld", m);
+	return buf;
+}
+
+/* Allocators in drawing order: pools by device then name, then the rest. */
+static int cmp_alloc(const void *a, const void *b, void *arg)
+{
+	const xpf_runtime *rt = arg;
+	const xpf_rt_allocator *x = &rt->allocators[*(const size_t *)a];
+	const xpf_rt_allocator *y = &rt->allocators[*(const size_t *)b];
+	if (x->is_pool != y->is_pool)
+		return x->is_pool ? -1 : 1;
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static void sort_allocs(const xpf_runtime *rt, size_t *order)
+{
+	for (size_t i = 0; i < rt->nallocators; i++)
+		order[i] = i;
+	/* insertion sort: few allocators, and qsort_r is not C11 */
+	for (size_t i = 1; i < rt->nallocators; i++) {
+		size_t v = order[i], j = i;
+		while (j > 0 && cmp_alloc(&order[j - 1], &v, (void *)rt) > 0) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = v;
+	}
+}
+
+static void exec_title(xpf_buf *out, const ctx *c, const xpf_rt_execution *x)
+{
+	char mb[32], d1[48], d2[48], hb[32];
+	xpf_buf_printf(out, "execution %zu: ", x->n);
+	xpf_svg_esc(out, module_name(c, x->module, mb), 200);
+	if (x->module_execution)
+		xpf_buf_printf(out, " #%zu", x->module_execution);
+	if (x->device >= 0)
+		xpf_buf_printf(out, " on device %d", x->device);
+	xpf_buf_printf(out, ", %lld\xE2\x80\x93%lld ns (%s at %s), launched %s",
+		       (long long)x->start_ns, (long long)x->end_ns,
+		       xpf_svg_human_ns(x->end_ns - x->start_ns, d1), xpf_svg_human_ns(x->start_ns, d2),
+		       xpf_launched_name(x->launched));
+	if (x->in_use_known) {
+		xpf_buf_adds(out, ", in use at start ");
+		xpf_svg_bytes_text(out, x->in_use_at_start_bytes);
+		if (x->prev >= 0)
+			xpf_buf_printf(out, ", growth since #%zu %s%lld bytes (%s%s)",
+				       x->module_execution ? x->module_execution - 1 : 0,
+				       x->growth_bytes >= 0 ? "+" : "", (long long)x->growth_bytes,
+				       x->growth_bytes >= 0 ? "+" : "-",
+				       xpf_human((uint64_t)(x->growth_bytes >= 0 ? x->growth_bytes
+										 : -x->growth_bytes), hb));
+	}
+	if (x->peak_during_bytes) {
+		xpf_buf_adds(out, ", peak during ");
+		xpf_svg_bytes_text(out, x->peak_during_bytes);
+	}
+	if (x->stopped_in_build)
+		xpf_buf_adds(out, ", stopped while allocating its buffers");
+}
+
+static void draw_executions(xpf_buf *out, const ctx *c)
+{
+	const xpf_runtime *rt = c->rt;
+	if (rt->nexecutions == 0)
+		return;
+	/* Group executions closer than `gap` pixels; widen until few enough. */
+	double gap = 1;
+	size_t ngroups;
+	for (;;) {
+		ngroups = 0;
+		double end = -1e9;
+		for (size_t i = 0; i < rt->nexecutions; i++) {
+			double a = xt(c, rt->executions[i].start_ns);
+			if (a > end + gap || ngroups == 0)
+				ngroups++;
+			double b = xt(c, rt->executions[i].end_ns);
+			if (b > end)
+				end = b;
+		}
+		if (ngroups <= MAX_SPANS)
+			break;
+		gap *= 2;
+	}
+	bool single = ngroups == rt->nexecutions;
+	char mb[32], lab[300];
+	size_t i = 0, g = 0;
+	while (i < rt->nexecutions) {
+		const xpf_rt_execution *first = &rt->executions[i];
+		double a = xt(c, first->start_ns), end = xt(c, first->end_ns);
+		size_t j = i + 1;
+		while (j < rt->nexecutions && xt(c, rt->executions[j].start_ns) <= end + gap) {
+			double b = xt(c, rt->executions[j].end_ns);
+			if (b > end)
+				end = b;
+			j++;
+		}
+		const xpf_rt_execution *last = &rt->executions[j - 1];
+		double w = end - a < 1 ? 1 : end - a;
+		long mod = first->module;
+		const char *fill = span_color[(mod < 0 ? NSPAN - 1 : (size_t)mod) % NSPAN];
+		xpf_buf_adds(out, "<g><title>");
+		if (j - i == 1) {
+			exec_title(out, c, first);
+		} else {
+			xpf_buf_printf(out, "executions %zu\xE2\x80\x93%zu (%zu): ", first->n, last->n, j - i);
+			size_t shown = 0;
+			for (size_t k = i; k < j && shown < 6; k++) {
+				bool seen = false;
+				for (size_t q = i; q < k && !seen; q++)
+					seen = rt->executions[q].module == rt->executions[k].module;
+				if (seen)
+					continue;
+				size_t cnt = 0;
+				for (size_t q = k; q < j; q++)
+					cnt += rt->executions[q].module == rt->executions[k].module;
+				if (shown++)
+					xpf_buf_adds(out, ", ");
+				xpf_svg_esc(out, module_name(c, rt->executions[k].module, mb), 120);
+				xpf_buf_printf(out, " \xC3\x97%zu", cnt);
+			}
+			xpf_buf_printf(out, ", %lld\xE2\x80\x93%lld ns", (long long)first->start_ns,
+				       (long long)last->end_ns);
+		}
+		xpf_buf_printf(out, "</title><rect fill=\"%s\" fill-opacity=\"0.7\" x=\"", fill);
+		xpf_svg_num(out, a);
+		xpf_buf_adds(out, "\" y=\"");
+		xpf_svg_num(out, Y0);
+		xpf_buf_adds(out, "\" width=\"");
+		xpf_svg_num(out, w);
+		xpf_buf_adds(out, "\" height=\"");
+		xpf_svg_num(out, Y1 - Y0);
+		xpf_buf_adds(out, "\"/>");
+		/* label above the plot, staggered on two rows */
+		if (j - i == 1)
+			snprintf(lab, sizeof lab, "%s #%zu", module_name(c, mod, mb), first->module_execution);
+		else
+			snprintf(lab, sizeof lab, "%zu executions", j - i);
+		double room = single ? w + 6 : w;
+		size_t fit = (size_t)(room / 6.5);
+		if (fit >= 5) {
+			xpf_buf_adds(out, "<text class=\"sm\" x=\"");
+			xpf_svg_num(out, a + 1);
+			xpf_buf_adds(out, "\" y=\"");
+			xpf_svg_num(out, Y0 - 6 - (g % 2) * 13);
+			xpf_buf_adds(out, "\">");
+			xpf_svg_esc(out, lab, fit);
+			xpf_buf_adds(out, "</text>");
+		}
+		xpf_buf_adds(out, "</g>\n");
+		i = j;
+		g++;
+	}
+}
+
+static void draw_start_dots(xpf_buf *out, const ctx *c, const int *color_of)
+{
+	const xpf_runtime *rt = c->rt;
+	double last_x = -10;
+	for (size_t i = 0; i < rt->nexecutions; i++) {
+		const xpf_rt_execution *x = &rt->executions[i];
+		if (!x->in_use_known || x->allocator < 0)
+			continue;
+		double px = xt(c, x->start_ns);
+		if (rt->nexecutions > MAX_SPANS && px < last_x + 3)
+			continue;
+		last_x = px;
+		xpf_buf_adds(out, "<circle r=\"3\" stroke=\"#fff\" fill=\"");
+		xpf_buf_adds(out, line_color[color_of[x->allocator] % NCOLORS]);
+		xpf_buf_adds(out, "\" cx=\"");
+		xpf_svg_num(out, px);
+		xpf_buf_adds(out, "\" cy=\"");
+		xpf_svg_num(out, yb(c, (double)x->in_use_at_start_bytes));
+		xpf_buf_adds(out, "\"><title>");
+		exec_title(out, c, x);
+		xpf_buf_adds(out, "</title></circle>\n");
+	}
+}
+
+static void draw_retries(xpf_buf *out, const ctx *c)
+{
+	const xpf_runtime *rt = c->rt;
+	char d1[48];
+	size_t i = 0;
+	while (i < rt->nretries) {
+		const xpf_rt_retry *r = &rt->retries[i];
+		double a = xt(c, r->time_ns), end = xt(c, r->time_ns + r->duration_ns);
+		size_t j = i + 1;
+		int64_t total = r->duration_ns;
+		while (j < rt->nretries && xt(c, rt->retries[j].time_ns) <= end + 3) {
+			double b = xt(c, rt->retries[j].time_ns + rt->retries[j].duration_ns);
+			if (b > end)
+				end = b;
+			total += rt->retries[j].duration_ns;
+			j++;
+		}
+		xpf_buf_adds(out, "<g><title>");
+		if (j - i == 1) {
+			xpf_buf_printf(out, "AllocatorRetry::AllocateRaw wait at %lld ns for %lld ns (%s)",
+				       (long long)r->time_ns, (long long)r->duration_ns,
+				       xpf_svg_human_ns(r->duration_ns, d1));
+			if (r->allocator >= 0 && (size_t)r->allocator < rt->nallocators) {
+				xpf_buf_adds(out, " on ");
+				xpf_svg_esc(out, rt->allocators[r->allocator].name, 100);
+			}
+			if (r->execution >= 0 && (size_t)r->execution < rt->nexecutions)
+				xpf_buf_printf(out, " in execution %zu", rt->executions[r->execution].n);
+		} else {
+			xpf_buf_printf(out, "%zu AllocatorRetry::AllocateRaw waits from %lld ns, %lld ns (%s) in all",
+				       j - i, (long long)r->time_ns, (long long)total,
+				       xpf_svg_human_ns(total, d1));
+		}
+		xpf_buf_adds(out, "</title><rect fill=\"#d62728\" fill-opacity=\"0.25\" x=\"");
+		xpf_svg_num(out, a);
+		xpf_buf_adds(out, "\" y=\"");
+		xpf_svg_num(out, Y0);
+		xpf_buf_adds(out, "\" width=\"");
+		xpf_svg_num(out, end - a < 2 ? 2 : end - a);
+		xpf_buf_adds(out, "\" height=\"");
+		xpf_svg_num(out, Y1 - Y0);
+		xpf_buf_adds(out, "\"/><path fill=\"#d62728\" d=\"M");
+		xpf_svg_num(out, a - 5);
+		xpf_buf_addc(out, ' ');
+		xpf_svg_num(out, Y0);
+		xpf_buf_adds(out, "h10l-5 9z\"/></g>\n");
+		i = j;
+	}
+}
+
+/* One allocator's line: max in use per column, carried across empty columns. */
+static void draw_line(xpf_buf *out, const ctx *c, size_t a, const char *color, double *mx, double *last)
+{
+	const xpf_runtime *rt = c->rt;
+	for (size_t k = 0; k < PLOT_W; k++)
+		mx[k] = -1;
+	double carry = (double)rt->allocators[a].first_in_use_bytes;
+	for (size_t i = 0; i < rt->nevents; i++) {
+		const xpf_rt_event *e = &rt->events[i];
+		if (e->allocator != (int)a)
+			continue;
+		size_t k = (size_t)((xt(c, e->time_ns) - X0) * PLOT_W / (X1 - X0));
+		if (k >= PLOT_W)
+			k = PLOT_W - 1;
+		if (mx[k] < 0)
+			mx[k] = carry;
+		if ((double)e->in_use_after > mx[k])
+			mx[k] = (double)e->in_use_after;
+		carry = (double)e->in_use_after;
+		last[k] = carry;
+	}
+	bool started = false;
+	double cur = 0;
+	long cy = 0;
+	for (size_t k = 0; k < PLOT_W; k++) {
+		double v;
+		if (mx[k] >= 0)
+			v = mx[k];
+		else if (started)
+			v = cur;
+		else
+			continue;
+		long y10 = (long)(yb(c, v) * 10 + 0.5);
+		double x = X0 + (X1 - X0) * (double)k / PLOT_W;
+		if (!started) {
+			xpf_buf_printf(out, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" d=\"M", color);
+			xpf_svg_num(out, x);
+			xpf_buf_addc(out, ' ');
+			xpf_svg_num(out, (double)y10 / 10);
+			started = true;
+		} else if (y10 != cy) {
+			xpf_buf_addc(out, 'H');
+			xpf_svg_num(out, x);
+			xpf_buf_addc(out, 'V');
+			xpf_svg_num(out, (double)y10 / 10);
+		}
+		cy = y10;
+		if (mx[k] >= 0) {
+			/* what is in use after the column: its last event */
+			long ly = (long)(yb(c, last[k]) * 10 + 0.5);
+			if (ly != cy) {
+				xpf_buf_addc(out, 'H');
+				xpf_svg_num(out, X0 + (X1 - X0) * (double)(k + 1) / PLOT_W);
+				xpf_buf_addc(out, 'V');
+				xpf_svg_num(out, (double)ly / 10);
+				cy = ly;
+			}
+			cur = last[k];
+		}
+	}
+	if (started) {
+		xpf_buf_addc(out, 'H');
+		xpf_svg_num(out, X1);
+		xpf_buf_adds(out, "\"/>\n");
+	}
+}
+
+static void message(xpf_buf *out, const char *what)
+{
+	xpf_buf_printf(out, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f6f6f6\" "
+		       "stroke=\"#ccc\"/>\n", (int)X0, (int)Y0, PLOT_W, (int)(Y1 - Y0));
+	xpf_svg_text(out, (X0 + X1) / 2, (Y0 + Y1) / 2, "middle", "lg", what, 140);
+}
+
+void xpf_svg_timeline(const xpf_runtime *rt, const char *const *module_names, size_t nmodules,
+		      xpf_buf *out)
+{
+	char hb[32], hb2[32], d1[48], line[512];
+	xpf_svg_begin(out, W, H, "bytes in use over time per allocator");
+	xpf_svg_text(out, 12, 24, NULL, "h", "Bytes in use over time, per allocator", 0);
+	if (!rt->has_events) {
+		message(out, rt->has_host_plane
+				     ? "no allocator events in this capture (see runtime/summary.txt)"
+				     : "no /host:CPU plane in this capture: no allocator events");
+		xpf_svg_end(out);
+		return;
+	}
+
+	ctx c = { rt, module_names, nmodules, INT64_MAX, INT64_MIN, 1 };
+	for (size_t i = 0; i < rt->nevents; i++) {
+		if (rt->events[i].time_ns < c.t0)
+			c.t0 = rt->events[i].time_ns;
+		if (rt->events[i].time_ns > c.t1)
+			c.t1 = rt->events[i].time_ns;
+	}
+	for (size_t i = 0; i < rt->nexecutions; i++) {
+		if (rt->executions[i].start_ns < c.t0)
+			c.t0 = rt->executions[i].start_ns;
+		if (rt->executions[i].end_ns > c.t1)
+			c.t1 = rt->executions[i].end_ns;
+	}
+	for (size_t i = 0; i < rt->nretries; i++) {
+		if (rt->retries[i].time_ns < c.t0)
+			c.t0 = rt->retries[i].time_ns;
+		if (rt->retries[i].time_ns + rt->retries[i].duration_ns > c.t1)
+			c.t1 = rt->retries[i].time_ns + rt->retries[i].duration_ns;
+	}
+	/* a little room on both sides so the first and last events show */
+	int64_t span = c.t1 - c.t0;
+	if (span <= 0)
+		span = 1000;
+	int64_t pad = span / 50 > 0 ? span / 50 : 1;
+	c.t0 = c.t0 > pad ? c.t0 - pad : 0;
+	c.t1 = c.t0 + span + 2 * pad;
+
+	size_t *order = malloc((rt->nallocators ? rt->nallocators : 1) * sizeof *order);
+	int *color_of = calloc(rt->nallocators ? rt->nallocators : 1, sizeof *color_of);
+	if (!order || !color_of)
+		abort();
+	sort_allocs(rt, order);
+	for (size_t i = 0; i < rt->nallocators; i++)
+		color_of[order[i]] = (int)i;
+
+	double ymax = 0, capmax = 0;
+	for (size_t i = 0; i < rt->nallocators; i++) {
+		const xpf_rt_allocator *a = &rt->allocators[i];
+		if ((double)a->peak_in_window_bytes > ymax)
+			ymax = (double)a->peak_in_window_bytes;
+		if (a->is_pool && (double)a->capacity_bytes > capmax)
+			capmax = (double)a->capacity_bytes;
+	}
+	bool cap_on_scale = capmax > 0 && capmax <= 2.5 * (ymax > 0 ? ymax : 1);
+	double scale_max = cap_on_scale && capmax > ymax ? capmax : ymax;
+	xpf_svg_ticks yt, xtk;
+	xpf_svg_ticks_make(&yt, scale_max * 1.06, 8, XPF_SVG_BYTES);
+	xpf_svg_ticks_make(&xtk, (double)(c.t1 - c.t0), 10, XPF_SVG_NS);
+	c.top = yt.top;
+
+	/* subtitle: the pool's story in one line */
+	{
+		xpf_buf sub = XPF_BUF_INIT;
+		size_t npools = 0;
+		for (size_t i = 0; i < rt->nallocators; i++)
+			npools += rt->allocators[i].is_pool;
+		xpf_buf_printf(&sub, "%zu allocators (%zu device pools), %zu events, %zu executions, "
+			       "%zu AllocatorRetry waits", rt->nallocators, npools, rt->nevents,
+			       rt->nexecutions, rt->nretries);
+		if (rt->nallocators && rt->allocators[order[0]].is_pool) {
+			const xpf_rt_allocator *a = &rt->allocators[order[0]];
+			xpf_buf_printf(&sub, " \xC2\xB7 %s peak %s", a->name,
+				       xpf_human(a->peak_in_window_bytes, hb));
+			if (a->capacity_bytes)
+				xpf_buf_printf(&sub, " of %s", xpf_human(a->capacity_bytes, hb2));
+		}
+		xpf_svg_text(out, 12, 44, NULL, "sub", sub.data, 150);
+		xpf_buf_release(&sub);
+	}
+
+	draw_executions(out, &c);
+	{
+		xpf_svg_ticks xs = xtk;
+		xs.top = (double)(c.t1 - c.t0);
+		xs.n = (int)(xs.top / xtk.step) + 1;
+		snprintf(line, sizeof line, "time (0 = %s after the profile start)",
+			 xpf_svg_human_ns(c.t0, d1));
+		xpf_svg_axes(out, X0, Y0, X1, Y1, &xs, 0, &yt, line,
+			     "bytes in use (allocated + reserved)");
+	}
+
+	/* capacity lines: one per distinct pool capacity */
+	if (cap_on_scale) {
+		double drawn[MAX_LINES];
+		size_t ndrawn = 0;
+		for (size_t k = 0; k < rt->nallocators && ndrawn < MAX_LINES; k++) {
+			const xpf_rt_allocator *a = &rt->allocators[order[k]];
+			if (!a->is_pool || !a->capacity_bytes)
+				continue;
+			bool seen = false;
+			for (size_t q = 0; q < ndrawn; q++)
+				seen |= drawn[q] == (double)a->capacity_bytes;
+			if (seen)
+				continue;
+			drawn[ndrawn++] = (double)a->capacity_bytes;
+			double y = yb(&c, (double)a->capacity_bytes);
+			xpf_buf_adds(out, "<g><title>");
+			xpf_svg_esc(out, a->name, 100);
+			xpf_buf_adds(out, " capacity (in use + bytes_available at its peak): ");
+			xpf_svg_bytes_text(out, a->capacity_bytes);
+			xpf_buf_printf(out, "</title><line stroke=\"#d62728\" stroke-width=\"2\" "
+				       "stroke-dasharray=\"8 4\" x1=\"%d\" x2=\"%d\" y1=\"",
+				       (int)X0, (int)X1);
+			xpf_svg_num(out, y);
+			xpf_buf_adds(out, "\" y2=\"");
+			xpf_svg_num(out, y);
+			xpf_buf_adds(out, "\"/>");
+			snprintf(line, sizeof line, "%s capacity %s", a->name,
+				 xpf_human(a->capacity_bytes, hb));
+			xpf_svg_text(out, X1 - 4, y - 5 - 14.0 * (double)(ndrawn - 1), "end", "cap", line, 0);
+			xpf_buf_adds(out, "</g>\n");
+		}
+	} else if (capmax > 0) {
+		snprintf(line, sizeof line, "pool capacity %s: above this scale", xpf_human((uint64_t)capmax, hb));
+		xpf_svg_text(out, X1 - 4, Y0 + 14, "end", "cap", line, 0);
+	}
+
+	/* the lines, pools last so they paint over host allocators */
+	double *mx = malloc(PLOT_W * sizeof *mx), *last = malloc(PLOT_W * sizeof *last);
+	if (!mx || !last)
+		abort();
+	size_t nlines = rt->nallocators < MAX_LINES ? rt->nallocators : MAX_LINES;
+	for (size_t k = nlines; k-- > 0;)
+		draw_line(out, &c, order[k], line_color[k % NCOLORS], mx, last);
+	free(mx);
+	free(last);
+	draw_start_dots(out, &c, color_of);
+	draw_retries(out, &c);
+
+	/* legend */
+	double y = Y0 + 4;
+	xpf_svg_text(out, PANEL_X, y, NULL, "lg", "Allocators (peak / capacity)", 0);
+	y += 20;
+	for (size_t k = 0; k < nlines; k++) {
+		const xpf_rt_allocator *a = &rt->allocators[order[k]];
+		xpf_buf_adds(out, "<g><title>");
+		xpf_svg_esc(out, a->name, 100);
+		xpf_buf_adds(out, ": peak in window ");
+		xpf_svg_bytes_text(out, a->peak_in_window_bytes);
+		xpf_buf_printf(out, " at %lld ns, capacity ", (long long)a->peak_ns);
+		xpf_svg_bytes_text(out, a->capacity_bytes);
+		xpf_buf_adds(out, ", live at end ");
+		xpf_svg_bytes_text(out, a->live_at_end_bytes);
+		xpf_buf_printf(out, ", %llu allocations, %llu deallocations</title>",
+			       (unsigned long long)a->allocations, (unsigned long long)a->deallocations);
+		xpf_buf_printf(out, "<rect x=\"%d\" y=\"", (int)PANEL_X);
+		xpf_svg_num(out, y - 6);
+		xpf_buf_printf(out, "\" width=\"14\" height=\"3\" fill=\"%s\"/>", line_color[k % NCOLORS]);
+		xpf_svg_text(out, PANEL_X + 20, y, NULL, "lg", a->name, 28);
+		snprintf(line, sizeof line, "%s / %s", xpf_human(a->peak_in_window_bytes, hb),
+			 a->capacity_bytes ? xpf_human(a->capacity_bytes, hb2) : "?");
+		xpf_svg_text(out, PANEL_X + 20, y + 14, NULL, "sm", line, 0);
+		xpf_buf_adds(out, "</g>\n");
+		y += 32;
+	}
+	if (rt->nallocators > nlines) {
+		snprintf(line, sizeof line, "+ %zu more (allocators.tsv)", rt->nallocators - nlines);
+		xpf_svg_text(out, PANEL_X, y, NULL, "sm", line, 0);
+		y += 18;
+	}
+	y += 8;
+	xpf_buf_printf(out, "<rect x=\"%d\" y=\"", (int)PANEL_X);
+	xpf_svg_num(out, y - 10);
+	xpf_buf_printf(out, "\" width=\"14\" height=\"12\" fill=\"%s\"/>", span_color[0]);
+	xpf_svg_text(out, PANEL_X + 20, y, NULL, "sm", "execution (module #k)", 0);
+	y += 18;
+	xpf_buf_printf(out, "<circle r=\"3\" fill=\"%s\" cx=\"%d\" cy=\"", line_color[0], (int)PANEL_X + 7);
+	xpf_svg_num(out, y - 4);
+	xpf_buf_adds(out, "\"/>");
+	xpf_svg_text(out, PANEL_X + 20, y, NULL, "sm", "in use when it started", 0);
+	y += 18;
+	if (rt->nretries) {
+		xpf_buf_adds(out, "<path fill=\"#d62728\" d=\"M");
+		xpf_svg_num(out, PANEL_X + 2);
+		xpf_buf_addc(out, ' ');
+		xpf_svg_num(out, y - 10);
+		xpf_buf_adds(out, "h10l-5 9z\"/>");
+		xpf_svg_text(out, PANEL_X + 20, y, NULL, "sm", "AllocatorRetry wait", 0);
+		y += 18;
+	}
+	if (cap_on_scale) {
+		xpf_buf_printf(out, "<line stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"4 2\" "
+			       "x1=\"%d\" x2=\"%d\" y1=\"", (int)PANEL_X, (int)PANEL_X + 14);
+		xpf_svg_num(out, y - 4);
+		xpf_buf_adds(out, "\" y2=\"");
+		xpf_svg_num(out, y - 4);
+		xpf_buf_adds(out, "\"/>");
+		xpf_svg_text(out, PANEL_X + 20, y, NULL, "sm", "pool capacity", 0);
+	}
+	free(order);
+	free(color_of);
+	xpf_svg_end(out);
+}
+
+int xpf_render_timeline_svg(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+{
+	const xpf_runtime *rt;
+	int rc = xpf_host_runtime(h, &rt, err);
+	if (rc != XPF_OK)
+		return rc;
+	size_t nm = xpf_capture_nmodules(h->cap);
+	const char **names = calloc(nm ? nm : 1, sizeof *names);
+	if (!names)
+		abort();
+	for (size_t i = 0; i < nm; i++)
+		names[i] = xpf_capture_module(h->cap, i)->name;
+	xpf_svg_timeline(rt, names, nm, out);
+	free(names);
+	return XPF_OK;
+}
+
+void xpf_svg_pool_capacity(xpf_host *h, long m, xpf_svg_capacity *cap, char what[128])
+{
+	cap->bytes = 0;
+	cap->what = NULL;
+	if (h->opt && h->opt->capacity) {
+		cap->bytes = h->opt->capacity;
+		snprintf(what, 128, "capacity given with --capacity");
+		cap->what = what;
+		return;
+	}
+	const xpf_runtime *rt;
+	xpf_error e = { 0 };
+	if (xpf_capture_nplanes(h->cap) == 0 || xpf_host_runtime(h, &rt, &e) != XPF_OK)
+		return;
+	long best = -1;
+	for (size_t i = 0; i < rt->nexecutions; i++) {
+		const xpf_rt_execution *x = &rt->executions[i];
+		if (x->module != m || x->allocator < 0 || (size_t)x->allocator >= rt->nallocators)
+			continue;
+		if (best < 0 || rt->allocators[x->allocator].capacity_bytes >
+				rt->allocators[best].capacity_bytes)
+			best = x->allocator;
+	}
+	if (best < 0) {
+		for (size_t i = 0; i < rt->nallocators; i++) {
+			if (!rt->allocators[i].is_pool)
+				continue;
+			if (best < 0 || rt->allocators[i].capacity_bytes > rt->allocators[best].capacity_bytes)
+				best = (long)i;
+		}
+	}
+	if (best < 0 || rt->allocators[best].capacity_bytes == 0)
+		return;
+	cap->bytes = rt->allocators[best].capacity_bytes;
+	snprintf(what, 128, "%s capacity (measured: in use + bytes_available)",
+		 rt->allocators[best].name);
+	cap->what = what;
+}
