@@ -88,11 +88,8 @@ static void apply(xpf_plan *p, heap_state *st, const Xla__HeapSimulatorTrace__Ev
 			return;
 		if (spans)
 			p->buffers[b].end = step;
-		if (--st->refs[r] == 0) {
+		if (--st->refs[r] == 0)
 			drop_region(p, st, r);
-			if (spans)
-				p->buffers[r].end = step;
-		}
 		break;
 	}
 	case XLA__HEAP_SIMULATOR_TRACE__EVENT__KIND__SHARE_WITH: {
