@@ -49,6 +49,43 @@ static bool open_capture(struct fixture *f, const char *name)
 	return true;
 }
 
+/* Build a scenario capture with xplane-mkcapture into a temporary folder;
+ * false (and a skip message) where the generator is not built. */
+static char scn_dir[4096];
+
+static bool open_scenario(struct fixture *f, const char *name)
+{
+	const char *build = getenv("XPF_BUILD");
+	char gen[4096], path[8192], cmd[16384];
+	snprintf(gen, sizeof gen, "%s/tests/mkcapture/xplane-mkcapture", build ? build : ".");
+	if (access(gen, X_OK) != 0) {
+		fprintf(stderr, "skip: %s is not built\n", gen);
+		return false;
+	}
+	if (!scn_dir[0]) {
+		snprintf(scn_dir, sizeof scn_dir, "/tmp/xpf-test-runtime-XXXXXX");
+		assert_non_null(mkdtemp(scn_dir));
+	}
+	snprintf(path, sizeof path, "%s/%s.xplane.pb", scn_dir, name);
+	snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' >/dev/null 2>&1", gen, name, path);
+	if (system(cmd) != 0 || access(path, R_OK) != 0) {
+		fprintf(stderr, "skip: xplane-mkcapture has no scenario %s\n", name);
+		return false;
+	}
+	xpf_error err = { 0 };
+	xpf_options opt = XPF_OPTIONS_INIT;
+	f->opt = opt;
+	assert_int_equal(xpf_input_open(path, NULL, &f->in, &err), XPF_OK);
+	assert_int_equal(xpf_report_open(f->in, &f->opt, &f->r, &err), XPF_OK);
+	f->h = xpf_report_host(f->r, 0);
+	int rc = xpf_host_runtime(f->h, &f->rt, &err);
+	if (rc != XPF_OK)
+		fprintf(stderr, "runtime: %s\n", err.msg);
+	assert_int_equal(rc, XPF_OK);
+	unlink(path);
+	return true;
+}
+
 static void close_capture(struct fixture *f)
 {
 	xpf_report_free(f->r);
@@ -330,6 +367,95 @@ static void test_conv_run(void **state)
 	close_capture(&f);
 }
 
+#define MiB (1024ull * 1024)
+
+/* A training loop that keeps every step's gradients in a Python list: in
+ * use at the start of each step grows by the step's outputs. */
+static void test_grads_kept(void **state)
+{
+	struct fixture f;
+	(void)state;
+	if (!open_scenario(&f, "grads-kept"))
+		skip();
+	const xpf_runtime *rt = f.rt;
+	assert_true(rt->nexecutions >= 3);
+	const xpf_rt_execution *first = &rt->executions[0], *last = &rt->executions[rt->nexecutions - 1];
+	assert_int_equal(first->module, last->module);
+	assert_int_equal(first->in_use_at_start_bytes, 316 * MiB);
+	assert_int_equal(last->in_use_at_start_bytes, 1252 * MiB);
+	for (size_t i = 1; i < rt->nexecutions; i++) {
+		assert_int_equal(rt->executions[i].module_execution, i + 1);
+		assert_int_equal(rt->executions[i].growth_bytes, 104 * MiB);
+		assert_int_equal(rt->executions[i].launched, XPF_LAUNCHED_YES);
+	}
+	/* what is live at the last start: the outputs of every earlier step */
+	xpf_rt_block *b;
+	size_t nb;
+	xpf_error err = { 0 };
+	assert_int_equal(xpf_runtime_live_at(rt, rt->nexecutions - 1, &b, &nb, &err), XPF_OK);
+	uint64_t outputs = 0;
+	for (size_t i = 0; i < nb; i++)
+		if (b[i].origin == XPF_ORIGIN_OUTPUTS)
+			outputs += b[i].bytes;
+	assert_int_equal(outputs, (rt->nexecutions - 1) * 104 * MiB);
+	xpf_rt_blocks_free(b, nb);
+	assert_non_null(strstr(file(&f, "runtime/executions/2/summary.txt"),
+			       "growth since execution 1: +104.0 MiB (109051904 bytes)"));
+	/* between the last two steps: the host events, the list.append too */
+	assert_true(rt->between.nrows > 0);
+	assert_non_null(strstr(file(&f, "runtime/between.tsv"), "append\t1\t"));
+	check_invariants(&f);
+	close_capture(&f);
+}
+
+/* An attention block too big for the pool: the temp allocation waits 10 s
+ * in AllocatorRetry::AllocateRaw and the execution never launches. */
+static void test_attention_too_big(void **state)
+{
+	struct fixture f;
+	(void)state;
+	if (!open_scenario(&f, "attention-too-big"))
+		skip();
+	const xpf_runtime *rt = f.rt;
+	assert_int_equal(rt->nretries, 1);
+	assert_int_equal(rt->retries[0].duration_ns, 10000000000ll);
+	assert_true(rt->retries[0].execution >= 0);
+	const xpf_rt_execution *x = &rt->executions[rt->retries[0].execution];
+	assert_int_equal(x->launched, XPF_LAUNCHED_NO);
+	assert_true(x->stopped_in_build);
+	assert_true(x->module >= 0);
+	assert_string_equal(rt->allocators[rt->retries[0].allocator].name, "GPU_0_bfc");
+	assert_non_null(strstr(file(&f, "runtime/retries.tsv"), "\t10000000000\tGPU_0_bfc\t"));
+	assert_non_null(strstr(file(&f, "runtime/summary.txt"), "never launched: execution 1"));
+	check_invariants(&f);
+	close_capture(&f);
+}
+
+/* Arrays put on the device outside the step take the room: the transfer
+ * is the largest origin of what is live when the step starts. */
+static void test_foreign_arrays(void **state)
+{
+	struct fixture f;
+	(void)state;
+	if (!open_scenario(&f, "foreign-arrays"))
+		skip();
+	const xpf_runtime *rt = f.rt;
+	assert_true(rt->nexecutions >= 1);
+	xpf_rt_block *b;
+	size_t nb;
+	xpf_error err = { 0 };
+	assert_int_equal(xpf_runtime_live_at(rt, rt->nexecutions - 1, &b, &nb, &err), XPF_OK);
+	assert_true(nb > 0);
+	size_t best = 0;
+	for (size_t i = 1; i < nb; i++)
+		if (b[i].bytes > b[best].bytes)
+			best = i;
+	assert_int_equal(b[best].origin, XPF_ORIGIN_TRANSFER);
+	xpf_rt_blocks_free(b, nb);
+	check_invariants(&f);
+	close_capture(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -338,6 +464,12 @@ int main(void)
 		cmocka_unit_test(test_tf),
 		cmocka_unit_test(test_tpu),
 		cmocka_unit_test(test_conv_run),
+		cmocka_unit_test(test_grads_kept),
+		cmocka_unit_test(test_attention_too_big),
+		cmocka_unit_test(test_foreign_arrays),
 	};
-	return cmocka_run_group_tests_name("runtime", tests, NULL, NULL);
+	int rc = cmocka_run_group_tests_name("runtime", tests, NULL, NULL);
+	if (scn_dir[0])
+		rmdir(scn_dir);
+	return rc;
 }
