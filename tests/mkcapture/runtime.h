@@ -1,0 +1,86 @@
+/* The runtime side of a scenario: a script of timed actions (device puts,
+ * executions, frees, Python-tracer events) replayed into the host and
+ * device planes, with a BFC allocator simulated per device so that every
+ * MemoryAllocation / MemoryDeallocation carries self-consistent figures. */
+#ifndef MK_RUNTIME_H
+#define MK_RUNTIME_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hlo_build.h"
+#include "wire.h"
+
+#define MK_MAX_MODULES 64
+#define MK_MAX_DEVICES 8
+#define MK_MAX_RT_ALLOCS 512
+#define MK_MAX_THUNKS 512
+
+typedef struct mk_modinfo {
+	hb_module *hb;
+	xpf_buf hlo;
+	const char *fn; /* Python function name, for PjitFunction(<fn>) */
+	hb_rt_alloc allocs[MK_MAX_RT_ALLOCS];
+	int nallocs;
+	int nresults;
+	const char *thunks[MK_MAX_THUNKS];
+	int nthunks;
+	hb_stats stats;
+} mk_modinfo;
+
+enum { ACT_PUT, ACT_EXEC, ACT_FREE, ACT_PY };
+
+typedef struct mk_act {
+	int kind;
+	int dev;
+	int leader;     /* first of a group of per-device actions (main thread events) */
+	int64_t t_ns;
+	int64_t dur_ns;
+	int module;     /* EXEC */
+	int fail_at;    /* EXEC: runtime allocation that fails (-1 none) */
+	int64_t retry_ns;
+	int64_t bytes;  /* PUT */
+	int handle;     /* PUT: new array; FREE: array freed; EXEC: first result */
+	char name[96];  /* PY: event name; PUT: shape */
+} mk_act;
+
+typedef struct mk_scn {
+	const char *host;
+	int ndev;
+	uint64_t memory_size;
+	int64_t capacity;
+	int64_t pre_bytes[MK_MAX_DEVICES]; /* in use before the capture started */
+	int no_runtime;                    /* no allocator events (cuda_async) */
+	const char *device_name;
+	const char *vendor;
+	mk_modinfo mods[MK_MAX_MODULES];
+	int nmods;
+	mk_act *acts;
+	int nacts, capacts;
+	int nhandles;
+	int64_t t; /* script cursor, ns */
+	int scale;
+} mk_scn;
+
+void mk_scn_init(mk_scn *s, const char *host, int ndev, uint64_t memory_size, int64_t capacity);
+void mk_scn_release(mk_scn *s);
+/* Encode module m (temp block temp_size, 0 = placement extent) and register it. */
+int mk_add_module(mk_scn *s, hb_module *m, const char *fn, int64_t temp_size);
+
+/* Script.  Times advance a cursor; each call returns the action index. */
+void mk_gap(mk_scn *s, int64_t ns);
+/* Device put of an array on every device (or dev >= 0 only); returns the
+ * handle of device 0's array (handles of other devices follow). */
+int mk_put(mk_scn *s, int dev, int64_t bytes, const char *shape);
+/* One execution of module on all devices; fail_at: index into the module's
+ * runtime allocations that runs out of memory (-1 none).  Returns the handle
+ * of device 0's first result (result r of device d: + d * nresults + r). */
+int mk_exec(mk_scn *s, int module, int fail_at, int64_t retry_ns);
+void mk_free(mk_scn *s, int handle);
+void mk_py(mk_scn *s, const char *name, int64_t dur_ns);
+int64_t mk_exec_duration(const mk_scn *s, int module, int fail_at, int64_t retry_ns);
+
+/* Write the XSpace.  Returns 0 or -1 on an I/O error. */
+int mk_write_xspace(mk_scn *s, FILE *f, uint64_t *bytes, uint64_t *events);
+
+#endif

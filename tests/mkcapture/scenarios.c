@@ -1,0 +1,15 @@
+#include "scenarios.h"
+
+void mk_build_attention_too_big(mk_scn *s, int host, int scale);
+void mk_build_grads_kept(mk_scn *s, int host, int scale);
+void mk_build_no_donation(mk_scn *s, int host, int scale);
+
+const mk_scenario mk_scenarios[] = {
+	{ "attention-too-big", 1, mk_build_attention_too_big,
+	  "the plan alone exceeds the pool; naive attention keeps B*H*S*S buffers for the backward pass" },
+	{ "grads-kept", 1, mk_build_grads_kept,
+	  "each step's gradients are appended to a Python list: in use grows by the non-aliased outputs" },
+	{ "no-donation", 1, mk_build_no_donation,
+	  "the new state needs new memory because the old state is not donated" },
+};
+const int mk_nscenarios = (int)(sizeof mk_scenarios / sizeof mk_scenarios[0]);
