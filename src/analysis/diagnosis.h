@@ -1,12 +1,93 @@
-/* The diagnosis (SPEC §5).  Owned by diagnosis.c. */
+/* The diagnosis (SPEC §5): which module, what capacity, and the findings
+ * with their figures, evidence and fixes.  Owned by diagnosis.c (module
+ * choice, capacity, rules), diag_render.c (diagnosis.txt/.json, summary.txt,
+ * checks.txt) and diag_tree.c (the root files, README, focus, cross-host).
+ *
+ * A diagnosis is computed once per host on first use (xpf_host_diagnosis)
+ * and cached in h->diagnosis; it is immutable afterwards, safe to read from
+ * any thread, and every pointer inside it lives until xpf_report_free().
+ * It never fails for lack of data: a capture without plan or runtime gets
+ * missing-plan / missing-runtime findings instead. */
 #ifndef XPF_DIAGNOSIS_H
 #define XPF_DIAGNOSIS_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 #include "analysis/report.h"
 
-typedef struct xpf_diagnosis xpf_diagnosis;
+/* Where a figure came from (SPEC §4). */
+enum xpf_tag { XPF_TAG_READ = 0, XPF_TAG_MEASURED, XPF_TAG_INFERRED };
+const char *xpf_tag_name(enum xpf_tag t);   /* "read" "measured" "inferred" */
 
+#define XPF_DIAG_MAX_FIGS 24
+#define XPF_DIAG_MAX_EVIDENCE 6
+#define XPF_DIAG_MAX_FIXES 6
+
+/* One figure of a finding: a number (JSON integer) or a text (JSON string:
+ * percentages "81.6", ratios "1.00", ids). */
+typedef struct xpf_diag_fig {
+	const char *key;          /* static: "need_bytes", "count", ... */
+	bool is_text;
+	uint64_t value;
+	char text[40];
+} xpf_diag_fig;
+
+typedef struct xpf_diag_fix {
+	char *text;
+	uint64_t saving_bytes;
+	char *cost;
+} xpf_diag_fix;                   /* always tagged inferred */
+
+typedef struct xpf_finding {
+	const char *code;         /* SPEC §5.2, static */
+	enum xpf_tag tag;
+	long module;              /* host module index, or -1 */
+	char *text;
+	size_t nfigs;
+	xpf_diag_fig figs[XPF_DIAG_MAX_FIGS];
+	size_t nevidence;
+	char *evidence[XPF_DIAG_MAX_EVIDENCE]; /* paths relative to the host root */
+	size_t nfixes;
+	xpf_diag_fix fixes[XPF_DIAG_MAX_FIXES];
+	int rank;                 /* ordering: most important first */
+} xpf_finding;
+
+typedef struct xpf_diagnosis {
+	long module;              /* the focus module (SPEC §5.1), -1 if none */
+	const char *module_why;   /* how it was chosen, static text */
+	long execution;           /* its last execution (0-based), or -1 */
+	int device;               /* the device read, or -1 */
+	int allocator;            /* the pool allocator read, or -1 */
+	uint64_t capacity_bytes;  /* 0 when unknown */
+	enum xpf_tag capacity_tag;
+	char *capacity_source;    /* "GPU_0_bfc", "--capacity", "memory_size of /device:GPU:0" */
+	uint64_t memory_bytes;    /* the device's memory_size, 0 when absent */
+	bool fraction_set;        /* capacity is not 0.75 × memory_size (±1%) */
+	size_t nfindings;         /* most important first */
+	xpf_finding *findings;
+	xpf_buf checks;           /* checks.txt, rendered with the diagnosis */
+} xpf_diagnosis;
+
+/* The host's diagnosis (computed on first use; owned by the host). */
 int xpf_host_diagnosis(xpf_host *h, const xpf_diagnosis **out, xpf_error *err);
 void xpf_diagnosis_free(void *d);
+
+/* Renderers (diag_render.c). */
+int xpf_render_diagnosis_txt(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
+int xpf_render_diagnosis_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
+int xpf_render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
+int xpf_render_checks(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
+
+/* Checks (diag_checks.c): append checks.txt lines for the host to out. */
+void xpf_diag_checks(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out);
+
+/* The device plane's memory_size for device d (d < 0: the first device
+ * plane that has one); 0 when absent. */
+uint64_t xpf_diag_device_memory(xpf_host *h, int d);
+
+/* A finding by code, or NULL. */
+const xpf_finding *xpf_diag_find(const xpf_diagnosis *d, const char *code);
 
 #endif

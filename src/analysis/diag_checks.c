@@ -1,0 +1,239 @@
+/* checks.txt: the self-consistency checks a careful engineer runs before
+ * trusting the figures.  One line per check: STATUS<TAB>name<TAB>figures,
+ * STATUS one of PASS, WARN (explained), FAIL (a bug or a broken capture). */
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis/diag_priv.h"
+
+static void line(xpf_buf *out, const char *status, const char *name, xpf_buf *fig)
+{
+	xpf_buf_printf(out, "%s\t%s\t%s\n", status, name, fig->data ? fig->data : "");
+	xpf_buf_reset(fig);
+}
+
+static void check_plans(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out)
+{
+	xpf_buf f = XPF_BUF_INIT;
+	size_t nplans = 0, bad_kinds = 0, bad_peak = 0, bad_heap = 0, missing = 0;
+	long first_kinds = -1, first_peak = -1;
+	char h1[32], h2[32], h3[32];
+
+	for (size_t m = 0; m < h->nmodules; m++) {
+		const xpf_plan *p = xpf_diag_plan(h, (long)m);
+		if (p == NULL || !p->has_assignment) {
+			missing++;
+			continue;
+		}
+		nplans++;
+		uint64_t sum = 0;
+		for (int k = 0; k < XPF_NKINDS; k++)
+			sum += p->kind_bytes[k];
+		if (sum != p->total_bytes) {
+			if (first_kinds < 0)
+				first_kinds = (long)m;
+			bad_kinds++;
+		}
+		uint64_t rows = 0;
+		for (size_t i = 0; i < p->npeak; i++)
+			rows += p->peak[i].bytes;
+		if (rows != p->heap_peak_bytes) {
+			if (first_peak < 0)
+				first_peak = (long)m;
+			bad_peak++;
+		}
+		if (p->simulated && p->simulated_peak_bytes > p->temp_bytes)
+			bad_heap++;
+	}
+	if (h->nmodules == 0) {
+		xpf_buf_adds(&f, "no modules in the capture: no plan to check");
+		line(out, "WARN", "kinds-sum-to-total", &f);
+		return;
+	}
+	xpf_buf_printf(&f, "%zu of %zu modules with buffer assignment: parameter + output + thread-local + constant + temp = total bytes",
+		       nplans, h->nmodules);
+	if (bad_kinds) {
+		const xpf_plan *p = xpf_diag_plan(h, first_kinds);
+		uint64_t sum = 0;
+		for (int k = 0; k < XPF_NKINDS; k++)
+			sum += p->kind_bytes[k];
+		xpf_buf_printf(&f, "; %zu differ, e.g. %s: kinds %llu vs total %llu", bad_kinds, p->module,
+			       (unsigned long long)sum, (unsigned long long)p->total_bytes);
+	}
+	line(out, bad_kinds ? "FAIL" : "PASS", "kinds-sum-to-total", &f);
+
+	xpf_buf_printf(&f, "%zu modules: the rows of peak_buffers.tsv sum to the heap peak", nplans);
+	if (bad_peak) {
+		const xpf_plan *p = xpf_diag_plan(h, first_peak);
+		uint64_t rows = 0;
+		for (size_t i = 0; i < p->npeak; i++)
+			rows += p->peak[i].bytes;
+		xpf_buf_printf(&f, "; %zu differ, e.g. %s: rows %llu vs heap peak %llu", bad_peak, p->module,
+			       (unsigned long long)rows, (unsigned long long)p->heap_peak_bytes);
+	}
+	line(out, bad_peak ? "FAIL" : "PASS", "peak-rows-sum-to-heap-peak", &f);
+
+	if (bad_heap) {
+		xpf_buf_printf(&f, "%zu modules simulate a temp peak above their temp block", bad_heap);
+		line(out, "WARN", "simulated-peak-within-temp", &f);
+	}
+	if (missing) {
+		xpf_buf_printf(&f, "%zu of %zu modules have no buffer assignment (see their summary.txt)",
+			       missing, h->nmodules);
+		line(out, "WARN", "modules-without-plan", &f);
+	}
+
+	const xpf_plan *p = xpf_diag_plan(h, d->module);
+	if (p && p->has_assignment && p->fragmentation_bytes != 0) {
+		xpf_buf_printf(&f, "%s: temp block %s, simulated peak %s, fragmentation %s", p->module,
+			       xpf_human(p->temp_bytes, h1), xpf_human(p->simulated_peak_bytes, h2),
+			       xpf_human(p->fragmentation_bytes, h3));
+		line(out, "PASS", "temp-block-vs-simulated-peak", &f);
+	}
+	xpf_buf_release(&f);
+}
+
+static void check_runtime(xpf_host *h, const xpf_diagnosis *d, const xpf_runtime *rt, xpf_buf *out)
+{
+	xpf_buf f = XPF_BUF_INIT;
+	char h1[32], h2[32];
+
+	if (rt == NULL || !rt->has_events) {
+		xpf_buf_adds(&f, "no allocator events: the runtime checks do not apply");
+		line(out, "WARN", "runtime-present", &f);
+		xpf_buf_release(&f);
+		return;
+	}
+
+	/* Capacity = in use + available should not change while the pool lives. */
+	for (size_t a = 0; a < rt->nallocators; a++) {
+		const xpf_rt_allocator *al = &rt->allocators[a];
+		uint64_t lo = UINT64_MAX, hi = 0;
+		for (size_t i = 0; i < rt->nevents; i++) {
+			const xpf_rt_event *e = &rt->events[i];
+			if (e->allocator != (int)a)
+				continue;
+			uint64_t cap = e->in_use_after + e->available;
+			lo = cap < lo ? cap : lo;
+			hi = cap > hi ? cap : hi;
+		}
+		if (hi == 0)
+			continue;
+		if (lo == hi)
+			xpf_buf_printf(&f, "%s: in use + available = %llu (%s) at every event", al->name,
+				       (unsigned long long)lo, xpf_human(lo, h1));
+		else
+			xpf_buf_printf(&f, "%s: in use + available varies from %llu to %llu (%s): %s", al->name,
+				       (unsigned long long)lo, (unsigned long long)hi, xpf_human(hi - lo, h1),
+				       al->is_pool ? "the pool grew (allow_growth / no preallocation) or bytes are reserved" :
+						     "a growing host allocator");
+		line(out, lo == hi ? "PASS" : "WARN", "capacity-constant", &f);
+	}
+
+	for (size_t a = 0; a < rt->nallocators; a++) {
+		const xpf_rt_allocator *al = &rt->allocators[a];
+		if (al->unmatched_deallocations == 0) {
+			xpf_buf_printf(&f, "%s: every one of %llu deallocations matches a seen allocation", al->name,
+				       (unsigned long long)al->deallocations);
+			line(out, "PASS", "unmatched-deallocations", &f);
+		} else {
+			xpf_buf_printf(&f, "%s: %llu of %llu deallocations (%llu bytes) free blocks allocated before the capture started",
+				       al->name, (unsigned long long)al->unmatched_deallocations,
+				       (unsigned long long)al->deallocations,
+				       (unsigned long long)al->unmatched_deallocated_bytes);
+			line(out, "WARN", "unmatched-deallocations", &f);
+		}
+	}
+
+	for (size_t a = 0; a < rt->nallocators; a++) {
+		const xpf_rt_allocator *al = &rt->allocators[a];
+		if (al->lifetime_peak_bytes > al->peak_in_window_bytes) {
+			xpf_buf_printf(&f, "%s: lifetime peak %llu (%s) above the in-window peak %llu (%s): the pool peaked before the capture (compilation, autotuning or earlier steps)",
+				       al->name, (unsigned long long)al->lifetime_peak_bytes, xpf_human(al->lifetime_peak_bytes, h1),
+				       (unsigned long long)al->peak_in_window_bytes, xpf_human(al->peak_in_window_bytes, h2));
+			line(out, "WARN", "lifetime-peak-vs-window", &f);
+		} else if (al->lifetime_peak_bytes < al->peak_in_window_bytes) {
+			xpf_buf_printf(&f, "%s: lifetime peak %llu below the in-window peak %llu: in use counts reserved bytes that peak_bytes_in_use does not",
+				       al->name, (unsigned long long)al->lifetime_peak_bytes,
+				       (unsigned long long)al->peak_in_window_bytes);
+			line(out, "WARN", "lifetime-peak-vs-window", &f);
+		} else {
+			xpf_buf_printf(&f, "%s: lifetime peak = in-window peak = %llu", al->name,
+				       (unsigned long long)al->peak_in_window_bytes);
+			line(out, "PASS", "lifetime-peak-vs-window", &f);
+		}
+	}
+
+	size_t amb = 0;
+	for (size_t x = 0; x < rt->nexecutions; x++)
+		amb += rt->executions[x].module < 0;
+	xpf_buf_printf(&f, "%zu of %zu executions could not be linked to exactly one module", amb, rt->nexecutions);
+	line(out, amb ? "WARN" : "PASS", "ambiguous-executions", &f);
+
+	/* The plan's temp block against what the runtime asked for. */
+	const xpf_plan *p = xpf_diag_plan(h, d->module);
+	if (p && p->has_assignment) {
+		size_t n = 0, same = 0;
+		uint64_t seen = 0;
+		for (size_t x = 0; x < rt->nexecutions; x++) {
+			const xpf_rt_execution *e = &rt->executions[x];
+			if (e->module != d->module || e->temp_bytes == 0)
+				continue;
+			n++;
+			/* BFC rounds every chunk up to 256 bytes. */
+			if (e->temp_bytes == p->temp_bytes || e->temp_bytes == (p->temp_bytes + 255) / 256 * 256)
+				same++;
+			else
+				seen = e->temp_bytes;
+		}
+		if (n == 0) {
+			xpf_buf_printf(&f, "%s: no execution with a matched temp allocation to compare with the plan's %llu%s",
+				       p->module, (unsigned long long)p->temp_bytes,
+				       rt->keyed_by_index ? " (TPU reserves a program's memory when it loads, not per execution)" : "");
+			line(out, "WARN", "plan-vs-runtime-temp", &f);
+		} else {
+			xpf_buf_printf(&f, "%s: plan temp %llu; %zu of %zu executions allocated exactly that (or its 256-byte rounding)",
+				       p->module, (unsigned long long)p->temp_bytes, same, n);
+			if (same != n)
+				xpf_buf_printf(&f, "; others %llu (an execution that failed before its temp block, or a different shape)",
+					       (unsigned long long)seen);
+			line(out, same == n ? "PASS" : "WARN", "plan-vs-runtime-temp", &f);
+		}
+	}
+	xpf_buf_release(&f);
+}
+
+static void check_capacity(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out)
+{
+	xpf_buf f = XPF_BUF_INIT;
+	char h1[32], h2[32], pc[32];
+
+	if (d->capacity_bytes == 0) {
+		xpf_buf_adds(&f, "no capacity: no allocator events, no --capacity, no device memory_size");
+		line(out, "WARN", "capacity-known", &f);
+	} else if (d->memory_bytes && d->capacity_tag == XPF_TAG_MEASURED) {
+		xpf_buf_printf(&f, "capacity %llu (%s) is %s%% of the device memory %llu (%s)%s",
+			       (unsigned long long)d->capacity_bytes, xpf_human(d->capacity_bytes, h1),
+			       xpf_pct(d->capacity_bytes, d->memory_bytes, pc),
+			       (unsigned long long)d->memory_bytes, xpf_human(d->memory_bytes, h2),
+			       d->fraction_set ? ": not JAX's default 75%, so XLA_PYTHON_CLIENT_MEM_FRACTION (or _PREALLOCATE) is set" :
+						 ": JAX's default 75%");
+		if (d->fraction_set && h->nmodules == 0)
+			xpf_buf_adds(&f, " (or a TensorFlow capture: TensorFlow sizes its pool differently)");
+		line(out, d->fraction_set ? "WARN" : "PASS", "capacity-fraction", &f);
+	}
+	xpf_buf_release(&f);
+}
+
+void xpf_diag_checks(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out)
+{
+	const xpf_runtime *rt = NULL;
+	xpf_error e = { 0 };
+
+	if (!xpf_capture_is_hlo_only(h->cap) && xpf_host_runtime(h, &rt, &e) != XPF_OK)
+		rt = NULL;
+	check_plans(h, d, out);
+	if (!xpf_capture_is_hlo_only(h->cap))
+		check_runtime(h, d, rt, out);
+	check_capacity(h, d, out);
+}

@@ -1,0 +1,278 @@
+/* diagnosis.txt, diagnosis.json, summary.txt, checks.txt: renderings of the
+ * host's diagnosis (computed once, see diagnosis.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "analysis/diag_priv.h"
+
+static const char *module_name(xpf_host *h, long m)
+{
+	return m >= 0 ? xpf_capture_module(h->cap, (size_t)m)->name : NULL;
+}
+
+static void header(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out)
+{
+	char h1[32];
+	xpf_buf_printf(out, "# %s", xpf_capture_label(h->cap));
+	if (d->module >= 0)
+		xpf_buf_printf(out, ": focus %s (%s)", module_name(h, d->module), d->module_why);
+	if (d->capacity_bytes)
+		xpf_buf_printf(out, "; capacity %s [%s] from %s", xpf_human(d->capacity_bytes, h1),
+			       xpf_tag_name(d->capacity_tag), d->capacity_source);
+	xpf_buf_addc(out, '\n');
+}
+
+void xpf_diag_finding_line(const xpf_finding *f, xpf_buf *out, const char *indent)
+{
+	char h1[32];
+	xpf_buf_printf(out, "%s[%s] %s: %s", indent, xpf_tag_name(f->tag), f->code, f->text ? f->text : "");
+	if (f->nevidence) {
+		xpf_buf_adds(out, " -> ");
+		for (size_t i = 0; i < f->nevidence; i++)
+			xpf_buf_printf(out, "%s%s", i ? ", " : "", f->evidence[i]);
+	}
+	xpf_buf_addc(out, '\n');
+	for (size_t i = 0; i < f->nfixes; i++) {
+		const xpf_diag_fix *x = &f->fixes[i];
+		xpf_buf_printf(out, "%s    [inferred] fix: %s (saves %s, %llu bytes; cost: %s)\n", indent, x->text,
+			       xpf_human(x->saving_bytes, h1), (unsigned long long)x->saving_bytes, x->cost);
+	}
+}
+
+int xpf_render_diagnosis_txt(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+{
+	const xpf_diagnosis *d;
+	int rc = xpf_host_diagnosis(h, &d, err);
+	if (rc != XPF_OK)
+		return rc;
+	header(h, d, out);
+	for (size_t i = 0; i < d->nfindings; i++)
+		xpf_diag_finding_line(&d->findings[i], out, "");
+	bool fixes = false;
+	for (size_t i = 0; i < d->nfindings; i++)
+		fixes |= d->findings[i].nfixes > 0;
+	if (fixes)
+		xpf_buf_adds(out, "# savings are estimates from the capture's bytes, not tried: confirm a fix with jax.jit(f).lower(...).compile().memory_analysis() on your side\n");
+	return XPF_OK;
+}
+
+static json_t *jint(uint64_t v)
+{
+	return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
+
+json_t *xpf_diag_json(xpf_host *h, const xpf_diagnosis *d)
+{
+	json_t *root = json_object();
+	json_t *arr = json_array();
+	char id[32];
+
+	json_object_set_new(root, "capture", json_string(xpf_capture_label(h->cap)));
+	json_object_set_new(root, "host", json_string(h->name ? h->name : ""));
+	json_object_set_new(root, "module", d->module >= 0 ? json_string(module_name(h, d->module)) : json_null());
+	if (d->module >= 0) {
+		snprintf(id, sizeof id, "%llu", (unsigned long long)xpf_capture_module(h->cap, d->module)->program_id);
+		json_object_set_new(root, "program_id", json_string(id));
+		json_object_set_new(root, "module_dir", json_string(h->module_dirs[d->module]));
+		json_object_set_new(root, "module_why", json_string(d->module_why));
+	}
+	json_object_set_new(root, "capacity_bytes", jint(d->capacity_bytes));
+	json_object_set_new(root, "capacity_tag", json_string(xpf_tag_name(d->capacity_tag)));
+	json_object_set_new(root, "capacity_source", json_string(d->capacity_source));
+	json_object_set_new(root, "device_memory_bytes", jint(d->memory_bytes));
+	json_object_set_new(root, "fraction_set", json_boolean(d->fraction_set));
+	for (size_t i = 0; i < d->nfindings; i++) {
+		const xpf_finding *f = &d->findings[i];
+		json_t *o = json_object(), *figs = json_object(), *ev = json_array(), *fx = json_array();
+		json_object_set_new(o, "code", json_string(f->code));
+		json_object_set_new(o, "tag", json_string(xpf_tag_name(f->tag)));
+		json_object_set_new(o, "module", f->module >= 0 ? json_string(module_name(h, f->module)) : json_null());
+		json_object_set_new(o, "text", json_string(f->text ? f->text : ""));
+		for (size_t j = 0; j < f->nfigs; j++)
+			json_object_set_new(figs, f->figs[j].key, f->figs[j].is_text ?
+					    json_string(f->figs[j].text) : jint(f->figs[j].value));
+		for (size_t j = 0; j < f->nevidence; j++)
+			json_array_append_new(ev, json_string(f->evidence[j]));
+		for (size_t j = 0; j < f->nfixes; j++) {
+			json_t *x = json_object();
+			json_object_set_new(x, "text", json_string(f->fixes[j].text));
+			json_object_set_new(x, "saving_bytes", jint(f->fixes[j].saving_bytes));
+			json_object_set_new(x, "cost", json_string(f->fixes[j].cost));
+			json_object_set_new(x, "tag", json_string("inferred"));
+			json_array_append_new(fx, x);
+		}
+		json_object_set_new(o, "figures", figs);
+		json_object_set_new(o, "evidence", ev);
+		json_object_set_new(o, "fixes", fx);
+		json_array_append_new(arr, o);
+	}
+	json_object_set_new(root, "findings", arr);
+	return root;
+}
+
+int xpf_render_diagnosis_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+{
+	const xpf_diagnosis *d;
+	int rc = xpf_host_diagnosis(h, &d, err);
+	if (rc != XPF_OK)
+		return rc;
+	json_t *root = xpf_diag_json(h, d);
+	char *s = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
+	json_decref(root);
+	if (s == NULL)
+		return xpf_fail(err, XPF_EMALFORMED, "diagnosis.json: cannot encode (invalid UTF-8 in a name?)");
+	xpf_buf_adds(out, s);
+	xpf_buf_addc(out, '\n');
+	free(s);
+	return XPF_OK;
+}
+
+int xpf_render_checks(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+{
+	const xpf_diagnosis *d;
+	int rc = xpf_host_diagnosis(h, &d, err);
+	if (rc != XPF_OK)
+		return rc;
+	xpf_buf_add(out, d->checks.data ? d->checks.data : "", d->checks.len);
+	return XPF_OK;
+}
+
+/* ---- summary.txt ------------------------------------------------------------ */
+
+static void text_stat(const xpf_plane *p, const char *name, xpf_buf *out)
+{
+	xpf_stat st;
+	xpf_str s;
+	xpf_error e = { 0 };
+	if (xpf_plane_stat(p, name, &st, &e) == 1 && xpf_stat_text(&st, &s))
+		xpf_buf_add(out, s.p, s.n);
+	else
+		xpf_buf_adds(out, "?");
+}
+
+static void summary_devices(xpf_host *h, xpf_buf *out)
+{
+	size_t ndev = 0;
+	char h1[32];
+	for (size_t i = 0; i < xpf_capture_nplanes(h->cap); i++)
+		ndev += strncmp(xpf_capture_plane_head(h->cap, i)->name, "/device:", 8) == 0;
+	xpf_buf_printf(out, "devices: %zu\n", ndev);
+	for (size_t i = 0; i < xpf_capture_nplanes(h->cap); i++) {
+		const xpf_plane_head *hd = xpf_capture_plane_head(h->cap, i);
+		const xpf_plane *p;
+		xpf_error e = { 0 };
+		xpf_stat st;
+		uint64_t mem;
+		if (strncmp(hd->name, "/device:", 8) != 0 || xpf_capture_plane(h->cap, i, &p, &e) != XPF_OK)
+			continue;
+		xpf_buf_printf(out, "  %s: name ", hd->name);
+		text_stat(p, "gpu_device_name", out);
+		xpf_buf_adds(out, ", vendor ");
+		text_stat(p, "device_vendor", out);
+		if (xpf_plane_stat(p, "memory_size", &st, &e) == 1 && xpf_stat_u64(&st, &mem))
+			xpf_buf_printf(out, ", HBM %s (%llu bytes) [read]", xpf_human(mem, h1), (unsigned long long)mem);
+		else
+			xpf_buf_adds(out, ", HBM unknown");
+		xpf_buf_addc(out, '\n');
+	}
+}
+
+int xpf_render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+{
+	const xpf_diagnosis *d;
+	const xpf_runtime *rt = NULL;
+	xpf_error e = { 0 };
+	char h1[32], h2[32], h3[32], h4[32], h5[32];
+	int rc = xpf_host_diagnosis(h, &d, err);
+	if (rc != XPF_OK)
+		return rc;
+	if (!xpf_capture_is_hlo_only(h->cap) && xpf_host_runtime(h, &rt, &e) != XPF_OK)
+		rt = NULL;
+
+	xpf_buf_printf(out, "host: %s\ncapture: %s (%llu bytes)\n", h->name ? h->name : "?",
+		       xpf_capture_label(h->cap), (unsigned long long)xpf_capture_size(h->cap));
+	summary_devices(h, out);
+
+	if (rt && rt->has_events) {
+		xpf_buf_printf(out, "allocators: %zu\n", rt->nallocators);
+		for (size_t a = 0; a < rt->nallocators; a++) {
+			const xpf_rt_allocator *al = &rt->allocators[a];
+			xpf_buf_printf(out, "  %s%s: capacity %s, peak in window %s, lifetime peak %s, %llu allocations, %llu deallocations [measured]\n",
+				       al->name, al->is_pool ? " (device pool)" : "",
+				       xpf_human(al->capacity_bytes, h1), xpf_human(al->peak_in_window_bytes, h2),
+				       xpf_human(al->lifetime_peak_bytes, h3), (unsigned long long)al->allocations,
+				       (unsigned long long)al->deallocations);
+		}
+	} else {
+		xpf_buf_adds(out, "allocators: none (no allocator events; see runtime/summary.txt)\n");
+	}
+	if (d->capacity_bytes)
+		xpf_buf_printf(out, "capacity: %s (%llu bytes) [%s] from %s%s\n", xpf_human(d->capacity_bytes, h1),
+			       (unsigned long long)d->capacity_bytes, xpf_tag_name(d->capacity_tag), d->capacity_source,
+			       d->fraction_set ? "; not 75% of the device memory: the memory fraction is set" : "");
+	else
+		xpf_buf_adds(out, "capacity: unknown (give it with --capacity BYTES)\n");
+
+	size_t with = 0;
+	for (size_t m = 0; m < h->nmodules; m++) {
+		const xpf_plan *p = xpf_diag_plan(h, (long)m);
+		with += p && p->has_assignment;
+	}
+	xpf_buf_printf(out, "modules: %zu (%zu with buffer assignment)\n", h->nmodules, with);
+	/* The biggest by need, up to --top. */
+	size_t top = h->opt->top > 0 ? (size_t)h->opt->top : 25;
+	bool *shown = calloc(h->nmodules ? h->nmodules : 1, sizeof *shown);
+	for (size_t k = 0; k < top && k < h->nmodules; k++) {
+		long best = -1;
+		uint64_t bn = 0;
+		for (size_t m = 0; m < h->nmodules; m++) {
+			const xpf_plan *p = xpf_diag_plan(h, (long)m);
+			uint64_t need = p && p->has_assignment ? p->need_bytes : 0;
+			if (!shown[m] && (best < 0 || need > bn)) {
+				best = (long)m;
+				bn = need;
+			}
+		}
+		shown[best] = true;
+		const xpf_plan *p = xpf_diag_plan(h, best);
+		size_t nx = 0;
+		for (size_t x = 0; rt && x < rt->nexecutions; x++)
+			nx += rt->executions[x].module == best;
+		xpf_buf_printf(out, "  %s%s: ", module_name(h, best), best == d->module ? " (focus)" : "");
+		if (p && p->has_assignment)
+			xpf_buf_printf(out, "need %s, parameters %s, outputs %s, temp %s, heap peak %s [read]",
+				       xpf_human(p->need_bytes, h1), xpf_human(p->parameters_bytes, h2),
+				       xpf_human(p->outputs_bytes, h3), xpf_human(p->temp_bytes, h4),
+				       xpf_human(p->heap_peak_bytes, h5));
+		else
+			xpf_buf_adds(out, "no buffer assignment");
+		xpf_buf_printf(out, ", %zu executions\n", nx);
+	}
+	if (h->nmodules > top)
+		xpf_buf_printf(out, "  ... %zu more in modules/index.tsv\n", h->nmodules - top);
+	free(shown);
+
+	if (rt && rt->has_host_plane) {
+		size_t amb = 0, never = 0;
+		for (size_t x = 0; x < rt->nexecutions; x++) {
+			amb += rt->executions[x].module < 0;
+			never += rt->executions[x].launched == XPF_LAUNCHED_NO;
+		}
+		xpf_buf_printf(out, "executions: %zu (%zu never launched, %zu ambiguous) [measured]\n",
+			       rt->nexecutions, never, amb);
+		if (rt->nretries)
+			xpf_buf_printf(out, "allocator retries: %zu\n", rt->nretries);
+	} else {
+		xpf_buf_adds(out, "executions: none recorded (no /host:CPU plane)\n");
+	}
+	if (d->module >= 0)
+		xpf_buf_printf(out, "focus: modules/%s (%s)\n", h->module_dirs[d->module], d->module_why);
+	xpf_buf_printf(out, "findings: %zu (diagnosis.txt)", d->nfindings);
+	for (size_t i = 0; i < d->nfindings; i++)
+		xpf_buf_printf(out, "%s%s", i ? ", " : ": ", d->findings[i].code);
+	xpf_buf_addc(out, '\n');
+	return XPF_OK;
+}

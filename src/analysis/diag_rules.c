@@ -1,0 +1,962 @@
+/* The rules of SPEC §5.2: each looks at the focus plan, the runtime, or
+ * both, and adds a finding with its figures, evidence and fixes when its
+ * threshold is met.  Thresholds are the spec's, so a user can check why a
+ * code appears. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/diag_priv.h"
+
+#define PCT_OF(part, whole) ((whole) ? (double)(part) * 100.0 / (double)(whole) : 0.0)
+
+static uint64_t sub0(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+/* Dimensions of "f32[8,8,1024,1024]{3,2,1,0}"; returns their count (<= 8). */
+static int shape_dims(const char *shape, uint64_t dims[8])
+{
+	const char *p = shape ? strchr(shape, '[') : NULL;
+	int n = 0;
+	if (p == NULL || shape[0] == '(')
+		return 0;
+	p++;
+	while (*p && *p != ']' && n < 8) {
+		char *end;
+		unsigned long long v = strtoull(p, &end, 10);
+		if (end == p)
+			return 0;
+		dims[n++] = v;
+		p = end;
+		if (*p == ',')
+			p++;
+	}
+	return n;
+}
+
+/* A B·H·S·S-like buffer: the last two dimensions equal and at least 128. */
+static bool is_square_seq(const char *shape)
+{
+	uint64_t dims[8];
+	int n = shape_dims(shape, dims);
+	return n >= 3 && dims[n - 1] == dims[n - 2] && dims[n - 1] >= 128;
+}
+
+static const char *peak_shape(const xpf_plan_peak *r)
+{
+	return r->buffer && r->buffer->shape ? r->buffer->shape : "";
+}
+
+static const char *peak_source(const xpf_plan_peak *r)
+{
+	return r->buffer && r->buffer->instr ? r->buffer->instr->source : "";
+}
+
+static const char *peak_opname(const xpf_plan_peak *r)
+{
+	return r->buffer && r->buffer->instr ? r->buffer->instr->op_name : "";
+}
+
+/* The last component of an op_name ("jit(f)/jvp(attn)/softmax" -> "softmax"). */
+static const char *op_tail(const char *op)
+{
+	const char *s = strrchr(op, '/');
+	return s ? s + 1 : op;
+}
+
+/* The largest group of peak rows of one role with the same shape and
+ * source line: its count, bytes, and a representative row. */
+struct group {
+	size_t count;
+	uint64_t bytes;
+	const xpf_plan_peak *row;
+};
+
+static struct group largest_group(const xpf_plan *p, enum xpf_role role)
+{
+	struct group best = { 0 };
+	for (size_t i = 0; i < p->npeak; i++) {
+		const xpf_plan_peak *r = &p->peak[i];
+		if (r->role != role)
+			continue;
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = p->peak[j].role == role &&
+			       strcmp(peak_shape(&p->peak[j]), peak_shape(r)) == 0 &&
+			       strcmp(peak_source(&p->peak[j]), peak_source(r)) == 0;
+		if (seen)
+			continue;
+		struct group g = { 0, 0, r };
+		for (size_t j = i; j < p->npeak; j++)
+			if (p->peak[j].role == role &&
+			    strcmp(peak_shape(&p->peak[j]), peak_shape(r)) == 0 &&
+			    strcmp(peak_source(&p->peak[j]), peak_source(r)) == 0) {
+				g.count++;
+				g.bytes += p->peak[j].bytes;
+			}
+		if (g.bytes > best.bytes)
+			best = g;
+	}
+	return best;
+}
+
+static void describe_group(const struct group *g, xpf_buf *b)
+{
+	char h1[32];
+	const char *src = peak_source(g->row), *op = peak_opname(g->row);
+	xpf_buf_printf(b, "%zu x %s (%s in all)", g->count, peak_shape(g->row),
+		       xpf_human(g->bytes, h1));
+	if (*src)
+		xpf_buf_printf(b, " at %s", src);
+	if (*op)
+		xpf_buf_printf(b, " (%s)", op_tail(op));
+}
+
+static const char *role_words(enum xpf_role r)
+{
+	switch (r) {
+	case XPF_PLAN_ROLE_FORWARD: return "forward-kept (activations kept for the backward pass)";
+	case XPF_PLAN_ROLE_BACKWARD: return "backward (gradients and their temporaries)";
+	case XPF_PLAN_ROLE_WORKSPACE: return "library workspace (GEMM/conv scratch)";
+	default: return xpf_role_name(r);
+	}
+}
+
+static void role_split(const xpf_plan *p, xpf_buf *b)
+{
+	bool done[XPF_NROLES] = { false };
+	char h1[32], pc[32];
+	for (int k = 0; k < XPF_NROLES; k++) {
+		int best = -1;
+		for (int r = 0; r < XPF_NROLES; r++)
+			if (!done[r] && p->role_bytes[r] &&
+			    (best < 0 || p->role_bytes[r] > p->role_bytes[best]))
+				best = r;
+		if (best < 0)
+			break;
+		done[best] = true;
+		xpf_buf_printf(b, "%s%s %s%% (%s)", k ? ", " : "", xpf_role_name(best),
+			       xpf_pct(p->role_bytes[best], p->heap_peak_bytes, pc),
+			       xpf_human(p->role_bytes[best], h1));
+	}
+}
+
+static const char *const role_fig[XPF_NROLES] = {
+	"role_parameter_bytes", "role_output_bytes", "role_workspace_bytes",
+	"role_backward_bytes", "role_forward_bytes", "role_other_bytes",
+};
+
+/* ---- plan-exceeds-pool, near-fit, fits, mostly-* -------------------------- */
+
+static enum xpf_tag verdict_tag(const xpf_diag_ctx *c)
+{
+	return c->d->capacity_tag == XPF_TAG_MEASURED ? XPF_TAG_MEASURED : XPF_TAG_READ;
+}
+
+static void offer_fraction(xpf_diag_ctx *c, xpf_finding *f, uint64_t need)
+{
+	const xpf_diagnosis *d = c->d;
+	char h1[32], h2[32];
+	if (d->memory_bytes == 0 || d->capacity_tag != XPF_TAG_MEASURED)
+		return;
+	/* Leave 5% of the device to the runtime and the libraries. */
+	uint64_t room = d->memory_bytes / 20 * 19;
+	if (need <= room) {
+		unsigned frac = (unsigned)((need * 100 + d->memory_bytes - 1) / d->memory_bytes) + 2;
+		if (frac > 95)
+			frac = 95;
+		uint64_t pool = d->memory_bytes / 100 * frac;
+		xpf_diag_addfix(c, f, sub0(pool, d->capacity_bytes), 0,
+				"none in memory; less room for other processes on the GPU",
+				"raise XLA_PYTHON_CLIENT_MEM_FRACTION to .%02u: the device has %s and the step needs %s%s",
+				frac, xpf_human(d->memory_bytes, h1), xpf_human(need, h2),
+				d->fraction_set ? " (the capacity is not 75% of the device: the fraction is set already)" : "");
+	}
+}
+
+static void rule_verdict(xpf_diag_ctx *c)
+{
+	const xpf_plan *p = c->p;
+	const xpf_diagnosis *d = c->d;
+	char h1[32], h2[32], h3[32], h4[32], h5[32], h6[32];
+	xpf_buf b = XPF_BUF_INIT;
+
+	if (p == NULL || !p->has_assignment || d->capacity_bytes == 0)
+		return;
+	uint64_t need = p->need_bytes, cap = d->capacity_bytes;
+	bool exceeds = need > cap;
+	bool near = !exceeds && need >= cap / 20 * 19;
+
+	if (exceeds) {
+		xpf_finding *f = xpf_diag_add(c, "plan-exceeds-pool", verdict_tag(c), d->module);
+		xpf_buf_printf(&b, "%s needs %s > capacity %s (short by %s): parameters %s + non-aliased outputs %s + temp %s",
+			       p->module, xpf_human(need, h1), xpf_human(cap, h2),
+			       xpf_human(need - cap, h3), xpf_human(p->parameters_bytes, h4),
+			       xpf_human(p->non_aliased_outputs_bytes, h5), xpf_human(p->temp_bytes, h6));
+		if (p->constants_bytes)
+			xpf_buf_printf(&b, " + constants %s", xpf_human(p->constants_bytes, h1));
+		if (p->simulated || p->npeak) {
+			xpf_buf_printf(&b, "; at the heap peak (%s", xpf_human(p->heap_peak_bytes, h1));
+			if (p->peak_instruction && *p->peak_instruction)
+				xpf_buf_printf(&b, ", at %s", p->peak_instruction);
+			xpf_buf_adds(&b, "): ");
+			role_split(p, &b);
+		} else {
+			xpf_buf_adds(&b, "; no heap-simulator trace, so no role split at the peak");
+		}
+		xpf_diag_text(f, &b);
+		xpf_diag_num(f, "need_bytes", need);
+		xpf_diag_num(f, "capacity_bytes", cap);
+		xpf_diag_num(f, "excess_bytes", need - cap);
+		xpf_diag_num(f, "parameters_bytes", p->parameters_bytes);
+		xpf_diag_num(f, "non_aliased_outputs_bytes", p->non_aliased_outputs_bytes);
+		xpf_diag_num(f, "temp_bytes", p->temp_bytes);
+		xpf_diag_num(f, "constants_bytes", p->constants_bytes);
+		xpf_diag_num(f, "heap_peak_bytes", p->heap_peak_bytes);
+		for (int r = 0; r < XPF_NROLES; r++)
+			xpf_diag_num(f, role_fig[r], p->role_bytes[r]);
+		xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
+		xpf_diag_evidence(f, "modules/%s/peak_buffers.tsv", c->dir);
+		if (d->allocator >= 0)
+			xpf_diag_evidence(f, "runtime/allocators.tsv");
+		offer_fraction(c, f, need);
+	} else if (near) {
+		xpf_finding *f = xpf_diag_add(c, "near-fit", verdict_tag(c), d->module);
+		xpf_buf_printf(&b, "%s needs %s of capacity %s: a margin of only %s (%s%%); BFC needs contiguous chunks, so a near-fit can still fail through fragmentation",
+			       p->module, xpf_human(need, h1), xpf_human(cap, h2),
+			       xpf_human(cap - need, h3), xpf_pct(cap - need, cap, h4));
+		xpf_diag_text(f, &b);
+		xpf_diag_num(f, "need_bytes", need);
+		xpf_diag_num(f, "capacity_bytes", cap);
+		xpf_diag_num(f, "margin_bytes", cap - need);
+		xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
+		if (d->allocator >= 0)
+			xpf_diag_evidence(f, "runtime/allocators.tsv");
+		offer_fraction(c, f, need);
+	} else {
+		xpf_finding *f = xpf_diag_add(c, "fits", verdict_tag(c), d->module);
+		xpf_buf_printf(&b, "%s needs %s of capacity %s: headroom %s (%s%%)",
+			       p->module, xpf_human(need, h1), xpf_human(cap, h2),
+			       xpf_human(cap - need, h3), xpf_pct(cap - need, cap, h4));
+		if (d->capacity_tag == XPF_TAG_READ && d->memory_bytes == cap)
+			xpf_buf_printf(&b, " (capacity = the device's memory_size; JAX's GPU pool is 75%% of it by default: %s)",
+				       xpf_human(cap / 4 * 3, h5));
+		xpf_diag_text(f, &b);
+		xpf_diag_num(f, "need_bytes", need);
+		xpf_diag_num(f, "capacity_bytes", cap);
+		xpf_diag_num(f, "headroom_bytes", cap - need);
+		xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
+		if (d->allocator >= 0)
+			xpf_diag_evidence(f, "runtime/allocators.tsv");
+	}
+	if (!exceeds && !near)
+		return;
+
+	/* The largest of forward / backward / workspace, if it holds >= 25%. */
+	static const enum xpf_role three[] = { XPF_PLAN_ROLE_FORWARD, XPF_PLAN_ROLE_BACKWARD, XPF_PLAN_ROLE_WORKSPACE };
+	int best = -1;
+	for (int i = 0; i < 3; i++)
+		if (best < 0 || p->role_bytes[three[i]] > p->role_bytes[three[best]])
+			best = i;
+	enum xpf_role role = three[best];
+	uint64_t rb = p->role_bytes[role];
+	if (p->heap_peak_bytes == 0 || rb == 0 || rb * 4 < p->heap_peak_bytes)
+		return;
+	static const char *const codes[] = { "mostly-forward", "mostly-backward", "mostly-workspace" };
+	xpf_finding *f = xpf_diag_add(c, codes[best], XPF_TAG_READ, d->module);
+	struct group g = largest_group(p, role);
+	xpf_buf_printf(&b, "%s%% of the heap peak (%s of %s) is %s",
+		       xpf_pct(rb, p->heap_peak_bytes, h1), xpf_human(rb, h2),
+		       xpf_human(p->heap_peak_bytes, h3), role_words(role));
+	if (g.row) {
+		xpf_buf_adds(&b, "; the largest: ");
+		describe_group(&g, &b);
+	}
+	uint64_t sq = 0;
+	for (size_t i = 0; i < p->npeak; i++)
+		if (p->peak[i].role == role && is_square_seq(peak_shape(&p->peak[i])))
+			sq += p->peak[i].bytes;
+	if (role == XPF_PLAN_ROLE_FORWARD && sq)
+		xpf_buf_printf(&b, "; %s of it in B*H*S*S-shaped buffers", xpf_human(sq, h1));
+	xpf_diag_text(f, &b);
+	xpf_diag_str(f, "share_pct", "%s", xpf_pct(rb, p->heap_peak_bytes, h1));
+	xpf_diag_num(f, "role_bytes", rb);
+	xpf_diag_num(f, "heap_peak_bytes", p->heap_peak_bytes);
+	if (g.row) {
+		xpf_diag_num(f, "largest_group_bytes", g.bytes);
+		xpf_diag_num(f, "largest_group_count", g.count);
+		xpf_diag_str(f, "largest_group_shape", "%.39s", peak_shape(g.row));
+	}
+	if (role == XPF_PLAN_ROLE_FORWARD)
+		xpf_diag_num(f, "square_seq_bytes", sq);
+	xpf_diag_evidence(f, "modules/%s/peak_buffers.tsv", c->dir);
+	xpf_diag_evidence(f, "modules/%s/by_source.tsv", c->dir);
+
+	if (role == XPF_PLAN_ROLE_FORWARD) {
+		/* jax.checkpoint keeps the block's inputs and recomputes the rest:
+		 * most forward-kept bytes leave the peak.  We count 90% of them. */
+		uint64_t s = rb / 10 * 9;
+		xpf_diag_addfix(c, f, s, sub0(need, s), "about one extra forward pass per step (~+30% step time)",
+				"wrap the block in jax.checkpoint (remat) so its activations are recomputed in the backward pass, saving about %s of the %s forward-kept",
+				xpf_human(s, h1), xpf_human(rb, h2));
+		s = rb / 2;
+		xpf_diag_addfix(c, f, s, sub0(need, s), "twice the steps per update (same result with gradient accumulation)",
+				"halve the micro-batch and accumulate gradients over 2 micro-batches: activations scale with the batch, saving about %s",
+				xpf_human(s, h1));
+		s = sq / 4 * 3 + (rb - sq) / 2;
+		xpf_diag_addfix(c, f, s, sub0(need, s), "fewer tokens of context per step",
+				"halve the sequence length: S*S buffers shrink 4x (%s -> %s) and the rest of the activations 2x, saving about %s",
+				xpf_human(sq, h1), xpf_human(sq / 4, h2), xpf_human(s, h3));
+		if (sq)
+			xpf_diag_addfix(c, f, sq, sub0(need, sq), "a fused-attention kernel must exist for the shapes and dtype",
+					"use fused attention (jax.nn.dot_product_attention with a cuDNN/flash implementation) and check that the B*H*S*S buffers (%s) leave the plan",
+					xpf_human(sq, h1));
+	} else if (role == XPF_PLAN_ROLE_BACKWARD) {
+		uint64_t s = rb / 2;
+		xpf_diag_addfix(c, f, s, sub0(need, s), "collectives per step; needs a second device",
+				"shard parameters and gradients (FSDP) over 2 devices or more: the backward bytes at least halve, saving about %s",
+				xpf_human(s, h1));
+		xpf_diag_addfix(c, f, s, sub0(need, s), "twice the steps per update",
+				"accumulate gradients over 2 micro-batches: the backward temporaries of each micro-batch halve, saving about %s",
+				xpf_human(s, h1));
+		uint64_t f32 = 0;
+		for (size_t i = 0; i < p->npeak; i++)
+			if (p->peak[i].role == role && p->peak[i].buffer &&
+			    strcmp(p->peak[i].buffer->dtype, "f32") == 0)
+				f32 += p->peak[i].bytes;
+		if (f32)
+			xpf_diag_addfix(c, f, f32 / 2, sub0(need, f32 / 2), "less precision in the gradients",
+					"look for f32 copies of bf16 gradients: %s of the backward bytes at the peak are f32; in bf16 they would save %s",
+					xpf_human(f32, h1), xpf_human(f32 / 2, h2));
+	}
+}
+
+/* ---- no-donation ------------------------------------------------------------ */
+
+static void rule_donation(xpf_diag_ctx *c)
+{
+	const xpf_plan *p = c->p;
+	char h1[32], h2[32], h3[32];
+	xpf_buf b = XPF_BUF_INIT;
+
+	if (p == NULL || !p->has_assignment || p->parameters_count == 0 || p->donated_count != 0 ||
+	    p->matching_output_bytes < XPF_MIB)
+		return;
+	size_t nmatch = 0;
+	for (size_t i = 0; i < p->noutputs; i++)
+		nmatch += p->outputs[i].matches != NULL;
+	xpf_finding *f = xpf_diag_add(c, "no-donation", XPF_TAG_READ, c->d->module);
+	xpf_buf_printf(&b, "no parameter of %s is donated: parameters %s, outputs %s, 0 donated; %zu output%s match%s a parameter in shape and dtype, so %s could be saved with donate_argnums",
+		       p->module, xpf_human(p->parameters_bytes, h1), xpf_human(p->outputs_bytes, h2),
+		       nmatch, nmatch == 1 ? "" : "s", nmatch == 1 ? "es" : "", xpf_human(p->matching_output_bytes, h3));
+	xpf_diag_text(f, &b);
+	xpf_diag_num(f, "parameters_bytes", p->parameters_bytes);
+	xpf_diag_num(f, "outputs_bytes", p->outputs_bytes);
+	xpf_diag_num(f, "donated_bytes", 0);
+	xpf_diag_num(f, "saving_bytes", p->matching_output_bytes);
+	xpf_diag_num(f, "matching_outputs", nmatch);
+	xpf_diag_evidence(f, "modules/%s/allocations.tsv", c->dir);
+	xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
+
+	/* The parameters the matching outputs could reuse. */
+	xpf_buf_adds(&b, "");
+	size_t shown = 0;
+	for (size_t i = 0; i < p->noutputs && shown < 6; i++) {
+		const xpf_plan_param *m = p->outputs[i].matches;
+		if (m == NULL)
+			continue;
+		xpf_buf_printf(&b, "%s%lld%s", shown ? ", " : "", (long long)m->number, m->shape_index);
+		shown++;
+	}
+	if (nmatch > shown)
+		xpf_buf_printf(&b, ", ... (%zu in all)", nmatch);
+	uint64_t s = p->matching_output_bytes;
+	xpf_diag_addfix(c, f, s, sub0(p->need_bytes, s),
+			"none in memory; the donated arrays are invalid after the call (reassign them, e.g. state = step(state, batch))",
+			"donate the state arguments with jax.jit(..., donate_argnums=...) (parameters %s): their outputs reuse the inputs' memory, saving %s",
+			b.data ? b.data : "", xpf_human(s, h1));
+	xpf_buf_release(&b);
+}
+
+/* ---- param-layout-copy / param-convert-copy ------------------------------ */
+
+static void rule_dups(xpf_diag_ctx *c, enum xpf_dup_kind kind)
+{
+	const xpf_plan *p = c->p;
+	char h1[32], h2[32];
+	xpf_buf b = XPF_BUF_INIT, params = XPF_BUF_INIT;
+
+	if (p == NULL || !p->has_assignment)
+		return;
+	uint64_t bytes = 0, pbytes = 0;
+	size_t count = 0, nparams = 0;
+	bool hoisted = false;
+	const char *example = NULL;
+	for (size_t i = 0; i < p->ndups; i++) {
+		const xpf_plan_dup *x = &p->dups[i];
+		if (x->kind != kind || !x->at_peak || x->buffer == NULL)
+			continue;
+		count++;
+		bytes += x->buffer->bytes;
+		if (x->buffer->instr) {
+			hoisted |= x->buffer->instr->in_entry;
+			if (example == NULL)
+				example = x->buffer->instr->name;
+		}
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = p->dups[j].kind == kind && p->dups[j].at_peak && p->dups[j].buffer &&
+			       p->dups[j].param == x->param;
+		if (seen || x->param == NULL)
+			continue;
+		pbytes += x->param->bytes;
+		if (nparams < 5)
+			xpf_buf_printf(&params, "%s%lld%s %s", nparams ? ", " : "",
+				       (long long)x->param->number, x->param->shape_index, x->param->shape);
+		nparams++;
+	}
+	if (bytes < XPF_MIB)
+		return;
+	if (nparams > 5)
+		xpf_buf_printf(&params, ", ... (%zu in all)", nparams);
+	bool layout = kind == XPF_DUP_LAYOUT;
+	xpf_finding *f = xpf_diag_add(c, layout ? "param-layout-copy" : "param-convert-copy",
+				      XPF_TAG_INFERRED, c->d->module);
+	if (layout)
+		xpf_buf_printf(&b, "%zu layout-changing copies of entry parameters (e.g. %s) are live at the heap peak: %s, duplicating parameters %s%s",
+			       count, example ? example : "?", xpf_human(bytes, h1), params.data ? params.data : "",
+			       hoisted ? "; defined in the entry computation, so they live for the whole loop that uses them" : "");
+	else
+		xpf_buf_printf(&b, "%zu dtype-converted copies of entry parameters (e.g. %s) are live at the heap peak: %s, converted from parameters %s (%s)%s",
+			       count, example ? example : "?", xpf_human(bytes, h1), params.data ? params.data : "",
+			       xpf_human(pbytes, h2), hoisted ? "; converted in bulk in the entry computation" : "");
+	xpf_diag_text(f, &b);
+	xpf_diag_num(f, "bytes", bytes);
+	xpf_diag_num(f, "count", count);
+	xpf_diag_num(f, "parameters", nparams);
+	xpf_diag_num(f, "parameters_bytes", pbytes);
+	xpf_diag_evidence(f, "modules/%s/peak_buffers.tsv", c->dir);
+	xpf_diag_evidence(f, "modules/%s/instructions.tsv", c->dir);
+	if (layout) {
+		xpf_diag_addfix(c, f, bytes, sub0(p->need_bytes, bytes), "a one-time transpose of the stored weights (checkpoint conversion)",
+				"pre-transpose the weights into the layout the loop consumes, so no transposed copy is made (saves %s)",
+				xpf_human(bytes, h1));
+		xpf_diag_addfix(c, f, bytes, sub0(p->need_bytes, bytes), "inspection of the optimized HLO; may need a model change",
+				"check the layouts of loop-invariant operands (dynamic-slice over a scan, all-gather dimensions): an operand whose layout matches the parameter's makes the copy disappear (up to %s)",
+				xpf_human(bytes, h1));
+	} else {
+		xpf_diag_addfix(c, f, bytes, sub0(p->need_bytes, bytes), "lower-precision master weights, or an f32 copy kept on the host",
+				"keep the parameters in the compute dtype, so no converted copy is needed (saves %s)",
+				xpf_human(bytes, h1));
+		uint64_t biggest = 0;
+		for (size_t i = 0; i < p->ndups; i++)
+			if (p->dups[i].kind == kind && p->dups[i].at_peak && p->dups[i].buffer &&
+			    p->dups[i].buffer->bytes > biggest)
+				biggest = p->dups[i].buffer->bytes;
+		xpf_diag_addfix(c, f, bytes - biggest, sub0(p->need_bytes, bytes - biggest),
+				"a convert per use inside the loop (cheap, memory-bound)",
+				"convert per layer inside the loop instead of in one block up front: only one converted layer is live at a time, saving about %s",
+				xpf_human(bytes - biggest, h1));
+	}
+	xpf_buf_release(&params);
+}
+
+/* ---- xla-remat, temp-fragmentation -------------------------------------- */
+
+static void rule_remat_frag(xpf_diag_ctx *c)
+{
+	const xpf_plan *p = c->p;
+	char h1[32], h2[32], h3[32], h4[32];
+	xpf_buf b = XPF_BUF_INIT;
+
+	if (p == NULL)
+		return;
+	if (p->remat_instructions > 0) {
+		xpf_finding *f = xpf_diag_add(c, "xla-remat", XPF_TAG_READ, c->d->module);
+		xpf_buf_printf(&b, "XLA already rematerialized %zu instructions of %s (names with .remat) against the memory limit: the fix must come from the program, not from XLA",
+			       p->remat_instructions, p->module);
+		xpf_diag_text(f, &b);
+		xpf_diag_num(f, "count", p->remat_instructions);
+		xpf_diag_evidence(f, "modules/%s/instructions.tsv", c->dir);
+	}
+	if (!p->has_assignment || !p->simulated)
+		return;
+	uint64_t frag = sub0(p->temp_bytes, p->simulated_peak_bytes);
+	if (frag >= 64 * XPF_MIB && frag * 10 >= p->temp_bytes) {
+		xpf_finding *f = xpf_diag_add(c, "temp-fragmentation", XPF_TAG_READ, c->d->module);
+		xpf_buf_printf(&b, "the temp block of %s is %s but at most %s of it is live at once (the simulated heap peak): %s (%s%%) is lost to packing",
+			       p->module, xpf_human(p->temp_bytes, h1), xpf_human(p->simulated_peak_bytes, h2),
+			       xpf_human(frag, h3), xpf_pct(frag, p->temp_bytes, h4));
+		xpf_diag_text(f, &b);
+		xpf_diag_num(f, "temp_bytes", p->temp_bytes);
+		xpf_diag_num(f, "simulated_peak_bytes", p->simulated_peak_bytes);
+		xpf_diag_num(f, "fragmentation_bytes", frag);
+		xpf_diag_str(f, "fragmentation_pct", "%s", xpf_pct(frag, p->temp_bytes, h1));
+		xpf_diag_evidence(f, "modules/%s/heap.tsv", c->dir);
+		xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
+		xpf_diag_addfix(c, f, frag, sub0(p->need_bytes, frag), "experiments with the model's largest buffers; no guarantee",
+				"shrink or split the largest short-lived temp buffers (they decide how the block packs): up to %s of packing loss",
+				xpf_human(frag, h1));
+	}
+}
+
+void xpf_rules_plan(xpf_diag_ctx *c)
+{
+	rule_verdict(c);
+	rule_donation(c);
+	rule_dups(c, XPF_DUP_LAYOUT);
+	rule_dups(c, XPF_DUP_CONVERT);
+	rule_remat_frag(c);
+}
+
+/* ---- runtime rules ---------------------------------------------------------- */
+
+/* Is a host event name a likely holder of references (a Python container)? */
+static bool holder_like(const char *name)
+{
+	static const char *const words[] = { "append", "extend", "insert", "setitem", "list", "dict", NULL };
+	for (int i = 0; words[i]; i++)
+		if (strstr(name, words[i]))
+			return true;
+	return false;
+}
+
+static void between_text(const xpf_rt_between *bt, xpf_buf *b)
+{
+	size_t shown = 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < bt->nrows && shown < 5; i++) {
+			const xpf_rt_between_row *r = &bt->rows[i];
+			if (holder_like(r->name) != (pass == 0))
+				continue;
+			xpf_buf_printf(b, "%s%s x%llu", shown ? ", " : "", r->name,
+				       (unsigned long long)r->count);
+			shown++;
+		}
+	if (bt->nrows > shown)
+		xpf_buf_printf(b, ", ... (%zu names)", bt->nrows);
+}
+
+static void rule_growth(xpf_diag_ctx *c)
+{
+	const xpf_runtime *rt = c->rt;
+	xpf_host *h = c->h;
+	char h1[32], h2[32], h3[32], h4[32], h5[32];
+
+	for (size_t m = 0; m < h->nmodules; m++) {
+		bool done = false;
+		for (size_t dv = 0; dv < rt->nexecutions && !done; dv++) {
+			/* Each (module, device) pair once: start from its first execution. */
+			const xpf_rt_execution *e0 = &rt->executions[dv];
+			if (e0->module != (long)m || e0->prev >= 0)
+				continue;
+			size_t n = 0, idx[4096];
+			for (size_t x = dv; x < rt->nexecutions && n < 4096; x++) {
+				const xpf_rt_execution *e = &rt->executions[x];
+				if (e->module == (long)m && e->device == e0->device && e->in_use_known)
+					idx[n++] = x;
+			}
+			if (n < 3)
+				continue;
+			bool rising = true;
+			uint64_t total = 0;
+			for (size_t i = 1; i < n && rising; i++) {
+				uint64_t a = rt->executions[idx[i - 1]].in_use_at_start_bytes;
+				uint64_t z = rt->executions[idx[i]].in_use_at_start_bytes;
+				rising = z > a;
+				total += z - a;
+			}
+			if (!rising)
+				continue;
+			uint64_t mean = total / (n - 1);
+			bool steady = mean >= XPF_MIB;
+			for (size_t i = 1; i < n && steady; i++) {
+				uint64_t r = rt->executions[idx[i]].in_use_at_start_bytes -
+					     rt->executions[idx[i - 1]].in_use_at_start_bytes;
+				uint64_t dev = r > mean ? r - mean : mean - r;
+				steady = dev * 20 <= mean;
+			}
+			if (!steady)
+				continue;
+			done = true;
+
+			const xpf_rt_execution *first = &rt->executions[idx[0]];
+			const xpf_rt_execution *last = &rt->executions[idx[n - 1]];
+			const xpf_plan *p = xpf_diag_plan(h, (long)m);
+			uint64_t na = p && p->has_assignment ? p->non_aliased_outputs_bytes : 0;
+			xpf_finding *f = xpf_diag_add(c, "growth-per-execution", XPF_TAG_MEASURED, (long)m);
+			xpf_buf b = XPF_BUF_INIT;
+			const char *name = xpf_capture_module(h->cap, m)->name;
+			xpf_buf_printf(&b, "in use at the start of %s's executions %zu..%zu on device %d grows %s -> %s, +%s per execution",
+				       name, first->module_execution, last->module_execution, e0->device,
+				       xpf_human(first->in_use_at_start_bytes, h1),
+				       xpf_human(last->in_use_at_start_bytes, h2), xpf_human(mean, h3));
+			if (na) {
+				double ratio = (double)mean / (double)na;
+				xpf_buf_printf(&b, " = %.2fx the non-aliased outputs (%s)", ratio, xpf_human(na, h4));
+				xpf_diag_str(f, "ratio_to_non_aliased_outputs", "%.2f", ratio);
+				if (ratio > 0.95 && ratio < 1.05)
+					xpf_buf_adds(&b, ": each step's outputs stay alive (a reference kept across steps)");
+			}
+			xpf_rt_between bt = { 0 };
+			xpf_error e = { 0 };
+			bool have_bt = false;
+			size_t from = idx[n - 2], to = idx[n - 1];
+			if (rt->between.module == (long)m && rt->between.from_execution == (long)from &&
+			    rt->between.to_execution == (long)to) {
+				bt = rt->between;
+				have_bt = true;
+			} else if (xpf_runtime_between(h, rt, from, to, &bt, &e) == XPF_OK) {
+				have_bt = true;
+			} else {
+				memset(&bt, 0, sizeof bt);
+			}
+			if (have_bt && bt.nrows) {
+				xpf_buf_adds(&b, "; host events between the last two executions: ");
+				between_text(&bt, &b);
+			}
+			if (have_bt && bt.rows != rt->between.rows)
+				xpf_rt_between_release(&bt);
+			uint64_t kept = last->in_use_at_start_bytes - first->in_use_at_start_bytes;
+			uint64_t cap = c->d->capacity_bytes;
+			if (cap && p && p->has_assignment) {
+				uint64_t room = sub0(cap, last->in_use_at_start_bytes);
+				room = sub0(room, p->non_aliased_outputs_bytes + p->temp_bytes);
+				xpf_buf_printf(&b, "; at this rate the remaining %s of the pool lasts about %llu more executions",
+					       xpf_human(room, h5), (unsigned long long)(room / mean));
+			}
+			xpf_diag_text(f, &b);
+			xpf_diag_num(f, "growth_bytes", mean);
+			xpf_diag_num(f, "non_aliased_outputs_bytes", na);
+			xpf_diag_num(f, "first_in_use_bytes", first->in_use_at_start_bytes);
+			xpf_diag_num(f, "last_in_use_bytes", last->in_use_at_start_bytes);
+			xpf_diag_num(f, "kept_bytes", kept);
+			xpf_diag_num(f, "executions", n);
+			xpf_diag_evidence(f, "runtime/executions.tsv");
+			xpf_diag_evidence(f, "runtime/between.tsv");
+			xpf_diag_evidence(f, "runtime/executions/%zu/live.tsv", last->n);
+			xpf_diag_addfix(c, f, kept, 0, "none; keep only what you need (e.g. a Python float via .item() after the loop)",
+					"drop the reference that keeps each step's outputs (the container filled between steps), freeing the %s kept so far",
+					xpf_human(kept, h1));
+			xpf_diag_addfix(c, f, kept, 0, "a reduction inside the jitted step",
+					"reduce inside the step (return a norm or a scalar, not the whole tree), so nothing of size %s survives the step",
+					xpf_human(mean, h1));
+			xpf_diag_addfix(c, f, kept, 0, "a device-to-host copy per step",
+					"move what must be kept to the host with jax.device_get, freeing %s of device memory",
+					xpf_human(kept, h1));
+			xpf_diag_addfix(c, f, 0, 0, "none; it only delays the OOM",
+					"a bigger pool (XLA_PYTHON_CLIENT_MEM_FRACTION) only delays the OOM by (extra bytes) / %s executions",
+					xpf_human(mean, h1));
+		}
+	}
+}
+
+struct origin_sum {
+	const char *text;
+	uint64_t bytes;
+	size_t blocks;
+};
+
+static int origin_cmp(const void *a, const void *b)
+{
+	const struct origin_sum *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return strcmp(x->text, y->text);
+}
+
+static void rule_foreign(xpf_diag_ctx *c)
+{
+	const xpf_runtime *rt = c->rt;
+	const xpf_diagnosis *d = c->d;
+	const xpf_plan *p = c->p;
+	char h1[32], h2[32], h3[32], h4[32], h5[32];
+
+	if (d->execution < 0 || d->capacity_bytes == 0)
+		return;
+	const xpf_rt_execution *x = &rt->executions[d->execution];
+	if (!x->in_use_known)
+		return;
+	xpf_rt_block *blocks = NULL;
+	size_t nb = 0;
+	xpf_error e = { 0 };
+	if (xpf_runtime_live_at(rt, (size_t)d->execution, &blocks, &nb, &e) != XPF_OK)
+		return;
+	uint64_t own = 0;
+	struct origin_sum *os = calloc(nb ? nb : 1, sizeof *os);
+	size_t nos = 0;
+	for (size_t i = 0; i < nb; i++) {
+		const xpf_rt_block *bl = &blocks[i];
+		if (bl->origin == XPF_ORIGIN_OUTPUTS && bl->execution >= 0 &&
+		    rt->executions[bl->execution].module == d->module) {
+			own += bl->bytes;
+			continue;
+		}
+		const char *t = bl->origin_text ? bl->origin_text : "?";
+		size_t k = 0;
+		while (k < nos && strcmp(os[k].text, t) != 0)
+			k++;
+		if (k == nos) {
+			os[nos].text = t;
+			nos++;
+		}
+		os[k].bytes += bl->bytes;
+		os[k].blocks++;
+	}
+	uint64_t params = p && p->has_assignment ? p->parameters_bytes : 0;
+	uint64_t need = p && p->has_assignment ? p->need_bytes : 0;
+	uint64_t in_use = x->in_use_at_start_bytes;
+	uint64_t other = sub0(sub0(in_use, params), own);
+	/* TPU allocators count the loaded program's reservation (bytes_reserved)
+	 * in use: the step's own memory, not foreign arrays. */
+	uint64_t reserved = rt->keyed_by_index ? need : 0;
+	other = sub0(other, reserved);
+	if (other == 0 || (other * 10 < d->capacity_bytes && need + other <= d->capacity_bytes))
+		goto out;
+	qsort(os, nos, sizeof *os, origin_cmp);
+	xpf_finding *f = xpf_diag_add(c, "foreign-live-arrays", XPF_TAG_MEASURED, d->module);
+	xpf_buf b = XPF_BUF_INIT;
+	xpf_buf_printf(&b, "when %s execution %zu started, %s was in use: %s besides its parameters (%s)",
+		       p ? p->module : "the module", x->module_execution, xpf_human(in_use, h1),
+		       xpf_human(other, h2), xpf_human(params, h3));
+	if (own)
+		xpf_buf_printf(&b, " and the outputs of its own earlier executions (%s)", xpf_human(own, h4));
+	if (reserved)
+		xpf_buf_printf(&b, " and the program's reservation (about its need, %s)", xpf_human(reserved, h4));
+	xpf_buf_printf(&b, ", %s%% of the capacity %s", xpf_pct(other, d->capacity_bytes, h4),
+		       xpf_human(d->capacity_bytes, h5));
+	if (need && need + other > d->capacity_bytes && need <= d->capacity_bytes)
+		xpf_buf_adds(&b, ", enough to push the step over the pool");
+	xpf_buf_adds(&b, "; largest origins: ");
+	bool before = false;
+	for (size_t i = 0; i < nos && i < 4; i++) {
+		xpf_buf_printf(&b, "%s%s %s", i ? ", " : "", os[i].text, xpf_human(os[i].bytes, h1));
+		before |= strstr(os[i].text, "before the capture") != NULL;
+	}
+	size_t eager = 0;
+	for (size_t m = 0; m < c->h->nmodules; m++)
+		for (size_t k = 0; k < rt->nexecutions; k++)
+			if (rt->executions[k].module == (long)m) {
+				eager++;
+				break;
+			}
+	if (eager >= 10)
+		xpf_buf_printf(&b, "; %zu modules ran (an eager or many-jit program): what holds memory is in the runtime, not in one plan",
+			       eager);
+	xpf_diag_text(f, &b);
+	xpf_diag_num(f, "in_use_bytes", in_use);
+	xpf_diag_num(f, "parameters_bytes", params);
+	xpf_diag_num(f, "own_outputs_bytes", own);
+	xpf_diag_num(f, "foreign_bytes", other);
+	xpf_diag_num(f, "capacity_bytes", d->capacity_bytes);
+	if (nos)
+		xpf_diag_num(f, "largest_origin_bytes", os[0].bytes);
+	xpf_diag_evidence(f, "runtime/executions/%zu/live.tsv", x->n);
+	xpf_diag_evidence(f, "runtime/executions.tsv");
+	uint64_t big = nos ? os[0].bytes : 0;
+	if (nos) {
+		xpf_diag_addfix(c, f, big, need ? sub0(need + other, big) : 0, "host-to-device traffic per step",
+				"keep %s on the host and stream it in per step (saves %s)", os[0].text, xpf_human(big, h1));
+		xpf_diag_addfix(c, f, big / 2, need ? sub0(need + other, big / 2) : 0, "precision of that data",
+				"store %s in a smaller dtype (e.g. bf16 instead of f32: saves about %s)", os[0].text,
+				xpf_human(big / 2, h1));
+	}
+	xpf_diag_addfix(c, f, other, need ? need : 0, "none, if the arrays are no longer needed",
+			"free the arrays that are not needed by the step (del them and drop every reference), up to %s",
+			xpf_human(other, h1));
+	if (before)
+		xpf_diag_addfix(c, f, 0, 0, "a new capture",
+				"start the profile earlier (before the data is put on the device) to name what was allocated before the capture started");
+out:
+	free(os);
+	xpf_rt_blocks_free(blocks, nb);
+}
+
+static void rule_retry(xpf_diag_ctx *c)
+{
+	const xpf_runtime *rt = c->rt;
+	char h1[32];
+
+	if (rt->nretries == 0)
+		return;
+	size_t longest = 0;
+	int64_t total = 0;
+	for (size_t i = 0; i < rt->nretries; i++) {
+		total += rt->retries[i].duration_ns;
+		if (rt->retries[i].duration_ns > rt->retries[longest].duration_ns)
+			longest = i;
+	}
+	const xpf_rt_retry *r = &rt->retries[longest];
+	xpf_finding *f = xpf_diag_add(c, "allocator-retry", XPF_TAG_MEASURED, c->d->module);
+	xpf_buf b = XPF_BUF_INIT;
+	xpf_buf_printf(&b, "%zu AllocatorRetry::AllocateRaw wait%s, longest %.1f s at %lld ns",
+		       rt->nretries, rt->nretries == 1 ? "" : "s", (double)r->duration_ns / 1e9,
+		       (long long)r->time_ns);
+	if (r->allocator >= 0)
+		xpf_buf_printf(&b, " on %s", rt->allocators[r->allocator].name);
+	if (r->execution >= 0) {
+		const xpf_rt_execution *x = &rt->executions[r->execution];
+		const char *mname = x->module >= 0 ? xpf_capture_module(c->h->cap, x->module)->name : "an ambiguous module";
+		xpf_buf_printf(&b, ", inside %s execution %zu (n %zu), launched: %s", mname,
+			       x->module_execution, x->n, xpf_launched_name(x->launched));
+		const xpf_plan *p = xpf_diag_plan(c->h, x->module);
+		if (p && p->has_assignment)
+			xpf_buf_printf(&b, "; the failed request is usually its temp block (%s) or an output",
+				       xpf_human(p->temp_bytes, h1));
+	}
+	xpf_buf_adds(&b, ": the OOM happened inside the capture (evidence only)");
+	xpf_diag_text(f, &b);
+	xpf_diag_num(f, "count", rt->nretries);
+	xpf_diag_num(f, "longest_ns", (uint64_t)r->duration_ns);
+	xpf_diag_num(f, "total_ns", (uint64_t)total);
+	xpf_diag_evidence(f, "runtime/retries.tsv");
+	if (r->execution >= 0)
+		xpf_diag_evidence(f, "runtime/executions/%zu/summary.txt", rt->executions[r->execution].n);
+}
+
+static void rule_never(xpf_diag_ctx *c)
+{
+	const xpf_runtime *rt = c->rt;
+	xpf_host *h = c->h;
+
+	for (size_t m = 0; m < h->nmodules; m++) {
+		size_t count = 0;
+		long lastx = -1;
+		for (size_t x = 0; x < rt->nexecutions; x++)
+			if (rt->executions[x].module == (long)m && rt->executions[x].launched == XPF_LAUNCHED_NO) {
+				count++;
+				lastx = (long)x;
+			}
+		if (count == 0)
+			continue;
+		const xpf_rt_execution *x = &rt->executions[lastx];
+		xpf_finding *f = xpf_diag_add(c, "never-launched", XPF_TAG_MEASURED, (long)m);
+		xpf_buf b = XPF_BUF_INIT;
+		xpf_buf_printf(&b, "%zu execution%s of %s never launched a kernel; the last: execution %zu (n %zu) on device %d%s",
+			       count, count == 1 ? "" : "s", xpf_capture_module(h->cap, m)->name,
+			       x->module_execution, x->n, x->device,
+			       x->stopped_in_build ? ", stopped while allocating its buffers" : "");
+		xpf_diag_text(f, &b);
+		xpf_diag_num(f, "count", count);
+		xpf_diag_num(f, "execution", x->n);
+		xpf_diag_num(f, "module_execution", x->module_execution);
+		xpf_diag_evidence(f, "runtime/executions.tsv");
+		xpf_diag_evidence(f, "runtime/executions/%zu/summary.txt", x->n);
+	}
+}
+
+static void rule_compile_peak(xpf_diag_ctx *c)
+{
+	const xpf_runtime *rt = c->rt;
+	const xpf_diagnosis *d = c->d;
+	char h1[32], h2[32];
+
+	if (d->allocator < 0)
+		return;
+	const xpf_rt_allocator *a = &rt->allocators[d->allocator];
+	long first = -1;
+	for (size_t x = 0; x < rt->nexecutions && first < 0; x++)
+		if (rt->executions[x].allocator == d->allocator ||
+		    (rt->executions[x].device == a->device && a->device >= 0))
+			first = (long)x;
+	if (first < 0 || a->peak_in_window_bytes == 0 || a->peak_ns >= rt->executions[first].start_ns)
+		return;
+	uint64_t later = 0;
+	for (size_t x = 0; x < rt->nexecutions; x++)
+		if (rt->executions[x].allocator == d->allocator && rt->executions[x].peak_during_bytes > later)
+			later = rt->executions[x].peak_during_bytes;
+	xpf_finding *f = xpf_diag_add(c, "compile-time-peak", XPF_TAG_MEASURED, -1);
+	xpf_buf b = XPF_BUF_INIT;
+	xpf_buf_printf(&b, "%s peaked at %s at %lld ns, before the first execution (%lld ns): a compile/autotune peak, not the step's",
+		       a->name, xpf_human(a->peak_in_window_bytes, h1), (long long)a->peak_ns,
+		       (long long)rt->executions[first].start_ns);
+	if (later)
+		xpf_buf_printf(&b, "; the executions peak at %s", xpf_human(later, h2));
+	xpf_diag_text(f, &b);
+	xpf_diag_num(f, "peak_in_window_bytes", a->peak_in_window_bytes);
+	xpf_diag_num(f, "executions_peak_bytes", later);
+	xpf_diag_num(f, "peak_ns", (uint64_t)a->peak_ns);
+	xpf_diag_evidence(f, "runtime/allocators.tsv");
+	xpf_diag_evidence(f, "runtime/events.tsv");
+}
+
+void xpf_rules_runtime(xpf_diag_ctx *c)
+{
+	if (c->rt == NULL || !c->rt->has_events)
+		return;
+	rule_growth(c);
+	rule_foreign(c);
+	rule_retry(c);
+	rule_never(c);
+	rule_compile_peak(c);
+}
+
+/* ---- what is missing ------------------------------------------------------ */
+
+void xpf_rules_missing(xpf_diag_ctx *c)
+{
+	xpf_host *h = c->h;
+	const xpf_runtime *rt = c->rt;
+	const xpf_diagnosis *d = c->d;
+	char h1[32], h2[32];
+	xpf_buf b = XPF_BUF_INIT;
+
+	if (h->nmodules == 0) {
+		xpf_finding *f = xpf_diag_add(c, "missing-plan", XPF_TAG_READ, -1);
+		xpf_buf_adds(&b, "no HloProto in the /host:metadata plane: no XLA module was compiled while profiling (a TensorFlow capture without XLA, or a JAX capture started after compilation), so there is no plan to break down; start the profile before the first call of the jitted function");
+		if (d->allocator >= 0) {
+			const xpf_rt_allocator *a = &rt->allocators[d->allocator];
+			xpf_buf_printf(&b, "; the runtime still shows %s peaking at %s of %s",
+				       a->name, xpf_human(a->peak_in_window_bytes, h1),
+				       xpf_human(a->capacity_bytes, h2));
+		}
+		xpf_diag_text(f, &b);
+		xpf_diag_num(f, "modules", 0);
+		xpf_diag_evidence(f, "capture/planes.tsv");
+		if (d->allocator >= 0) {
+			xpf_diag_num(f, "peak_in_window_bytes", rt->allocators[d->allocator].peak_in_window_bytes);
+			xpf_diag_num(f, "capacity_bytes", rt->allocators[d->allocator].capacity_bytes);
+			xpf_diag_evidence(f, "runtime/allocators.tsv");
+		}
+	} else if (c->p == NULL || !c->p->has_assignment) {
+		xpf_finding *f = xpf_diag_add(c, "missing-plan", XPF_TAG_READ, d->module);
+		xpf_buf_printf(&b, "%s has no buffer assignment: %s; without it there is no need, heap peak or role split (JAX records it when the profile covers the compilation)",
+			       xpf_capture_module(h->cap, d->module)->name,
+			       c->p && c->p->missing && *c->p->missing ? c->p->missing : "its plan could not be read (see capture/errors.txt)");
+		xpf_diag_text(f, &b);
+		xpf_diag_evidence(f, "modules/%s/summary.txt", c->dir);
+	} else if (!c->p->simulated) {
+		xpf_finding *f = xpf_diag_add(c, "missing-plan", XPF_TAG_READ, d->module);
+		xpf_buf_printf(&b, "%s has a buffer assignment but no heap-simulator trace (usual on TPU): totals only, so the heap peak counts only the indefinite allocations (%s) and there is no role split at the peak",
+			       c->p->module, xpf_human(c->p->heap_peak_bytes, h1));
+		xpf_diag_text(f, &b);
+		xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
+	}
+
+	if (xpf_capture_is_hlo_only(h->cap)) {
+		xpf_finding *f = xpf_diag_add(c, "missing-runtime", XPF_TAG_READ, -1);
+		xpf_buf_adds(&b, "a bare HloProto: the plan only, no allocator events, executions or device; give the pool size with --capacity, or capture with jax.profiler.trace to see the runtime");
+		xpf_diag_text(f, &b);
+		return;
+	}
+	if (rt == NULL || !rt->has_events) {
+		xpf_finding *f = xpf_diag_add(c, "missing-runtime", XPF_TAG_READ, -1);
+		xpf_buf_adds(&b, rt && rt->has_host_plane ?
+			"no MemoryAllocation/MemoryDeallocation events on /host:CPU: only the BFC allocator emits them (XLA_PYTHON_CLIENT_ALLOCATOR=default or bfc; cuda_async, platform and vmm do not), at host tracer level 2 or more (the default); without them there is no capacity, in-use, growth or live arrays, only the plan" :
+			"no /host:CPU plane: the host tracer was off (host_tracer_level 0), so there are no allocator events or executions; capture with jax.profiler.trace and the BFC allocator to see the runtime");
+		if (d->capacity_bytes)
+			xpf_buf_printf(&b, "; capacity taken from %s: %s", d->capacity_source,
+				       xpf_human(d->capacity_bytes, h1));
+		xpf_diag_text(f, &b);
+		xpf_diag_evidence(f, "runtime/summary.txt");
+	} else if (rt->nexecutions == 0 && h->nmodules > 0) {
+		xpf_finding *f = xpf_diag_add(c, "missing-runtime", XPF_TAG_MEASURED, -1);
+		xpf_buf_printf(&b, "%zu allocator events but no execution of any module could be found (TPU captures carry no execute events on the host): no in-use at step start, growth or never-launched; the allocators' peaks are in runtime/allocators.tsv",
+			       rt->nevents);
+		xpf_diag_text(f, &b);
+		xpf_diag_num(f, "events", rt->nevents);
+		xpf_diag_evidence(f, "runtime/allocators.tsv");
+	}
+}

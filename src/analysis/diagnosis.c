@@ -1,0 +1,418 @@
+/* The diagnosis: which module, what capacity (SPEC §5.1), and the finding
+ * builders the rules use.  The rules themselves are in diag_rules.c. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/diag_priv.h"
+
+const char *xpf_tag_name(enum xpf_tag t)
+{
+	switch (t) {
+	case XPF_TAG_READ: return "read";
+	case XPF_TAG_MEASURED: return "measured";
+	case XPF_TAG_INFERRED: return "inferred";
+	}
+	return "?";
+}
+
+const char *xpf_diag_h(uint64_t v, char out[32])
+{
+	return xpf_human(v, out);
+}
+
+const xpf_plan *xpf_diag_plan(xpf_host *h, long m)
+{
+	const xpf_plan *p = NULL;
+	xpf_error e = { 0 };
+
+	if (m < 0 || (size_t)m >= h->nmodules)
+		return NULL;
+	if (xpf_host_plan(h, (size_t)m, &p, &e) != XPF_OK)
+		return NULL; /* the plan's own files report the error */
+	return p;
+}
+
+/* ---- findings ----------------------------------------------------------- */
+
+/* Most important first: the verdict, what explains it, what else holds
+ * memory, then evidence and context. */
+static const char *const code_order[] = {
+	"plan-exceeds-pool", "mostly-forward", "mostly-backward", "mostly-workspace",
+	"near-fit", "growth-per-execution", "foreign-live-arrays", "no-donation",
+	"param-layout-copy", "param-convert-copy", "temp-fragmentation",
+	"allocator-retry", "never-launched", "xla-remat", "compile-time-peak",
+	"fits", "missing-plan", "missing-runtime",
+};
+
+static int code_rank(const char *code)
+{
+	for (size_t i = 0; i < sizeof code_order / sizeof code_order[0]; i++)
+		if (strcmp(code_order[i], code) == 0)
+			return (int)i;
+	return 100;
+}
+
+xpf_finding *xpf_diag_add(xpf_diag_ctx *c, const char *code, enum xpf_tag tag, long module)
+{
+	xpf_diagnosis *d = c->d;
+
+	if (d->nfindings == c->cap_findings) {
+		c->cap_findings = c->cap_findings ? 2 * c->cap_findings : 8;
+		d->findings = realloc(d->findings, c->cap_findings * sizeof *d->findings);
+		if (d->findings == NULL)
+			abort();
+	}
+	xpf_finding *f = &d->findings[d->nfindings++];
+	memset(f, 0, sizeof *f);
+	f->code = code;
+	f->tag = tag;
+	f->module = module;
+	f->rank = code_rank(code);
+	return f;
+}
+
+void xpf_diag_num(xpf_finding *f, const char *key, uint64_t v)
+{
+	if (f->nfigs == XPF_DIAG_MAX_FIGS)
+		return;
+	xpf_diag_fig *g = &f->figs[f->nfigs++];
+	g->key = key;
+	g->value = v;
+}
+
+void xpf_diag_str(xpf_finding *f, const char *key, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (f->nfigs == XPF_DIAG_MAX_FIGS)
+		return;
+	xpf_diag_fig *g = &f->figs[f->nfigs++];
+	g->key = key;
+	g->is_text = true;
+	va_start(ap, fmt);
+	vsnprintf(g->text, sizeof g->text, fmt, ap);
+	va_end(ap);
+}
+
+void xpf_diag_evidence(xpf_finding *f, const char *fmt, ...)
+{
+	xpf_buf b = XPF_BUF_INIT;
+	va_list ap;
+	char tmp[1024];
+
+	if (f->nevidence == XPF_DIAG_MAX_EVIDENCE)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(tmp, sizeof tmp, fmt, ap);
+	va_end(ap);
+	for (size_t i = 0; i < f->nevidence; i++)
+		if (strcmp(f->evidence[i], tmp) == 0)
+			return;
+	xpf_buf_adds(&b, tmp);
+	f->evidence[f->nevidence++] = xpf_buf_detach(&b, NULL);
+}
+
+void xpf_diag_addfix(xpf_diag_ctx *c, xpf_finding *f, uint64_t saving, uint64_t need_after,
+		  const char *cost, const char *fmt, ...)
+{
+	xpf_buf b = XPF_BUF_INIT, cb = XPF_BUF_INIT;
+	va_list ap;
+	char h1[32], h2[32];
+
+	if (f->nfixes == XPF_DIAG_MAX_FIXES)
+		return;
+	va_start(ap, fmt);
+	char tmp[2048];
+	vsnprintf(tmp, sizeof tmp, fmt, ap);
+	va_end(ap);
+	xpf_buf_adds(&b, tmp);
+	uint64_t cap = c->d->capacity_bytes;
+	if (need_after != 0 && cap != 0) {
+		if (need_after <= cap)
+			xpf_buf_printf(&b, "; the step would then need %s <= capacity %s: fits",
+				       xpf_human(need_after, h1), xpf_human(cap, h2));
+		else
+			xpf_buf_printf(&b, "; the step would still need %s > capacity %s: not enough on its own",
+				       xpf_human(need_after, h1), xpf_human(cap, h2));
+	}
+	xpf_buf_adds(&cb, cost);
+	xpf_diag_fix *x = &f->fixes[f->nfixes++];
+	x->text = xpf_buf_detach(&b, NULL);
+	x->saving_bytes = saving;
+	x->cost = xpf_buf_detach(&cb, NULL);
+}
+
+void xpf_diag_text(xpf_finding *f, xpf_buf *b)
+{
+	free(f->text);
+	f->text = xpf_buf_detach(b, NULL);
+}
+
+const xpf_finding *xpf_diag_find(const xpf_diagnosis *d, const char *code)
+{
+	for (size_t i = 0; i < d->nfindings; i++)
+		if (strcmp(d->findings[i].code, code) == 0)
+			return &d->findings[i];
+	return NULL;
+}
+
+/* ---- devices -------------------------------------------------------------- */
+
+uint64_t xpf_diag_device_memory(xpf_host *h, int dev)
+{
+	for (size_t i = 0; i < xpf_capture_nplanes(h->cap); i++) {
+		const xpf_plane_head *hd = xpf_capture_plane_head(h->cap, i);
+		if (strncmp(hd->name, "/device:", 8) != 0)
+			continue;
+		if (dev >= 0) {
+			/* "/device:GPU:3", "/device:TPU:3", "/device:GPU:3 (pid 7)" */
+			const char *colon = strrchr(hd->name, ':');
+			const char *q = hd->name + 8;
+			const char *c2 = strchr(q, ':');
+			if (colon == NULL || c2 == NULL || atoi(c2 + 1) != dev)
+				continue;
+		}
+		const xpf_plane *p;
+		xpf_error e = { 0 };
+		xpf_stat st;
+		uint64_t mem;
+		if (xpf_capture_plane(h->cap, i, &p, &e) != XPF_OK)
+			continue;
+		if (xpf_plane_stat(p, "memory_size", &st, &e) == 1 && xpf_stat_u64(&st, &mem) && mem)
+			return mem;
+	}
+	return 0;
+}
+
+/* ---- module choice (SPEC §5.1) -------------------------------------------- */
+
+static long module_by_name(xpf_host *h, const char *name)
+{
+	for (size_t m = 0; m < h->nmodules; m++)
+		if (strcmp(xpf_capture_module(h->cap, m)->name, name) == 0 ||
+		    strcmp(h->module_dirs[m], name) == 0)
+			return (long)m;
+	return -1;
+}
+
+static uint64_t module_need(xpf_host *h, long m)
+{
+	const xpf_plan *p = xpf_diag_plan(h, m);
+	return p && p->has_assignment ? p->need_bytes : 0;
+}
+
+/* Last execution of module m (on device dev when dev >= 0), or -1. */
+static long last_execution(const xpf_runtime *rt, long m, int dev)
+{
+	long last = -1;
+	if (rt == NULL)
+		return -1;
+	for (size_t x = 0; x < rt->nexecutions; x++) {
+		const xpf_rt_execution *e = &rt->executions[x];
+		if (e->module == m && (dev < 0 || e->device == dev))
+			last = (long)x;
+	}
+	return last;
+}
+
+static void choose_module(xpf_diag_ctx *c)
+{
+	xpf_host *h = c->h;
+	xpf_diagnosis *d = c->d;
+	const xpf_runtime *rt = c->rt;
+
+	d->module = -1;
+	if (h->opt->module != NULL) {
+		d->module = module_by_name(h, h->opt->module);
+		if (d->module >= 0) {
+			d->module_why = "chosen with --module";
+			return;
+		}
+	}
+	if (rt != NULL) {
+		/* The module whose last execution never launched (the latest such). */
+		long best_x = -1;
+		for (size_t m = 0; m < h->nmodules; m++) {
+			long x = last_execution(rt, (long)m, -1);
+			if (x >= 0 && rt->executions[x].launched == XPF_LAUNCHED_NO && x > best_x) {
+				best_x = x;
+				d->module = (long)m;
+			}
+		}
+		if (d->module >= 0) {
+			d->module_why = "its last execution never launched";
+			return;
+		}
+		uint64_t best = 0;
+		for (size_t m = 0; m < h->nmodules; m++) {
+			if (last_execution(rt, (long)m, -1) < 0)
+				continue;
+			uint64_t need = module_need(h, (long)m);
+			if (d->module < 0 || need > best) {
+				best = need;
+				d->module = (long)m;
+			}
+		}
+		if (d->module >= 0) {
+			d->module_why = "the biggest module (by need) that ran";
+			return;
+		}
+	}
+	uint64_t best = 0;
+	for (size_t m = 0; m < h->nmodules; m++) {
+		uint64_t need = module_need(h, (long)m);
+		if (d->module < 0 || need > best) {
+			best = need;
+			d->module = (long)m;
+		}
+	}
+	if (d->module >= 0)
+		d->module_why = "the biggest module (nothing ran in the capture)";
+}
+
+/* ---- capacity (SPEC §5.1) ------------------------------------------------- */
+
+static void choose_capacity(xpf_diag_ctx *c)
+{
+	xpf_host *h = c->h;
+	xpf_diagnosis *d = c->d;
+	const xpf_runtime *rt = c->rt;
+	int want = h->opt->device;
+
+	d->execution = -1;
+	d->device = -1;
+	d->allocator = -1;
+	if (rt != NULL && d->module >= 0) {
+		d->execution = last_execution(rt, d->module, want);
+		if (d->execution < 0 && want >= 0)
+			d->execution = last_execution(rt, d->module, -1);
+	}
+	if (d->execution >= 0) {
+		const xpf_rt_execution *e = &rt->executions[d->execution];
+		d->device = e->device;
+		if (e->allocator >= 0 && rt->allocators[e->allocator].is_pool)
+			d->allocator = e->allocator;
+	}
+	if (want >= 0)
+		d->device = want;
+	if (rt != NULL && rt->has_events && (d->allocator < 0 || want >= 0)) {
+		/* The device's pool allocator; without a device, the busiest pool. */
+		long best = -1;
+		for (size_t a = 0; a < rt->nallocators; a++) {
+			const xpf_rt_allocator *al = &rt->allocators[a];
+			if (!al->is_pool)
+				continue;
+			if (d->device >= 0 && al->device != d->device)
+				continue;
+			if (best < 0 || al->peak_in_window_bytes > rt->allocators[best].peak_in_window_bytes)
+				best = (long)a;
+		}
+		if (best >= 0)
+			d->allocator = (int)best;
+	}
+	if (d->allocator >= 0 && d->device < 0)
+		d->device = rt->allocators[d->allocator].device;
+	d->memory_bytes = xpf_diag_device_memory(h, d->device);
+
+	xpf_buf src = XPF_BUF_INIT;
+	if (d->allocator >= 0 && rt->allocators[d->allocator].capacity_bytes) {
+		d->capacity_bytes = rt->allocators[d->allocator].capacity_bytes;
+		d->capacity_tag = XPF_TAG_MEASURED;
+		xpf_buf_printf(&src, "allocator %s (in use + available)", rt->allocators[d->allocator].name);
+	} else if (h->opt->capacity) {
+		d->capacity_bytes = h->opt->capacity;
+		d->capacity_tag = XPF_TAG_READ;
+		xpf_buf_adds(&src, "--capacity");
+	} else if (d->memory_bytes) {
+		d->capacity_bytes = d->memory_bytes;
+		d->capacity_tag = XPF_TAG_READ;
+		xpf_buf_adds(&src, "the device plane's memory_size (JAX's GPU pool is 75% of it by default)");
+	} else {
+		xpf_buf_adds(&src, "unknown (no allocator events, no --capacity, no device memory_size)");
+	}
+	d->capacity_source = xpf_buf_detach(&src, NULL);
+	if (d->capacity_tag == XPF_TAG_MEASURED && d->memory_bytes) {
+		/* 0.75 × memory ± 1%: |cap − 0.75 mem| > 0.0075 mem */
+		long double want75 = 0.75L * (long double)d->memory_bytes;
+		long double diff = (long double)d->capacity_bytes - want75;
+		if (diff < 0)
+			diff = -diff;
+		d->fraction_set = diff > 0.01L * want75;
+	}
+}
+
+/* ---- the whole diagnosis ---------------------------------------------------- */
+
+static int finding_cmp(const void *a, const void *b)
+{
+	const xpf_finding *x = a, *y = b;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	if (x->module != y->module)
+		return x->module < y->module ? -1 : 1;
+	return strcmp(x->text ? x->text : "", y->text ? y->text : "");
+}
+
+static int compute(void *ctx, void **value, xpf_error *err)
+{
+	xpf_host *h = ctx;
+	xpf_diagnosis *d = calloc(1, sizeof *d);
+	xpf_diag_ctx c = { 0 };
+	xpf_error e = { 0 };
+
+	if (d == NULL)
+		abort();
+	c.h = h;
+	c.d = d;
+	if (xpf_capture_nplanes(h->cap) > 0 && xpf_host_runtime(h, &c.rt, &e) != XPF_OK) {
+		xpf_host_note_error(h, "diagnosis: runtime", &e);
+		c.rt = NULL;
+	}
+	choose_module(&c);
+	choose_capacity(&c);
+	if (d->module >= 0) {
+		c.p = xpf_diag_plan(h, d->module);
+		c.dir = h->module_dirs[d->module];
+	}
+	xpf_rules_plan(&c);
+	xpf_rules_runtime(&c);
+	xpf_rules_missing(&c);
+	qsort(d->findings, d->nfindings, sizeof *d->findings, finding_cmp);
+	xpf_diag_checks(h, d, &d->checks);
+	*value = d;
+	(void)err;
+	return XPF_OK;
+}
+
+int xpf_host_diagnosis(xpf_host *h, const xpf_diagnosis **out, xpf_error *err)
+{
+	void *v;
+	int rc = xpf_lazy_get(&h->diagnosis, compute, h, &v, err);
+	if (rc != XPF_OK)
+		return rc;
+	*out = v;
+	return XPF_OK;
+}
+
+void xpf_diagnosis_free(void *ptr)
+{
+	xpf_diagnosis *d = ptr;
+	if (d == NULL)
+		return;
+	for (size_t i = 0; i < d->nfindings; i++) {
+		xpf_finding *f = &d->findings[i];
+		free(f->text);
+		for (size_t j = 0; j < f->nevidence; j++)
+			free(f->evidence[j]);
+		for (size_t j = 0; j < f->nfixes; j++) {
+			free(f->fixes[j].text);
+			free(f->fixes[j].cost);
+		}
+	}
+	free(d->findings);
+	free(d->capacity_source);
+	xpf_buf_release(&d->checks);
+	free(d);
+}
