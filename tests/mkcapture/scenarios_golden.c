@@ -411,17 +411,18 @@ static void no_donation(mk_scn *s, int host, int scale)
 	static const char *const rn[5] = { "obs", "actions", "rewards", "discounts", "dones" };
 	hb_arr ra[5] = { hb_a(ET_F32, 2, 1048576, 384), hb_a(ET_F32, 2, 1048576, 72), hb_a(ET_F32, 1, 1048576),
 			 hb_a(ET_F32, 1, 1048576), hb_a(ET_U8, 1, 1048576) };
-	hb_arr na[5] = { hb_a(ET_F32, 2, 16, 384), hb_a(ET_F32, 2, 16, 72), hb_a(ET_F32, 1, 16),
-			 hb_a(ET_F32, 1, 16), hb_a(ET_U8, 1, 16) };
-	int64_t rp[5], np[5];
+	/* the new transitions: obs, actions, and (reward, discount, done, pad) */
+	static const char *const tn[3] = { "obs", "actions", "scalars" };
+	hb_arr na[3] = { hb_a(ET_F32, 2, 16, 384), hb_a(ET_F32, 2, 16, 72), hb_a(ET_F32, 2, 16, 4) };
+	int64_t rp[5], np[3];
 	hb_meta md;
 	for (int i = 0; i < 5; i++) {
 		md = mk_meta(NULL, f("replay.%s", rn[i]), NULL, NULL, 0);
 		rp[i] = mk_param(m, f("Arg_%d.%d", argn, argn + 1), ra[i], &md);
 		argn++;
 	}
-	for (int i = 0; i < 5; i++) {
-		md = mk_meta(NULL, f("transition.%s", rn[i]), NULL, NULL, 0);
+	for (int i = 0; i < 3; i++) {
+		md = mk_meta(NULL, f("transition.%s", tn[i]), NULL, NULL, 0);
 		np[i] = mk_param(m, f("Arg_%d.%d", argn, argn + 1), na[i], &md);
 		argn++;
 	}
@@ -499,7 +500,7 @@ static void no_donation(mk_scn *s, int host, int scale)
 			ordered[n++] = outs[3 * i + c];
 	for (int i = 0; i < 5; i++) {
 		ops[0] = rp[i];
-		ops[1] = np[i];
+		ops[1] = np[i < 2 ? i : 2];
 		ops[2] = idx;
 		md = mk_meta("dynamic_update_slice", "jit(train_step)/replay/add/dynamic_update_slice",
 			"agent.py", "ReplayBuffer.add", 77);
@@ -523,7 +524,7 @@ static void no_donation(mk_scn *s, int host, int scale)
 		hb_arr_str(&ra[i], shp, sizeof shp);
 		mk_put(s, 0, hb_arr_bytes(&ra[i]), shp);
 	}
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 3; i++) {
 		hb_arr_str(&na[i], shp, sizeof shp);
 		mk_put(s, 0, hb_arr_bytes(&na[i]), shp);
 	}
