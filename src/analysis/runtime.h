@@ -54,11 +54,11 @@ enum xpf_rt_kind { XPF_RT_ALLOC = 0, XPF_RT_DEALLOC = 1 };
 
 /* What a seen allocation was for (set for allocation events). */
 enum xpf_rt_role {
-	XPF_ROLE_NONE = 0,     /* outside every execution */
-	XPF_ROLE_TEMP,         /* the temp block (or another non-output buffer
+	XPF_RT_ROLE_NONE = 0,     /* outside every execution */
+	XPF_RT_ROLE_TEMP,         /* the temp block (or another non-output buffer
 				  allocation) of an execution */
-	XPF_ROLE_OUTPUT,       /* an output of an execution */
-	XPF_ROLE_EXEC_OTHER,   /* inside an execution, not matched to the plan */
+	XPF_RT_ROLE_OUTPUT,       /* an output of an execution */
+	XPF_RT_ROLE_EXEC_OTHER,   /* inside an execution, not matched to the plan */
 };
 
 /* One allocator event.  Events are sorted by (time, line, index in line). */

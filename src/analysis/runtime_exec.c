@@ -335,12 +335,12 @@ static void join_plan(xpf_host *h, xpf_runtime *rt, size_t xi, const size_t *evs
 				continue;
 			used[i] = true;
 			e->buffer_allocation = (long)i;
-			e->role = a->maybe_live_out ? XPF_ROLE_OUTPUT : XPF_ROLE_TEMP;
+			e->role = a->maybe_live_out ? XPF_RT_ROLE_OUTPUT : XPF_RT_ROLE_TEMP;
 			xpf_rt_match *mt = &x->matched[x->nmatched++];
 			mt->event = (long)evs[k];
 			mt->buffer_allocation = (long)i;
 			mt->role = e->role;
-			if (e->role == XPF_ROLE_OUTPUT)
+			if (e->role == XPF_RT_ROLE_OUTPUT)
 				x->output_bytes += e->bytes;
 			else
 				x->temp_bytes += e->bytes;
@@ -434,8 +434,8 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		join_plan(h, rt, xi, build_evs, nseen);
 		for (size_t k = 0; k < cnt[xi]; k++) {
 			xpf_rt_event *e = &rt->events[evs[first[xi] + k]];
-			if (e->kind == XPF_RT_ALLOC && e->role == XPF_ROLE_NONE)
-				e->role = XPF_ROLE_EXEC_OTHER;
+			if (e->kind == XPF_RT_ALLOC && e->role == XPF_RT_ROLE_NONE)
+				e->role = XPF_RT_ROLE_EXEC_OTHER;
 		}
 	}
 	free(seen);
@@ -686,7 +686,7 @@ static void origin_of(const xpf_runtime *rt, const xpf_rt_event *e, xpf_rt_block
 	blk->execution = -1;
 	if (e->execution >= 0) {
 		const xpf_rt_execution *x = &rt->executions[e->execution];
-		bool out = e->role == XPF_ROLE_OUTPUT || (e->role != XPF_ROLE_TEMP && !e->in_build);
+		bool out = e->role == XPF_RT_ROLE_OUTPUT || (e->role != XPF_RT_ROLE_TEMP && !e->in_build);
 		blk->origin = out ? XPF_ORIGIN_OUTPUTS : XPF_ORIGIN_TEMP;
 		blk->execution = e->execution;
 		if (x->module >= 0)

@@ -176,9 +176,9 @@ static int render_allocators(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_e
 static const char *role_name(enum xpf_rt_role r)
 {
 	switch (r) {
-	case XPF_ROLE_TEMP: return "temp";
-	case XPF_ROLE_OUTPUT: return "output";
-	case XPF_ROLE_EXEC_OTHER: return "execution";
+	case XPF_RT_ROLE_TEMP: return "temp";
+	case XPF_RT_ROLE_OUTPUT: return "output";
+	case XPF_RT_ROLE_EXEC_OTHER: return "execution";
 	default: return NULL;
 	}
 }
@@ -387,7 +387,7 @@ static int render_exec_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf
 			const xpf_rt_event *e = &rt->events[x->matched[i].event];
 			xpf_buf_printf(out, "  buffer allocation %ld (%s): %" PRIu64 " bytes at %" PRIu64 "\n",
 				       x->matched[i].buffer_allocation,
-				       x->matched[i].role == XPF_ROLE_OUTPUT ? "output" : "temp",
+				       x->matched[i].role == XPF_RT_ROLE_OUTPUT ? "output" : "temp",
 				       e->requested_bytes, e->addr);
 		}
 	}
