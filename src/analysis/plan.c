@@ -108,6 +108,7 @@ typedef struct plan_priv {
 	size_t *instr_by_id;   /* indexes into instrs, sorted by id */
 	size_t *instr_by_name; /* sorted by name */
 	size_t *buffer_by_id;
+	bool tiled;            /* TPU-style tiled layouts: colours 1, 2 are not GPU's */
 } plan_priv;
 
 static const xpf_plan *sort_plan; /* qsort has no context argument */
@@ -242,8 +243,24 @@ static const char *source_of(const Xla__HloModuleProto *mod, const Xla__OpMetada
 	return xpf_arena_printf(a, "%s:%d:%d", file, fl->line, fl->column);
 }
 
-static bool called_by_fusion(const Xla__HloModuleProto *mod, int64_t comp_id)
+static int cmp_i64(const void *a, const void *b)
 {
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The ids of computations called by fusion instructions, sorted (older
+ * protos do not set is_fusion_computation). */
+static int64_t *fusion_callees(const Xla__HloModuleProto *mod, size_t *n)
+{
+	size_t cap = 0;
+	for (size_t c = 0; c < mod->n_computations; c++)
+		for (size_t i = 0; i < mod->computations[c]->n_instructions; i++)
+			cap += mod->computations[c]->instructions[i]->n_called_computation_ids;
+	int64_t *ids = malloc((cap ? cap : 1) * sizeof *ids);
+	if (ids == NULL)
+		abort();
+	*n = 0;
 	for (size_t c = 0; c < mod->n_computations; c++) {
 		const Xla__HloComputationProto *cp = mod->computations[c];
 		for (size_t i = 0; i < cp->n_instructions; i++) {
@@ -251,11 +268,12 @@ static bool called_by_fusion(const Xla__HloModuleProto *mod, int64_t comp_id)
 			if (strcmp(in->opcode, "fusion") != 0)
 				continue;
 			for (size_t k = 0; k < in->n_called_computation_ids; k++)
-				if (in->called_computation_ids[k] == comp_id)
-					return true;
+				ids[(*n)++] = in->called_computation_ids[k];
 		}
 	}
-	return false;
+	if (*n)
+		qsort(ids, *n, sizeof *ids, cmp_i64);
+	return ids;
 }
 
 static int64_t entry_id(const Xla__HloModuleProto *mod)
@@ -279,9 +297,12 @@ static void index_instrs(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena 
 		n += mod->computations[c]->n_instructions;
 	p->instrs = xpf_arena_array(a, n, sizeof *p->instrs);
 	xpf_buf b = XPF_BUF_INIT;
+	size_t ncallees;
+	int64_t *callees = fusion_callees(mod, &ncallees);
 	for (size_t c = 0; c < mod->n_computations; c++) {
 		const Xla__HloComputationProto *cp = mod->computations[c];
-		bool fused = cp->is_fusion_computation || called_by_fusion(mod, cp->id);
+		bool fused = cp->is_fusion_computation ||
+			(ncallees && bsearch(&cp->id, callees, ncallees, sizeof *callees, cmp_i64));
 		for (size_t i = 0; i < cp->n_instructions; i++) {
 			const Xla__HloInstructionProto *in = cp->instructions[i];
 			xpf_plan_instr *x = &p->instrs[p->ninstrs++];
@@ -300,10 +321,13 @@ static void index_instrs(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena 
 			x->shape = xpf_arena_strdup(a, b.data ? b.data : "");
 			x->dtype = in->shape ? xpf_dtype_name(in->shape->element_type) : "";
 			x->proto = in;
+			if (in->shape && in->shape->layout && in->shape->layout->n_tiles)
+				((plan_priv *)p->priv)->tiled = true;
 			if (x->remat)
 				p->remat_instructions++;
 		}
 	}
+	free(callees);
 	xpf_buf_release(&b);
 }
 
@@ -393,12 +417,14 @@ static bool param_donor(const Xla__HloModuleProto *mod, const Xla__BufferAllocat
 	return false;
 }
 
-static const char *color_what(int64_t c)
+/* Colour names (reference §3.6.1): 1 and 2 mean collective and separate
+ * temp memory on GPU only; a TPU module (tiled layouts) gets "other". */
+static const char *color_what(int64_t c, bool tiled)
 {
 	switch (c) {
 	case 0: return "device";
-	case 1: return "collective";
-	case 2: return "temp";
+	case 1: return tiled ? "other" : "collective";
+	case 2: return tiled ? "other" : "temp";
 	case XPF_HOST_COLOR: return "host";
 	default: return "other";
 	}
@@ -416,7 +442,7 @@ static xpf_plan_color *color_slot(xpf_plan *p, int64_t c)
 	}
 	memset(&p->colors[i], 0, sizeof p->colors[i]);
 	p->colors[i].color = c;
-	p->colors[i].what = color_what(c);
+	p->colors[i].what = color_what(c, ((plan_priv *)p->priv)->tiled);
 	return &p->colors[i];
 }
 

@@ -35,23 +35,15 @@ enum xpf_kind {
 };
 
 /* The role of a buffer live at the heap peak: first match (SPEC §4.1).
- * Each role has two spellings: XPF_PLAN_ROLE_* never clashes with
- * runtime.h's enum xpf_rt_role (which also has an XPF_ROLE_OUTPUT); the
- * shorter XPF_ROLE_* is kept for code written against the first header. */
+ * (Spelled XPF_PLAN_ROLE_*: runtime.h's enum xpf_rt_role owns XPF_ROLE_*.) */
 enum xpf_role {
-	XPF_ROLE_PARAMETER = 0,
-	XPF_ROLE_OUTPUT,
-	XPF_ROLE_WORKSPACE, /* custom-call / custom fusion output of s8/u8 */
-	XPF_ROLE_BACKWARD,  /* op_name has "transpose(" */
-	XPF_ROLE_FORWARD,   /* op_name has "jvp(": kept for the backward pass */
-	XPF_ROLE_OTHER,
-	XPF_NROLES,
-	XPF_PLAN_ROLE_PARAMETER = XPF_ROLE_PARAMETER,
-	XPF_PLAN_ROLE_OUTPUT = XPF_ROLE_OUTPUT,
-	XPF_PLAN_ROLE_WORKSPACE = XPF_ROLE_WORKSPACE,
-	XPF_PLAN_ROLE_BACKWARD = XPF_ROLE_BACKWARD,
-	XPF_PLAN_ROLE_FORWARD = XPF_ROLE_FORWARD,
-	XPF_PLAN_ROLE_OTHER = XPF_ROLE_OTHER,
+	XPF_PLAN_ROLE_PARAMETER = 0,
+	XPF_PLAN_ROLE_OUTPUT,
+	XPF_PLAN_ROLE_WORKSPACE, /* custom-call / custom fusion output of s8/u8 */
+	XPF_PLAN_ROLE_BACKWARD,  /* op_name has "transpose(" */
+	XPF_PLAN_ROLE_FORWARD,   /* op_name has "jvp(": kept for the backward pass */
+	XPF_PLAN_ROLE_OTHER,
+	XPF_NROLES
 };
 
 const char *xpf_kind_name(enum xpf_kind k);  /* "parameter", "thread-local", ... */

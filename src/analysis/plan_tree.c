@@ -7,6 +7,7 @@
 
 #include "analysis/plan.h"
 #include "analysis/plan_priv.h"
+#include "analysis/runtime.h"
 #include "analysis/svg.h"
 
 static int get_plan(xpf_host *h, const xpf_node *n, const xpf_plan **p, xpf_error *err)
@@ -281,8 +282,35 @@ static int render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 
 /* ---- index.tsv -------------------------------------------------------- */
 
+/* Executions per module from the runtime (SPEC §4.3); NULL when the
+ * capture has no allocator/execution events or the runtime failed (then
+ * the column stays empty and capture/errors.txt says why). */
+static size_t *count_executions(xpf_host *h)
+{
+	const xpf_runtime *rt = NULL;
+	xpf_error e = { 0 };
+	if (xpf_capture_is_hlo_only(h->cap))
+		return NULL;
+	if (xpf_host_runtime(h, &rt, &e) != XPF_OK) {
+		xpf_host_note_error(h, "modules/index.tsv", &e);
+		return NULL;
+	}
+	if (!rt->has_host_plane)
+		return NULL;
+	size_t *n = calloc(h->nmodules ? h->nmodules : 1, sizeof *n);
+	if (n == NULL)
+		abort();
+	for (size_t i = 0; i < rt->nexecutions; i++) {
+		long m = rt->executions[i].module;
+		if (m >= 0 && (size_t)m < h->nmodules)
+			n[m]++;
+	}
+	return n;
+}
+
 static int render_index(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
+	size_t *execs = count_executions(h);
 	xpf_buf_adds(out, "dir\tname\tprogram_id\tparameters_bytes\tdonated_bytes\toutputs_bytes"
 		     "\tnon_aliased_outputs_bytes\ttemp_bytes\theap_peak_bytes\tneed_bytes"
 		     "\texecutions\n");
@@ -309,8 +337,11 @@ static int render_index(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error 
 				       (unsigned long long)p->need_bytes);
 		else
 			xpf_buf_adds(out, "\t\t\t\t\t\t\t");
+		if (execs)
+			xpf_buf_printf(out, "%zu", execs[m]);
 		xpf_buf_addc(out, '\n');
 	}
+	free(execs);
 	(void)n;
 	(void)err;
 	return XPF_OK;
