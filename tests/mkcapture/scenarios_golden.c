@@ -281,8 +281,9 @@ static void grads_kept(mk_scn *s, int host, int scale)
 	hb_arr h1a = hb_a(ET_F32, 2, 2048, 16384), h2a = hb_a(ET_F32, 2, 2048, 512),
 	       lga = hb_a(ET_F32, 2, 2048, 4096);
 
-	md = mk_meta("convert_element_type", "jit(step)/jvp(mlp)/convert_element_type", MODEL, "Mlp.__call__", 20);
-	int64_t x32 = mk_tfusion(m, "wrapped_convert", "kLoop", "convert", hb_a(ET_F32, 2, 2048, 1024), &xb, 1, &md, NULL);
+	/* input normalisation in f32 (not a bare convert of the parameter) */
+	md = mk_meta("div", "jit(step)/jvp(mlp)/normalize/div", MODEL, "Mlp.__call__", 20);
+	int64_t x32 = mk_tfusion(m, "loop_divide_fusion", "kLoop", "divide", hb_a(ET_F32, 2, 2048, 1024), &xb, 1, &md, NULL);
 	md = mk_meta("dot_general", "jit(step)/jvp(mlp)/dense_0/dot_general", MODEL, "Mlp.__call__", 22);
 	ops[0] = x32;
 	ops[1] = st.p[0][0];
