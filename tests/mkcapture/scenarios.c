@@ -3,6 +3,7 @@
 void mk_build_attention_too_big(mk_scn *s, int host, int scale);
 void mk_build_grads_kept(mk_scn *s, int host, int scale);
 void mk_build_no_donation(mk_scn *s, int host, int scale);
+void mk_build_foreign_arrays(mk_scn *s, int host, int scale);
 
 const mk_scenario mk_scenarios[] = {
 	{ "attention-too-big", 1, mk_build_attention_too_big,
@@ -11,5 +12,7 @@ const mk_scenario mk_scenarios[] = {
 	  "each step's gradients are appended to a Python list: in use grows by the non-aliased outputs" },
 	{ "no-donation", 1, mk_build_no_donation,
 	  "the new state needs new memory because the old state is not donated" },
+	{ "foreign-arrays", 1, mk_build_foreign_arrays,
+	  "a dataset device_put (and bytes from before the capture) take the room the step needs" },
 };
 const int mk_nscenarios = (int)(sizeof mk_scenarios / sizeof mk_scenarios[0]);

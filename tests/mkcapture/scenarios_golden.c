@@ -260,11 +260,12 @@ static void attention_too_big(mk_scn *s, int host, int scale)
 /* ------------------------------------------------------------------ */
 /* grads-kept                                                          */
 
-static void grads_kept(mk_scn *s, int host, int scale)
+static void grads_kept(mk_scn *s, int host, int scale, int foreign)
 {
 	(void)host;
-	(void)scale;
 	mk_scn_init(s, "gpu-node-0", 1, MK_POOL_MEMORY, MK_POOL_CAPACITY);
+	if (foreign)
+		s->pre_bytes[0] = 64 * MiB; /* allocated before the capture started */
 	s->scale = scale;
 	hb_module *m = hb_new("jit_step", 3054);
 	state3 st = { 0 };
@@ -371,6 +372,26 @@ static void grads_kept(mk_scn *s, int host, int scale)
 			mk_put(s, 0, hb_arr_bytes(&st.a[i]), shp);
 		}
 	int batch = mk_put(s, 0, 4 * MiB, "bf16[2048,1024]");
+	if (foreign) {
+		/* two good steps (results dropped), then a dataset put on the
+		 * device takes the room and the third step runs out of memory */
+		for (int k = 0; k < 2; k++) {
+			mk_gap(s, 100 * 1000);
+			int r = mk_exec(s, mod, -1, 0);
+			for (int i = 0; i < 4; i++)
+				mk_free(s, r + i);
+			for (int i = 0; i < scale; i++)
+				mk_py(s, "$train.py:88 train_loop", 20 * 1000);
+		}
+		mk_put(s, 0, 2048 * MiB, "f32[524288,1024]");
+		mk_py(s, "$data.py:17 load_eval_set", 40 * 1000);
+		mk_gap(s, 100 * 1000);
+		/* runtime allocations: loss, 3 gradients, tuple, temp: the temp fails */
+		mk_exec(s, mod, 5, 3000000000ll);
+		mk_py(s, "$profiler.py:213 stop_trace", 50 * 1000);
+		(void)batch;
+		return;
+	}
 	for (int k = 0; k < 10; k++) {
 		mk_gap(s, 100 * 1000);
 		int r = mk_exec(s, mod, -1, 0);
@@ -540,5 +561,6 @@ static void no_donation(mk_scn *s, int host, int scale)
 }
 
 void mk_build_attention_too_big(mk_scn *s, int host, int scale) { attention_too_big(s, host, scale); }
-void mk_build_grads_kept(mk_scn *s, int host, int scale) { grads_kept(s, host, scale); }
+void mk_build_grads_kept(mk_scn *s, int host, int scale) { grads_kept(s, host, scale, 0); }
+void mk_build_foreign_arrays(mk_scn *s, int host, int scale) { grads_kept(s, host, scale, 1); }
 void mk_build_no_donation(mk_scn *s, int host, int scale) { no_donation(s, host, scale); }
