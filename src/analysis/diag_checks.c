@@ -186,7 +186,15 @@ static void check_runtime(xpf_host *h, const xpf_diagnosis *d, const xpf_runtime
 			else
 				seen = e->temp_bytes;
 		}
-		if (n == 0) {
+		size_t failed = 0;
+		for (size_t x = 0; x < rt->nexecutions; x++)
+			failed += rt->executions[x].module == d->module &&
+				  (rt->executions[x].launched == XPF_LAUNCHED_NO || rt->executions[x].stopped_in_build);
+		if (n == 0 && failed) {
+			xpf_buf_printf(&f, "%s: plan temp %llu; its %zu execution%s stopped before the temp block was allocated (never launched): nothing to compare",
+				       p->module, (unsigned long long)p->temp_bytes, failed, failed == 1 ? "" : "s");
+			line(out, "PASS", "plan-vs-runtime-temp", &f);
+		} else if (n == 0) {
 			xpf_buf_printf(&f, "%s: no execution with a matched temp allocation to compare with the plan's %llu%s",
 				       p->module, (unsigned long long)p->temp_bytes,
 				       rt->keyed_by_index ? " (TPU reserves a program's memory when it loads, not per execution)" : "");

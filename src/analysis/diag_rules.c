@@ -49,6 +49,13 @@ static const char *peak_shape(const xpf_plan_peak *r)
 	return r->buffer && r->buffer->shape ? r->buffer->shape : "";
 }
 
+/* "f32[8,128]{1,0}" -> "f32[8,128]" (the layout is noise in a sentence). */
+static void put_shape(xpf_buf *b, const char *shape)
+{
+	const char *brace = shape[0] == '(' ? NULL : strchr(shape, '{');
+	xpf_buf_add(b, shape, brace ? (size_t)(brace - shape) : strlen(shape));
+}
+
 static const char *peak_source(const xpf_plan_peak *r)
 {
 	return r->buffer && r->buffer->instr ? r->buffer->instr->source : "";
@@ -106,8 +113,9 @@ static void describe_group(const struct group *g, xpf_buf *b)
 {
 	char h1[32];
 	const char *src = peak_source(g->row), *op = peak_opname(g->row);
-	xpf_buf_printf(b, "%zu x %s (%s in all)", g->count, peak_shape(g->row),
-		       xpf_human(g->bytes, h1));
+	xpf_buf_printf(b, "%zu x ", g->count);
+	put_shape(b, peak_shape(g->row));
+	xpf_buf_printf(b, " (%s in all)", xpf_human(g->bytes, h1));
 	if (*src)
 		xpf_buf_printf(b, " at %s", src);
 	if (*op)
@@ -412,9 +420,11 @@ static void rule_dups(xpf_diag_ctx *c, enum xpf_dup_kind kind)
 		if (seen || x->param == NULL)
 			continue;
 		pbytes += x->param->bytes;
-		if (nparams < 5)
-			xpf_buf_printf(&params, "%s%lld%s %s", nparams ? ", " : "",
-				       (long long)x->param->number, x->param->shape_index, x->param->shape);
+		if (nparams < 5) {
+			xpf_buf_printf(&params, "%s%lld%s ", nparams ? ", " : "",
+				       (long long)x->param->number, x->param->shape_index);
+			put_shape(&params, x->param->shape);
+		}
 		nparams++;
 	}
 	if (bytes < XPF_MIB)
@@ -425,12 +435,12 @@ static void rule_dups(xpf_diag_ctx *c, enum xpf_dup_kind kind)
 	xpf_finding *f = xpf_diag_add(c, layout ? "param-layout-copy" : "param-convert-copy",
 				      XPF_TAG_INFERRED, c->d->module);
 	if (layout)
-		xpf_buf_printf(&b, "%zu layout-changing copies of entry parameters (e.g. %s) are live at the heap peak: %s, duplicating parameters %s%s",
-			       count, example ? example : "?", xpf_human(bytes, h1), params.data ? params.data : "",
+		xpf_buf_printf(&b, "%zu layout-changing cop%s of entry parameters (e.g. %s) are live at the heap peak: %s, duplicating parameters %s%s",
+			       count, count == 1 ? "y" : "ies", example ? example : "?", xpf_human(bytes, h1), params.data ? params.data : "",
 			       hoisted ? "; defined in the entry computation, so they live for the whole loop that uses them" : "");
 	else
-		xpf_buf_printf(&b, "%zu dtype-converted copies of entry parameters (e.g. %s) are live at the heap peak: %s, converted from parameters %s (%s)%s",
-			       count, example ? example : "?", xpf_human(bytes, h1), params.data ? params.data : "",
+		xpf_buf_printf(&b, "%zu dtype-converted cop%s of entry parameters (e.g. %s) are live at the heap peak: %s, converted from parameters %s (%s)%s",
+			       count, count == 1 ? "y" : "ies", example ? example : "?", xpf_human(bytes, h1), params.data ? params.data : "",
 			       xpf_human(pbytes, h2), hoisted ? "; converted in bulk in the entry computation" : "");
 	xpf_diag_text(f, &b);
 	xpf_diag_num(f, "bytes", bytes);
@@ -455,7 +465,8 @@ static void rule_dups(xpf_diag_ctx *c, enum xpf_dup_kind kind)
 			if (p->dups[i].kind == kind && p->dups[i].at_peak && p->dups[i].buffer &&
 			    p->dups[i].buffer->bytes > biggest)
 				biggest = p->dups[i].buffer->bytes;
-		xpf_diag_addfix(c, f, bytes - biggest, sub0(p->need_bytes, bytes - biggest),
+		if (count > 1)
+			xpf_diag_addfix(c, f, bytes - biggest, sub0(p->need_bytes, bytes - biggest),
 				"a convert per use inside the loop (cheap, memory-bound)",
 				"convert per layer inside the loop instead of in one block up front: only one converted layer is live at a time, saving about %s",
 				xpf_human(bytes - biggest, h1));
@@ -713,7 +724,10 @@ static void rule_foreign(xpf_diag_ctx *c)
 	 * in use: the step's own memory, not foreign arrays. */
 	uint64_t reserved = rt->keyed_by_index ? need : 0;
 	other = sub0(other, reserved);
-	if (other == 0 || (other * 10 < d->capacity_bytes && need + other <= d->capacity_bytes))
+	/* Over the pool only counts when the step alone would fit: otherwise
+	 * plan-exceeds-pool says it all. */
+	bool pushes = need && need <= d->capacity_bytes && need + other > d->capacity_bytes;
+	if (other == 0 || (other * 10 < d->capacity_bytes && !pushes))
 		goto out;
 	qsort(os, nos, sizeof *os, origin_cmp);
 	xpf_finding *f = xpf_diag_add(c, "foreign-live-arrays", XPF_TAG_MEASURED, d->module);
@@ -727,7 +741,7 @@ static void rule_foreign(xpf_diag_ctx *c)
 		xpf_buf_printf(&b, " and the program's reservation (about its need, %s)", xpf_human(reserved, h4));
 	xpf_buf_printf(&b, ", %s%% of the capacity %s", xpf_pct(other, d->capacity_bytes, h4),
 		       xpf_human(d->capacity_bytes, h5));
-	if (need && need + other > d->capacity_bytes && need <= d->capacity_bytes)
+	if (pushes)
 		xpf_buf_adds(&b, ", enough to push the step over the pool");
 	xpf_buf_adds(&b, "; largest origins: ");
 	bool before = false;

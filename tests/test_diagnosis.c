@@ -1,0 +1,636 @@
+/* The diagnosis (issue 6): every scenario capture gets exactly its intended
+ * codes with their figures, and every real capture of ../shared/captures
+ * gets a sensible diagnosis with clean (or explained) checks.  Scenario
+ * captures are built with $XPF_BUILD/tests/mkcapture/xplane-mkcapture into
+ * a temporary directory; each test skips, saying so, when what it needs is
+ * absent. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "analysis/report.h"
+#include "capture/input.h"
+
+struct rep {
+	xpf_input *in;
+	xpf_report *r;
+	xpf_options opt;
+	json_t *diag;
+};
+
+static char tmpdir[] = "/tmp/xpf-diag-XXXXXX";
+static bool have_tmp;
+
+static bool open_rep(struct rep *p, const char *path, uint64_t capacity)
+{
+	xpf_error err = { 0 };
+	xpf_options opt = XPF_OPTIONS_INIT;
+
+	memset(p, 0, sizeof *p);
+	p->opt = opt;
+	p->opt.capacity = capacity;
+	if (access(path, R_OK) != 0)
+		return false;
+	assert_int_equal(xpf_input_open(path, NULL, &p->in, &err), XPF_OK);
+	assert_int_equal(xpf_report_open(p->in, &p->opt, &p->r, &err), XPF_OK);
+	return true;
+}
+
+static void close_rep(struct rep *p)
+{
+	json_decref(p->diag);
+	xpf_report_free(p->r);
+	xpf_input_free(p->in);
+}
+
+/* The bytes of a file of the report, NUL-terminated (in the report). */
+static const char *cat(struct rep *p, const char *path)
+{
+	xpf_node *n = NULL;
+	xpf_error err = { 0 };
+	const char *data;
+	size_t len;
+
+	assert_int_equal(xpf_report_resolve(p->r, path, &n, &err), XPF_OK);
+	if (n == NULL)
+		fail_msg("%s: not in the tree", path);
+	assert_int_equal(xpf_node_content(n, &data, &len, &err), XPF_OK);
+	assert_int_equal(strlen(data), len);
+	return data;
+}
+
+static json_t *diag_json(struct rep *p)
+{
+	json_error_t je;
+	if (p->diag == NULL) {
+		p->diag = json_loads(cat(p, "diagnosis.json"), 0, &je);
+		if (p->diag == NULL)
+			fail_msg("diagnosis.json: %s (line %d)", je.text, je.line);
+	}
+	return p->diag;
+}
+
+static json_t *finding(struct rep *p, const char *code)
+{
+	json_t *fs = json_object_get(diag_json(p), "findings"), *f;
+	size_t i;
+	json_array_foreach(fs, i, f)
+		if (strcmp(json_string_value(json_object_get(f, "code")), code) == 0)
+			return f;
+	return NULL;
+}
+
+static json_t *need_finding(struct rep *p, const char *code)
+{
+	json_t *f = finding(p, code);
+	if (f == NULL)
+		fail_msg("no %s finding in:\n%s", code, cat(p, "diagnosis.txt"));
+	return f;
+}
+
+static long long fig(json_t *f, const char *key)
+{
+	json_t *v = json_object_get(json_object_get(f, "figures"), key);
+	if (!json_is_integer(v))
+		fail_msg("figure %s missing or not an integer", key);
+	return json_integer_value(v);
+}
+
+static const char *figs(json_t *f, const char *key)
+{
+	json_t *v = json_object_get(json_object_get(f, "figures"), key);
+	if (!json_is_string(v))
+		fail_msg("figure %s missing or not a string", key);
+	return json_string_value(v);
+}
+
+static const char *text(json_t *f)
+{
+	return json_string_value(json_object_get(f, "text"));
+}
+
+static void assert_contains(const char *hay, const char *needle)
+{
+	if (strstr(hay, needle) == NULL)
+		fail_msg("'%s' not in: %s", needle, hay);
+}
+
+/* Exactly these codes (order aside). */
+static void assert_codes(struct rep *p, const char *const *codes, size_t n)
+{
+	json_t *fs = json_object_get(diag_json(p), "findings"), *f;
+	size_t i;
+	json_array_foreach(fs, i, f) {
+		const char *c = json_string_value(json_object_get(f, "code"));
+		bool ok = false;
+		for (size_t k = 0; k < n && !ok; k++)
+			ok = strcmp(codes[k], c) == 0;
+		if (!ok)
+			fail_msg("unexpected code %s in:\n%s", c, cat(p, "diagnosis.txt"));
+	}
+	for (size_t k = 0; k < n; k++)
+		need_finding(p, codes[k]);
+}
+
+/* Every finding is well-formed: tag, evidence paths that exist, fixes with
+ * a saving, a cost and the inferred tag. */
+static void assert_well_formed(struct rep *p)
+{
+	json_t *fs = json_object_get(diag_json(p), "findings"), *f;
+	size_t i;
+	assert_true(json_array_size(fs) > 0);
+	json_array_foreach(fs, i, f) {
+		const char *tag = json_string_value(json_object_get(f, "tag"));
+		assert_non_null(tag);
+		assert_true(!strcmp(tag, "read") || !strcmp(tag, "measured") || !strcmp(tag, "inferred"));
+		assert_true(strlen(text(f)) > 0);
+		json_t *ev = json_object_get(f, "evidence"), *e, *x;
+		size_t j;
+		json_array_foreach(ev, j, e) {
+			const char *path = json_string_value(e);
+			/* runtime/executions/<n>/ exists once the runtime is read */
+			xpf_node *n = NULL;
+			xpf_error err = { 0 };
+			assert_int_equal(xpf_report_resolve(p->r, path, &n, &err), XPF_OK);
+			if (n == NULL)
+				fail_msg("evidence %s is not in the tree", path);
+		}
+		json_array_foreach(json_object_get(f, "fixes"), j, x) {
+			assert_true(json_is_integer(json_object_get(x, "saving_bytes")));
+			assert_string_equal(json_string_value(json_object_get(x, "tag")), "inferred");
+			assert_true(strlen(json_string_value(json_object_get(x, "cost"))) > 0);
+		}
+	}
+	const char *checks = cat(p, "checks.txt");
+	if (strstr(checks, "FAIL\t"))
+		fail_msg("checks.txt has a FAIL:\n%s", checks);
+}
+
+/* Build a scenario capture; NULL (and a skip message) without the builder. */
+static const char *scenario(const char *name)
+{
+	static char path[4096];
+	char exe[4096], cmd[3 * 4096 + 64];
+	const char *build = getenv("XPF_BUILD");
+
+	snprintf(exe, sizeof exe, "%s/tests/mkcapture/xplane-mkcapture", build ? build : "build");
+	if (access(exe, X_OK) != 0) {
+		fprintf(stderr, "skip: %s is absent (set XPF_BUILD)\n", exe);
+		return NULL;
+	}
+	if (!have_tmp) {
+		assert_non_null(mkdtemp(tmpdir));
+		have_tmp = true;
+	}
+	snprintf(path, sizeof path, "%s/%s.xplane.pb", tmpdir, name);
+	if (access(path, R_OK) != 0) {
+		snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' >/dev/null", exe, name, path);
+		assert_int_equal(system(cmd), 0);
+	}
+	return path;
+}
+
+/* ---- the three reference scenarios (seeds/oom-from-a-capture-guide) ---- */
+
+static void test_attention(void **state)
+{
+	struct rep p;
+	const char *path = scenario("attention-too-big");
+	if (path == NULL)
+		skip();
+	assert_true(open_rep(&p, path, 0));
+	static const char *const codes[] = { "plan-exceeds-pool", "mostly-forward", "allocator-retry",
+					     "never-launched", "xla-remat" };
+	assert_codes(&p, codes, 5);
+	assert_well_formed(&p);
+
+	json_t *f = need_finding(&p, "plan-exceeds-pool");
+	assert_int_equal(fig(f, "capacity_bytes"), 2995650816ll);
+	assert_contains(text(f), "needs 3.72 GiB > capacity 2.79 GiB");
+	assert_true(fig(f, "need_bytes") > fig(f, "capacity_bytes"));
+	assert_int_equal(fig(f, "need_bytes"),
+			 fig(f, "parameters_bytes") + fig(f, "non_aliased_outputs_bytes") +
+			 fig(f, "temp_bytes") + fig(f, "constants_bytes"));
+	assert_string_equal(json_string_value(json_object_get(f, "tag")), "measured");
+
+	f = need_finding(&p, "mostly-forward");
+	assert_string_equal(figs(f, "share_pct"), "81.6");
+	assert_contains(text(f), "81.6% of the heap peak");
+	assert_int_equal(fig(f, "largest_group_count"), 5);
+	assert_contains(text(f), "5 x f32[8,8,1024,1024]");
+	assert_contains(text(f), "softmax");
+	json_t *fixes = json_object_get(f, "fixes");
+	assert_true(json_array_size(fixes) >= 4);
+	const char *want[] = { "jax.checkpoint", "micro-batch", "sequence length", "fused attention" };
+	for (size_t k = 0; k < 4; k++) {
+		json_t *x = json_array_get(fixes, k);
+		assert_contains(json_string_value(json_object_get(x, "text")), want[k]);
+		assert_true(json_integer_value(json_object_get(x, "saving_bytes")) > 0);
+	}
+	/* the checkpoint fix saves 90% of the forward-kept bytes and makes it fit */
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(fixes, 0), "saving_bytes")),
+			 (long long)((uint64_t)fig(f, "role_bytes") / 10 * 9));
+	assert_contains(json_string_value(json_object_get(json_array_get(fixes, 0), "text")), ": fits");
+
+	f = need_finding(&p, "allocator-retry");
+	assert_int_equal(fig(f, "count"), 1);
+	assert_contains(text(f), "longest 10.0 s");
+	assert_contains(text(f), "launched: no");
+	f = need_finding(&p, "xla-remat");
+	assert_int_equal(fig(f, "count"), 89);
+
+	/* focus -> the failing module */
+	xpf_node *n = NULL;
+	xpf_error err = { 0 };
+	const char *target;
+	assert_int_equal(xpf_report_resolve(p.r, "focus", &n, &err), XPF_OK);
+	assert_non_null(n);
+	assert_int_equal(xpf_node_readlink(n, &target, &err), XPF_OK);
+	assert_string_equal(target, "modules/jit_step(2811)");
+	assert_contains(cat(&p, "diagnosis.txt"), "[measured] plan-exceeds-pool: ");
+	assert_contains(cat(&p, "diagnosis.txt"), "    [inferred] fix: wrap the block in jax.checkpoint");
+	close_rep(&p);
+}
+
+static void test_grads_kept(void **state)
+{
+	struct rep p;
+	const char *path = scenario("grads-kept");
+	if (path == NULL)
+		skip();
+	assert_true(open_rep(&p, path, 0));
+	assert_well_formed(&p);
+	assert_null(finding(&p, "plan-exceeds-pool"));
+	assert_null(finding(&p, "near-fit"));
+	assert_null(finding(&p, "mostly-forward"));
+	assert_null(finding(&p, "no-donation"));
+	assert_null(finding(&p, "allocator-retry"));
+	assert_null(finding(&p, "never-launched"));
+	json_t *f = need_finding(&p, "growth-per-execution");
+	assert_int_equal(fig(f, "growth_bytes"), 104ll * 1024 * 1024);
+	/* the gradients (104 MiB) plus the loss and the tuple */
+	assert_int_equal(fig(f, "non_aliased_outputs_bytes"), 109052012ll);
+	assert_string_equal(figs(f, "ratio_to_non_aliased_outputs"), "1.00");
+	assert_int_equal(fig(f, "first_in_use_bytes"), 316ll * 1024 * 1024);
+	assert_contains(text(f), "+104.0 MiB per execution = 1.00x the non-aliased outputs");
+	assert_contains(text(f), "append");
+	assert_string_equal(json_string_value(json_object_get(f, "tag")), "measured");
+	assert_true(json_array_size(json_object_get(f, "fixes")) >= 3);
+	f = need_finding(&p, "fits");
+	assert_int_equal(fig(f, "need_bytes"), 826277996ll);
+	assert_int_equal(fig(f, "headroom_bytes"), 2995650816ll - 826277996ll);
+	assert_contains(text(f), "needs 788.0 MiB of capacity 2.79 GiB");
+	close_rep(&p);
+}
+
+static void test_no_donation(void **state)
+{
+	struct rep p;
+	const char *path = scenario("no-donation");
+	if (path == NULL)
+		skip();
+	assert_true(open_rep(&p, path, 0));
+	assert_well_formed(&p);
+	static const char *const codes[] = { "plan-exceeds-pool", "no-donation", "allocator-retry",
+					     "never-launched" };
+	assert_codes(&p, codes, 4);
+	json_t *f = need_finding(&p, "no-donation");
+	assert_int_equal(fig(f, "saving_bytes"), 1902ll * 1024 * 1024);
+	assert_true(fig(f, "parameters_bytes") >= 1902ll * 1024 * 1024);
+	assert_int_equal(fig(f, "donated_bytes"), 0);
+	assert_contains(text(f), "could be saved with donate_argnums");
+	json_t *x = json_array_get(json_object_get(f, "fixes"), 0);
+	assert_int_equal(json_integer_value(json_object_get(x, "saving_bytes")), 1902ll * 1024 * 1024);
+	assert_contains(json_string_value(json_object_get(x, "text")), ": fits");
+	f = need_finding(&p, "plan-exceeds-pool");
+	assert_contains(text(f), "needs 3.88 GiB > capacity 2.79 GiB");
+	close_rep(&p);
+}
+
+/* ---- every scenario against its tests/scenarios/<name>.json ------------- */
+
+/* The intended codes (and figures) of the "diagnosis" section, in any of
+ * the shapes: ["code", ...], [{"code","figures"}...], {"codes":[...]},
+ * {"<code>": {figures}}. */
+static void check_intended(struct rep *p, const char *name, json_t *dg)
+{
+	json_t *list = json_is_object(dg) && json_object_get(dg, "codes") ? json_object_get(dg, "codes") :
+		       json_is_object(dg) && json_object_get(dg, "findings") ? json_object_get(dg, "findings") : dg;
+	const char *codes[64];
+	json_t *want[64];
+	size_t n = 0;
+	if (json_is_array(list)) {
+		size_t i;
+		json_t *e;
+		json_array_foreach(list, i, e) {
+			if (n == 64)
+				break;
+			codes[n] = json_is_string(e) ? json_string_value(e) :
+				   json_string_value(json_object_get(e, "code"));
+			want[n] = json_is_object(e) ? json_object_get(e, "figures") : NULL;
+			n++;
+		}
+	} else if (json_is_object(list)) {
+		const char *k;
+		json_t *v;
+		json_object_foreach(list, k, v) {
+			if (n == 64)
+				break;
+			codes[n] = k;
+			want[n] = json_is_object(v) && json_object_get(v, "figures") ? json_object_get(v, "figures") : v;
+			n++;
+		}
+	}
+	assert_true(n > 0);
+	fprintf(stderr, "%s: %zu intended codes\n", name, n);
+	assert_codes(p, codes, n);
+	for (size_t i = 0; i < n; i++) {
+		if (!json_is_object(want[i]))
+			continue;
+		json_t *f = need_finding(p, codes[i]);
+		json_t *have = json_object_get(f, "figures");
+		const char *k;
+		json_t *v;
+		json_object_foreach(want[i], k, v) {
+			json_t *h = json_object_get(have, k);
+			if (h == NULL)
+				fail_msg("%s %s: figure %s missing", name, codes[i], k);
+			if (!json_equal(h, v))
+				fail_msg("%s %s: figure %s differs", name, codes[i], k);
+		}
+	}
+}
+
+/* A figure of a finding, when both exist, equals the scenario's value. */
+static void same(struct rep *p, const char *name, const char *code, const char *key, json_t *want)
+{
+	json_t *f = finding(p, code);
+	if (f == NULL || want == NULL)
+		return;
+	json_t *have = json_object_get(json_object_get(f, "figures"), key);
+	if (have == NULL || !json_equal(have, want))
+		fail_msg("%s %s: figure %s is %lld, the scenario says %lld", name, code, key,
+			 (long long)json_integer_value(have), (long long)json_integer_value(want));
+}
+
+static void check_figures(struct rep *p, const char *name, json_t *sj)
+{
+	json_t *plan = json_object_get(sj, "plan"), *rt = json_object_get(sj, "runtime");
+	json_t *d = diag_json(p);
+	if (rt && json_object_get(rt, "capacity_bytes"))
+		assert_true(json_equal(json_object_get(d, "capacity_bytes"), json_object_get(rt, "capacity_bytes")));
+	if (plan) {
+		const char *verdicts[] = { "plan-exceeds-pool", "near-fit", "fits" };
+		for (int i = 0; i < 3; i++)
+			same(p, name, verdicts[i], "need_bytes", json_object_get(plan, "need_bytes"));
+		same(p, name, "plan-exceeds-pool", "parameters_bytes", json_object_get(plan, "parameters_bytes"));
+		same(p, name, "plan-exceeds-pool", "temp_bytes", json_object_get(plan, "temp_bytes"));
+		same(p, name, "plan-exceeds-pool", "non_aliased_outputs_bytes",
+		     json_object_get(plan, "non_aliased_outputs_bytes"));
+		same(p, name, "plan-exceeds-pool", "heap_peak_bytes", json_object_get(plan, "heap_peak_bytes"));
+		same(p, name, "xla-remat", "count", json_object_get(plan, "remat_instructions"));
+		same(p, name, "growth-per-execution", "non_aliased_outputs_bytes",
+		     json_object_get(plan, "non_aliased_outputs_bytes"));
+		json_t *roles = json_object_get(plan, "roles_bytes");
+		if (roles) {
+			same(p, name, "mostly-forward", "role_bytes", json_object_get(roles, "forward"));
+			same(p, name, "plan-exceeds-pool", "role_forward_bytes", json_object_get(roles, "forward"));
+			same(p, name, "plan-exceeds-pool", "role_backward_bytes", json_object_get(roles, "backward"));
+		}
+	}
+	if (rt) {
+		same(p, name, "growth-per-execution", "growth_bytes", json_object_get(rt, "growth_per_execution_bytes"));
+		same(p, name, "growth-per-execution", "first_in_use_bytes", json_object_get(rt, "in_use_at_start_first_bytes"));
+		same(p, name, "growth-per-execution", "last_in_use_bytes", json_object_get(rt, "in_use_at_start_last_bytes"));
+		same(p, name, "growth-per-execution", "executions", json_object_get(rt, "executions"));
+		if (json_integer_value(json_object_get(rt, "retries")) == 1)
+			same(p, name, "allocator-retry", "longest_ns", json_object_get(rt, "retry_ns"));
+		same(p, name, "allocator-retry", "count", json_object_get(rt, "retries"));
+		json_t *nl = json_object_get(rt, "never_launched");
+		if (json_array_size(nl) == 1)
+			same(p, name, "never-launched", "execution", json_array_get(nl, 0));
+		json_t *f = finding(p, "growth-per-execution");
+		json_t *between = json_object_get(rt, "between");
+		const char *k;
+		json_t *v;
+		if (f)
+			json_object_foreach(between, k, v)
+				assert_contains(text(f), k);
+	}
+}
+
+static void test_all_scenarios(void **state)
+{
+	const char *build = getenv("XPF_BUILD"), *src = getenv("XPF_SOURCE");
+	char exe[4096], cmd[8192], line[1024];
+	size_t checked = 0;
+
+	snprintf(exe, sizeof exe, "%s/tests/mkcapture/xplane-mkcapture", build ? build : "build");
+	if (access(exe, X_OK) != 0) {
+		fprintf(stderr, "skip: %s is absent\n", exe);
+		skip();
+	}
+	snprintf(cmd, sizeof cmd, "'%s' --list", exe);
+	FILE *ls = popen(cmd, "r");
+	assert_non_null(ls);
+	while (fgets(line, sizeof line, ls)) {
+		char *tab = strchr(line, '\t');
+		if (tab)
+			*tab = 0;
+		line[strcspn(line, "\n")] = 0;
+		if (!*line)
+			continue;
+		const char *path = scenario(line);
+		struct rep p;
+		assert_true(open_rep(&p, path, 0));
+		assert_well_formed(&p);
+		char jpath[4096];
+		json_error_t je;
+		snprintf(jpath, sizeof jpath, "%s/tests/scenarios/%s.json", src ? src : ".", line);
+		json_t *sj = access(jpath, R_OK) == 0 ? json_load_file(jpath, 0, &je) : NULL;
+		json_t *dg = sj ? json_object_get(sj, "diagnosis") : NULL;
+		if (sj)
+			check_figures(&p, line, sj);
+		if (dg == NULL) {
+			fprintf(stderr, "%s: no \"diagnosis\" in %s; well-formedness checked only\n", line, jpath);
+		} else {
+			check_intended(&p, line, dg);
+			checked++;
+		}
+		json_decref(sj);
+		close_rep(&p);
+	}
+	pclose(ls);
+	fprintf(stderr, "%zu scenarios checked against their intended codes\n", checked);
+}
+
+/* ---- the real captures --------------------------------------------------- */
+
+static const char *shared_capture(const char *name)
+{
+	static char path[4096];
+	const char *shared = getenv("XPF_SHARED");
+	snprintf(path, sizeof path, "%s/captures/%s", shared ? shared : "../shared", name);
+	if (access(path, R_OK) != 0) {
+		fprintf(stderr, "skip: %s is absent (set XPF_SHARED)\n", path);
+		return NULL;
+	}
+	return path;
+}
+
+static void test_real_healthy(void **state)
+{
+	static const char *const names[] = { "mi300x-jax08-attention.xplane.pb", "mi300x-jax08-gemm.xplane.pb",
+					     "mi300x-conv-run" };
+	size_t seen = 0;
+	for (size_t i = 0; i < 3; i++) {
+		const char *path = shared_capture(names[i]);
+		struct rep p;
+		if (path == NULL)
+			continue;
+		seen++;
+		assert_true(open_rep(&p, path, 0));
+		assert_well_formed(&p);
+		json_t *f = need_finding(&p, "fits");
+		assert_true(fig(f, "headroom_bytes") > 0);
+		assert_int_equal(fig(f, "headroom_bytes"), fig(f, "capacity_bytes") - fig(f, "need_bytes"));
+		assert_null(finding(&p, "plan-exceeds-pool"));
+		assert_null(finding(&p, "missing-plan"));
+		assert_null(finding(&p, "missing-runtime"));
+		assert_null(finding(&p, "growth-per-execution"));
+		/* MI300X: 192 GiB devices, pool at JAX's default 75% */
+		json_t *d = diag_json(&p);
+		long long cap = json_integer_value(json_object_get(d, "capacity_bytes"));
+		assert_true(cap > 140ll << 30 && cap < 145ll << 30);
+		assert_false(json_is_true(json_object_get(d, "fraction_set")));
+		const char *sum = cat(&p, "summary.txt");
+		assert_contains(sum, "vendor AMD");
+		assert_contains(sum, "HBM 191.98 GiB (206141652992 bytes)");
+		assert_contains(cat(&p, "checks.txt"), "PASS\tkinds-sum-to-total");
+		assert_contains(cat(&p, "checks.txt"), "PASS\tpeak-rows-sum-to-heap-peak");
+		const char *readme = cat(&p, "README");
+		assert_contains(readme, "diagnosis.txt\n");
+		assert_contains(readme, "modules/<dir>/peak_buffers.tsv\n");
+		assert_contains(readme, "runtime/executions/<n>/live.tsv\n");
+		assert_contains(readme, "focus (symlink)\n");
+		assert_null(strstr(readme, "(no description)"));
+		close_rep(&p);
+	}
+	if (!seen)
+		skip();
+}
+
+static void test_real_attention_figures(void **state)
+{
+	const char *path = shared_capture("mi300x-jax08-attention.xplane.pb");
+	struct rep p;
+	if (path == NULL)
+		skip();
+	assert_true(open_rep(&p, path, 0));
+	/* the biggest module that ran; capacity from GPU_0_bfc */
+	json_t *d = diag_json(&p);
+	assert_string_equal(json_string_value(json_object_get(d, "module")), "jit_matmul(59)");
+	assert_int_equal(json_integer_value(json_object_get(d, "capacity_bytes")), 154606239744ll);
+	assert_string_equal(json_string_value(json_object_get(d, "capacity_tag")), "measured");
+	/* lifetime peak 595,591,680 (README) above the window's: explained */
+	assert_contains(cat(&p, "checks.txt"), "WARN\tlifetime-peak-vs-window\tGPU_0_bfc: lifetime peak 595591680");
+	close_rep(&p);
+}
+
+static void test_real_tf(void **state)
+{
+	const char *path = shared_capture("tf-v100-multiworker.xplane.pb");
+	struct rep p;
+	if (path == NULL)
+		skip();
+	assert_true(open_rep(&p, path, 0));
+	assert_well_formed(&p);
+	json_t *f = need_finding(&p, "missing-plan");
+	assert_contains(text(f), "no HloProto");
+	assert_contains(text(f), "TensorFlow");
+	/* the runtime still speaks: GPU_6_bfc's peak 6,210,111,488 (README) */
+	assert_int_equal(fig(f, "peak_in_window_bytes"), 6210111488ll);
+	assert_null(finding(&p, "fits"));
+	assert_true(json_is_null(json_object_get(diag_json(&p), "module")));
+	close_rep(&p);
+}
+
+static void test_real_tpu(void **state)
+{
+	const char *path = shared_capture("tpu-v6e-inference.xplane.pb");
+	struct rep p;
+	if (path == NULL)
+		skip();
+	assert_true(open_rep(&p, path, 0));
+	assert_well_formed(&p);
+	json_t *d = diag_json(&p);
+	assert_string_equal(json_string_value(json_object_get(d, "program_id")), "12190760917235803885");
+	assert_non_null(need_finding(&p, "fits"));
+	/* the program's reservation is not a foreign array */
+	assert_null(finding(&p, "foreign-live-arrays"));
+	close_rep(&p);
+}
+
+static void test_real_hlo_only(void **state)
+{
+	const char *path = shared_capture("hlo/h100-maxtext-jit_train_step.hlo.pb");
+	struct rep p;
+	if (path == NULL)
+		skip();
+	assert_true(open_rep(&p, path, 0));
+	assert_well_formed(&p);
+	json_t *f = need_finding(&p, "missing-runtime");
+	assert_contains(text(f), "bare HloProto");
+	assert_null(finding(&p, "fits"));
+	/* layout copies of the weights (reference §10): wrapped_transpose */
+	f = need_finding(&p, "param-layout-copy");
+	assert_contains(text(f), "wrapped_transpose");
+	assert_true(fig(f, "bytes") >= 1 << 20);
+	close_rep(&p);
+
+	/* --capacity gives the verdict */
+	assert_true(open_rep(&p, path, 1ull << 40));
+	f = need_finding(&p, "fits");
+	assert_int_equal(fig(f, "capacity_bytes"), 1ll << 40);
+	assert_string_equal(json_string_value(json_object_get(diag_json(&p), "capacity_source")), "--capacity");
+	close_rep(&p);
+	assert_true(open_rep(&p, path, 1ull << 20));
+	f = need_finding(&p, "plan-exceeds-pool");
+	assert_string_equal(json_string_value(json_object_get(f, "tag")), "read");
+	close_rep(&p);
+}
+
+static int cleanup(void **state)
+{
+	if (have_tmp) {
+		char cmd[4200];
+		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove %s\n", tmpdir);
+	}
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_grads_kept),
+		cmocka_unit_test(test_no_donation),
+		cmocka_unit_test(test_all_scenarios),
+		cmocka_unit_test(test_real_healthy),
+		cmocka_unit_test(test_real_attention_figures),
+		cmocka_unit_test(test_real_tf),
+		cmocka_unit_test(test_real_tpu),
+		cmocka_unit_test(test_real_hlo_only),
+	};
+	return cmocka_run_group_tests_name("diagnosis", tests, NULL, cleanup);
+}
