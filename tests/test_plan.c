@@ -13,10 +13,12 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "analysis/plan.h"
 #include "capture/capture.h"
 #include "capture/input.h"
+#include "common/buf.h"
 
 /* ---- a small allocator for hand-built protos -------------------------- */
 
@@ -628,6 +630,165 @@ static void test_maxtext(void **state)
 	close_opened(&o);
 }
 
+/* ---- scenario captures (tests/scenarios/<name>.json) -------------------- */
+
+static uint64_t jnum(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+	if (!json_is_integer(v))
+		fail_msg("scenario figure %s is not an integer", key);
+	return (uint64_t)json_integer_value(v);
+}
+
+/* Strip the layout: "f32[8,8]{1,0}" -> "f32[8,8]". */
+static bool same_dims(const char *shape, const char *want)
+{
+	size_t n = strcspn(shape, "{");
+	return strlen(want) == n && strncmp(shape, want, n) == 0;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static void check_scenario(const char *name, json_t *want, const char *capture)
+{
+	static const xpf_options opt = XPF_OPTIONS_INIT;
+	xpf_input *in = NULL;
+	xpf_report *r = NULL;
+	xpf_error err = { 0 };
+	char hb[32], pc[32];
+	if (xpf_input_open(capture, NULL, &in, &err) != XPF_OK ||
+	    xpf_report_open(in, &opt, &r, &err) != XPF_OK)
+		fail_msg("%s: %s", name, err.msg);
+	opened o = { in, r, xpf_report_host(r, 0) };
+	assert_true(check_all(&o) > 0);
+	const xpf_plan *p = plan_named(&o, json_string_value(json_object_get(want, "module")));
+	char id[32];
+	snprintf(id, sizeof id, "%llu", (unsigned long long)p->program_id);
+	assert_string_equal(id, json_string_value(json_object_get(want, "program_id")));
+
+	static const struct {
+		const char *key;
+		size_t off;
+		bool is_size;
+	} figs[] = {
+#define FIG(k, f) { k, offsetof(xpf_plan, f), false }
+#define CNT(k, f) { k, offsetof(xpf_plan, f), true }
+		FIG("parameters_bytes", parameters_bytes), CNT("parameters_count", parameters_count),
+		FIG("donated_bytes", donated_bytes), CNT("donated_count", donated_count),
+		FIG("outputs_bytes", outputs_bytes),
+		FIG("non_aliased_outputs_bytes", non_aliased_outputs_bytes),
+		FIG("outputs_matching_parameters_bytes", matching_output_bytes),
+		FIG("constants_bytes", constants_bytes), FIG("temp_bytes", temp_bytes),
+		FIG("simulated_peak_bytes", simulated_peak_bytes),
+		FIG("fragmentation_bytes", fragmentation_bytes),
+		FIG("heap_peak_bytes", heap_peak_bytes), FIG("need_bytes", need_bytes),
+		CNT("remat_instructions", remat_instructions), CNT("peak_buffers", npeak),
+#undef FIG
+#undef CNT
+	};
+	size_t checked = 0;
+	for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++) {
+		if (json_object_get(want, figs[i].key) == NULL)
+			continue;
+		const char *base = (const char *)p + figs[i].off;
+		uint64_t got = figs[i].is_size ? *(const size_t *)base : *(const uint64_t *)base;
+		if (got != jnum(want, figs[i].key))
+			fail_msg("%s: %s = %llu, the scenario says %llu", name, figs[i].key,
+				 (unsigned long long)got, (unsigned long long)jnum(want, figs[i].key));
+		checked++;
+	}
+	assert_true(checked >= 5);
+
+	json_t *roles = json_object_get(want, "roles_bytes");
+	for (int k = 0; roles && k < XPF_NROLES; k++)
+		if (p->role_bytes[k] != jnum(roles, xpf_role_name(k)))
+			fail_msg("%s: role %s = %llu, the scenario says %llu", name, xpf_role_name(k),
+				 (unsigned long long)p->role_bytes[k],
+				 (unsigned long long)jnum(roles, xpf_role_name(k)));
+	json_t *fp = json_object_get(want, "forward_pct");
+	if (fp)
+		assert_string_equal(xpf_pct(p->role_bytes[XPF_PLAN_ROLE_FORWARD], p->heap_peak_bytes, pc),
+				    json_string_value(fp));
+	json_t *human = json_object_get(want, "human");
+	if (json_object_get(human, "need"))
+		assert_string_equal(xpf_human(p->need_bytes, hb),
+				    json_string_value(json_object_get(human, "need")));
+	if (json_object_get(human, "temp"))
+		assert_string_equal(xpf_human(p->temp_bytes, hb),
+				    json_string_value(json_object_get(human, "temp")));
+	json_t *ps = json_object_get(want, "peak_shape");
+	if (ps) {
+		const char *shape = json_string_value(json_object_get(ps, "shape"));
+		const char *src = json_string_value(json_object_get(ps, "source"));
+		size_t n = 0;
+		for (size_t i = 0; i < p->npeak; i++) {
+			const xpf_plan_buffer *b = p->peak[i].buffer;
+			if (same_dims(b->shape, shape) && (!src || ends_with(b->instr->source, src)))
+				n++;
+		}
+		assert_int_equal(n, jnum(ps, "count"));
+	}
+	xpf_report_free(r);
+	xpf_input_free(in);
+}
+
+static void test_scenarios(void **state)
+{
+	(void)state;
+	const char *build = getenv("XPF_BUILD"), *source = getenv("XPF_SOURCE");
+	char gen[4096], dir[4096];
+	if (build == NULL || source == NULL)
+		skip();
+	snprintf(gen, sizeof gen, "%s/tests/mkcapture/xplane-mkcapture", build);
+	snprintf(dir, sizeof dir, "%s/tests/scenarios", source);
+	if (access(gen, X_OK) != 0) {
+		fprintf(stderr, "skipping: %s is not built\n", gen);
+		skip();
+	}
+	char tmp[] = "/tmp/xpf-test-plan-XXXXXX";
+	assert_non_null(mkdtemp(tmp));
+	DIR *d = opendir(dir);
+	if (d == NULL) {
+		fprintf(stderr, "skipping: no %s\n", dir);
+		rmdir(tmp);
+		skip();
+	}
+	struct dirent *de;
+	size_t n = 0;
+	while ((de = readdir(d)) != NULL) {
+		size_t len = strlen(de->d_name);
+		if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
+			continue;
+		char path[8192], name[256], out[8192], cmd[32768];
+		snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+		snprintf(name, sizeof name, "%.*s", (int)(len - 5), de->d_name);
+		json_error_t je;
+		json_t *doc = json_load_file(path, 0, &je);
+		if (doc == NULL)
+			fail_msg("%s:%d: %s", path, je.line, je.text);
+		json_t *plan = json_object_get(doc, "plan");
+		if (plan) {
+			snprintf(out, sizeof out, "%s/%s", tmp, name);
+			snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' >/dev/null", gen, name, out);
+			assert_int_equal(system(cmd), 0);
+			char file[8300];
+			snprintf(file, sizeof file, "%s.xplane.pb", out);
+			check_scenario(name, plan, access(file, R_OK) == 0 ? file : out);
+			snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", out, file);
+			assert_int_equal(system(cmd), 0);
+			n++;
+		}
+		json_decref(doc);
+	}
+	closedir(d);
+	rmdir(tmp);
+	assert_true(n >= 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -639,6 +800,7 @@ int main(void)
 		cmocka_unit_test(test_tpu),
 		cmocka_unit_test(test_tf_no_hlo),
 		cmocka_unit_test(test_maxtext),
+		cmocka_unit_test(test_scenarios),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
