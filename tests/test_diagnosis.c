@@ -608,6 +608,60 @@ static void test_real_hlo_only(void **state)
 	close_rep(&p);
 }
 
+/* near-fit: capacity within 5% above the need (the capacity from --capacity). */
+static void test_near_fit(void **state)
+{
+	const char *path = shared_capture("hlo/h100-maxtext-jit_train_step.hlo.pb");
+	struct rep p;
+	if (path == NULL)
+		skip();
+	assert_true(open_rep(&p, path, 1ull << 40));
+	long long need = fig(need_finding(&p, "fits"), "need_bytes");
+	close_rep(&p);
+	assert_true(open_rep(&p, path, (uint64_t)need + (uint64_t)need / 50));
+	json_t *f = need_finding(&p, "near-fit");
+	assert_int_equal(fig(f, "margin_bytes"), need / 50);
+	assert_contains(text(f), "contiguous");
+	assert_null(finding(&p, "fits"));
+	assert_null(finding(&p, "plan-exceeds-pool"));
+	close_rep(&p);
+	/* exactly at the capacity still fits by bytes: near-fit */
+	assert_true(open_rep(&p, path, (uint64_t)need));
+	assert_non_null(need_finding(&p, "near-fit"));
+	close_rep(&p);
+	assert_true(open_rep(&p, path, (uint64_t)need - 1));
+	assert_non_null(need_finding(&p, "plan-exceeds-pool"));
+	close_rep(&p);
+}
+
+/* A run directory of two hosts: one line per host at the top. */
+static void test_multi_host(void **state)
+{
+	char a[4096], dir[4200], cmd[4 * 4200 + 128];
+	const char *b = scenario("grads-kept");
+	struct rep p;
+	if (b == NULL)
+		skip();
+	snprintf(a, sizeof a, "%s", b);  /* scenario() returns a static buffer */
+	b = scenario("no-donation");
+	snprintf(dir, sizeof dir, "%s/run", tmpdir);
+	snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s' '%s/hostA.xplane.pb' && cp '%s' '%s/hostB.xplane.pb'",
+		 dir, a, dir, b, dir);
+	assert_int_equal(system(cmd), 0);
+	assert_true(open_rep(&p, dir, 0));
+	const char *txt = cat(&p, "diagnosis.txt");
+	assert_contains(txt, "\nhostA: {growth-per-execution fits} [measured] growth-per-execution: ");
+	assert_contains(txt, "\nhostB: {plan-exceeds-pool no-donation allocator-retry never-launched} [measured] plan-exceeds-pool: ");
+	assert_contains(cat(&p, "summary.txt"), "hosts: 2\n");
+	assert_contains(cat(&p, "hosts/hostB/diagnosis.txt"), "no-donation: ");
+	json_error_t je;
+	json_t *j = json_loads(cat(&p, "diagnosis.json"), 0, &je);
+	assert_non_null(j);
+	assert_int_equal(json_array_size(json_object_get(j, "hosts")), 2);
+	json_decref(j);
+	close_rep(&p);
+}
+
 static int cleanup(void **state)
 {
 	if (have_tmp) {
@@ -631,6 +685,8 @@ int main(void)
 		cmocka_unit_test(test_real_tf),
 		cmocka_unit_test(test_real_tpu),
 		cmocka_unit_test(test_real_hlo_only),
+		cmocka_unit_test(test_near_fit),
+		cmocka_unit_test(test_multi_host),
 	};
 	return cmocka_run_group_tests_name("diagnosis", tests, NULL, cleanup);
 }

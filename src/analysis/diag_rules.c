@@ -151,6 +151,25 @@ static void role_split(const xpf_plan *p, xpf_buf *b)
 	}
 }
 
+/* tsl's HumanReadableNumBytes, as XLA's OOM messages print sizes (reference
+ * §9): "<n>B", one decimal for KiB, two for MiB and above, no space. */
+static const char *tsl_human(uint64_t v, char out[32])
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	if (v < 1024) {
+		snprintf(out, 32, "%lluB", (unsigned long long)v);
+		return out;
+	}
+	long double x = (long double)v / 1024.0L;
+	int u = 0;
+	while (x >= 1024.0L && u < 5) {
+		x /= 1024.0L;
+		u++;
+	}
+	snprintf(out, 32, u == 0 ? "%.1Lf%s" : "%.2Lf%s", x, units[u]);
+	return out;
+}
+
 static const char *const role_fig[XPF_NROLES] = {
 	"role_parameter_bytes", "role_output_bytes", "role_workspace_bytes",
 	"role_backward_bytes", "role_forward_bytes", "role_other_bytes",
@@ -213,6 +232,11 @@ static void rule_verdict(xpf_diag_ctx *c)
 			role_split(p, &b);
 		} else {
 			xpf_buf_adds(&b, "; no heap-simulator trace, so no role split at the peak");
+		}
+		if (p->temp_bytes) {
+			char tsl[32];
+			xpf_buf_printf(&b, "; the temp block is the request an OOM error names: \"Out of memory while trying to allocate %s\" (or %llu bytes)",
+				       tsl_human(p->temp_bytes, tsl), (unsigned long long)p->temp_bytes);
 		}
 		xpf_diag_text(f, &b);
 		xpf_diag_num(f, "need_bytes", need);
@@ -451,14 +475,14 @@ static void rule_dups(xpf_diag_ctx *c, enum xpf_dup_kind kind)
 	xpf_diag_evidence(f, "modules/%s/instructions.tsv", c->dir);
 	if (layout) {
 		xpf_diag_addfix(c, f, bytes, sub0(p->need_bytes, bytes), "a one-time transpose of the stored weights (checkpoint conversion)",
-				"pre-transpose the weights into the layout the loop consumes, so no transposed copy is made (saves %s)",
+				"pre-transpose the weights into the layout the loop consumes, so no transposed copy of the %s is made",
 				xpf_human(bytes, h1));
 		xpf_diag_addfix(c, f, bytes, sub0(p->need_bytes, bytes), "inspection of the optimized HLO; may need a model change",
 				"check the layouts of loop-invariant operands (dynamic-slice over a scan, all-gather dimensions): an operand whose layout matches the parameter's makes the copy disappear (up to %s)",
 				xpf_human(bytes, h1));
 	} else {
 		xpf_diag_addfix(c, f, bytes, sub0(p->need_bytes, bytes), "lower-precision master weights, or an f32 copy kept on the host",
-				"keep the parameters in the compute dtype, so no converted copy is needed (saves %s)",
+				"keep the parameters in the compute dtype, so the %s of converted copies are not needed",
 				xpf_human(bytes, h1));
 		uint64_t biggest = 0;
 		for (size_t i = 0; i < p->ndups; i++)
@@ -664,6 +688,26 @@ static void rule_growth(xpf_diag_ctx *c)
 	}
 }
 
+/* "f32[8,128]{1,0}" and "f32[8,128]" name the same array. */
+static bool same_shape_text(const char *a, const char *b)
+{
+	size_t na = strcspn(a, "{"), nb = strcspn(b, "{");
+	return na == nb && strncmp(a, b, na) == 0;
+}
+
+static bool param_block(const xpf_plan *p, const xpf_rt_block *bl, bool *used)
+{
+	for (size_t i = 0; i < p->nparams; i++) {
+		const xpf_plan_param *pp = &p->params[i];
+		if (used[i] || pp->shape == NULL || !same_shape_text(pp->shape, bl->shape) ||
+		    bl->bytes < pp->bytes)
+			continue;
+		used[i] = true;
+		return true;
+	}
+	return false;
+}
+
 struct origin_sum {
 	const char *text;
 	uint64_t bytes;
@@ -697,7 +741,14 @@ static void rule_foreign(xpf_diag_ctx *c)
 		return;
 	uint64_t own = 0;
 	struct origin_sum *os = calloc(nb ? nb : 1, sizeof *os);
-	size_t nos = 0;
+	long *mods = calloc(nb ? nb : 1, sizeof *mods);
+	char (*modtext)[300] = calloc(nb ? nb : 1, sizeof *modtext);
+	size_t nos = 0, nmods = 0;
+	if (os == NULL || mods == NULL || modtext == NULL)
+		abort();
+	bool *used = calloc(p && p->nparams ? p->nparams : 1, sizeof *used);
+	if (used == NULL)
+		abort();
 	for (size_t i = 0; i < nb; i++) {
 		const xpf_rt_block *bl = &blocks[i];
 		if (bl->origin == XPF_ORIGIN_OUTPUTS && bl->execution >= 0 &&
@@ -705,7 +756,29 @@ static void rule_foreign(xpf_diag_ctx *c)
 			own += bl->bytes;
 			continue;
 		}
+		/* A block shaped like one of the module's parameters is that
+		 * parameter (each used once): not a foreign origin. */
+		if (p && bl->shape && param_block(p, bl, used))
+			continue;
 		const char *t = bl->origin_text ? bl->origin_text : "?";
+		/* Outputs of another module's executions: one origin per module,
+		 * so that an eager program's many small results add up. */
+		if (bl->origin == XPF_ORIGIN_OUTPUTS && bl->execution >= 0 &&
+		    rt->executions[bl->execution].module >= 0) {
+			long om = rt->executions[bl->execution].module;
+			bool found = false;
+			for (size_t j = 0; j < nmods && !found; j++)
+				found = mods[j] == om;
+			if (!found) {
+				mods[nmods] = om;
+				snprintf(modtext[nmods], sizeof modtext[nmods], "outputs of %s",
+					 xpf_capture_module(c->h->cap, (size_t)om)->name);
+				nmods++;
+			}
+			for (size_t j = 0; j < nmods; j++)
+				if (mods[j] == om)
+					t = modtext[j];
+		}
 		size_t k = 0;
 		while (k < nos && strcmp(os[k].text, t) != 0)
 			k++;
@@ -772,7 +845,7 @@ static void rule_foreign(xpf_diag_ctx *c)
 	uint64_t big = nos ? os[0].bytes : 0;
 	if (nos) {
 		xpf_diag_addfix(c, f, big, need ? sub0(need + other, big) : 0, "host-to-device traffic per step",
-				"keep %s on the host and stream it in per step (saves %s)", os[0].text, xpf_human(big, h1));
+				"keep %s (%s) on the host and stream it in per step", os[0].text, xpf_human(big, h1));
 		xpf_diag_addfix(c, f, big / 2, need ? sub0(need + other, big / 2) : 0, "precision of that data",
 				"store %s in a smaller dtype (e.g. bf16 instead of f32: saves about %s)", os[0].text,
 				xpf_human(big / 2, h1));
@@ -784,6 +857,9 @@ static void rule_foreign(xpf_diag_ctx *c)
 		xpf_diag_addfix(c, f, 0, 0, "a new capture",
 				"start the profile earlier (before the data is put on the device) to name what was allocated before the capture started");
 out:
+	free(used);
+	free(modtext);
+	free(mods);
 	free(os);
 	xpf_rt_blocks_free(blocks, nb);
 }

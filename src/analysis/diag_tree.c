@@ -224,7 +224,10 @@ static int render_cross_txt(xpf_host *unused, const xpf_node *n, xpf_buf *out, x
 			continue;
 		}
 		const xpf_finding *f = &d->findings[0];
-		xpf_buf_printf(out, "[%s] %s: %s -> hosts/%s/diagnosis.txt\n", xpf_tag_name(f->tag), f->code,
+		xpf_buf_adds(out, "{");
+		for (size_t k = 0; k < d->nfindings; k++)
+			xpf_buf_printf(out, "%s%s", k ? " " : "", d->findings[k].code);
+		xpf_buf_printf(out, "} [%s] %s: %s -> hosts/%s/diagnosis.txt\n", xpf_tag_name(f->tag), f->code,
 			       f->text ? f->text : "", host_dir(r, i));
 	}
 	return XPF_OK;
@@ -282,7 +285,7 @@ static int render_cross_readme(xpf_host *unused, const xpf_node *n, xpf_buf *out
 {
 	xpf_buf_adds(out, readme_head);
 	xpf_buf_adds(out, "README\n    this file\n"
-		     "diagnosis.txt\n    one line per host: its most important finding -> its own diagnosis.txt\n"
+		     "diagnosis.txt\n    one line per host: `<host>: {its codes} [tag] code: text` of its most important finding -> its own diagnosis.txt\n"
 		     "diagnosis.json\n    {\"hosts\":[each host's diagnosis.json, with \"dir\"]}\n"
 		     "summary.txt\n    one line per host: modules, focus, capacity, findings\n"
 		     "hosts/<host>/\n    a full tree per host, described by hosts/<host>/README\n");
