@@ -24,6 +24,7 @@ void xpf_svg_begin(xpf_buf *b, int width, int height, const char *title)
 		".lg{font-size:12px}"
 		".sm{font-size:11px;fill:#333}"
 		".pk{font-size:12px;font-weight:bold;fill:#b00000}"
+		".pki{font-size:11px;fill:#b00000}"
 		".cap{font-size:12px;font-weight:bold;fill:#c00}"
 		".grid{stroke:#e6e6e6;stroke-width:1}"
 		"</style>\n");

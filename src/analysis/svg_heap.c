@@ -446,7 +446,7 @@ void xpf_svg_heap(const xpf_plan *p, const xpf_svg_capacity *cap, xpf_buf *out)
 			xpf_buf_adds(out, ": ");
 			xpf_svg_bytes_text(out, capb);
 			xpf_buf_adds(out, "</title>");
-			snprintf(line, sizeof line, "capacity %s: above this scale (%s of it at the peak)",
+			snprintf(line, sizeof line, "capacity %s: above this scale (the peak is %s%% of it)",
 				 xpf_human(capb, hb), xpf_pct(ymax, capb, hb2));
 			xpf_svg_text(out, X0 + 6, Y0 + 14, NULL, "cap", line, 0);
 			xpf_buf_adds(out, "</g>\n");
@@ -476,28 +476,37 @@ void xpf_svg_heap(const xpf_plan *p, const xpf_svg_capacity *cap, xpf_buf *out)
 		xpf_buf_adds(out, "\" cy=\"");
 		xpf_svg_num(out, y);
 		xpf_buf_adds(out, "\"/>");
-		snprintf(line, sizeof line, "peak %s at step %ld: %s", xpf_human(p->heap_peak_bytes, hb),
-			 p->peak_position, p->peak_instruction ? p->peak_instruction : "");
 		bool right = x > (X0 + X1) / 2;
-		double ly = y - 10 < Y0 + 12 ? Y0 + 12 : y - 10;
-		if (cap_on_scale && capb && ly > ypos((double)capb, top) - 18 &&
+		double ly = y - 22 < Y0 + 12 ? Y0 + 12 : y - 22;
+		if (cap_on_scale && capb && ly > ypos((double)capb, top) - 34 &&
 		    ly < ypos((double)capb, top) + 4)
 			ly = ypos((double)capb, top) + 16;
-		/* a white halo keeps the label readable over the stack */
-		xpf_buf_adds(out, "<text stroke=\"#fff\" stroke-width=\"4\" paint-order=\"stroke\" "
-				  "class=\"pk\" x=\"");
-		xpf_svg_num(out, right ? x - 8 : x + 8);
-		xpf_buf_adds(out, "\" y=\"");
-		xpf_svg_num(out, ly);
-		xpf_buf_printf(out, "\"%s>", right ? " text-anchor=\"end\"" : "");
-		xpf_svg_esc(out, line, 70);
-		xpf_buf_adds(out, "</text></g>\n");
+		double room = right ? x - 8 - X0 : X1 - x - 8;
+		size_t fit = room > 0 ? (size_t)(room / 7.4) : 0;
+		snprintf(line, sizeof line, "peak %s at step %ld", xpf_human(p->heap_peak_bytes, hb),
+			 p->peak_position);
+		/* a white halo keeps the labels readable over the stack */
+		for (int k = 0; k < 2 && fit >= 8; k++) {
+			const char *txt = k == 0 ? line : p->peak_instruction;
+			if (!txt || !txt[0])
+				break;
+			xpf_buf_printf(out, "<text stroke=\"#fff\" stroke-width=\"4\" paint-order=\"stroke\" "
+				       "class=\"%s\" x=\"", k == 0 ? "pk" : "pki");
+			xpf_svg_num(out, right ? x - 8 : x + 8);
+			xpf_buf_adds(out, "\" y=\"");
+			xpf_svg_num(out, ly + 15 * k);
+			xpf_buf_printf(out, "\"%s>", right ? " text-anchor=\"end\"" : "");
+			xpf_svg_esc(out, txt, fit);
+			xpf_buf_adds(out, "</text>");
+		}
+		xpf_buf_adds(out, "</g>\n");
 	}
 
 	draw_panel(out, p);
 	if (n > ncols || p->npeak) {
-		xpf_svg_text(out, PANEL_X, H - 14, NULL, "sm",
-			     "role split away from the peak: inferred from buffer lifetimes", 0);
+		xpf_svg_text(out, 12, H - 10, NULL, "sm",
+			     "Split by role: the plan's at the peak; elsewhere inferred from buffer "
+			     "lifetimes, scaled to each step's bytes.  Hover for exact figures.", 0);
 	}
 	free(cols);
 	xpf_svg_end(out);

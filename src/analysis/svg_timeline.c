@@ -31,8 +31,8 @@
 #define MAX_LINES 16
 
 static const char *const line_color[] = {
-	"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
-	"#e377c2", "#17becf", "#bcbd22", "#7f7f7f",
+	"#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#e377c2",
+	"#bcbd22", "#393b79", "#637939", "#7f7f7f",
 };
 #define NCOLORS (sizeof line_color / sizeof line_color[0])
 static const char *const span_color[] = { "#dbe9f6", "#fde4c8", "#dcefd6", "#ece0f1", "#f9dede" };
@@ -205,11 +205,20 @@ static void draw_executions(xpf_buf *out, const ctx *c)
 		/* label above the plot, staggered on two rows */
 		if (j - i == 1)
 			snprintf(lab, sizeof lab, "%s #%zu", module_name(c, mod, mb), first->module_execution);
-		else
-			snprintf(lab, sizeof lab, "%zu executions", j - i);
+		else {
+			bool one = true;
+			for (size_t k = i + 1; k < j && one; k++)
+				one = rt->executions[k].module == mod;
+			if (one)
+				snprintf(lab, sizeof lab, "%s \xC3\x97%zu", module_name(c, mod, mb), j - i);
+			else
+				snprintf(lab, sizeof lab, "%zu executions", j - i);
+		}
 		double room = single ? w + 6 : w;
 		size_t fit = (size_t)(room / 6.5);
-		if (fit >= 5) {
+		if (fit < strlen(lab) && j - i == 1 && first->module_execution)
+			snprintf(lab, sizeof lab, "#%zu", first->module_execution);
+		if (fit >= 5 || fit >= strlen(lab)) {
 			xpf_buf_adds(out, "<text class=\"sm\" x=\"");
 			xpf_svg_num(out, a + 1);
 			xpf_buf_adds(out, "\" y=\"");
@@ -233,7 +242,7 @@ static void draw_start_dots(xpf_buf *out, const ctx *c, const int *color_of)
 		if (!x->in_use_known || x->allocator < 0)
 			continue;
 		double px = xt(c, x->start_ns);
-		if (rt->nexecutions > MAX_SPANS && px < last_x + 3)
+		if (rt->nexecutions > MAX_SPANS && px < last_x + (X1 - X0) / MAX_SPANS)
 			continue;
 		last_x = px;
 		xpf_buf_adds(out, "<circle r=\"3\" stroke=\"#fff\" fill=\"");
@@ -281,15 +290,29 @@ static void draw_retries(xpf_buf *out, const ctx *c)
 				       j - i, (long long)r->time_ns, (long long)total,
 				       xpf_svg_human_ns(total, d1));
 		}
-		xpf_buf_adds(out, "</title><rect fill=\"#d62728\" fill-opacity=\"0.25\" x=\"");
+		double w = end - a < 2 ? 2 : end - a;
+		xpf_buf_adds(out, "</title><rect fill=\"#d62728\" fill-opacity=\"0.08\" x=\"");
 		xpf_svg_num(out, a);
 		xpf_buf_adds(out, "\" y=\"");
 		xpf_svg_num(out, Y0);
 		xpf_buf_adds(out, "\" width=\"");
-		xpf_svg_num(out, end - a < 2 ? 2 : end - a);
+		xpf_svg_num(out, w);
 		xpf_buf_adds(out, "\" height=\"");
 		xpf_svg_num(out, Y1 - Y0);
-		xpf_buf_adds(out, "\"/><path fill=\"#d62728\" d=\"M");
+		xpf_buf_adds(out, "\"/><rect fill=\"#d62728\" x=\"");
+		xpf_svg_num(out, a);
+		xpf_buf_adds(out, "\" y=\"");
+		xpf_svg_num(out, Y0);
+		xpf_buf_adds(out, "\" width=\"");
+		xpf_svg_num(out, w);
+		xpf_buf_adds(out, "\" height=\"5\"/>");
+		if (w > 160) {
+			char lab[120];
+			snprintf(lab, sizeof lab, "AllocatorRetry wait %s",
+				 xpf_svg_human_ns(j - i == 1 ? r->duration_ns : total, d1));
+			xpf_svg_text(out, a + 8, Y0 + 18, NULL, "cap", lab, 0);
+		}
+		xpf_buf_adds(out, "<path fill=\"#d62728\" d=\"M");
 		xpf_svg_num(out, a - 5);
 		xpf_buf_addc(out, ' ');
 		xpf_svg_num(out, Y0);
@@ -299,7 +322,8 @@ static void draw_retries(xpf_buf *out, const ctx *c)
 }
 
 /* One allocator's line: max in use per column, carried across empty columns. */
-static void draw_line(xpf_buf *out, const ctx *c, size_t a, const char *color, double *mx, double *last)
+static void draw_line(xpf_buf *out, const ctx *c, size_t a, const char *color, double *mx,
+		      double *last)
 {
 	const xpf_runtime *rt = c->rt;
 	for (size_t k = 0; k < PLOT_W; k++)
@@ -333,7 +357,8 @@ static void draw_line(xpf_buf *out, const ctx *c, size_t a, const char *color, d
 		long y10 = (long)(yb(c, v) * 10 + 0.5);
 		double x = X0 + (X1 - X0) * (double)k / PLOT_W;
 		if (!started) {
-			xpf_buf_printf(out, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" d=\"M", color);
+			xpf_buf_printf(out, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" d=\"M",
+				       color, rt->allocators[a].is_pool ? "1.6" : "1.2\" stroke-dasharray=\"5 3");
 			xpf_svg_num(out, x);
 			xpf_buf_addc(out, ' ');
 			xpf_svg_num(out, (double)y10 / 10);
@@ -362,6 +387,153 @@ static void draw_line(xpf_buf *out, const ctx *c, size_t a, const char *color, d
 		xpf_buf_addc(out, 'H');
 		xpf_svg_num(out, X1);
 		xpf_buf_adds(out, "\"/>\n");
+	}
+}
+
+/* Span colours: which module each is, with its number of executions. */
+static double legend_modules(xpf_buf *out, const ctx *c, double y)
+{
+	const xpf_runtime *rt = c->rt;
+	char mb[32], line[300];
+	size_t shown = 0;
+	if (rt->nexecutions == 0)
+		return y;
+	xpf_svg_text(out, PANEL_X, y, NULL, "lg", "Executions (#k of the module)", 0);
+	y += 18;
+	for (size_t i = 0; i < rt->nexecutions && shown < NSPAN; i++) {
+		long m = rt->executions[i].module;
+		bool seen = false;
+		for (size_t q = 0; q < i && !seen; q++)
+			seen = rt->executions[q].module == m ||
+			       (m >= 0 && rt->executions[q].module >= 0 &&
+				(size_t)rt->executions[q].module % NSPAN == (size_t)m % NSPAN);
+		if (seen)
+			continue;
+		size_t cnt = 0;
+		for (size_t q = 0; q < rt->nexecutions; q++)
+			cnt += rt->executions[q].module == m;
+		xpf_buf_printf(out, "<rect x=\"%d\" y=\"", (int)PANEL_X);
+		xpf_svg_num(out, y - 10);
+		xpf_buf_printf(out, "\" width=\"14\" height=\"12\" fill=\"%s\"/>",
+			       span_color[(m < 0 ? NSPAN - 1 : (size_t)m) % NSPAN]);
+		snprintf(line, sizeof line, "%s \xC3\x97%zu", module_name(c, m, mb), cnt);
+		xpf_svg_text(out, PANEL_X + 20, y, NULL, "sm", line, 32);
+		y += 16;
+		shown++;
+	}
+	return y + 4;
+}
+
+/* The module with the most executions on one device: a dashed line through
+ * the bytes in use at each start, and the growth from the first to the last. */
+static void draw_growth(xpf_buf *out, const ctx *c, const int *color_of)
+{
+	const xpf_runtime *rt = c->rt;
+	long best = -1;
+	size_t best_n = 0;
+	for (size_t i = 0; i < rt->nexecutions; i++) {
+		const xpf_rt_execution *x = &rt->executions[i];
+		if (x->module < 0 || !x->in_use_known || x->allocator < 0 || x->module_execution < best_n)
+			continue;
+		if (x->module_execution > best_n || best < 0) {
+			best_n = x->module_execution;
+			best = (long)i;
+		}
+	}
+	if (best < 0 || best_n < 3)
+		return;
+	const xpf_rt_execution *lastx = &rt->executions[best];
+	const xpf_rt_execution *firstx = NULL;
+	xpf_buf_printf(out, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"1\" "
+		       "stroke-dasharray=\"2 3\" d=\"", line_color[color_of[lastx->allocator] % NCOLORS]);
+	double last_px = -100;
+	for (size_t i = 0; i <= (size_t)best; i++) {
+		const xpf_rt_execution *x = &rt->executions[i];
+		if (x->module != lastx->module || x->device != lastx->device || !x->in_use_known)
+			continue;
+		double px = xt(c, x->start_ns);
+		if (firstx && i != (size_t)best && px < last_px + 4)
+			continue;
+		xpf_buf_addc(out, firstx ? 'L' : 'M');
+		xpf_svg_num(out, px);
+		xpf_buf_addc(out, ' ');
+		xpf_svg_num(out, yb(c, (double)x->in_use_at_start_bytes));
+		if (!firstx)
+			firstx = x;
+		last_px = px;
+	}
+	xpf_buf_adds(out, "\"/>\n");
+	if (!firstx || firstx == lastx)
+		return;
+	int64_t g = (int64_t)lastx->in_use_at_start_bytes - (int64_t)firstx->in_use_at_start_bytes;
+	char hb[32], mb[32], line[300];
+	snprintf(line, sizeof line, "%s%s from #%zu to #%zu", g >= 0 ? "+" : "-",
+		 xpf_human((uint64_t)(g >= 0 ? g : -g), hb), firstx->module_execution,
+		 lastx->module_execution);
+	double x = xt(c, lastx->start_ns), y = yb(c, (double)lastx->in_use_at_start_bytes);
+	bool right = x > (X0 + X1) / 2;
+	xpf_buf_adds(out, "<g><title>");
+	xpf_svg_esc(out, module_name(c, lastx->module, mb), 200);
+	xpf_buf_printf(out, " on device %d: in use at the start of execution #%zu ", lastx->device,
+		       firstx->module_execution);
+	xpf_svg_bytes_text(out, firstx->in_use_at_start_bytes);
+	xpf_buf_printf(out, ", of #%zu ", lastx->module_execution);
+	xpf_svg_bytes_text(out, lastx->in_use_at_start_bytes);
+	xpf_buf_printf(out, ": growth %s%lld bytes</title><text class=\"lg\" font-weight=\"bold\" "
+		       "stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\"%s x=\"",
+		       g >= 0 ? "+" : "", (long long)g, right ? " text-anchor=\"end\"" : "");
+	xpf_svg_num(out, right ? x - 6 : x + 6);
+	xpf_buf_adds(out, "\" y=\"");
+	xpf_svg_num(out, y + 18);
+	xpf_buf_adds(out, "\">");
+	xpf_svg_esc(out, line, 0);
+	xpf_buf_adds(out, "</text></g>\n");
+}
+
+/* The in-window peak of each device pool (up to 4 labelled). */
+static void draw_peaks(xpf_buf *out, const ctx *c, const size_t *order, size_t nlines)
+{
+	const xpf_runtime *rt = c->rt;
+	char hb[32], d1[48], line[200];
+	size_t labelled = 0;
+	double last_y = -100;
+	for (size_t k = 0; k < nlines; k++) {
+		const xpf_rt_allocator *a = &rt->allocators[order[k]];
+		if (!a->is_pool || a->peak_event < 0)
+			continue;
+		double x = xt(c, a->peak_ns), y = yb(c, (double)a->peak_in_window_bytes);
+		xpf_buf_adds(out, "<g><title>");
+		xpf_svg_esc(out, a->name, 100);
+		xpf_buf_adds(out, " peak in window: ");
+		xpf_svg_bytes_text(out, a->peak_in_window_bytes);
+		xpf_buf_printf(out, " at %lld ns (%s)", (long long)a->peak_ns,
+			       xpf_svg_human_ns(a->peak_ns, d1));
+		if (a->capacity_bytes) {
+			char pct[32];
+			xpf_buf_printf(out, ", %s%% of its capacity ",
+				       xpf_pct(a->peak_in_window_bytes, a->capacity_bytes, pct));
+			xpf_svg_bytes_text(out, a->capacity_bytes);
+		}
+		xpf_buf_printf(out, "</title><path fill=\"%s\" stroke=\"#fff\" d=\"M", line_color[k % NCOLORS]);
+		xpf_svg_num(out, x);
+		xpf_buf_addc(out, ' ');
+		xpf_svg_num(out, y - 2);
+		xpf_buf_adds(out, "l-6 -10h12z\"/>");
+		if (labelled < 4 && (y < last_y - 14 || y > last_y + 14)) {
+			snprintf(line, sizeof line, "%s peak %s", a->name, xpf_human(a->peak_in_window_bytes, hb));
+			bool right = x > (X0 + X1) / 2;
+			xpf_buf_printf(out, "<text class=\"lg\" stroke=\"#fff\" stroke-width=\"3\" "
+				       "paint-order=\"stroke\"%s x=\"", right ? " text-anchor=\"end\"" : "");
+			xpf_svg_num(out, right ? x - 8 : x + 8);
+			xpf_buf_adds(out, "\" y=\"");
+			xpf_svg_num(out, y - 6);
+			xpf_buf_adds(out, "\">");
+			xpf_svg_esc(out, line, 60);
+			xpf_buf_adds(out, "</text>");
+			labelled++;
+			last_y = y;
+		}
+		xpf_buf_adds(out, "</g>\n");
 	}
 }
 
@@ -461,8 +633,11 @@ void xpf_svg_timeline(const xpf_runtime *rt, const char *const *module_names, si
 		xpf_svg_ticks xs = xtk;
 		xs.top = (double)(c.t1 - c.t0);
 		xs.n = (int)(xs.top / xtk.step) + 1;
-		snprintf(line, sizeof line, "time (0 = %s after the profile start)",
-			 xpf_svg_human_ns(c.t0, d1));
+		if (c.t0 > 0)
+			snprintf(line, sizeof line, "time (0 = %s after the profile start)",
+				 xpf_svg_human_ns(c.t0, d1));
+		else
+			snprintf(line, sizeof line, "time from the profile start");
 		xpf_svg_axes(out, X0, Y0, X1, Y1, &xs, 0, &yt, line,
 			     "bytes in use (allocated + reserved)");
 	}
@@ -498,9 +673,6 @@ void xpf_svg_timeline(const xpf_runtime *rt, const char *const *module_names, si
 			xpf_svg_text(out, X1 - 4, y - 5 - 14.0 * (double)(ndrawn - 1), "end", "cap", line, 0);
 			xpf_buf_adds(out, "</g>\n");
 		}
-	} else if (capmax > 0) {
-		snprintf(line, sizeof line, "pool capacity %s: above this scale", xpf_human((uint64_t)capmax, hb));
-		xpf_svg_text(out, X1 - 4, Y0 + 14, "end", "cap", line, 0);
 	}
 
 	/* the lines, pools last so they paint over host allocators */
@@ -513,6 +685,8 @@ void xpf_svg_timeline(const xpf_runtime *rt, const char *const *module_names, si
 	free(mx);
 	free(last);
 	draw_start_dots(out, &c, color_of);
+	draw_peaks(out, &c, order, nlines);
+	draw_growth(out, &c, color_of);
 	draw_retries(out, &c);
 
 	/* legend */
@@ -547,11 +721,7 @@ void xpf_svg_timeline(const xpf_runtime *rt, const char *const *module_names, si
 		y += 18;
 	}
 	y += 8;
-	xpf_buf_printf(out, "<rect x=\"%d\" y=\"", (int)PANEL_X);
-	xpf_svg_num(out, y - 10);
-	xpf_buf_printf(out, "\" width=\"14\" height=\"12\" fill=\"%s\"/>", span_color[0]);
-	xpf_svg_text(out, PANEL_X + 20, y, NULL, "sm", "execution (module #k)", 0);
-	y += 18;
+	y = legend_modules(out, &c, y);
 	xpf_buf_printf(out, "<circle r=\"3\" fill=\"%s\" cx=\"%d\" cy=\"", line_color[0], (int)PANEL_X + 7);
 	xpf_svg_num(out, y - 4);
 	xpf_buf_adds(out, "\"/>");
@@ -565,6 +735,11 @@ void xpf_svg_timeline(const xpf_runtime *rt, const char *const *module_names, si
 		xpf_buf_adds(out, "h10l-5 9z\"/>");
 		xpf_svg_text(out, PANEL_X + 20, y, NULL, "sm", "AllocatorRetry wait", 0);
 		y += 18;
+	}
+	if (!cap_on_scale && capmax > 0) {
+		snprintf(line, sizeof line, "pool capacity %s:", xpf_human((uint64_t)capmax, hb));
+		xpf_svg_text(out, PANEL_X, y + 4, NULL, "cap", line, 0);
+		xpf_svg_text(out, PANEL_X, y + 20, NULL, "cap", "above this scale", 0);
 	}
 	if (cap_on_scale) {
 		xpf_buf_printf(out, "<line stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"4 2\" "
