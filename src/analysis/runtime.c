@@ -247,9 +247,14 @@ static int span_cmp(const void *a, const void *b)
 	return x->ev.index < y->ev.index ? -1 : x->ev.index > y->ev.index;
 }
 
+/* Times in ps relative to the base, clamped to +-2^61 so that a hostile
+ * capture (line bases and offsets near INT64_MAX/MIN) cannot overflow here
+ * or in the t0 + duration and end arithmetic after. */
+#define REL_PS_MAX ((int64_t)1 << 61)
 static int64_t rel_ps(int64_t line_ts_ns, int64_t base, int64_t off_ps)
 {
-	return (line_ts_ns - base) * 1000 + off_ps;
+	__int128 v = ((__int128)line_ts_ns - base) * 1000 + off_ps;
+	return v > REL_PS_MAX ? REL_PS_MAX : v < -REL_PS_MAX ? -REL_PS_MAX : (int64_t)v;
 }
 
 static int read_alloc(struct scan *s, struct span *e, size_t line, xpf_error *err)
@@ -454,12 +459,13 @@ static int scan_line(struct scan *s, size_t line, xpf_error *err)
 		struct span *e = XPF_VEC_PUSH(s->sp, s->nsp, s->capsp);
 		e->ev = ev;
 		e->t0 = rel_ps(p->lines[line].timestamp_ns, s->base, ev.offset_ps);
-		e->t1 = e->t0 + (ev.duration_ps > 0 ? ev.duration_ps : 0);
+		e->t1 = e->t0 + (ev.duration_ps > 0 ? (ev.duration_ps < REL_PS_MAX ? ev.duration_ps : REL_PS_MAX) : 0);
 		e->flags = classify(ev.name, &e->dev);
 	}
 	if (rc < 0)
 		return err->code;
-	qsort(s->sp, s->nsp, sizeof *s->sp, span_cmp);
+	if (s->nsp)
+		qsort(s->sp, s->nsp, sizeof *s->sp, span_cmp);
 
 	/* Nest with a stack; inherit the ancestors' context. */
 	long *stack = NULL;
@@ -882,12 +888,14 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	if (rc != XPF_OK)
 		goto out;
 	for (size_t d = 0; d < pv->ndev; d++)
-		qsort(pv->kernels[d], pv->nkernels[d], sizeof *pv->kernels[d], kernel_cmp);
+		if (pv->nkernels[d])
+			qsort(pv->kernels[d], pv->nkernels[d], sizeof *pv->kernels[d], kernel_cmp);
 
 	rt->has_events = rt->nevents > 0;
 	/* Sort events in time order, keeping each line's order; remember the
 	 * allocator order so indexes can be remapped after sorting by name. */
-	qsort(rt->events, rt->nevents, sizeof *rt->events, ev_cmp);
+	if (rt->nevents) /* qsort(NULL, 0) is undefined (UBSan) */
+		qsort(rt->events, rt->nevents, sizeof *rt->events, ev_cmp);
 	for (size_t i = 0; i < rt->nevents; i++)
 		rt->events[i].buffer_allocation = -1;
 	int *remap = malloc((rt->nallocators + 1) * sizeof *remap);
@@ -895,7 +903,8 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		abort();
 	for (size_t a = 0; a < rt->nallocators; a++)
 		rt->allocators[a].nevents = a; /* old index, temporarily */
-	qsort(rt->allocators, rt->nallocators, sizeof *rt->allocators, alloc_name_cmp);
+	if (rt->nallocators)
+		qsort(rt->allocators, rt->nallocators, sizeof *rt->allocators, alloc_name_cmp);
 	for (size_t a = 0; a < rt->nallocators; a++) {
 		remap[rt->allocators[a].nevents] = (int)a;
 		rt->allocators[a].nevents = 0;
