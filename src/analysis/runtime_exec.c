@@ -560,20 +560,27 @@ long xpf_runtime_focus(const xpf_host *h, const xpf_runtime *rt)
 	for (size_t xi = rt->nexecutions; xi-- > 0;)
 		if (rt->executions[xi].launched == XPF_LAUNCHED_NO && rt->executions[xi].module >= 0)
 			return rt->executions[xi].module;
+	/* The most executed module; ties go to the one that ran last. */
+	size_t *count = calloc(h->nmodules ? h->nmodules : 1, sizeof *count);
+	if (count == NULL)
+		abort();
+	for (size_t k = 0; k < rt->nexecutions; k++) {
+		long m = rt->executions[k].module;
+		if (m >= 0 && (size_t)m < h->nmodules)
+			count[m]++;
+	}
 	long best = -1;
 	size_t best_n = 0;
 	for (size_t xi = rt->nexecutions; xi-- > 0;) {
 		long m = rt->executions[xi].module;
-		if (m < 0)
+		if (m < 0 || (size_t)m >= h->nmodules)
 			continue;
-		size_t n = 0;
-		for (size_t k = 0; k < rt->nexecutions; k++)
-			n += rt->executions[k].module == m;
-		if (n > best_n) {
-			best_n = n;
+		if (count[m] > best_n) {
+			best_n = count[m];
 			best = m;
 		}
 	}
+	free(count);
 	return best;
 }
 
