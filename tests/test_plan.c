@@ -43,7 +43,8 @@ static void free_all(void)
 static int64_t *ints(size_t n, const int64_t *v)
 {
 	int64_t *p = zalloc((n ? n : 1) * sizeof *p);
-	memcpy(p, v, n * sizeof *p);
+	if (n)
+		memcpy(p, v, n * sizeof *p);
 	return p;
 }
 

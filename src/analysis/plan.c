@@ -531,13 +531,29 @@ static void index_allocs(xpf_plan *p, const Xla__HloModuleProto *mod,
 
 /* ---- parameters and outputs ------------------------------------------- */
 
-static const xpf_plan_instr *entry_param(const xpf_plan *p, int64_t number)
+/* The entry computation's parameter instructions by number (NULL where a
+ * number has none); n is one past the largest number. */
+static const xpf_plan_instr **entry_params(const xpf_plan *p, size_t *n)
 {
+	size_t max = 0;
 	for (size_t i = 0; i < p->ninstrs; i++)
 		if (p->instrs[i].in_entry && strcmp(p->instrs[i].opcode, "parameter") == 0 &&
-		    p->instrs[i].proto->parameter_number == number)
-			return &p->instrs[i];
-	return NULL;
+		    p->instrs[i].proto->parameter_number >= 0 &&
+		    (uint64_t)p->instrs[i].proto->parameter_number < p->ninstrs &&
+		    (size_t)p->instrs[i].proto->parameter_number + 1 > max)
+			max = (size_t)p->instrs[i].proto->parameter_number + 1;
+	const xpf_plan_instr **by = calloc(max ? max : 1, sizeof *by);
+	if (by == NULL)
+		abort();
+	for (size_t i = 0; i < p->ninstrs; i++) {
+		const xpf_plan_instr *x = &p->instrs[i];
+		if (x->in_entry && strcmp(x->opcode, "parameter") == 0 &&
+		    x->proto->parameter_number >= 0 && (uint64_t)x->proto->parameter_number < max &&
+		    by[x->proto->parameter_number] == NULL)
+			by[x->proto->parameter_number] = x;
+	}
+	*n = max;
+	return by;
 }
 
 static int cmp_param(const void *a, const void *b)
@@ -551,6 +567,8 @@ static int cmp_param(const void *a, const void *b)
 static void params_outputs(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_arena *a)
 {
 	xpf_buf b = XPF_BUF_INIT;
+	size_t nby;
+	const xpf_plan_instr **by = entry_params(p, &nby);
 	p->params = xpf_arena_array(a, p->nallocs, sizeof *p->params);
 	p->outputs = xpf_arena_array(a, p->nallocs, sizeof *p->outputs);
 	for (size_t i = 0; i < p->nallocs; i++) {
@@ -564,7 +582,8 @@ static void params_outputs(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xp
 		x->bytes = al->bytes;
 		x->donated = al->donated;
 		x->alloc = al;
-		x->instr = entry_param(p, al->parameter_number);
+		x->instr = al->parameter_number >= 0 && (uint64_t)al->parameter_number < nby ?
+			   by[al->parameter_number] : NULL;
 		x->shape_proto = x->instr ? xpf_shape_at(x->instr->proto->shape,
 							 ap->parameter_shape_index,
 							 ap->n_parameter_shape_index) : NULL;
@@ -579,6 +598,7 @@ static void params_outputs(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xp
 		x->elements = xpf_shape_elements(x->shape_proto);
 	}
 	xpf_buf_release(&b);
+	free(by);
 	qsort(p->params, p->nparams, sizeof *p->params, cmp_param);
 
 	bool *used = calloc(p->nparams ? p->nparams : 1, 1);

@@ -4,6 +4,7 @@
  * entry parameter seen through bitcast, copy, get-tuple-element, tuple and
  * while-loop parameter plumbing.  Its buffer must sit in a temp allocation;
  * the diagnosis counts those live at the heap peak. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "analysis/plan_priv.h"
@@ -28,24 +29,63 @@ static const xpf_plan_instr *operand(const xpf_plan *p, const xpf_plan_instr *in
 	return xpf_plan_instr_by_id(p, in->proto->operand_ids[k]);
 }
 
-/* The while instruction whose body or condition is computation comp. */
-static const xpf_plan_instr *while_caller(const xpf_plan *p, int64_t comp)
+/* While loops by the computations they call, so that a body's parameter
+ * leads back to the loop's operand. */
+typedef struct callee {
+	int64_t comp;
+	const xpf_plan_instr *caller;
+} callee;
+
+typedef struct dup_ctx {
+	callee *whiles;
+	size_t nwhiles;
+} dup_ctx;
+
+static int cmp_callee(const void *a, const void *b)
 {
+	const callee *x = a, *y = b;
+	if (x->comp != y->comp)
+		return x->comp < y->comp ? -1 : 1;
+	return x->caller < y->caller ? -1 : x->caller > y->caller;
+}
+
+static void index_whiles(const xpf_plan *p, dup_ctx *c)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < p->ninstrs; i++)
+		if (is_op(&p->instrs[i], "while"))
+			n += p->instrs[i].proto->n_called_computation_ids;
+	c->whiles = calloc(n ? n : 1, sizeof *c->whiles);
+	if (c->whiles == NULL)
+		abort();
 	for (size_t i = 0; i < p->ninstrs; i++) {
 		const xpf_plan_instr *in = &p->instrs[i];
 		if (!is_op(in, "while"))
 			continue;
 		for (size_t k = 0; k < in->proto->n_called_computation_ids; k++)
-			if (in->proto->called_computation_ids[k] == comp)
-				return in;
+			c->whiles[c->nwhiles++] = (callee){ in->proto->called_computation_ids[k], in };
 	}
-	return NULL;
+	if (c->nwhiles)
+		qsort(c->whiles, c->nwhiles, sizeof *c->whiles, cmp_callee);
+}
+
+static const xpf_plan_instr *while_caller(const dup_ctx *c, int64_t comp)
+{
+	size_t lo = 0, hi = c->nwhiles;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->whiles[mid].comp < comp)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < c->nwhiles && c->whiles[lo].comp == comp ? c->whiles[lo].caller : NULL;
 }
 
 /* Follow value `in` at shape index stack[0..n) (innermost last) back to an
  * entry parameter. */
-static bool trace(const xpf_plan *p, const xpf_plan_instr *in, int64_t *stack, size_t n,
-		  int depth, origin *o)
+static bool trace(const xpf_plan *p, const dup_ctx *c, const xpf_plan_instr *in,
+		  int64_t *stack, size_t n, int depth, origin *o)
 {
 	if (in == NULL || depth > MAX_DEPTH)
 		return false;
@@ -57,23 +97,23 @@ static bool trace(const xpf_plan *p, const xpf_plan_instr *in, int64_t *stack, s
 				o->index[o->nindex++] = stack[i - 1];
 			return true;
 		}
-		return trace(p, while_caller(p, in->computation_id), stack, n, depth + 1, o) ;
+		return trace(p, c, while_caller(c, in->computation_id), stack, n, depth + 1, o);
 	}
 	if (is_op(in, "while"))
-		return trace(p, operand(p, in, 0), stack, n, depth + 1, o);
+		return trace(p, c, operand(p, in, 0), stack, n, depth + 1, o);
 	if (is_op(in, "bitcast") || is_op(in, "copy"))
-		return trace(p, operand(p, in, 0), stack, n, depth + 1, o);
+		return trace(p, c, operand(p, in, 0), stack, n, depth + 1, o);
 	if (is_op(in, "get-tuple-element")) {
 		if (n >= MAX_DEPTH)
 			return false;
 		stack[n] = in->proto->tuple_index;
-		return trace(p, operand(p, in, 0), stack, n + 1, depth + 1, o);
+		return trace(p, c, operand(p, in, 0), stack, n + 1, depth + 1, o);
 	}
 	if (is_op(in, "tuple") && n > 0) {
 		int64_t k = stack[n - 1];
 		if (k < 0)
 			return false;
-		return trace(p, operand(p, in, (size_t)k), stack, n - 1, depth + 1, o);
+		return trace(p, c, operand(p, in, (size_t)k), stack, n - 1, depth + 1, o);
 	}
 	return false;
 }
@@ -117,6 +157,8 @@ static bool live_at_peak(const xpf_plan *p, const xpf_plan_buffer *b)
 
 void xpf_plan_find_dups(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena *a)
 {
+	dup_ctx ctx = { 0 }, *c = &ctx;
+	index_whiles(p, c);
 	p->dups = xpf_arena_array(a, p->nbuffers, sizeof *p->dups);
 	for (size_t i = 0; i < p->nbuffers; i++) {
 		const xpf_plan_buffer *b = &p->buffers[i];
@@ -135,7 +177,7 @@ void xpf_plan_find_dups(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena *
 			continue;
 		int64_t stack[MAX_DEPTH];
 		origin o = { 0 };
-		if (!trace(p, operand(p, x, 0), stack, 0, 0, &o))
+		if (!trace(p, c, operand(p, x, 0), stack, 0, 0, &o))
 			continue;
 		const xpf_plan_param *pp = param_at(p, &o, a);
 		if (pp == NULL || pp->shape_proto == NULL || b->shape_proto == NULL ||
@@ -161,4 +203,5 @@ void xpf_plan_find_dups(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena *
 				p->convert_dup_peak_bytes += b->bytes;
 		}
 	}
+	free(ctx.whiles);
 }
