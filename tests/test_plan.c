@@ -209,6 +209,31 @@ static Xla__HloProto *hand_module(void)
 
 	Xla__HloModuleProto *mod = zalloc(sizeof *mod);
 	xla__hlo_module_proto__init(mod);
+	/* sources: the transpose only through a stack frame (current JAX), the
+	 * convert through source_file/source_line (older JAX) */
+	Xla__StackFrameIndexProto *sf = zalloc(sizeof *sf);
+	xla__stack_frame_index_proto__init(sf);
+	static char *files[] = { "model.py", "train.py" };
+	sf->n_file_names = 2;
+	sf->file_names = files;
+	Xla__StackFrameIndexProto__FileLocation *fl = zalloc(sizeof *fl);
+	xla__stack_frame_index_proto__file_location__init(fl);
+	fl->file_name_id = 2;
+	fl->line = 31;
+	fl->column = 7;
+	sf->n_file_locations = 1;
+	sf->file_locations = zalloc(sizeof(void *));
+	sf->file_locations[0] = fl;
+	Xla__StackFrameIndexProto__StackFrame *fr = zalloc(sizeof *fr);
+	xla__stack_frame_index_proto__stack_frame__init(fr);
+	fr->file_location_id = 1;
+	sf->n_stack_frames = 1;
+	sf->stack_frames = zalloc(sizeof(void *));
+	sf->stack_frames[0] = fr;
+	mod->stack_frame_index = sf;
+	ei[2]->metadata->stack_frame_id = 1;
+	ei[3]->metadata->source_file = "model.py";
+	ei[3]->metadata->source_line = 12;
 	mod->name = "jit_f";
 	mod->entry_computation_name = "main.9";
 	mod->entry_computation_id = 2;
@@ -393,6 +418,10 @@ static void test_hand_module(void **state)
 	assert_string_equal(b->shape, "s4[100]{0:E(4)}");
 	assert_int_equal(b->unpadded_bytes, 50);
 
+	assert_string_equal(xpf_plan_instr_by_id(p, E(3))->source, "train.py:31:7");
+	assert_string_equal(xpf_plan_instr_by_id(p, E(4))->source, "model.py:12");
+	assert_string_equal(xpf_plan_instr_by_id(p, E(5))->source, "");
+
 	assert_int_equal(p->remat_instructions, 1);
 	assert_non_null(xpf_plan_instr_by_id(p, E(5)));
 	assert_true(xpf_plan_instr_by_id(p, F(2))->in_fusion);
@@ -429,6 +458,72 @@ static void test_no_assignment(void **state)
 	assert_int_equal(p->remat_instructions, 1);
 	check_invariants(p);
 	xpf_plan_free(p);
+	free_all();
+}
+
+/* The files of a module without buffer assignment say so in a sentence. */
+static void test_no_assignment_files(void **state)
+{
+	(void)state;
+	static const xpf_options opt = XPF_OPTIONS_INIT;
+	Xla__HloProto *hlo = hand_module();
+	hlo->buffer_assignment = NULL;
+	size_t len = xla__hlo_proto__get_packed_size(hlo);
+	uint8_t *bytes = malloc(len);
+	assert_non_null(bytes);
+	xla__hlo_proto__pack(hlo, bytes);
+	char path[] = "/tmp/xpf-test-plan-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, bytes, len), (ssize_t)len);
+	close(fd);
+	free(bytes);
+	char hlo_path[64];
+	snprintf(hlo_path, sizeof hlo_path, "%s.hlo.pb", path);
+	assert_int_equal(rename(path, hlo_path), 0);
+
+	xpf_input *in = NULL;
+	xpf_report *r = NULL;
+	xpf_error err = { 0 };
+	if (xpf_input_open(hlo_path, NULL, &in, &err) != XPF_OK ||
+	    xpf_report_open(in, &opt, &r, &err) != XPF_OK)
+		fail_msg("%s", err.msg);
+	static const char *const files[] = {
+		"peak_buffers.tsv", "buffers.tsv", "allocations.tsv", "heap.tsv", "by_source.tsv",
+	};
+	xpf_host *h = xpf_report_host(r, 0);
+	assert_int_equal(h->nmodules, 1);
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		char rel[512];
+		xpf_node *n = NULL;
+		const char *data;
+		size_t dlen;
+		snprintf(rel, sizeof rel, "modules/%s/%s", h->module_dirs[0], files[i]);
+		assert_int_equal(xpf_report_resolve(r, rel, &n, &err), XPF_OK);
+		assert_non_null(n);
+		assert_int_equal(xpf_node_content(n, &data, &dlen, &err), XPF_OK);
+		assert_non_null(strstr(data, "has no buffer assignment"));
+	}
+	char rel[512];
+	xpf_node *n = NULL;
+	const char *data;
+	size_t dlen;
+	snprintf(rel, sizeof rel, "modules/%s/instructions.tsv", h->module_dirs[0]);
+	assert_int_equal(xpf_report_resolve(r, rel, &n, &err), XPF_OK);
+	assert_int_equal(xpf_node_content(n, &data, &dlen, &err), XPF_OK);
+	assert_non_null(strstr(data, "main.9\t8589934595\twrapped_transpose.5\tfusion"));
+	snprintf(rel, sizeof rel, "modules/%s/plan.json", h->module_dirs[0]);
+	assert_int_equal(xpf_report_resolve(r, rel, &n, &err), XPF_OK);
+	assert_int_equal(xpf_node_content(n, &data, &dlen, &err), XPF_OK);
+	json_error_t je;
+	json_t *doc = json_loadb(data, dlen, 0, &je);
+	assert_non_null(doc);
+	assert_true(json_is_false(json_object_get(doc, "buffer_assignment")));
+	assert_int_equal(json_integer_value(json_object_get(doc, "remat_instructions")), 1);
+	json_decref(doc);
+	xpf_report_free(r);
+	xpf_input_free(in);
+	unlink(hlo_path);
 	free_all();
 }
 
@@ -795,6 +890,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hand_module),
 		cmocka_unit_test(test_no_assignment),
+		cmocka_unit_test(test_no_assignment_files),
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_gemm),
 		cmocka_unit_test(test_conv_run),
