@@ -4,6 +4,7 @@ void mk_build_attention_too_big(mk_scn *s, int host, int scale);
 void mk_build_grads_kept(mk_scn *s, int host, int scale);
 void mk_build_no_donation(mk_scn *s, int host, int scale);
 void mk_build_foreign_arrays(mk_scn *s, int host, int scale);
+void mk_build_scan_fits(mk_scn *s, int host, int scale);
 
 const mk_scenario mk_scenarios[] = {
 	{ "attention-too-big", 1, mk_build_attention_too_big,
@@ -14,5 +15,7 @@ const mk_scenario mk_scenarios[] = {
 	  "the new state needs new memory because the old state is not donated" },
 	{ "foreign-arrays", 1, mk_build_foreign_arrays,
 	  "a dataset device_put (and bytes from before the capture) take the room the step needs" },
+	{ "scan-fits", 1, mk_build_scan_fits,
+	  "MaxText-like llama2-7b on 8 GPUs with FSDP: the scan keeps stacked activations; the step fits" },
 };
 const int mk_nscenarios = (int)(sizeof mk_scenarios / sizeof mk_scenarios[0]);
