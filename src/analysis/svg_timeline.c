@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/diagnosis.h"
 #include "analysis/runtime.h"
 #include "analysis/svg.h"
 
@@ -193,7 +194,8 @@ static void draw_executions(xpf_buf *out, const ctx *c)
 			xpf_buf_printf(out, ", %lld\xE2\x80\x93%lld ns", (long long)first->start_ns,
 				       (long long)last->end_ns);
 		}
-		xpf_buf_printf(out, "</title><rect fill=\"%s\" fill-opacity=\"0.7\" x=\"", fill);
+		xpf_buf_printf(out, "</title><rect fill=\"%s\" fill-opacity=\"%s\" x=\"", fill,
+			       j - i == 1 ? "0.7" : "0.35");
 		xpf_svg_num(out, a);
 		xpf_buf_adds(out, "\" y=\"");
 		xpf_svg_num(out, Y0);
@@ -231,6 +233,19 @@ static void draw_executions(xpf_buf *out, const ctx *c)
 		i = j;
 		g++;
 	}
+	if (single)
+		return;
+	/* merged spans hide where each execution starts: a rug of ticks */
+	xpf_buf_adds(out, "<path stroke=\"#555\" stroke-width=\"1\" d=\"");
+	long lastpx = -1;
+	for (size_t k = 0; k < rt->nexecutions; k++) {
+		long px = (long)(xt(c, rt->executions[k].start_ns) + 0.5);
+		if (px == lastpx)
+			continue;
+		lastpx = px;
+		xpf_buf_printf(out, "M%ld %dv-7", px, (int)Y1);
+	}
+	xpf_buf_adds(out, "\"><title>the start of each execution</title></path>\n");
 }
 
 static void draw_start_dots(xpf_buf *out, const ctx *c, const int *color_of)
@@ -772,6 +787,20 @@ int xpf_render_timeline_svg(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_er
 	return XPF_OK;
 }
 
+/* Without allocator events, the diagnosis may still know the pool (e.g.
+ * 0.75 × the device's memory_size). */
+static void diagnosis_capacity(xpf_host *h, xpf_svg_capacity *cap, char what[128])
+{
+	const xpf_diagnosis *d;
+	xpf_error e = { 0 };
+	if (xpf_host_diagnosis(h, &d, &e) != XPF_OK || d->capacity_bytes == 0)
+		return;
+	cap->bytes = d->capacity_bytes;
+	snprintf(what, 128, "capacity from the diagnosis (%s)",
+		 d->capacity_source ? d->capacity_source : "inferred");
+	cap->what = what;
+}
+
 void xpf_svg_pool_capacity(xpf_host *h, long m, xpf_svg_capacity *cap, char what[128])
 {
 	cap->bytes = 0;
@@ -784,8 +813,12 @@ void xpf_svg_pool_capacity(xpf_host *h, long m, xpf_svg_capacity *cap, char what
 	}
 	const xpf_runtime *rt;
 	xpf_error e = { 0 };
-	if (xpf_capture_nplanes(h->cap) == 0 || xpf_host_runtime(h, &rt, &e) != XPF_OK)
+	if (xpf_capture_nplanes(h->cap) == 0)
 		return;
+	if (xpf_host_runtime(h, &rt, &e) != XPF_OK) {
+		diagnosis_capacity(h, cap, what);
+		return;
+	}
 	long best = -1;
 	for (size_t i = 0; i < rt->nexecutions; i++) {
 		const xpf_rt_execution *x = &rt->executions[i];
@@ -803,8 +836,10 @@ void xpf_svg_pool_capacity(xpf_host *h, long m, xpf_svg_capacity *cap, char what
 				best = (long)i;
 		}
 	}
-	if (best < 0 || rt->allocators[best].capacity_bytes == 0)
+	if (best < 0 || rt->allocators[best].capacity_bytes == 0) {
+		diagnosis_capacity(h, cap, what);
 		return;
+	}
 	cap->bytes = rt->allocators[best].capacity_bytes;
 	snprintf(what, 128, "%s capacity (measured: in use + bytes_available)",
 		 rt->allocators[best].name);
