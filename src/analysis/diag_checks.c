@@ -48,6 +48,7 @@ static void check_plans(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out)
 	if (h->nmodules == 0) {
 		xpf_buf_adds(&f, "no modules in the capture: no plan to check");
 		line(out, "WARN", "kinds-sum-to-total", &f);
+		xpf_buf_release(&f);
 		return;
 	}
 	xpf_buf_printf(&f, "%zu of %zu modules with buffer assignment: parameter + output + thread-local + constant + temp = total bytes",

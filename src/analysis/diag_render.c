@@ -15,13 +15,18 @@ static const char *module_name(xpf_host *h, long m)
 
 static void header(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out)
 {
-	char h1[32];
+	char h1[32], h2[32];
 	xpf_buf_printf(out, "# %s", xpf_capture_label(h->cap));
 	if (d->module >= 0)
 		xpf_buf_printf(out, ": focus %s (%s)", module_name(h, d->module), d->module_why);
 	if (d->capacity_bytes)
 		xpf_buf_printf(out, "; capacity %s [%s] from %s", xpf_human(d->capacity_bytes, h1),
 			       xpf_tag_name(d->capacity_tag), d->capacity_source);
+	if (d->fraction_set) {
+		char pc[32];
+		xpf_buf_printf(out, "; that is %s%% of the device's %s, not JAX's default 75%%: the memory fraction is set",
+			       xpf_pct(d->capacity_bytes, d->memory_bytes, pc), xpf_human(d->memory_bytes, h2));
+	}
 	xpf_buf_addc(out, '\n');
 }
 
