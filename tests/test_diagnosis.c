@@ -220,6 +220,9 @@ static void test_attention(void **state)
 			 fig(f, "parameters_bytes") + fig(f, "non_aliased_outputs_bytes") +
 			 fig(f, "temp_bytes") + fig(f, "constants_bytes"));
 	assert_string_equal(json_string_value(json_object_get(f, "tag")), "measured");
+	/* the temp block as XLA's OOM message prints it (seed: "3.41GiB") */
+	assert_contains(text(f), "Out of memory while trying to allocate 3.41GiB");
+	assert_contains(text(f), "forward 81.6%");
 
 	f = need_finding(&p, "mostly-forward");
 	assert_string_equal(figs(f, "share_pct"), "81.6");

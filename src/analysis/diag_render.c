@@ -24,8 +24,10 @@ static void header(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out)
 			       xpf_tag_name(d->capacity_tag), d->capacity_source);
 	if (d->fraction_set) {
 		char pc[32];
-		xpf_buf_printf(out, "; that is %s%% of the device's %s, not JAX's default 75%%: the memory fraction is set",
-			       xpf_pct(d->capacity_bytes, d->memory_bytes, pc), xpf_human(d->memory_bytes, h2));
+		xpf_buf_printf(out, "; that is %s%% of the device's %s, not JAX's default 75%%: %s",
+			       xpf_pct(d->capacity_bytes, d->memory_bytes, pc), xpf_human(d->memory_bytes, h2),
+			       h->nmodules ? "the memory fraction is set" :
+					     "the memory fraction is set (or TensorFlow, which sizes its pool itself)");
 	}
 	xpf_buf_addc(out, '\n');
 }

@@ -906,6 +906,44 @@ static void rule_retry(xpf_diag_ctx *c)
 		xpf_diag_evidence(f, "runtime/executions/%zu/summary.txt", rt->executions[r->execution].n);
 }
 
+/* Outputs of other modules' executions live when execution x started,
+ * one figure per module: memory held by other modules, named as such. */
+static void co_resident(xpf_diag_ctx *c, size_t x, xpf_buf *b)
+{
+	const xpf_runtime *rt = c->rt;
+	xpf_rt_block *blocks = NULL;
+	size_t nb = 0, shown = 0;
+	xpf_error e = { 0 };
+	char h1[32];
+
+	if (xpf_runtime_live_at(rt, x, &blocks, &nb, &e) != XPF_OK)
+		return;
+	long self = rt->executions[x].module;
+	for (size_t i = 0; i < nb; i++) {
+		const xpf_rt_block *bl = &blocks[i];
+		if (bl->origin != XPF_ORIGIN_OUTPUTS || bl->execution < 0)
+			continue;
+		long m = rt->executions[bl->execution].module;
+		if (m == self || m < 0)
+			continue;
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = blocks[j].origin == XPF_ORIGIN_OUTPUTS && blocks[j].execution >= 0 &&
+			       rt->executions[blocks[j].execution].module == m;
+		if (seen)
+			continue;
+		uint64_t bytes = 0;
+		for (size_t j = i; j < nb; j++)
+			if (blocks[j].origin == XPF_ORIGIN_OUTPUTS && blocks[j].execution >= 0 &&
+			    rt->executions[blocks[j].execution].module == m)
+				bytes += blocks[j].bytes;
+		xpf_buf_printf(b, "%s%s %s", shown ? ", " : "; co-resident outputs of other modules: ",
+			       xpf_capture_module(c->h->cap, (size_t)m)->name, xpf_human(bytes, h1));
+		shown++;
+	}
+	xpf_rt_blocks_free(blocks, nb);
+}
+
 static void rule_never(xpf_diag_ctx *c)
 {
 	const xpf_runtime *rt = c->rt;
@@ -928,6 +966,7 @@ static void rule_never(xpf_diag_ctx *c)
 			       count, count == 1 ? "" : "s", xpf_capture_module(h->cap, m)->name,
 			       x->module_execution, x->n, x->device,
 			       x->stopped_in_build ? ", stopped while allocating its buffers" : "");
+		co_resident(c, (size_t)lastx, &b);
 		xpf_diag_text(f, &b);
 		xpf_diag_num(f, "count", count);
 		xpf_diag_num(f, "execution", x->n);

@@ -231,6 +231,7 @@ static void choose_module(xpf_diag_ctx *c)
 			return;
 		}
 	}
+	bool unmatched = h->opt->module != NULL;
 	if (rt != NULL) {
 		/* The module whose last execution never launched (the latest such). */
 		long best_x = -1;
@@ -242,7 +243,8 @@ static void choose_module(xpf_diag_ctx *c)
 			}
 		}
 		if (d->module >= 0) {
-			d->module_why = "its last execution never launched";
+			d->module_why = unmatched ? "--module matched no module; its last execution never launched" :
+						    "its last execution never launched";
 			return;
 		}
 		uint64_t best = 0;
@@ -256,7 +258,8 @@ static void choose_module(xpf_diag_ctx *c)
 			}
 		}
 		if (d->module >= 0) {
-			d->module_why = "the biggest module (by need) that ran";
+			d->module_why = unmatched ? "--module matched no module; the biggest module (by need) that ran" :
+						    "the biggest module (by need) that ran";
 			return;
 		}
 	}
@@ -269,7 +272,8 @@ static void choose_module(xpf_diag_ctx *c)
 		}
 	}
 	if (d->module >= 0)
-		d->module_why = "the biggest module (nothing ran in the capture)";
+		d->module_why = unmatched ? "--module matched no module; the biggest module (nothing ran)" :
+					    "the biggest module (nothing ran in the capture)";
 }
 
 /* ---- capacity (SPEC §5.1) ------------------------------------------------- */
