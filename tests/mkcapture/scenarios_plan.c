@@ -283,3 +283,161 @@ static void scan_fits(mk_scn *s, int host, int scale)
 }
 
 void mk_build_scan_fits(mk_scn *s, int host, int scale) { scan_fits(s, host, scale); }
+
+/* ------------------------------------------------------------------ */
+/* temp-fragmentation: a GPT-2 large (36 layers, stacked weights) train
+ * step on a 16 GiB GPU whose temp block is packed without reuse: the block
+ * is 9.19 GiB while at most 4.48 GiB of it is live at once (51.2%
+ * fragmentation, as in the TPU thread).  The state (8.64 GiB) plus the
+ * block do not fit the 15.48 GiB pool: the temp allocation fails. */
+
+#define GPT "levanter/models/gpt2.py"
+#define GPT_TEMP 9867732224ll /* 9.19 GiB */
+#define GPT_MASK 42250        /* dropout-mask width: sets the simulated peak */
+
+static void temp_fragmentation(mk_scn *s, int host, int scale)
+{
+	(void)host;
+	mk_scn_init(s, "gpu-node-0", 1, 17179869184ull, 16621523456ll);
+	s->device_name = "Tesla V100-SXM2-16GB";
+	s->vendor = "Nvidia";
+	s->scale = scale;
+	hb_module *m = hb_new("jit_train_step", 163);
+	hb_set_bump_placement(m, 1);
+	adam_state st = { 0 };
+	int argn = 0, uniq = 300;
+	static const char *const wn[6] = { "['wte']", "['wpe']", "['blocks']['attn']['c_attn']",
+		"['blocks']['attn']['c_proj']", "['blocks']['mlp']['c_fc']", "['blocks']['mlp']['c_proj']" };
+	st.nw = 6;
+	for (int i = 0; i < 6; i++)
+		st.name[i] = wn[i];
+	st.a[0] = hb_a(ET_F32, 2, 50304, 1280);
+	st.a[1] = hb_a(ET_F32, 2, 1024, 1280);
+	st.a[2] = hb_a(ET_F32, 3, 36, 1280, 3840);
+	st.a[3] = hb_a(ET_F32, 3, 36, 1280, 1280);
+	st.a[4] = hb_a(ET_F32, 3, 36, 1280, 5120);
+	st.a[5] = hb_a(ET_F32, 3, 36, 5120, 1280);
+	adam_params(m, &st, &argn);
+	hb_meta md = mk_meta(NULL, "batch['input_ids']", NULL, NULL, 0);
+	int64_t ids = mk_param(m, f("Arg_%d.%d", argn, argn + 1), hb_a(ET_S32, 2, 6, 1024), &md);
+	argn++;
+	md = mk_meta(NULL, "batch['targets']", NULL, NULL, 0);
+	int64_t targets = mk_param(m, f("Arg_%d.%d", argn, argn + 1), hb_a(ET_S32, 2, 6, 1024), &md);
+	argn++;
+	const int L = 36;
+	int64_t ops[8];
+	int b;
+	hb_arr xa = hb_a(ET_BF16, 3, 6, 1024, 1280), qa = hb_a(ET_BF16, 3, 6, 1024, 3840),
+	       ha = hb_a(ET_BF16, 3, 6, 1024, 5120), fa = hb_a(ET_F32, 3, 6, 1024, 1280);
+
+	ops[0] = st.p[0][0];
+	ops[1] = st.p[0][1];
+	ops[2] = ids;
+	md = mk_meta("take", "jit(train_step)/jvp(Gpt2LMHeadModel)/embeddings/take", GPT, "Gpt2Embeddings.embed", 203);
+	int x0b;
+	int64_t x0 = mk_tfusion(m, "loop_gather_fusion", "kLoop", "gather", fa, ops, 3, &md, &x0b);
+	md = mk_meta("lt", "jit(train_step)/jvp(Gpt2LMHeadModel)/embeddings/dropout/lt", GPT, "Gpt2Embeddings.embed", 206);
+	int maskb;
+	int64_t mask = mk_tfusion(m, "loop_compare_fusion", "kLoop", "compare", hb_a(ET_U8, 3, 6, 1024, GPT_MASK), &x0, 1,
+		&md, &maskb);
+	(void)mask;
+	int64_t x = x0, h[36];
+	for (int l = 0; l < L; l++) {
+		ops[0] = x;
+		ops[1] = st.p[0][2];
+		md = mk_meta("dot_general", f("jit(train_step)/jvp(Gpt2LMHeadModel)/transformer/blocks/%d/attn/c_attn/dot_general", l),
+			GPT, "Gpt2Attention.__call__", 141);
+		int64_t qkv = mk_tfusion(m, f("gemm_fusion_dot_general.%d", uniq++), "kCustom", "dot", qa, ops, 2, &md, NULL);
+		md = mk_meta("tanh", f("jit(train_step)/jvp(Gpt2LMHeadModel)/transformer/blocks/%d/mlp/gelu/tanh", l),
+			GPT, "Gpt2Mlp.__call__", 98);
+		ops[0] = qkv;
+		ops[1] = st.p[0][4];
+		h[l] = mk_tfusion(m, f("loop_tanh_fusion.%d", uniq++), "kLoop", "tanh", ha, ops, 2, &md, NULL);
+		ops[0] = h[l];
+		ops[1] = st.p[0][5];
+		md = mk_meta("dot_general", f("jit(train_step)/jvp(Gpt2LMHeadModel)/transformer/blocks/%d/mlp/c_proj/dot_general", l),
+			GPT, "Gpt2Mlp.__call__", 100);
+		x = mk_tfusion(m, f("gemm_fusion_dot_general.%d", uniq++), "kCustom", "dot", xa, ops, 2, &md, NULL);
+	}
+	md = mk_meta("reduce_sum", "jit(train_step)/jvp(Gpt2LMHeadModel)/transformer/ln_f/reduce_sum", GPT,
+		"Gpt2Transformer.__call__", 262);
+	int finb;
+	int64_t fin = mk_tfusion(m, "input_reduce_fusion", "kInput", "reduce", fa, &x, 1, &md, &finb);
+	ops[0] = fin;
+	ops[1] = st.p[0][0];
+	md = mk_meta("dot_general", "jit(train_step)/jvp(Gpt2LMHeadModel)/lm_head/dot_general", GPT, "Gpt2LMHeadModel.__call__", 301);
+	int64_t logits = mk_tfusion(m, "gemm_fusion_dot_general", "kCustom", "dot", hb_a(ET_BF16, 3, 6, 1024, 50304), ops, 2,
+		&md, NULL);
+	ops[0] = logits;
+	ops[1] = targets;
+	md = mk_meta("reduce_sum", "jit(train_step)/jvp(Gpt2LMHeadModel)/cross_entropy/reduce_sum", GPT, "compute_loss", 330);
+	int64_t loss = hb_fusion(m, "input_reduce_fusion.1", "kInput", "reduce", NULL, hb_a(ET_F32, 0), ops, 2, &md);
+	hb_alloc_output(m, hb_buffer(m, loss, -1, HB_OUTPUT));
+	md = mk_meta("sub", "jit(train_step)/transpose(jvp(Gpt2LMHeadModel))/cross_entropy/sub", GPT, "compute_loss", 330);
+	int dlb;
+	int64_t dlogits = mk_tfusion(m, "loop_subtract_fusion", "kLoop", "subtract", hb_a(ET_BF16, 3, 6, 1024, 50304), ops, 2,
+		&md, &dlb);
+	ops[0] = dlogits;
+	ops[1] = st.p[0][0];
+	md = mk_meta("dot_general", "jit(train_step)/transpose(jvp(Gpt2LMHeadModel))/lm_head/dot_general", GPT,
+		"Gpt2LMHeadModel.__call__", 301);
+	int64_t dx = mk_tfusion(m, "gemm_fusion_dot_general.1", "kCustom", "dot", xa, ops, 2, &md, NULL);
+	/* the gradients, bf16, zero-initialised at the start of the backward pass */
+	int64_t G[6];
+	int Gb[6];
+	for (int i = 0; i < 6; i++) {
+		hb_arr ga = st.a[i];
+		ga.et = ET_BF16;
+		md = mk_meta("broadcast_in_dim", "jit(train_step)/transpose(jvp(Gpt2LMHeadModel))/broadcast_in_dim", GPT,
+			"Gpt2LMHeadModel.__call__", 301);
+		G[i] = mk_tfusion(m, f("loop_broadcast_fusion.%d", i), "kLoop", "broadcast", ga, NULL, 0, &md, &Gb[i]);
+	}
+	/* the lm_head gradient accumulates into G[0] in place */
+	ops[0] = G[0];
+	ops[1] = dlogits;
+	ops[2] = fin;
+	md = mk_meta("dot_general", "jit(train_step)/transpose(jvp(Gpt2LMHeadModel))/lm_head/dot_general", GPT,
+		"Gpt2LMHeadModel.__call__", 301);
+	hb_arr g0a = st.a[0];
+	g0a.et = ET_BF16;
+	int64_t gw = mk_tfusion(m, "gemm_fusion_dot_general.2", "kCustom", "dot", g0a, ops, 3, &md, &b);
+	hb_share(m, b, Gb[0]);
+	G[0] = gw;
+	int64_t d = dx;
+	for (int l = L - 1; l >= 0; l--) {
+		ops[0] = d;
+		ops[1] = h[l];
+		ops[2] = st.p[0][5];
+		md = mk_meta("dot_general", f("jit(train_step)/transpose(jvp(Gpt2LMHeadModel))/transformer/blocks/%d/mlp/c_proj/dot_general", l),
+			GPT, "Gpt2Mlp.__call__", 100);
+		d = mk_tfusion(m, f("gemm_fusion_dot_general.%d", uniq++), "kCustom", "dot", qa, ops, 3, &md, NULL);
+	}
+	for (int i = 0; i < 6; i++) {
+		hb_live_until(m, Gb[i], d);
+	}
+	hb_live_until(m, x0b, d);
+	hb_live_until(m, finb, d);
+	hb_live_until(m, maskb, d);
+	hb_live_until(m, dlb, d);
+	int64_t outs[40];
+	/* the update reads the accumulated gradients (and the last backward value) */
+	int64_t g[6];
+	for (int i = 0; i < 6; i++)
+		g[i] = G[i];
+	int n = adam_update(m, &st, g, "train_step", outs, &uniq);
+	outs[n++] = loss;
+	mk_root(m, outs, n);
+	int mod = mk_add_module(s, m, "train_step", GPT_TEMP);
+
+	put_state(s, &st);
+	mk_put(s, 0, 6 * 1024 * 4, "s32[6,1024]");
+	mk_put(s, 0, 6 * 1024 * 4, "s32[6,1024]");
+	for (int i = 0; i < 3 * scale; i++)
+		mk_py(s, "$train_lm.py:130 train_loop", 30 * 1000);
+	mk_gap(s, 200 * 1000);
+	/* runtime allocations: loss, tuple, then the 9.19 GiB temp block fails */
+	mk_exec(s, mod, 2, 5000000000ll);
+	mk_py(s, "$profiler.py:213 stop_trace", 50 * 1000);
+}
+
+void mk_build_temp_fragmentation(mk_scn *s, int host, int scale) { temp_fragmentation(s, host, scale); }
