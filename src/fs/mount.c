@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <mntent.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -572,6 +573,14 @@ int xpf_fs_mount(xpf_report *r, const xpf_mount_opts *opts, xpf_error *err)
 		rc = xpf_fail(err, XPF_EMOUNT, "%s: cannot start FUSE (bad -o options '%s'?)",
 			      opts->mountpoint, opts->fuse_opts ? opts->fuse_opts : "");
 		goto out_args;
+	}
+	/* A shell starts background commands with SIGINT ignored, and libfuse
+	 * leaves ignored signals alone; but `kill -INT` must still unmount. */
+	for (size_t i = 0; i < 2; i++) {
+		int sig = i == 0 ? SIGINT : SIGTERM;
+		struct sigaction sa;
+		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+			signal(sig, SIG_DFL);
 	}
 	if (fuse_set_signal_handlers(se) != 0) {
 		rc = xpf_fail(err, XPF_EMOUNT, "cannot install signal handlers");

@@ -1,0 +1,496 @@
+#!/usr/bin/env bash
+# Real mounts of the report tree, checked the way users use them: the tree
+# and every byte equal `--export` / `--cat` of the same capture, sizes are
+# exact, Unix tools work, writes fail with EROFS, 16 concurrent readers get
+# the same bytes, and fusermount3 -u / SIGTERM / SIGINT / -u end the daemon
+# with status 0 and leave no mount.  Broken captures never mount.
+#
+# Usage: test-mount.sh [XPLANEFS]  (env: XPF_SHARED, XPF_BUILD, XPF_SOURCE)
+# Exit 77 (skip) only where /dev/fuse or fusermount3 is missing, or the build
+# has no FUSE.  Nothing can hang: every command that touches a mount runs
+# under `timeout`, daemons are waited for with a deadline, and the EXIT trap
+# lazily unmounts and kills whatever is left.
+set -u
+
+XPF=${1:-${XPF_BUILD:-}/src/fs/xplanefs}
+S=${XPF_SHARED:-}/captures
+MKCAPTURE=${XPF_BUILD:-}/tests/mkcapture/xplane-mkcapture
+T=60                    # seconds any single check may take
+fails=0
+ro_done=0
+
+skip() { echo "SKIP: $*"; exit 77; }
+[ -x "$XPF" ] || skip "no xplanefs binary at '$XPF' (set XPF_BUILD)"
+[ -c /dev/fuse ] || skip "/dev/fuse is missing"
+command -v fusermount3 >/dev/null || skip "fusermount3 is missing (apt install fuse3)"
+
+tmp=$(mktemp -d /tmp/xpf-mount.XXXXXX)
+pids=()
+mounts=()
+cleanup() {
+	local m p
+	for m in "${mounts[@]}"; do
+		mountpoint -q "$m" 2>/dev/null && fusermount3 -u -z "$m" 2>/dev/null
+	done
+	for p in "${pids[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	for m in "${mounts[@]}"; do
+		mountpoint -q "$m" 2>/dev/null && umount -l "$m" 2>/dev/null
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+to() { timeout -k 5 "$T" "$@"; }
+
+# A child that has exited but not been waited for is a zombie: not alive.
+alive() {
+	local s
+	s=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+	case $s in Z*) return 1 ;; esac
+	return 0
+}
+
+# start_fg MOUNTPOINT LOG ARGS... : run `xplanefs -f ARGS MOUNTPOINT` in the
+# background; wait until mounted.  Sets $daemon.  Returns 1 if the daemon
+# died or the mount did not appear within $T seconds.
+start_fg() {
+	local mp=$1 log=$2
+	shift 2
+	mkdir -p "$mp"
+	mounts+=("$mp")
+	"$XPF" -f "$@" "$mp" >"$log" 2>&1 &
+	daemon=$!
+	pids+=("$daemon")
+	local i
+	for ((i = 0; i < T * 10; i++)); do
+		if mountpoint -q "$mp"; then
+			return 0
+		fi
+		if ! alive "$daemon"; then
+			wait "$daemon"
+			echo "  daemon exited $? before mounting: $(head -c 400 "$log")"
+			return 1
+		fi
+		sleep 0.1
+	done
+	echo "  mount did not appear within ${T}s"
+	return 1
+}
+
+# stop PID MOUNTPOINT HOW : unmount by HOW (fusermount3, TERM, INT, dash-u);
+# the daemon must exit 0 within $T seconds and leave no mount.
+stop() {
+	local pid=$1 mp=$2 how=$3 i rc
+	case $how in
+	fusermount3) to fusermount3 -u "$mp" || fail "fusermount3 -u $mp" ;;
+	dash-u) to "$XPF" -u "$mp" || fail "xplanefs -u $mp" ;;
+	*) kill -"$how" "$pid" ;;
+	esac
+	for ((i = 0; i < T * 10; i++)); do
+		alive "$pid" || break
+		sleep 0.1
+	done
+	if alive "$pid"; then
+		fail "$how: daemon $pid still running after ${T}s"
+		kill -KILL "$pid" 2>/dev/null
+	fi
+	wait "$pid"
+	rc=$?
+	if [ "$rc" -ne 0 ]; then
+		fail "$how: daemon exited $rc, want 0"
+	elif mountpoint -q "$mp"; then
+		fail "$how: $mp still mounted after the daemon exited"
+	else
+		ok "$how: daemon exited 0, nothing left mounted"
+	fi
+}
+
+# Sorted listing "TYPE PATH" of a tree, not following symlinks.
+listing() { (cd "$1" && to find . -mindepth 1 -printf '%y %p\n' | LC_ALL=C sort); }
+
+# check_capture NAME CAPTURE [run-in-daemon-mode]
+check_capture() {
+	local name=$1 cap=$2
+	local d=$tmp/$name exp=$tmp/$name/export m1=$tmp/$name/m1 m2=$tmp/$name/m2
+	local p1 p2 f
+	mkdir -p "$d"
+	echo "== $name: $cap"
+
+	# The expected tree.  Files whose rendering fails are left out of an
+	# export (with a line on stderr) and must give EIO on the mount.
+	"$XPF" --export "$exp" "$cap" 2>"$d/export.err"
+	local erc=$?
+	sed -n "s|^xplanefs: $exp/\([^:]*\): .*|\1|p" "$d/export.err" | LC_ALL=C sort -u >"$d/broken"
+	if [ "$erc" -ne 0 ] && [ ! -s "$d/broken" ]; then
+		fail "$name: --export failed ($erc): $(head -c 300 "$d/export.err")"
+		return
+	fi
+	[ -s "$d/broken" ] && echo "  $(wc -l <"$d/broken") file(s) fail to render; they must give EIO"
+
+	if ! start_fg "$m1" "$d/m1.log" "$cap"; then
+		fail "$name: mount"
+		return
+	fi
+	p1=$daemon
+	ok "$name: mounted (multi-threaded)"
+
+	# The regular files, as the export has them plus the broken ones.
+	(cd "$exp" && find . -type f; sed 's|^|./|' "$d/broken") | LC_ALL=C sort -u >"$d/files"
+	local nf
+	nf=$(wc -l <"$d/files")
+	# Hashes and sizes over the file list, one process each (xargs).
+	hashes() { (cd "$1" && to xargs -r -d '\n' sha256sum -- <"$d/files" 2>/dev/null); }
+	(cd "$exp" && xargs -r -d '\n' sha256sum -- <"$d/files" 2>/dev/null) >"$d/sha.export"
+
+	# 16 concurrent readers of every file, on a fresh mount so that the
+	# first renderings race.
+	local r readers=() bad=0
+	for r in $(seq 16); do
+		hashes "$m1" >"$d/sha.$r" &
+		readers+=($!)
+	done
+	wait "${readers[@]}"
+	for r in $(seq 16); do
+		cmp -s "$d/sha.export" "$d/sha.$r" || bad=$((bad + 1))
+	done
+	[ "$bad" -eq 0 ] && ok "$name: 16 concurrent readers of $nf files got the export's bytes" ||
+		fail "$name: $bad of 16 concurrent readers saw other bytes: $(diff "$d/sha.export" "$d/sha.1" | head -c 400)"
+
+	# ls -R and the types of every entry equal the export (plus the
+	# files that fail to render, which an export cannot hold).
+	listing "$m1" >"$d/list.mount"
+	{ listing "$exp"; sed 's|^|f ./|' "$d/broken"; } | LC_ALL=C sort -u >"$d/list.export"
+	if diff -u "$d/list.export" "$d/list.mount" >"$d/list.diff"; then
+		ok "$name: tree equals --export ($(wc -l <"$d/list.mount") entries)"
+	else
+		fail "$name: tree differs from --export: $(head -c 600 "$d/list.diff")"
+	fi
+	if [ ! -s "$d/broken" ]; then
+		if diff <(cd "$exp" && ls -R) <(cd "$m1" && to ls -R) >/dev/null; then
+			ok "$name: ls -R equals"
+		else
+			fail "$name: ls -R differs"
+		fi
+		if to diff -r --no-dereference "$exp" "$m1" >"$d/diffr" 2>&1; then
+			ok "$name: diff -r mount export: identical"
+		else
+			fail "$name: diff -r mount export: $(head -c 600 "$d/diffr")"
+		fi
+	fi
+
+	# stat sizes and blocks equal the bytes read (exact sizes).
+	(cd "$m1" && to xargs -r -d '\n' stat -c '%s %b %n' -- <"$d/files" 2>/dev/null) >"$d/stat.mount"
+	(cd "$m1" && to xargs -r -d '\n' wc -c -- <"$d/files" 2>/dev/null) | grep -v ' total$' |
+		awk '{ n = $1; sub(/^ *[0-9]+ /, ""); printf "%d %d %s\n", n, int((n + 511) / 512), $0 }' >"$d/stat.read"
+	if [ -s "$d/broken" ]; then
+		grep -vxF -f <(sed 's|^|./|' "$d/broken") "$d/stat.read" >"$d/stat.read2"
+		mv "$d/stat.read2" "$d/stat.read"
+	fi
+	if diff "$d/stat.read" "$d/stat.mount" >"$d/stat.diff" &&
+		[ "$(wc -l <"$d/stat.mount")" -eq "$((nf - $(wc -l <"$d/broken")))" ]; then
+		ok "$name: stat size and blocks = bytes read, $(wc -l <"$d/stat.mount") files"
+	else
+		fail "$name: stat vs bytes read: $(head -c 400 "$d/stat.diff")"
+	fi
+
+	# The broken files give EIO (and only those fail).
+	local rel badeio=0
+	while IFS= read -r rel; do
+		if to cat -- "$m1/$rel" >/dev/null 2>"$d/eio.err" ||
+			! grep -q "Input/output error" "$d/eio.err"; then
+			badeio=$((badeio + 1))
+			echo "  $rel: want EIO, got: $(head -c 200 "$d/eio.err")"
+		fi
+	done <"$d/broken"
+	[ "$badeio" -eq 0 ] || fail "$name: $badeio broken file(s) not EIO"
+
+	# cat equals --cat of the same path, on a sample (each --cat opens the
+	# capture again).
+	local step badcat=0 ncat=0
+	step=$(((nf + 7) / 8))
+	while IFS= read -r rel; do
+		rel=${rel#./}
+		grep -qxF -- "$rel" "$d/broken" && continue
+		ncat=$((ncat + 1))
+		cmp -s <("$XPF" --cat "$rel" "$cap" 2>/dev/null) <(to cat -- "$m1/$rel") ||
+			{ badcat=$((badcat + 1)); echo "  $rel: differs from --cat"; }
+	done < <(awk -v s="$step" 'NR % s == 1 || s == 1' "$d/files")
+	[ "$badcat" -eq 0 ] && ok "$name: cat = --cat on $ncat sampled files" ||
+		fail "$name: $badcat file(s) differ from --cat"
+
+	# Symlinks (focus): readlink equals the export's target; it resolves.
+	while IFS= read -r f; do
+		rel=${f#./}
+		[ "$(readlink -- "$m1/$rel")" = "$(readlink -- "$exp/$rel")" ] &&
+			to ls -- "$m1/$rel/" >/dev/null 2>&1 ||
+			fail "$name: symlink $rel: '$(readlink -- "$m1/$rel")' vs '$(readlink -- "$exp/$rel")'"
+	done < <(cd "$exp" && find . -type l)
+
+	# Tools: grep -r, sort, jq.
+	if [ ! -s "$d/broken" ]; then
+		if diff <(cd "$exp" && grep -r -n '' . | LC_ALL=C sort) \
+			<(cd "$m1" && to grep -r -n '' . | LC_ALL=C sort) >/dev/null; then
+			ok "$name: grep -r equals"
+		else
+			fail "$name: grep -r differs"
+		fi
+	fi
+	grep -vxF -f <(sed 's|^|./|' "$d/broken") "$d/files" >"$d/good"
+	f=$(grep '\.tsv$' "$d/good" | head -1)
+	if [ -n "$f" ]; then
+		cmp -s <(cd "$m1" && to sort -t"$(printf '\t')" -k2,2 -- "$f") \
+			<(cd "$exp" && sort -t"$(printf '\t')" -k2,2 -- "$f") &&
+			ok "$name: sort $f" || fail "$name: sort $f differs"
+	fi
+	if command -v jq >/dev/null && grep -q '\.json$' "$d/good"; then
+		grep '\.json$' "$d/good" >"$d/json"
+		if (cd "$m1" && to xargs -r -d '\n' jq -S . -- <"$d/json") >"$d/jq.mount" 2>&1 &&
+			(cd "$exp" && xargs -r -d '\n' jq -S . -- <"$d/json") | cmp -s - "$d/jq.mount"; then
+			ok "$name: jq on $(wc -l <"$d/json") json file(s)"
+		else
+			fail "$name: jq: $(head -c 300 "$d/jq.mount")"
+		fi
+	fi
+
+	# Missing names: ENOENT, again (cached negative entry).
+	for r in 1 2; do
+		to stat -- "$m1/no-such-file" >/dev/null 2>"$d/enoent"
+		grep -q "No such file or directory" "$d/enoent" ||
+			fail "$name: missing name: $(cat "$d/enoent")"
+	done
+
+	# Read-only in depth (the whole list on the first capture only: the
+	# code path is the same for every capture).
+	if [ "$ro_done" -eq 0 ]; then
+		readonly_checks "$name" "$m1"
+		ro_done=1
+	else
+		to touch -- "$m1/new-file" 2>&1 | grep -q "Read-only file system" &&
+			ok "$name: touch: Read-only file system" || fail "$name: touch did not fail with EROFS"
+	fi
+
+	# A second mount, single-threaded: diff -r between two mounts.
+	if start_fg "$m2" "$d/m2.log" -s "$cap"; then
+		p2=$daemon
+		if [ ! -s "$d/broken" ]; then
+			to diff -r --no-dereference "$m1" "$m2" >"$d/diff12" 2>&1 &&
+				ok "$name: diff -r between a -s mount and a multi-threaded one: identical" ||
+				fail "$name: diff -r between two mounts: $(head -c 400 "$d/diff12")"
+		else
+			diff <(listing "$m1") <(listing "$m2") >/dev/null &&
+				ok "$name: two mounts list the same tree" || fail "$name: two mounts differ"
+		fi
+		stop "$p2" "$m2" TERM
+	else
+		fail "$name: second mount (-s)"
+	fi
+	stop "$p1" "$m1" fusermount3
+}
+
+# readonly_checks NAME MOUNTPOINT
+readonly_checks() {
+	local name=$1 m=$2 f dir bad=0 what
+	# A file in a subdirectory (rmdir of the mount root itself is EBUSY).
+	f=$(cd "$m" && find . -mindepth 2 -type f | LC_ALL=C sort | head -1)
+	f=$m/${f#./}
+	dir=$(dirname -- "$f")
+	erofs() {
+		what=$1
+		shift
+		if to "$@" >/dev/null 2>"$tmp/erofs.err"; then
+			echo "  '$what' succeeded on a read-only mount"
+			bad=$((bad + 1))
+		elif ! grep -q "Read-only file system" "$tmp/erofs.err"; then
+			echo "  '$what': $(head -c 200 "$tmp/erofs.err")"
+			bad=$((bad + 1))
+		fi
+	}
+	erofs "write" sh -c 'echo x >"$1"' sh "$f"
+	erofs "append" sh -c 'echo x >>"$1"' sh "$f"
+	erofs "touch existing" touch -- "$f"
+	erofs "touch new" touch -- "$dir/new-file"
+	erofs "mkdir" mkdir -- "$dir/new-dir"
+	erofs "rm" rm -f -- "$f"
+	erofs "rmdir" rmdir -- "$dir"
+	erofs "chmod" chmod 600 -- "$f"
+	erofs "truncate" truncate -s 0 -- "$f"
+	erofs "mv" mv -- "$f" "$dir/renamed"
+	erofs "ln" ln -- "$f" "$dir/hardlink"
+	erofs "ln -s" ln -s target "$dir/symlink"
+	erofs "mkfifo" mkfifo -- "$dir/fifo"
+	if command -v python3 >/dev/null; then
+		erofs "setxattr" python3 -c 'import os,sys; os.setxattr(sys.argv[1], "user.x", b"1")' "$f"
+		erofs "removexattr" python3 -c 'import os,sys; os.removexattr(sys.argv[1], "user.x")' "$f"
+		erofs "open O_RDWR" python3 -c 'import os,sys; os.open(sys.argv[1], os.O_RDWR)' "$f"
+		if ! to python3 -c 'import os,sys; sys.exit(0 if os.statvfs(sys.argv[1]).f_flag & os.ST_RDONLY else 1)' "$m"; then
+			echo "  statvfs lacks ST_RDONLY"
+			bad=$((bad + 1))
+		fi
+	fi
+	local opts
+	opts=$(findmnt -n -o OPTIONS --target "$m" 2>/dev/null)
+	case ",$opts," in
+	*,ro,*) ;;
+	*) echo "  mount options '$opts' lack ro"; bad=$((bad + 1)) ;;
+	esac
+	case ",$opts," in
+	*,allow_other,*) echo "  allow_other without being asked"; bad=$((bad + 1)) ;;
+	esac
+	[ "$bad" -eq 0 ] && ok "$name: writes, touch, mkdir, rm, chmod, xattrs fail with EROFS; statfs ST_RDONLY; ro, no allow_other" ||
+		fail "$name: $bad read-only checks failed"
+}
+
+# --- the captures ---------------------------------------------------------
+
+caps=()
+if [ -d "$S" ]; then
+	for c in "$S"/*.xplane.pb "$S"/hlo/*.pb; do
+		[ -f "$c" ] && caps+=("$c")
+	done
+	for c in "$S"/*/; do
+		c=${c%/}
+		case $c in */bad | */hlo) continue ;; esac
+		ls "$c"/*.xplane.pb >/dev/null 2>&1 && caps+=("$c")
+	done
+	# A logdir (plugins/profile/RUN/) and a run directory of two hosts,
+	# built from a small real capture (copied into /tmp, never the repo).
+	small=$(ls -S "$S"/*.xplane.pb 2>/dev/null | tail -1)
+	if [ -n "$small" ]; then
+		mkdir -p "$tmp/inputs/logdir/plugins/profile/2024_01_01_00_00_00" "$tmp/inputs/two-hosts"
+		cp "$small" "$tmp/inputs/logdir/plugins/profile/2024_01_01_00_00_00/host-a.xplane.pb"
+		cp "$small" "$tmp/inputs/two-hosts/host-a.xplane.pb"
+		cp "$small" "$tmp/inputs/two-hosts/host-b.xplane.pb"
+		caps+=("$tmp/inputs/logdir" "$tmp/inputs/two-hosts")
+	fi
+else
+	echo "note: XPF_SHARED unset or without captures/: real captures not checked"
+fi
+# Scenario captures, when the generator exists.
+if [ -x "$MKCAPTURE" ]; then
+	mkdir -p "$tmp/scen"
+	scen=$("$MKCAPTURE" --list 2>/dev/null | cut -f1)
+	if [ -z "$scen" ] && [ -d "${XPF_SOURCE:-}/tests/scenarios" ]; then
+		scen=$(cd "$XPF_SOURCE/tests/scenarios" && ls -d */ 2>/dev/null | tr -d /)
+	fi
+	for s in $scen; do
+		if "$MKCAPTURE" "$s" "$tmp/scen/$s.xplane.pb" >/dev/null 2>&1; then
+			caps+=("$tmp/scen/$s.xplane.pb")
+		else
+			echo "note: xplane-mkcapture $s failed; not checked"
+		fi
+	done
+fi
+[ "${#caps[@]}" -gt 0 ] || skip "no captures to mount"
+
+# A build without FUSE cannot mount: skip rather than fail.
+mkdir -p "$tmp/probe"
+if "$XPF" -f "${caps[0]}" "$tmp/probe/none" 2>&1 | grep -q "built without FUSE"; then
+	skip "this xplanefs was built without FUSE"
+fi
+
+i=0
+for c in "${caps[@]}"; do
+	i=$((i + 1))
+	b=$(basename "$c")
+	check_capture "$i-${b%%.*}" "$c"
+done
+
+# --- daemon mode, default mount point, -u, SIGINT ----------------------------
+
+# Daemon mode with a relative capture path and no MOUNTPOINT: the mount is
+# ready when xplanefs returns; ./NAME is created, and removed at unmount.
+c=${caps[0]}
+mkdir -p "$tmp/cwd"
+cp "$c" "$tmp/cwd-capture.xplane.pb" 2>/dev/null || cp -r "$c" "$tmp/cwd-capture.xplane.pb"
+if [ -f "$tmp/cwd-capture.xplane.pb" ]; then
+	(cd "$tmp/cwd" && to "$XPF" ../cwd-capture.xplane.pb) >"$tmp/daemon.log" 2>&1
+	rc=$?
+	mounts+=("$tmp/cwd/cwd-capture")
+	if [ "$rc" -ne 0 ]; then
+		fail "daemon mode: exit $rc: $(head -c 300 "$tmp/daemon.log")"
+	elif ! mountpoint -q "$tmp/cwd/cwd-capture"; then
+		fail "daemon mode: xplanefs returned before the mount was ready"
+	else
+		f=$(cd "$tmp/cwd/cwd-capture" && find . -type f | LC_ALL=C sort | head -1)
+		"$XPF" --cat "${f#./}" "$c" >"$tmp/want" 2>/dev/null
+		to cat -- "$tmp/cwd/cwd-capture/$f" | cmp -s - "$tmp/want" &&
+			ok "daemon mode: mounted on ./cwd-capture by default; $f reads right" ||
+			fail "daemon mode: $f differs from --cat"
+		(cd "$tmp/cwd" && to "$XPF" -u cwd-capture) || fail "xplanefs -u cwd-capture"
+		for ((k = 0; k < T * 10; k++)); do
+			[ -e "$tmp/cwd/cwd-capture" ] || break
+			sleep 0.1
+		done
+		if mountpoint -q "$tmp/cwd/cwd-capture"; then
+			fail "xplanefs -u: still mounted"
+		elif [ -e "$tmp/cwd/cwd-capture" ]; then
+			fail "xplanefs -u: the mount point xplanefs created is still there"
+		else
+			ok "xplanefs -u: unmounted; the daemon removed the mount point it created"
+		fi
+	fi
+	[ -z "$(ls -A "$tmp/cwd")" ] || fail "daemon mode left files: $(ls -A "$tmp/cwd")"
+fi
+
+# SIGINT and xplanefs -u on a foreground daemon.
+for how in INT dash-u; do
+	if start_fg "$tmp/sig-$how" "$tmp/sig-$how.log" "$c"; then
+		to ls -R "$tmp/sig-$how" >/dev/null
+		stop "$daemon" "$tmp/sig-$how" "$how"
+	else
+		fail "mount for $how"
+	fi
+done
+
+# -o: user options are passed on, ro always wins, bad options fail with 5.
+if start_fg "$tmp/opt" "$tmp/opt.log" -o rw,allow_other "$c"; then
+	opts=$(findmnt -n -o OPTIONS --target "$tmp/opt")
+	case ",$opts," in
+	*,ro,*allow_other*) ok "-o rw,allow_other: mounted ro with allow_other ($opts)" ;;
+	*) fail "-o rw,allow_other: options are '$opts'" ;;
+	esac
+	stop "$daemon" "$tmp/opt" TERM
+else
+	fail "mount with -o rw,allow_other"
+fi
+mkdir -p "$tmp/badopt"
+to "$XPF" -f -o no_such_option "$c" "$tmp/badopt" >/dev/null 2>"$tmp/badopt.err"
+rc=$?
+[ "$rc" -eq 5 ] && ! mountpoint -q "$tmp/badopt" && ok "-o no_such_option: exit 5" ||
+	fail "-o no_such_option: exit $rc, want 5: $(head -c 200 "$tmp/badopt.err")"
+to "$XPF" -f "$c" "$tmp/no/such/dir" >/dev/null 2>"$tmp/nodir.err"
+rc=$?
+[ "$rc" -eq 5 ] && [ "$(wc -l <"$tmp/nodir.err")" -eq 1 ] && ok "missing mount point: exit 5, one line" ||
+	fail "missing mount point: exit $rc, want 5: $(cat "$tmp/nodir.err")"
+
+# --- broken captures never mount ---------------------------------------------
+for c in "$S"/bad/*; do
+	[ -f "$c" ] || continue
+	mkdir -p "$tmp/bad"
+	mounts+=("$tmp/bad")
+	to "$XPF" -f "$c" "$tmp/bad" >"$tmp/bad.out" 2>"$tmp/bad.err"
+	rc=$?
+	if mountpoint -q "$tmp/bad"; then
+		fail "$(basename "$c"): mounted"
+		fusermount3 -u "$tmp/bad"
+	elif [ "$rc" -ne 3 ]; then
+		fail "$(basename "$c"): exit $rc, want 3"
+	elif ! grep -q "^xplanefs: .*$(basename "$c")" "$tmp/bad.err"; then
+		fail "$(basename "$c"): no reason on stderr: $(head -c 200 "$tmp/bad.err")"
+	else
+		ok "$(basename "$c"): not mounted, exit 3: $(head -c 160 "$tmp/bad.err")"
+	fi
+done
+
+echo
+if [ "$fails" -ne 0 ]; then
+	echo "$fails check(s) failed"
+	exit 1
+fi
+echo "all mount checks passed"
