@@ -211,14 +211,21 @@ static void draw_executions(xpf_buf *out, const ctx *c)
 			bool one = true;
 			for (size_t k = i + 1; k < j && one; k++)
 				one = rt->executions[k].module == mod;
-			if (one)
+			bool same_k = one;
+			for (size_t k = i + 1; k < j && same_k; k++)
+				same_k = rt->executions[k].module_execution == first->module_execution;
+			if (same_k && first->module_execution)
+				snprintf(lab, sizeof lab, "%s #%zu on %zu devices", module_name(c, mod, mb),
+					 first->module_execution, j - i);
+			else if (one)
 				snprintf(lab, sizeof lab, "%s \xC3\x97%zu", module_name(c, mod, mb), j - i);
 			else
 				snprintf(lab, sizeof lab, "%zu executions", j - i);
 		}
 		double room = single ? w + 6 : w;
 		size_t fit = (size_t)(room / 6.5);
-		if (fit < strlen(lab) && j - i == 1 && first->module_execution)
+		if (fit < strlen(lab) && first->module_execution &&
+		    (j - i == 1 || strstr(lab, " devices") != NULL))
 			snprintf(lab, sizeof lab, "#%zu", first->module_execution);
 		if (fit >= 5 || fit >= strlen(lab)) {
 			xpf_buf_adds(out, "<text class=\"sm\" x=\"");
