@@ -1,8 +1,14 @@
-/* xplane-mkcapture SCENARIO [--scale N] OUT
+/* xplane-mkcapture SCENARIO [--scale N] [--big-module N] OUT
  *
  * Writes a synthetic JAX GPU profiler capture (an XSpace, as
  * `jax.profiler.trace` saves it) for one of the project's scenarios.  The
- * figures each scenario carries are documented in tests/scenarios/. */
+ * figures each scenario carries are documented in tests/scenarios/.
+ *
+ * --scale N makes the capture about N times the scale-1 size: the scenario
+ * is built with scale N (its own scale-dependent events), then steps of a
+ * small input-pipeline module (runtime.h, mk_scale_prefix) are replayed
+ * before its script, as many as bring the size to N x the scale-1 size.
+ * --big-module N adds a never-executed module of about N instructions. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,27 +19,50 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: xplane-mkcapture SCENARIO [--scale N] [-v] OUT\n"
+	fprintf(f, "usage: xplane-mkcapture SCENARIO [--scale N] [--big-module N] [-v] OUT\n"
 		   "       xplane-mkcapture --list\n"
+		   "--scale N: about N times the scale-1 size (more steps, events, kernels)\n"
+		   "--big-module N: add a compiled, never executed module of about N instructions\n"
 		   "Writes a synthetic JAX GPU capture (OUT.xplane.pb, or a run directory OUT/\n"
 		   "of <host>.xplane.pb for multi-host scenarios).\n");
 }
 
-static int write_host(const mk_scenario *sc, int host, int scale, const char *path, int verbose)
+/* Steps of the scale prefix that bring the capture to about scale x the
+ * scale-1 size (the steps' size is measured, not guessed). */
+static void calibrate(const mk_scenario *sc, int host, int scale, mk_scn *s)
+{
+	mk_scn one;
+	sc->build(&one, host, 1);
+	uint64_t b1 = mk_count_bytes(&one);
+	mk_scn_release(&one);
+	mk_scale_prefix(s);
+	uint64_t c0 = mk_count_bytes(s);
+	mk_set_prefix_steps(s, 64);
+	uint64_t c64 = mk_count_bytes(s);
+	double per = c64 > c0 ? (double)(c64 - c0) / 64 : 1;
+	double want = (double)b1 * scale - (double)c0;
+	mk_set_prefix_steps(s, want > 0 ? (int64_t)(want / per + 0.5) : 0);
+}
+
+static int write_host(const mk_scenario *sc, int host, int scale, int64_t big, const char *path,
+	int verbose)
 {
 	mk_scn s;
 	uint64_t bytes = 0, events = 0;
 	FILE *f;
-	static char iobuf[1 << 20];
 
 	sc->build(&s, host, scale);
+	if (big > 0)
+		mk_add_big_module(&s, big);
+	if (scale > 1)
+		calibrate(sc, host, scale, &s);
 	f = fopen(path, "wb");
 	if (!f) {
 		fprintf(stderr, "xplane-mkcapture: %s: %s\n", path, strerror(errno));
 		mk_scn_release(&s);
 		return 2;
 	}
-	setvbuf(f, iobuf, _IOFBF, sizeof iobuf);
+	setvbuf(f, NULL, _IONBF, 0); /* the writer buffers */
 	int rc = mk_write_xspace(&s, f, &bytes, &events);
 	if (fclose(f) != 0)
 		rc = -1;
@@ -43,8 +72,8 @@ static int write_host(const mk_scenario *sc, int host, int scale, const char *pa
 		return 2;
 	}
 	if (verbose) {
-		fprintf(stderr, "%s: %llu bytes, %llu events\n", path, (unsigned long long)bytes,
-			(unsigned long long)events);
+		fprintf(stderr, "%s: %llu bytes, %llu events, %lld prefix steps\n", path,
+			(unsigned long long)bytes, (unsigned long long)events, (long long)s.prefix_steps);
 		for (int i = 0; i < s.nmods; i++)
 			fprintf(stderr, "  %s(%llu): %lld instructions, temp extent %lld, simulated peak %lld\n",
 				hb_name(s.mods[i].hb), (unsigned long long)hb_program_id(s.mods[i].hb),
@@ -59,6 +88,7 @@ int main(int argc, char **argv)
 {
 	const char *name = NULL, *out = NULL;
 	int scale = 1, verbose = 0;
+	int64_t big = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc) {
@@ -69,6 +99,14 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			scale = (int)v;
+		} else if (strcmp(argv[i], "--big-module") == 0 && i + 1 < argc) {
+			char *end;
+			long long v = strtoll(argv[++i], &end, 10);
+			if (*end || v < 100 || v > 10000000) {
+				fprintf(stderr, "xplane-mkcapture: bad --big-module '%s' (100 to 10000000)\n", argv[i]);
+				return 1;
+			}
+			big = v;
 		} else if (strcmp(argv[i], "-v") == 0) {
 			verbose = 1;
 		} else if (strcmp(argv[i], "--list") == 0) {
@@ -100,7 +138,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (sc->hosts == 1)
-		return write_host(sc, 0, scale, out, verbose);
+		return write_host(sc, 0, scale, big, out, verbose);
 	if (mkdir(out, 0777) != 0 && errno != EEXIST) {
 		fprintf(stderr, "xplane-mkcapture: %s: %s\n", out, strerror(errno));
 		return 2;
@@ -111,7 +149,7 @@ int main(int argc, char **argv)
 		sc->build(&probe, h, 1);
 		snprintf(path, sizeof path, "%s/%s.xplane.pb", out, probe.host);
 		mk_scn_release(&probe);
-		int rc = write_host(sc, h, scale, path, verbose);
+		int rc = write_host(sc, h, scale, big, path, verbose);
 		if (rc)
 			return rc;
 	}

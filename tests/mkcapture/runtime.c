@@ -10,6 +10,7 @@
 #define KERNEL_NS (5 * US)
 #define THUNK_NS (3 * US)
 #define ALLOC_NS (3 * US)
+#define MiB_ (1024ll * 1024)
 
 void mk_scn_init(mk_scn *s, const char *host, int ndev, uint64_t memory_size, int64_t capacity)
 {
@@ -31,6 +32,7 @@ void mk_scn_release(mk_scn *s)
 		xpf_buf_release(&s->mods[i].hlo);
 	}
 	free(s->acts);
+	free(s->tmpl);
 	memset(s, 0, sizeof *s);
 }
 
@@ -119,7 +121,7 @@ int64_t mk_exec_duration(const mk_scn *s, int module, int fail_at, int64_t retry
 	if (fail_at >= 0)
 		return l.end;
 	int64_t kend = l.thunks_start + KERNEL_LAG_NS +
-		(int64_t)mi->nthunks * (int64_t)s->scale * KERNEL_NS;
+		(int64_t)mi->nthunks * KERNEL_NS;
 	return kend > l.end ? kend : l.end;
 }
 
@@ -170,6 +172,269 @@ void mk_py(mk_scn *s, const char *name, int64_t dur_ns)
 	s->t += dur_ns + 1 * US;
 }
 
+/* ---- --scale: the prefix steps ---- */
+
+int64_t mk_nacts_total(const mk_scn *s)
+{
+	return s->prefix_steps * s->ntmpl + s->nacts;
+}
+
+const mk_act *mk_act_at(const mk_scn *s, int64_t i, mk_act *tmp)
+{
+	int64_t np = s->prefix_steps * s->ntmpl;
+	const mk_act *x;
+	if (i >= np) {
+		x = &s->acts[i - np];
+		if (s->prefix_ns == 0)
+			return x;
+		*tmp = *x;
+		tmp->t_ns += s->prefix_ns;
+		return tmp;
+	}
+	int64_t k = i / s->ntmpl;
+	*tmp = s->tmpl[i % s->ntmpl];
+	tmp->t_ns += k * s->step_ns;
+	tmp->handle += (int)(k * s->step_handles);
+	return tmp;
+}
+
+#define AUX_STAGES 24
+
+static int add_aux_module(mk_scn *s)
+{
+	static const char *const ops[8] = {
+		"multiply", "add", "subtract", "divide", "maximum", "exponential", "tanh", "negate"
+	};
+	uint64_t pid = 1;
+	char nm[64];
+	for (int i = 0; i < s->nmods; i++)
+		if (hb_program_id(s->mods[i].hb) >= pid)
+			pid = hb_program_id(s->mods[i].hb) + 1;
+	hb_module *m = hb_new("jit_preprocess", pid);
+	hb_arr xa = hb_a(ET_BF16, 2, 512, 1024), fa = hb_a(ET_F32, 2, 512, 1024);
+	hb_meta mp = { NULL, "batch", NULL, NULL, 0 };
+	hb_meta mf = { "convert_element_type", "jit(preprocess)/convert_element_type", "input.py",
+		"preprocess", 30 };
+	int64_t x = hb_param(m, "Arg_0.1", xa, &mp);
+	hb_alloc_param(m, hb_buffer(m, x, -1, HB_PARAM));
+	int64_t v = hb_fusion(m, "loop_convert_fusion", "kLoop", "convert", NULL, fa, &x, 1, &mf);
+	hb_buffer(m, v, -1, HB_TEMP);
+	for (int i = 0; i < AUX_STAGES; i++) {
+		char opn[96];
+		hb_meta ms = mf;
+		snprintf(nm, sizeof nm, "loop_%s_fusion.%d", ops[i % 8], i);
+		snprintf(opn, sizeof opn, "jit(preprocess)/augment/%s", ops[i % 8]);
+		ms.op_type = ops[i % 8];
+		ms.op_name = opn;
+		ms.line = 31 + i;
+		v = hb_fusion(m, nm, "kLoop", ops[i % 8], NULL, fa, &v, 1, &ms);
+		hb_buffer(m, v, -1, HB_TEMP);
+	}
+	hb_meta mr = { "reduce_sum", "jit(preprocess)/mean/reduce_sum", "input.py", "preprocess", 60 };
+	int64_t mean = hb_fusion(m, "input_reduce_fusion", "kInput", "reduce", NULL, hb_a(ET_F32, 1, 1024),
+		&v, 1, &mr);
+	hb_alloc_output(m, hb_buffer(m, mean, -1, HB_OUTPUT));
+	hb_meta mc = { "convert_element_type", "jit(preprocess)/convert_element_type", "input.py",
+		"preprocess", 61 };
+	int64_t out = hb_fusion(m, "loop_convert_fusion.1", "kLoop", "convert", NULL, xa, &v, 1, &mc);
+	hb_alloc_output(m, hb_buffer(m, out, -1, HB_OUTPUT));
+	int64_t outs[2] = { out, mean };
+	int64_t r = hb_root_tuple(m, outs, 2);
+	hb_alloc_output(m, hb_buffer(m, r, -1, HB_OUTPUT));
+	return mk_add_module(s, m, "preprocess", 0);
+}
+
+void mk_scale_prefix(mk_scn *s)
+{
+	if (s->tmpl)
+		return;
+	int mod = add_aux_module(s);
+	mk_act *orig = s->acts;
+	int norig = s->nacts, cap = s->capacts;
+	int64_t t0 = 2000 * US;
+	if (norig && orig[0].t_ns < t0)
+		t0 = orig[0].t_ns;
+	s->base_t = s->t;
+	s->base_handles = s->nhandles;
+	s->acts = NULL;
+	s->nacts = s->capacts = 0;
+	s->t = t0;
+	/* one step: next batch, put, preprocess, the batch and results dropped */
+	mk_py(s, "$input.py:42 next_batch", 12 * US);
+	int b = mk_put(s, -1, 1 * MiB_, "bf16[512,1024]");
+	int r = mk_exec(s, mod, -1, 0);
+	mk_py(s, "$input.py:47 <genexpr>", 4 * US);
+	for (int d = 0; d < s->ndev; d++)
+		mk_free(s, b + d);
+	for (int d = 0; d < s->ndev; d++)
+		for (int k = 0; k < s->mods[mod].nresults; k++)
+			mk_free(s, r + d * s->mods[mod].nresults + k);
+	mk_gap(s, 10 * US);
+	s->step_ns = s->t - t0;
+	s->step_handles = s->nhandles - s->base_handles;
+	s->tmpl = s->acts;
+	s->ntmpl = s->nacts;
+	s->acts = orig;
+	s->nacts = norig;
+	s->capacts = cap;
+	mk_set_prefix_steps(s, 0);
+}
+
+void mk_set_prefix_steps(mk_scn *s, int64_t steps)
+{
+	if (!s->tmpl)
+		return;
+	if ((int64_t)s->base_handles + steps * s->step_handles > 0x7fffffff)
+		abort();
+	s->prefix_steps = steps;
+	s->prefix_ns = steps ? steps * s->step_ns + 100 * US : 0;
+	s->t = s->base_t + s->prefix_ns;
+	s->nhandles = s->base_handles + (int)(steps * s->step_handles);
+}
+
+void mk_add_big_module(mk_scn *s, int64_t n)
+{
+	enum { FAN = 8, NPARAM = 16 };
+	static const char *const roots[6] = { "multiply", "add", "tanh", "exponential", "subtract", "convert" };
+	uint64_t pid = 1;
+	char nm[64], opn[96];
+	int64_t params[NPARAM], prev[FAN];
+	if (n < 100)
+		n = 100;
+	for (int i = 0; i < s->nmods; i++)
+		if (hb_program_id(s->mods[i].hb) >= pid)
+			pid = hb_program_id(s->mods[i].hb) + 1;
+	hb_module *m = hb_new("jit_big_model", pid);
+	for (int i = 0; i < NPARAM; i++) {
+		hb_meta mp = { NULL, opn, NULL, NULL, 0 };
+		snprintf(opn, sizeof opn, "params['layer_%d']['kernel']", i);
+		snprintf(nm, sizeof nm, "Arg_%d.%d", i, i + 1);
+		params[i] = hb_param(m, nm, hb_a(ET_BF16, 2, 1024, 1024), &mp);
+		hb_alloc_param(m, hb_buffer(m, params[i], -1, HB_PARAM));
+	}
+	/* each fusion: itself, a fused computation of one parameter per operand and a root */
+	int64_t nf = (n - NPARAM) / (FAN + 2), np = 0, last = params[0];
+	for (int64_t f = 0; f < nf; f++) {
+		int64_t ops[FAN];
+		int nops = 0;
+		ops[nops++] = params[f % NPARAM];
+		for (int64_t k = 0; k < np && nops < FAN; k++)
+			ops[nops++] = prev[(np - 1 - k) % FAN];
+		for (; nops < FAN; nops++)
+			ops[nops] = params[(f + nops) % NPARAM];
+		const char *root = roots[f % 6];
+		hb_meta mf = { root, opn, "model.py", "Block.__call__", 100 + (int)(f % 400) };
+		snprintf(opn, sizeof opn, "jit(big_model)/layer_%lld/%s", (long long)(f / 12), root);
+		snprintf(nm, sizeof nm, "loop_%s_fusion.%lld", root, (long long)f);
+		int rows = 64 << (f % 5);
+		last = hb_fusion(m, nm, "kLoop", root, NULL, hb_a(ET_BF16, 2, rows, 1024), ops, nops, &mf);
+		hb_buffer(m, last, -1, HB_TEMP);
+		prev[np % FAN] = last;
+		np++;
+	}
+	hb_meta mo = { "copy", "jit(big_model)/copy", "model.py", "Model.__call__", 20 };
+	int64_t out = hb_fusion(m, "loop_copy_fusion", "kLoop", "copy", NULL, hb_a(ET_BF16, 2, 64, 1024),
+		&last, 1, &mo);
+	hb_alloc_output(m, hb_buffer(m, out, -1, HB_OUTPUT));
+	int64_t r = hb_root_tuple(m, &out, 1);
+	hb_alloc_output(m, hb_buffer(m, r, -1, HB_OUTPUT));
+	mk_add_module(s, m, "big_model", 0);
+}
+
+uint64_t mk_count_bytes(mk_scn *s)
+{
+	uint64_t n = 0;
+	mk_write_xspace(s, NULL, &n, NULL);
+	return n;
+}
+
+/* ---- metadata ids, looked up once per line ---- */
+
+enum {
+	E_ALLOC, E_DEALLOC, E_HELPER, E_BUILD, E_RETRY, E_RESOLVE, E_THUNKS, E_EXECUTE,
+	E_DEVPUT, E_BATCHED, E_BFHB, E_N
+};
+static const char *const ev_names[E_N] = {
+	"MemoryAllocation", "MemoryDeallocation", "PjRtStreamExecutorLoadedExecutable::ExecuteHelper",
+	"Build buffer allocations", "AllocatorRetry::AllocateRaw", "Resolve constant globals",
+	"GpuExecutable::ExecuteThunks", "PjRtStreamExecutorLoadedExecutable::Execute", "DevicePut",
+	"batched_copy_array_to_devices_with_sharding", "PjRtStreamExecutorClient::BufferFromHostBuffer",
+};
+enum {
+	S_ALLOCATOR, S_RESERVED, S_ALLOCATED, S_AVAILABLE, S_FRAG, S_PEAK, S_REQ, S_ABYTES, S_ADDR,
+	S_ID, S_DTYPE, S_SHAPE, S_MODNAME, S_PT, S_P, S_CORR, S_KDET, S_TFOP, S_HLOMOD, S_PROGID,
+	S_HLOOP, S_XLAMOD, S_N
+};
+static const char *const st_names[S_N] = {
+	"allocator_name", "bytes_reserved", "bytes_allocated", "bytes_available", "fragmentation",
+	"peak_bytes_in_use", "requested_bytes", "allocation_bytes", "addr", "id", "data_type", "shape",
+	"module_name", "_pt", "_p", "correlation_id", "kernel_details", "tf_op", "hlo_module",
+	"program_id", "hlo_op", "XlaModule:",
+};
+
+typedef struct mod_ids {
+	int64_t mod_ev, pjit_ev, name_ref;
+	int64_t *thunk_ev, *kern_ev, *det_ref, *hlo_ref; /* per thunk */
+} mod_ids;
+
+#define NAME_CACHE 8
+typedef struct rt_ids {
+	int64_t ev[E_N], st[S_N];
+	int64_t alloc_ref;
+	mod_ids mod[MK_MAX_MODULES];
+	/* recently used free-form names (Python events, shapes) */
+	char names[2][NAME_CACHE][96];
+	int64_t name_id[2][NAME_CACHE];
+	int name_next[2];
+} rt_ids;
+
+static void rt_ids_release(rt_ids *c)
+{
+	for (int m = 0; m < MK_MAX_MODULES; m++)
+		free(c->mod[m].thunk_ev);
+	memset(c, 0, sizeof *c);
+}
+
+static int64_t EV(xp_emit *e, rt_ids *c, int k)
+{
+	return c->ev[k] ? c->ev[k] : (c->ev[k] = xp_ev_meta(e, ev_names[k]));
+}
+
+static int64_t ST(xp_emit *e, rt_ids *c, int k)
+{
+	return c->st[k] ? c->st[k] : (c->st[k] = xp_st_meta(e, st_names[k]));
+}
+
+/* table 0: event names, 1: stat names (ref values) */
+static int64_t name_id(xp_emit *e, rt_ids *c, int table, const char *name)
+{
+	for (int i = 0; i < NAME_CACHE; i++)
+		if (c->name_id[table][i] && strcmp(c->names[table][i], name) == 0)
+			return c->name_id[table][i];
+	int64_t id = table == 0 ? xp_ev_meta(e, name) : xp_st_meta(e, name);
+	if (strlen(name) < sizeof c->names[table][0]) {
+		int k = c->name_next[table]++ % NAME_CACHE;
+		strcpy(c->names[table][k], name);
+		c->name_id[table][k] = id;
+	}
+	return id;
+}
+
+static mod_ids *MOD(rt_ids *c, const mk_modinfo *mi, int module)
+{
+	mod_ids *m = &c->mod[module];
+	if (!m->thunk_ev) {
+		size_t n = (size_t)mi->nthunks + 1;
+		m->thunk_ev = calloc(4 * n, sizeof *m->thunk_ev);
+		if (!m->thunk_ev)
+			abort();
+		m->kern_ev = m->thunk_ev + n;
+		m->det_ref = m->kern_ev + n;
+		m->hlo_ref = m->det_ref + n;
+	}
+	return m;
+}
+
 /* ---- BFC simulation ---- */
 
 typedef struct blk {
@@ -179,6 +444,7 @@ typedef struct blk {
 
 typedef struct bfc {
 	const mk_scn *s;
+	rt_ids *ids;
 	int dev;
 	char name[32];
 	int64_t cap, in_use, peak;
@@ -189,10 +455,11 @@ typedef struct bfc {
 	int64_t *h_req;
 } bfc;
 
-static void bfc_init(bfc *a, const mk_scn *s, int dev)
+static void bfc_init(bfc *a, const mk_scn *s, int dev, rt_ids *ids)
 {
 	memset(a, 0, sizeof *a);
 	a->s = s;
+	a->ids = ids;
 	a->dev = dev;
 	snprintf(a->name, sizeof a->name, "GPU_%d_bfc", dev);
 	a->cap = s->capacity;
@@ -266,23 +533,28 @@ static double bfc_frag(const bfc *a)
 static void alloc_stats(xp_emit *e, const bfc *a, int64_t req, int64_t size, int64_t off,
 	const char *shape)
 {
+	rt_ids *c = a->ids;
 	double frag = bfc_frag(a);
-	xp_st_ref(e, "allocator_name", a->name);
-	xp_st_i64(e, "bytes_reserved", 0);
-	xp_st_i64(e, "bytes_allocated", a->in_use);
-	xp_st_i64(e, "bytes_available", a->cap - a->in_use);
+	if (!c->alloc_ref)
+		c->alloc_ref = xp_st_meta(e, a->name); /* the value is interned before the key */
+	xp_st_ref_id(e, ST(e, c, S_ALLOCATOR), c->alloc_ref);
+	xp_st_i64_id(e, ST(e, c, S_RESERVED), 0);
+	xp_st_i64_id(e, ST(e, c, S_ALLOCATED), a->in_use);
+	xp_st_i64_id(e, ST(e, c, S_AVAILABLE), a->cap - a->in_use);
 	if (frag == 0)
-		xp_st_i64(e, "fragmentation", 0);
+		xp_st_i64_id(e, ST(e, c, S_FRAG), 0);
 	else
-		xp_st_dbl(e, "fragmentation", frag);
-	xp_st_i64(e, "peak_bytes_in_use", a->peak);
-	xp_st_i64(e, "requested_bytes", req);
-	xp_st_i64(e, "allocation_bytes", size);
-	xp_st_i64(e, "addr", (int64_t)bfc_addr(a, off));
-	xp_st_i64(e, "id", 0);
-	xp_st_i64(e, "data_type", 0);
-	if (shape && *shape)
-		xp_st_ref(e, "shape", shape);
+		xp_st_dbl_id(e, ST(e, c, S_FRAG), frag);
+	xp_st_i64_id(e, ST(e, c, S_PEAK), a->peak);
+	xp_st_i64_id(e, ST(e, c, S_REQ), req);
+	xp_st_i64_id(e, ST(e, c, S_ABYTES), size);
+	xp_st_i64_id(e, ST(e, c, S_ADDR), (int64_t)bfc_addr(a, off));
+	xp_st_i64_id(e, ST(e, c, S_ID), 0);
+	xp_st_i64_id(e, ST(e, c, S_DTYPE), 0);
+	if (shape && *shape) {
+		int64_t r = name_id(e, c, 1, shape);
+		xp_st_ref_id(e, ST(e, c, S_SHAPE), r);
+	}
 }
 
 /* Allocate `req` bytes for handle h (h < 0: scratch, returned offset is the
@@ -320,7 +592,7 @@ static int64_t bfc_alloc(bfc *a, xp_emit *e, int64_t t, int h, int64_t req, cons
 		a->h_req[h] = req;
 	}
 	if (e && !a->s->no_runtime) {
-		xp_ev_begin(e, "MemoryAllocation", t * 1000, 0);
+		xp_ev_begin_id(e, EV(e, a->ids, E_ALLOC), t * 1000, 0);
 		alloc_stats(e, a, req, size, off, shape);
 	}
 	return off;
@@ -329,17 +601,17 @@ static int64_t bfc_alloc(bfc *a, xp_emit *e, int64_t t, int h, int64_t req, cons
 static void bfc_free_off(bfc *a, xp_emit *e, int64_t t, int64_t off, int64_t req)
 {
 	int k;
-	for (k = 0; k < a->n; k++)
+	for (k = a->n - 1; k >= 0; k--)
 		if (a->b[k].off == off)
 			break;
-	if (k == a->n)
+	if (k < 0)
 		abort();
 	int64_t size = a->b[k].size;
 	memmove(&a->b[k], &a->b[k + 1], (size_t)(a->n - k - 1) * sizeof *a->b);
 	a->n--;
 	a->in_use -= size;
 	if (e && !a->s->no_runtime) {
-		xp_ev_begin(e, "MemoryDeallocation", t * 1000, 0);
+		xp_ev_begin_id(e, EV(e, a->ids, E_DEALLOC), t * 1000, 0);
 		alloc_stats(e, a, req, size, off, NULL);
 	}
 }
@@ -355,29 +627,35 @@ typedef struct line_ctx {
 	mk_scn *s;
 	int role; /* 0 main thread, 1 device thread, 2 python, 3 device stream */
 	int dev;
+	rt_ids *ids;
 } line_ctx;
 
 static int dev_line_is_main(const mk_scn *s) { return s->ndev == 1; }
 
-static void span(xp_emit *e, const char *name, int64_t t0, int64_t t1)
+static void span_id(xp_emit *e, int64_t id, int64_t t0, int64_t t1)
 {
-	xp_ev_begin(e, name, t0 * 1000, (t1 - t0) * 1000);
+	xp_ev_begin_id(e, id, t0 * 1000, (t1 - t0) * 1000);
 }
 
 static void emit_exec_device_part(mk_scn *s, xp_emit *e, bfc *a, const mk_act *x)
 {
 	const mk_modinfo *mi = &s->mods[x->module];
 	const char *mname = hb_name(mi->hb);
-	char nm[256];
+	rt_ids *c = a->ids;
+	mod_ids *mc = MOD(c, mi, x->module);
 	exec_layout l;
 	int64_t t = x->t_ns;
 	int64_t offs[MK_MAX_RT_ALLOCS];
 	layout(mi, x->fail_at, x->retry_ns, &l);
 
-	span(e, "PjRtStreamExecutorLoadedExecutable::ExecuteHelper", t + 4 * US, t + l.end - 2 * US);
-	snprintf(nm, sizeof nm, "%s:XLA GPU module", mname);
-	span(e, nm, t + 6 * US, t + l.module_end);
-	span(e, "Build buffer allocations", t + l.build_start, t + l.build_end);
+	span_id(e, EV(e, c, E_HELPER), t + 4 * US, t + l.end - 2 * US);
+	if (!mc->mod_ev) {
+		char nm[256];
+		snprintf(nm, sizeof nm, "%s:XLA GPU module", mname);
+		mc->mod_ev = xp_ev_meta(e, nm);
+	}
+	span_id(e, mc->mod_ev, t + 6 * US, t + l.module_end);
+	span_id(e, EV(e, c, E_BUILD), t + l.build_start, t + l.build_end);
 	int r = 0;
 	for (int i = 0; i < l.nalloc; i++) {
 		const hb_rt_alloc *ra = &mi->allocs[i];
@@ -396,7 +674,7 @@ static void emit_exec_device_part(mk_scn *s, xp_emit *e, bfc *a, const mk_act *x
 				s->host, mname, x->fail_at);
 			abort();
 		}
-		span(e, "AllocatorRetry::AllocateRaw", tr, tr + x->retry_ns);
+		span_id(e, EV(e, c, E_RETRY), tr, tr + x->retry_ns);
 		for (int i = l.nalloc - 1, k = 0; i >= 0; i--, k++) {
 			int64_t td = tr + x->retry_ns + (1 + k) * ALLOC_NS;
 			bfc_free_off(a, e, td, offs[i], mi->allocs[i].bytes);
@@ -406,12 +684,16 @@ static void emit_exec_device_part(mk_scn *s, xp_emit *e, bfc *a, const mk_act *x
 		xp_flush(e);
 		return;
 	}
-	span(e, "Resolve constant globals", t + l.build_end + 1 * US, t + l.build_end + 3 * US);
-	span(e, "GpuExecutable::ExecuteThunks", t + l.thunks_start, t + l.thunks_end);
-	xp_st_ref(e, "module_name", mname);
+	span_id(e, EV(e, c, E_RESOLVE), t + l.build_end + 1 * US, t + l.build_end + 3 * US);
+	span_id(e, EV(e, c, E_THUNKS), t + l.thunks_start, t + l.thunks_end);
+	if (!mc->name_ref)
+		mc->name_ref = xp_st_meta(e, mname);
+	xp_st_ref_id(e, ST(e, c, S_MODNAME), mc->name_ref);
 	for (int i = 0; i < mi->nthunks; i++) {
 		int64_t th = t + l.thunks_start + (1 + i) * THUNK_NS;
-		span(e, mi->thunks[i], th, th + THUNK_NS / 2);
+		if (!mc->thunk_ev[i])
+			mc->thunk_ev[i] = xp_ev_meta(e, mi->thunks[i]);
+		span_id(e, mc->thunk_ev[i], th, th + THUNK_NS / 2);
 	}
 	/* scratch (temp block, tuple tables) goes back when the execution ends */
 	for (int i = 0, k = 0; i < mi->nallocs; i++) {
@@ -423,27 +705,31 @@ static void emit_exec_device_part(mk_scn *s, xp_emit *e, bfc *a, const mk_act *x
 	xp_flush(e);
 }
 
-static void emit_exec_main_part(mk_scn *s, xp_emit *e, const mk_act *x)
+static void emit_exec_main_part(mk_scn *s, xp_emit *e, rt_ids *c, const mk_act *x, int64_t index)
 {
 	const mk_modinfo *mi = &s->mods[x->module];
-	char nm[160];
+	mod_ids *mc = MOD(c, mi, x->module);
 	exec_layout l;
 	layout(mi, x->fail_at, x->retry_ns, &l);
-	snprintf(nm, sizeof nm, "PjitFunction(%s)", mi->fn);
-	span(e, nm, x->t_ns, x->t_ns + l.end);
-	span(e, "PjRtStreamExecutorLoadedExecutable::Execute", x->t_ns + 2 * US, x->t_ns + l.end - 1 * US);
-	xp_st_i64(e, "_pt", 5);
-	xp_st_u64(e, "_p", (uint64_t)(x - s->acts) * 7919u + 1);
+	if (!mc->pjit_ev) {
+		char nm[160];
+		snprintf(nm, sizeof nm, "PjitFunction(%s)", mi->fn);
+		mc->pjit_ev = xp_ev_meta(e, nm);
+	}
+	span_id(e, mc->pjit_ev, x->t_ns, x->t_ns + l.end);
+	span_id(e, EV(e, c, E_EXECUTE), x->t_ns + 2 * US, x->t_ns + l.end - 1 * US);
+	xp_st_i64_id(e, ST(e, c, S_PT), 5);
+	xp_st_u64_id(e, ST(e, c, S_P), (uint64_t)index * 7919u + 1);
 }
 
-static void emit_put(mk_scn *s, xp_emit *e, bfc *a, const mk_act *x, int main_part, int dev_part)
+static void emit_put(mk_scn *s, xp_emit *e, bfc *a, rt_ids *c, const mk_act *x, int main_part,
+	int dev_part)
 {
 	int64_t t = x->t_ns;
 	if (main_part && x->leader)
-		span(e, s->ndev > 1 ? "batched_copy_array_to_devices_with_sharding" : "DevicePut",
-			t, t + x->dur_ns);
+		span_id(e, EV(e, c, s->ndev > 1 ? E_BATCHED : E_DEVPUT), t, t + x->dur_ns);
 	if (dev_part) {
-		span(e, "PjRtStreamExecutorClient::BufferFromHostBuffer", t + 5 * US, t + x->dur_ns - 5 * US);
+		span_id(e, EV(e, c, E_BFHB), t + 5 * US, t + x->dur_ns - 5 * US);
 		bfc_alloc(a, e, t + 8 * US, x->handle, x->bytes, x->name);
 	}
 }
@@ -455,19 +741,21 @@ static void gen_host(void *vctx, xp_emit *e)
 	int main_line = c->role == 0;
 	int dev_line = c->role == 1 || (main_line && dev_line_is_main(s));
 	bfc a;
-	bfc_init(&a, s, c->dev);
-	for (int i = 0; i < s->nacts; i++) {
-		const mk_act *x = &s->acts[i];
+	bfc_init(&a, s, c->dev, c->ids);
+	int64_t nacts = mk_nacts_total(s);
+	mk_act tmp;
+	for (int64_t i = 0; i < nacts; i++) {
+		const mk_act *x = mk_act_at(s, i, &tmp);
 		switch (x->kind) {
 		case ACT_PUT:
 			if (dev_line && x->dev == c->dev)
-				emit_put(s, e, &a, x, main_line, 1);
+				emit_put(s, e, &a, c->ids, x, main_line, 1);
 			else if (main_line && x->leader)
-				emit_put(s, e, &a, x, 1, 0);
+				emit_put(s, e, &a, c->ids, x, 1, 0);
 			break;
 		case ACT_EXEC:
 			if (main_line && x->leader)
-				emit_exec_main_part(s, e, x);
+				emit_exec_main_part(s, e, c->ids, x, i);
 			if (dev_line && x->dev == c->dev)
 				emit_exec_device_part(s, e, &a, x);
 			break;
@@ -482,7 +770,8 @@ static void gen_host(void *vctx, xp_emit *e)
 		default:
 			break;
 		}
-		xp_flush(e);
+		if (e->nev)
+			xp_flush(e);
 	}
 	bfc_release(&a);
 }
@@ -490,10 +779,12 @@ static void gen_host(void *vctx, xp_emit *e)
 static void gen_python(void *vctx, xp_emit *e)
 {
 	line_ctx *c = vctx;
-	for (int i = 0; i < c->s->nacts; i++) {
-		const mk_act *x = &c->s->acts[i];
+	int64_t nacts = mk_nacts_total(c->s);
+	mk_act tmp;
+	for (int64_t i = 0; i < nacts; i++) {
+		const mk_act *x = mk_act_at(c->s, i, &tmp);
 		if (x->kind == ACT_PY) {
-			span(e, x->name, x->t_ns, x->t_ns + x->dur_ns);
+			span_id(e, name_id(e, c->ids, 0, x->name), x->t_ns, x->t_ns + x->dur_ns);
 			xp_flush(e);
 		}
 	}
@@ -511,34 +802,49 @@ static void kernel_name(const char *thunk, char *out, size_t n)
 	out[k] = 0;
 }
 
+/* One kernel per thunk on the stream, in thunk order. */
 static void gen_stream(void *vctx, xp_emit *e)
 {
 	line_ctx *c = vctx;
 	mk_scn *s = c->s;
-	char kn[160], det[128];
+	rt_ids *ids = c->ids;
 	uint64_t corr = 1000;
-	for (int i = 0; i < s->nacts; i++) {
-		const mk_act *x = &s->acts[i];
+	int64_t nacts = mk_nacts_total(s);
+	mk_act tmp;
+	for (int64_t i = 0; i < nacts; i++) {
+		const mk_act *x = mk_act_at(s, i, &tmp);
 		if (x->kind != ACT_EXEC || x->dev != c->dev || x->fail_at >= 0)
 			continue;
 		const mk_modinfo *mi = &s->mods[x->module];
+		mod_ids *mc = MOD(ids, mi, x->module);
 		exec_layout l;
 		layout(mi, x->fail_at, x->retry_ns, &l);
 		int64_t t = x->t_ns + l.thunks_start + KERNEL_LAG_NS;
 		for (int k = 0; k < mi->nthunks; k++) {
-			kernel_name(mi->thunks[k], kn, sizeof kn);
-			for (int r = 0; r < s->scale; r++) {
-				span(e, kn, t, t + KERNEL_NS - 1 * US);
-				xp_st_u64(e, "correlation_id", corr++);
+			if (!mc->kern_ev[k]) {
+				char kn[160];
+				kernel_name(mi->thunks[k], kn, sizeof kn);
+				mc->kern_ev[k] = xp_ev_meta(e, kn);
+			}
+			span_id(e, mc->kern_ev[k], t, t + KERNEL_NS - 1 * US);
+			xp_st_u64_id(e, ST(e, ids, S_CORR), corr++);
+			if (!mc->det_ref[k]) {
+				char det[128];
 				snprintf(det, sizeof det, " grid:%d,1,1 block:256,1,1 private_mem:0 group_mem:0 occ_pct:0",
 					64 << (k % 6));
-				xp_st_ref(e, "kernel_details", det);
-				xp_st_ref(e, "tf_op", "XlaModule:");
-				xp_st_ref(e, "hlo_module", hb_name(mi->hb));
-				xp_st_i64(e, "program_id", (int64_t)hb_program_id(mi->hb));
-				xp_st_ref(e, "hlo_op", mi->thunks[k]);
-				t += KERNEL_NS;
+				mc->det_ref[k] = xp_st_meta(e, det);
 			}
+			xp_st_ref_id(e, ST(e, ids, S_KDET), mc->det_ref[k]);
+			int64_t r = ST(e, ids, S_XLAMOD);
+			xp_st_ref_id(e, ST(e, ids, S_TFOP), r);
+			if (!mc->name_ref)
+				mc->name_ref = xp_st_meta(e, hb_name(mi->hb));
+			xp_st_ref_id(e, ST(e, ids, S_HLOMOD), mc->name_ref);
+			xp_st_i64_id(e, ST(e, ids, S_PROGID), (int64_t)hb_program_id(mi->hb));
+			if (!mc->hlo_ref[k])
+				mc->hlo_ref[k] = xp_st_meta(e, mi->thunks[k]);
+			xp_st_ref_id(e, ST(e, ids, S_HLOOP), mc->hlo_ref[k]);
+			t += KERNEL_NS;
 		}
 		xp_flush(e);
 	}
@@ -560,13 +866,17 @@ static void write_metadata(mk_scn *s, w_sink *out)
 
 int mk_write_xspace(mk_scn *s, FILE *f, uint64_t *bytes, uint64_t *events)
 {
-	w_sink out = { f, 0, 0 };
+	w_sink out = { 0 };
 	uint64_t nev = 0;
 	line_ctx ctx[MK_MAX_DEVICES + 2];
 	xp_line lines[MK_MAX_DEVICES + 2];
 	char names[MK_MAX_DEVICES + 2][64];
 	int64_t end = s->t + 1000 * US;
+	rt_ids *ids = calloc(MK_MAX_DEVICES + 2, sizeof *ids);
+	if (!ids)
+		abort();
 
+	out.f = f;
 	write_metadata(s, &out);
 
 	for (int d = 0; d < s->ndev; d++) {
@@ -582,7 +892,7 @@ int mk_write_xspace(mk_scn *s, FILE *f, uint64_t *bytes, uint64_t *events)
 		xp_plane_stat_i64(&p, "compute_cap_minor", 5);
 		xp_plane_stat_str(&p, "device_vendor", s->vendor);
 		xp_plane_stat_str(&p, "gpu_device_name", s->device_name);
-		ctx[0] = (line_ctx){ s, 3, d };
+		ctx[0] = (line_ctx){ s, 3, d, &ids[0] };
 		memset(&lines[0], 0, sizeof lines[0]);
 		lines[0].id = 13 + d;
 		snprintf(names[0], sizeof names[0], "Stream #%d(Kernel)", 13 + d);
@@ -592,6 +902,7 @@ int mk_write_xspace(mk_scn *s, FILE *f, uint64_t *bytes, uint64_t *events)
 		lines[0].gen = gen_stream;
 		lines[0].ctx = &ctx[0];
 		nev += xp_write_plane(&out, &p, lines, 1);
+		rt_ids_release(&ids[0]);
 		xp_plane_release(&p);
 	}
 
@@ -600,7 +911,7 @@ int mk_write_xspace(mk_scn *s, FILE *f, uint64_t *bytes, uint64_t *events)
 		int n = 0;
 		xp_plane_init(&p, 100, "/host:CPU");
 		/* lines sorted by name, as post-processing leaves them */
-		ctx[n] = (line_ctx){ s, 0, 0 };
+		ctx[n] = (line_ctx){ s, 0, 0, &ids[n] };
 		memset(&lines[n], 0, sizeof lines[n]);
 		lines[n].id = 22244;
 		lines[n].name = "Host Threads/22244";
@@ -609,7 +920,7 @@ int mk_write_xspace(mk_scn *s, FILE *f, uint64_t *bytes, uint64_t *events)
 		lines[n].gen = gen_host;
 		lines[n].ctx = &ctx[n];
 		n++;
-		ctx[n] = (line_ctx){ s, 2, 0 };
+		ctx[n] = (line_ctx){ s, 2, 0, &ids[n] };
 		memset(&lines[n], 0, sizeof lines[n]);
 		lines[n].id = 1085180131661504713ll;
 		lines[n].name = "python";
@@ -620,7 +931,7 @@ int mk_write_xspace(mk_scn *s, FILE *f, uint64_t *bytes, uint64_t *events)
 		n++;
 		if (s->ndev > 1)
 			for (int d = 0; d < s->ndev; d++) {
-				ctx[n] = (line_ctx){ s, 1, d };
+				ctx[n] = (line_ctx){ s, 1, d, &ids[n] };
 				memset(&lines[n], 0, sizeof lines[n]);
 				lines[n].id = 4747829982129071201ll + d;
 				snprintf(names[n], sizeof names[n], "tf_pjrt_thread_pool/%lld",
@@ -633,6 +944,8 @@ int mk_write_xspace(mk_scn *s, FILE *f, uint64_t *bytes, uint64_t *events)
 				n++;
 			}
 		nev += xp_write_plane(&out, &p, lines, (size_t)n);
+		for (int i = 0; i < n; i++)
+			rt_ids_release(&ids[i]);
 		xp_plane_release(&p);
 	}
 
@@ -651,9 +964,11 @@ int mk_write_xspace(mk_scn *s, FILE *f, uint64_t *bytes, uint64_t *events)
 		sink_buf(o, &hb);
 		xpf_buf_release(&hb);
 	}
+	free(ids);
+	int rc = sink_flush(&out);
 	if (bytes)
 		*bytes = out.n;
 	if (events)
 		*events = nev;
-	return out.err ? -1 : 0;
+	return rc;
 }

@@ -60,6 +60,13 @@ typedef struct mk_scn {
 	int nhandles;
 	int64_t t; /* script cursor, ns */
 	int scale;
+	/* --scale: steps of a template (tmpl, one step of a small input-pipeline
+	 * module) replayed before the script, whose times shift after them;
+	 * see mk_scale_prefix(). */
+	mk_act *tmpl;
+	int ntmpl;
+	int64_t prefix_steps, step_ns, prefix_ns, base_t;
+	int step_handles, base_handles;
 } mk_scn;
 
 void mk_scn_init(mk_scn *s, const char *host, int ndev, uint64_t memory_size, int64_t capacity);
@@ -79,6 +86,26 @@ int mk_exec(mk_scn *s, int module, int fail_at, int64_t retry_ns);
 void mk_free(mk_scn *s, int handle);
 void mk_py(mk_scn *s, const char *name, int64_t dur_ns);
 int64_t mk_exec_duration(const mk_scn *s, int module, int fail_at, int64_t retry_ns);
+
+/* --scale: add the module jit_preprocess and a template step (a batch put
+ * on every device, one execution, the batch and results freed, Python
+ * events around it), replayed `steps` times before the scenario's script.
+ * The script's own actions keep their order, handles and relative times,
+ * so every per-execution figure of the scenario's modules is unchanged;
+ * allocator-wide counts grow by the steps' events.  Call once; then
+ * mk_set_prefix_steps() may change the count (it costs nothing: the steps
+ * are generated while writing). */
+void mk_scale_prefix(mk_scn *s);
+void mk_set_prefix_steps(mk_scn *s, int64_t steps);
+/* --big-module: a module of about n instructions (fusions with temp
+ * buffers, a heap trace and buffer assignment of matching size), compiled
+ * but never executed. */
+void mk_add_big_module(mk_scn *s, int64_t n);
+/* Actions in replay order: the prefix steps, then the script. */
+int64_t mk_nacts_total(const mk_scn *s);
+const mk_act *mk_act_at(const mk_scn *s, int64_t i, mk_act *tmp);
+/* Bytes mk_write_xspace() would write. */
+uint64_t mk_count_bytes(mk_scn *s);
 
 /* Write the XSpace.  Returns 0 or -1 on an I/O error. */
 int mk_write_xspace(mk_scn *s, FILE *f, uint64_t *bytes, uint64_t *events);

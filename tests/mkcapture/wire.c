@@ -1,6 +1,9 @@
 #include "wire.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#define SINK_BUF (4u << 20)
 
 size_t w_varint_len(uint64_t v)
 {
@@ -110,11 +113,70 @@ void w_packed(xpf_buf *b, int field, const int64_t *v, size_t n)
 		w_varint(b, (uint64_t)v[i]);
 }
 
+static void sink_drain(w_sink *s)
+{
+	if (s->len && fwrite(s->buf, 1, s->len, s->f) != s->len)
+		s->err = 1;
+	s->len = 0;
+}
+
+unsigned char *sink_reserve(w_sink *s, size_t n)
+{
+	if (!s->buf) {
+		s->cap = n > SINK_BUF ? n : SINK_BUF;
+		s->buf = malloc(s->cap);
+		if (!s->buf)
+			abort();
+		s->len = 0;
+	}
+	if (s->cap - s->len < n) {
+		sink_drain(s);
+		if (s->cap < n) {
+			free(s->buf);
+			s->cap = n;
+			s->buf = malloc(n);
+			if (!s->buf)
+				abort();
+		}
+	}
+	return s->buf + s->len;
+}
+
+void sink_commit(w_sink *s, unsigned char *end)
+{
+	size_t k = (size_t)(end - (s->buf + s->len));
+	s->len += k;
+	s->n += k;
+}
+
 void sink_put(w_sink *s, const void *p, size_t n)
 {
-	s->n += n;
-	if (s->f && n && fwrite(p, 1, n, s->f) != n)
-		s->err = 1;
+	if (!s->f) {
+		s->n += n;
+		return;
+	}
+	if (n >= SINK_BUF) {
+		if (s->buf)
+			sink_drain(s);
+		s->n += n;
+		if (fwrite(p, 1, n, s->f) != n)
+			s->err = 1;
+		return;
+	}
+	unsigned char *d = sink_reserve(s, n);
+	if (n)
+		memcpy(d, p, n);
+	sink_commit(s, d + n);
+}
+
+int sink_flush(w_sink *s)
+{
+	if (s->f && s->buf)
+		sink_drain(s);
+	free(s->buf);
+	s->buf = NULL;
+	s->cap = s->len = 0;
+	return s->err ? -1 : 0;
 }
 
 void sink_buf(w_sink *s, const xpf_buf *b)

@@ -33,14 +33,45 @@ void w_packed(xpf_buf *b, int field, const int64_t *v, size_t n);
 void w_len_hdr(xpf_buf *b, int field, uint64_t len);
 uint64_t w_len_field_size(int field, uint64_t len);
 
-/* Output sink: counts bytes, or counts and writes them to f. */
+/* Output sink: counts bytes, or counts and writes them to f through its
+ * own buffer (allocated on first use; sink_flush() writes it out and frees
+ * it, so call it before closing f). */
 typedef struct w_sink {
 	FILE *f; /* NULL: count only */
 	uint64_t n;
 	int err;
+	unsigned char *buf;
+	size_t len, cap;
 } w_sink;
 
 void sink_put(w_sink *s, const void *p, size_t n);
 void sink_buf(w_sink *s, const xpf_buf *b);
+/* Room for at least n bytes at the end of the buffer (writing sinks only);
+ * sink_commit() then accounts for the bytes actually written there. */
+unsigned char *sink_reserve(w_sink *s, size_t n);
+void sink_commit(w_sink *s, unsigned char *end);
+/* Write out what is buffered; returns -1 when any write failed. */
+int sink_flush(w_sink *s);
+
+/* A varint at p; returns the end. */
+static inline unsigned char *w_pvarint(unsigned char *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (unsigned char)v;
+	return p;
+}
+
+static inline size_t w_vlen(uint64_t v)
+{
+	size_t n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
 
 #endif

@@ -132,7 +132,17 @@ void xp_plane_hlo_proto(xp_plane *p, const char *name, const xpf_buf *hlo, uint6
 	xpf_buf_release(&ent);
 }
 
-void xp_ev_begin(xp_emit *e, const char *name, int64_t t_ps, int64_t dur_ps)
+int64_t xp_ev_meta(xp_emit *e, const char *name)
+{
+	return xp_intern_id(&e->plane->ev, name);
+}
+
+int64_t xp_st_meta(xp_emit *e, const char *name)
+{
+	return xp_intern_id(&e->plane->st, name);
+}
+
+void xp_ev_begin_id(xp_emit *e, int64_t meta, int64_t t_ps, int64_t dur_ps)
 {
 	if (e->nev == e->cap) {
 		e->cap = e->cap ? e->cap * 2 : 256;
@@ -141,7 +151,7 @@ void xp_ev_begin(xp_emit *e, const char *name, int64_t t_ps, int64_t dur_ps)
 			abort();
 	}
 	xp_ev *ev = &e->evs[e->nev];
-	ev->meta = xp_intern_id(&e->plane->ev, name);
+	ev->meta = meta;
 	ev->t_ps = t_ps;
 	ev->dur_ps = dur_ps;
 	ev->st_off = e->arena.len;
@@ -150,53 +160,67 @@ void xp_ev_begin(xp_emit *e, const char *name, int64_t t_ps, int64_t dur_ps)
 	e->nev++;
 }
 
-static void st_begin(xp_emit *e, const char *name)
+void xp_ev_begin(xp_emit *e, const char *name, int64_t t_ps, int64_t dur_ps)
 {
-	xpf_buf_reset(&e->scratch);
-	w_i64(&e->scratch, 1, xp_intern_id(&e->plane->st, name));
+	xp_ev_begin_id(e, xp_intern_id(&e->plane->ev, name), t_ps, dur_ps);
 }
 
-static void st_end(xp_emit *e)
+/* One XStat (XEvent field 4): metadata_id, then the value field `vf` with
+ * wire type wt: a varint v, 8 bytes of v, or n bytes at p.  Counting runs
+ * only add up the length. */
+static void st_put(xp_emit *e, int64_t id, int vf, int wt, uint64_t v, const void *p, size_t n)
 {
+	size_t vlen = wt == WT_VARINT ? w_vlen(v) : wt == WT_I64 ? 8 : w_vlen(n) + n;
+	size_t body = 1 + w_vlen((uint64_t)id) + 1 + vlen;
+	size_t total = 1 + w_vlen(body) + body;
 	xp_ev *ev = &e->evs[e->nev - 1];
-	w_msg(&e->arena, 4, &e->scratch);
-	ev->st_len = e->arena.len - ev->st_off;
+	ev->st_len += total;
+	if (e->counting)
+		return;
+	xpf_buf_reserve(&e->arena, total);
+	unsigned char *q = (unsigned char *)e->arena.data + e->arena.len;
+	*q++ = (4 << 3) | WT_LEN;
+	q = w_pvarint(q, body);
+	*q++ = (1 << 3) | WT_VARINT;
+	q = w_pvarint(q, (uint64_t)id);
+	*q++ = (unsigned char)((vf << 3) | wt);
+	if (wt == WT_VARINT) {
+		q = w_pvarint(q, v);
+	} else if (wt == WT_I64) {
+		for (int i = 0; i < 8; i++)
+			*q++ = (unsigned char)(v >> (8 * i));
+	} else {
+		q = w_pvarint(q, n);
+		memcpy(q, p, n);
+		q += n;
+	}
+	e->arena.len += total;
 }
 
-void xp_st_i64(xp_emit *e, const char *name, int64_t v)
+void xp_st_i64_id(xp_emit *e, int64_t stat, int64_t v) { st_put(e, stat, 4, WT_VARINT, (uint64_t)v, NULL, 0); }
+void xp_st_u64_id(xp_emit *e, int64_t stat, uint64_t v) { st_put(e, stat, 3, WT_VARINT, v, NULL, 0); }
+void xp_st_ref_id(xp_emit *e, int64_t stat, int64_t ref) { st_put(e, stat, 7, WT_VARINT, (uint64_t)ref, NULL, 0); }
+
+void xp_st_dbl_id(xp_emit *e, int64_t stat, double v)
 {
-	st_begin(e, name);
-	w_i64(&e->scratch, 4, v);
-	st_end(e);
+	uint64_t u;
+	memcpy(&u, &v, 8);
+	st_put(e, stat, 2, WT_I64, u, NULL, 0);
 }
 
-void xp_st_u64(xp_emit *e, const char *name, uint64_t v)
-{
-	st_begin(e, name);
-	w_u64(&e->scratch, 3, v);
-	st_end(e);
-}
-
-void xp_st_dbl(xp_emit *e, const char *name, double v)
-{
-	st_begin(e, name);
-	w_dbl(&e->scratch, 2, v);
-	st_end(e);
-}
+void xp_st_i64(xp_emit *e, const char *name, int64_t v) { xp_st_i64_id(e, xp_st_meta(e, name), v); }
+void xp_st_u64(xp_emit *e, const char *name, uint64_t v) { xp_st_u64_id(e, xp_st_meta(e, name), v); }
+void xp_st_dbl(xp_emit *e, const char *name, double v) { xp_st_dbl_id(e, xp_st_meta(e, name), v); }
 
 void xp_st_ref(xp_emit *e, const char *name, const char *v)
 {
-	int64_t ref = xp_intern_id(&e->plane->st, v);
-	st_begin(e, name);
-	w_u64(&e->scratch, 7, (uint64_t)ref);
-	st_end(e);
+	int64_t ref = xp_intern_id(&e->plane->st, v); /* the value first, as before */
+	xp_st_ref_id(e, xp_st_meta(e, name), ref);
 }
 
 void xp_st_str(xp_emit *e, const char *name, const char *v)
 {
-	st_begin(e, name);
-	w_str(&e->scratch, 5, v);
-	st_end(e);
+	st_put(e, xp_st_meta(e, name), 5, WT_LEN, 0, v, strlen(v));
 }
 
 static int ev_cmp(const void *a, const void *b)
@@ -209,26 +233,53 @@ static int ev_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+static size_t ev_body_len(const xp_emit *e, const xp_ev *ev)
+{
+	size_t n = 1 + w_vlen((uint64_t)ev->meta) + 1 + w_vlen((uint64_t)(ev->t_ps - e->base_ps)) + ev->st_len;
+	if (ev->dur_ps)
+		n += 1 + w_vlen((uint64_t)ev->dur_ps);
+	return n;
+}
+
 void xp_flush(xp_emit *e)
 {
-	qsort(e->evs, e->nev, sizeof *e->evs, ev_cmp);
+	if (e->counting) {
+		/* lengths do not depend on the order */
+		for (size_t i = 0; i < e->nev; i++) {
+			size_t body = ev_body_len(e, &e->evs[i]);
+			e->sink->n += 1 + w_vlen(body) + body;
+		}
+		goto done;
+	}
+	for (size_t i = 1; i < e->nev; i++)
+		if (ev_cmp(&e->evs[i - 1], &e->evs[i]) > 0) {
+			qsort(e->evs, e->nev, sizeof *e->evs, ev_cmp);
+			break;
+		}
 	for (size_t i = 0; i < e->nev; i++) {
 		const xp_ev *ev = &e->evs[i];
-		xpf_buf_reset(&e->scratch);
-		w_i64(&e->scratch, 1, ev->meta);
-		w_i64(&e->scratch, 2, ev->t_ps - e->base_ps);
-		w_i64z(&e->scratch, 3, ev->dur_ps);
-		if (ev->st_len)
-			xpf_buf_add(&e->scratch, e->arena.data + ev->st_off, ev->st_len);
-		xpf_buf hdr = XPF_BUF_INIT;
-		w_len_hdr(&hdr, 4, e->scratch.len);
-		sink_buf(e->sink, &hdr);
-		sink_buf(e->sink, &e->scratch);
-		xpf_buf_release(&hdr);
+		size_t body = ev_body_len(e, ev);
+		unsigned char *q = sink_reserve(e->sink, 1 + 10 + body);
+		*q++ = (4 << 3) | WT_LEN;
+		q = w_pvarint(q, body);
+		*q++ = (1 << 3) | WT_VARINT;
+		q = w_pvarint(q, (uint64_t)ev->meta);
+		*q++ = (2 << 3) | WT_VARINT;
+		q = w_pvarint(q, (uint64_t)(ev->t_ps - e->base_ps));
+		if (ev->dur_ps) {
+			*q++ = (3 << 3) | WT_VARINT;
+			q = w_pvarint(q, (uint64_t)ev->dur_ps);
+		}
+		if (ev->st_len) {
+			memcpy(q, e->arena.data + ev->st_off, ev->st_len);
+			q += ev->st_len;
+		}
+		sink_commit(e->sink, q);
 	}
+done:
 	e->events_total += e->nev;
 	e->nev = 0;
-	xpf_buf_reset(&e->arena);
+	e->arena.len = 0;
 }
 
 static void line_header(xpf_buf *h, const xp_line *l)
@@ -250,6 +301,7 @@ static uint64_t run_line(xp_plane *p, xp_line *l, w_sink *s)
 	e.plane = p;
 	e.sink = s;
 	e.base_ps = l->timestamp_ns * 1000;
+	e.counting = s->f == NULL;
 	if (l->gen)
 		l->gen(l->ctx, &e);
 	xp_flush(&e);
@@ -292,7 +344,7 @@ uint64_t xp_write_plane(w_sink *out, xp_plane *p, xp_line *lines, size_t nlines)
 
 	/* Counting run: line body lengths, and every name interned. */
 	for (size_t i = 0; i < nlines; i++) {
-		w_sink count = { NULL, 0, 0 };
+		w_sink count = { 0 };
 		run_line(p, &lines[i], &count);
 		xpf_buf_reset(&tmp);
 		line_header(&tmp, &lines[i]);

@@ -62,6 +62,7 @@ typedef struct xp_emit {
 	xpf_buf arena;
 	xpf_buf scratch;
 	uint64_t events_total;
+	int counting; /* the counting run: lengths only, nothing encoded */
 } xp_emit;
 
 void xp_ev_begin(xp_emit *e, const char *name, int64_t t_ps, int64_t dur_ps);
@@ -70,6 +71,18 @@ void xp_st_u64(xp_emit *e, const char *name, uint64_t v);
 void xp_st_dbl(xp_emit *e, const char *name, double v);
 void xp_st_ref(xp_emit *e, const char *name, const char *v);
 void xp_st_str(xp_emit *e, const char *name, const char *v);
+/* The same with metadata ids looked up once (xp_ev_meta / xp_st_meta give
+ * the plane's id of a name, interning it on first use; callers that cache
+ * ids must look them up where the name would first be used, so that ids
+ * keep their first-use order). */
+int64_t xp_ev_meta(xp_emit *e, const char *name);
+int64_t xp_st_meta(xp_emit *e, const char *name);
+void xp_ev_begin_id(xp_emit *e, int64_t meta, int64_t t_ps, int64_t dur_ps);
+void xp_st_i64_id(xp_emit *e, int64_t stat, int64_t v);
+void xp_st_u64_id(xp_emit *e, int64_t stat, uint64_t v);
+void xp_st_dbl_id(xp_emit *e, int64_t stat, double v);
+/* ref: a stat metadata id (xp_st_meta of the string) */
+void xp_st_ref_id(xp_emit *e, int64_t stat, int64_t ref);
 /* Sort and write the collected events; call whenever no later-emitted event
  * can start before the ones collected so far. */
 void xp_flush(xp_emit *e);
