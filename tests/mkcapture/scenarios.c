@@ -6,6 +6,7 @@ void mk_build_no_donation(mk_scn *s, int host, int scale);
 void mk_build_foreign_arrays(mk_scn *s, int host, int scale);
 void mk_build_scan_fits(mk_scn *s, int host, int scale);
 void mk_build_temp_fragmentation(mk_scn *s, int host, int scale);
+void mk_build_layout_copy(mk_scn *s, int host, int scale);
 
 const mk_scenario mk_scenarios[] = {
 	{ "attention-too-big", 1, mk_build_attention_too_big,
@@ -20,5 +21,7 @@ const mk_scenario mk_scenarios[] = {
 	  "MaxText-like llama2-7b on 8 GPUs with FSDP: the scan keeps stacked activations; the step fits" },
 	{ "temp-fragmentation", 1, mk_build_temp_fragmentation,
 	  "the temp block is twice its simulated peak (51.2% fragmentation) and the step does not fit" },
+	{ "layout-copy", 1, mk_build_layout_copy,
+	  "transposed copies of frozen weights hoisted out of the loop double their memory" },
 };
 const int mk_nscenarios = (int)(sizeof mk_scenarios / sizeof mk_scenarios[0]);

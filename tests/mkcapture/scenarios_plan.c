@@ -56,7 +56,7 @@ static void adam_params(hb_module *m, adam_state *st, int *argn)
  * aliased with (donated into) the old ones.  Appends the outputs in root
  * order (p..., m..., v...) to outs and the aliases. */
 static int adam_update(hb_module *m, const adam_state *st, const int64_t *g, const char *fn,
-	int64_t *outs, int *uniq)
+	int64_t *outs, int *uniq, int param0)
 {
 	static const char *const root[3] = { "subtract", "add", "add" };
 	int64_t o[3][16];
@@ -71,7 +71,7 @@ static int adam_update(hb_module *m, const adam_state *st, const int64_t *g, con
 	int n = 0;
 	for (int c = 0; c < 3; c++)
 		for (int i = 0; i < st->nw; i++) {
-			hb_io_alias(m, n, n);
+			hb_io_alias(m, n, param0 + n);
 			outs[n++] = o[c][i];
 		}
 	return n;
@@ -260,7 +260,7 @@ static void scan_fits(mk_scn *s, int host, int scale)
 		}
 	}
 	int64_t outs[40];
-	int n = adam_update(m, &st, g, "train_step", outs, &uniq);
+	int n = adam_update(m, &st, g, "train_step", outs, &uniq, 0);
 	outs[n++] = loss;
 	mk_root(m, outs, n);
 	int mod = mk_add_module(s, m, "train_step", 66464805120ll);
@@ -424,7 +424,7 @@ static void temp_fragmentation(mk_scn *s, int host, int scale)
 	int64_t g[6];
 	for (int i = 0; i < 6; i++)
 		g[i] = G[i];
-	int n = adam_update(m, &st, g, "train_step", outs, &uniq);
+	int n = adam_update(m, &st, g, "train_step", outs, &uniq, 0);
 	outs[n++] = loss;
 	mk_root(m, outs, n);
 	int mod = mk_add_module(s, m, "train_step", GPT_TEMP);
@@ -441,3 +441,114 @@ static void temp_fragmentation(mk_scn *s, int host, int scale)
 }
 
 void mk_build_temp_fragmentation(mk_scn *s, int host, int scale) { temp_fragmentation(s, host, scale); }
+
+/* ------------------------------------------------------------------ */
+/* layout-copy: LoRA fine-tuning of a llama-like 8B model on one H100
+ * (openxla/xla#26987): layout assignment puts transposing copies of three
+ * frozen stacked weights (wrapped_transpose.5, input_transpose_fusion.3,
+ * wrapped_transpose.10) in the entry computation, where they feed the
+ * gradient-accumulation loop while.7 and live through it. */
+
+#define AXS "flax/core/axes_scan.py"
+
+static void layout_copy(mk_scn *s, int host, int scale)
+{
+	(void)host;
+	mk_h100(s, "gpu-node-0", 1, 64424509440ll, scale);
+	hb_module *m = hb_new("jit_train_step", 5120);
+	int argn = 0, uniq = 400;
+	static const char *const bn[5] = { "['layers']['attn']['qkv']", "['layers']['attn']['out']",
+		"['layers']['mlp']['wi']", "['layers']['mlp']['wo']", "['embed']" };
+	hb_arr ba[5] = { hb_a(ET_BF16, 3, 32, 4096, 6144), hb_a(ET_BF16, 3, 32, 4096, 4096),
+		hb_a(ET_BF16, 3, 32, 4096, 28672), hb_a(ET_BF16, 3, 32, 14336, 4096), hb_a(ET_BF16, 2, 128256, 4096) };
+	int64_t base[5];
+	hb_meta md;
+	for (int i = 0; i < 5; i++) {
+		md = mk_meta(NULL, f("frozen%s", bn[i]), NULL, NULL, 0);
+		base[i] = mk_param(m, f("Arg_%d.%d", argn, argn + 1), ba[i], &md);
+		argn++;
+	}
+	adam_state st = { 0 };
+	st.nw = 2;
+	st.name[0] = "['lora']['a']";
+	st.name[1] = "['lora']['b']";
+	st.a[0] = hb_a(ET_F32, 3, 32, 4096, 16);
+	st.a[1] = hb_a(ET_F32, 3, 32, 16, 6144);
+	adam_params(m, &st, &argn);
+	md = mk_meta(NULL, "batch['tokens']", NULL, NULL, 0);
+	int64_t tokens = mk_param(m, f("Arg_%d.%d", argn, argn + 1), hb_a(ET_S32, 2, 8, 2048), &md);
+	argn++;
+	md = mk_meta(NULL, "batch['targets']", NULL, NULL, 0);
+	int64_t targets = mk_param(m, f("Arg_%d.%d", argn, argn + 1), hb_a(ET_S32, 2, 8, 2048), &md);
+	argn++;
+	(void)tokens;
+
+	/* the transposed copies carry the metadata of the dynamic-slice in the
+	 * scan body that wanted the other layout */
+	const char *ds = "jit(train_step)/while/body/jvp(CausalLMTransformerModel.compute_logits)/transformer/while/body/dynamic_slice";
+	md = mk_meta("dynamic_slice", ds, AXS, "scan_fn", 179);
+	int64_t init[6];
+	int ib[6];
+	hb_arr state[6];
+	init[3] = mk_tfusion(m, "wrapped_transpose.5", "kLoop", "transpose", hb_a(ET_BF16, 3, 32, 28672, 4096), &base[2], 1, &md,
+		&ib[3]);
+	init[4] = mk_tfusion(m, "input_transpose_fusion.3", "kInput", "transpose", hb_a(ET_BF16, 3, 32, 4096, 14336),
+		&base[3], 1, &md, &ib[4]);
+	init[5] = mk_tfusion(m, "wrapped_transpose.10", "kLoop", "transpose", hb_a(ET_BF16, 3, 32, 6144, 4096), &base[0], 1,
+		&md, &ib[5]);
+	/* accumulators of the LoRA gradients and the scan's residual stack */
+	for (int k = 0; k < 2; k++) {
+		md = mk_meta("broadcast_in_dim", "jit(train_step)/broadcast_in_dim", "train.py", "train_step", 88);
+		state[k] = st.a[k];
+		init[k] = mk_tfusion(m, f("loop_broadcast_fusion.%d", k), "kLoop", "broadcast", st.a[k], NULL, 0, &md, &ib[k]);
+	}
+	md = mk_meta("broadcast_in_dim",
+		"jit(train_step)/while/body/jvp(CausalLMTransformerModel.compute_logits)/transformer/broadcast_in_dim", AXS,
+		"scan_fn", 160);
+	state[2] = hb_a(ET_BF16, 4, 32, 8, 2048, 4096);
+	init[2] = mk_tfusion(m, "loop_broadcast_fusion.2", "kLoop", "broadcast", state[2], NULL, 0, &md, &ib[2]);
+	state[3] = hb_a(ET_BF16, 3, 32, 28672, 4096);
+	state[4] = hb_a(ET_BF16, 3, 32, 4096, 14336);
+	state[5] = hb_a(ET_BF16, 3, 32, 6144, 4096);
+	int64_t t7 = hb_tuple(m, "tuple.7", init, 6);
+	md = mk_meta("while", "jit(train_step)/while", "train.py", "train_step", 90);
+	hb_meta body = mk_meta("dynamic_slice", ds, AXS, "scan_fn", 179);
+	int64_t w7 = hb_while(m, "while.7", t7, state, 6, &md, &body);
+	int64_t g[2];
+	for (int k = 0; k < 3; k++) {
+		int lb = hb_buffer(m, w7, k, HB_TEMP);
+		hb_share(m, lb, ib[k]);
+	}
+	for (int k = 0; k < 2; k++)
+		g[k] = hb_gte(m, f("get-tuple-element.%d", 70 + k), w7, k);
+	int64_t res = hb_gte(m, "get-tuple-element.72", w7, 2);
+	int64_t ops[2] = { res, targets };
+	md = mk_meta("reduce_sum", "jit(train_step)/reduce_sum", "train.py", "train_step", 95);
+	int64_t loss = hb_fusion(m, "input_reduce_fusion", "kInput", "reduce", NULL, hb_a(ET_F32, 0), ops, 2, &md);
+	hb_alloc_output(m, hb_buffer(m, loss, -1, HB_OUTPUT));
+	int64_t outs[16];
+	/* the LoRA state starts after the 5 frozen parameters */
+	int n = adam_update(m, &st, g, "train_step", outs, &uniq, 5);
+	outs[n++] = loss;
+	mk_root(m, outs, n);
+	int mod = mk_add_module(s, m, "train_step", 0);
+
+	char shp[96];
+	for (int i = 0; i < 5; i++) {
+		hb_arr_str(&ba[i], shp, sizeof shp);
+		mk_put(s, 0, hb_arr_bytes(&ba[i]), shp);
+	}
+	put_state(s, &st);
+	mk_put(s, 0, 8 * 2048 * 4, "s32[8,2048]");
+	mk_put(s, 0, 8 * 2048 * 4, "s32[8,2048]");
+	for (int k = 0; k < 2; k++) {
+		for (int i = 0; i < scale; i++)
+			mk_py(s, "$train.py:140 train_loop", 30 * 1000);
+		mk_gap(s, 100 * 1000);
+		int r = mk_exec(s, mod, -1, 0);
+		mk_free(s, r);
+	}
+	mk_py(s, "$profiler.py:213 stop_trace", 50 * 1000);
+}
+
+void mk_build_layout_copy(mk_scn *s, int host, int scale) { layout_copy(s, host, scale); }
