@@ -7,6 +7,7 @@ void mk_build_foreign_arrays(mk_scn *s, int host, int scale);
 void mk_build_scan_fits(mk_scn *s, int host, int scale);
 void mk_build_temp_fragmentation(mk_scn *s, int host, int scale);
 void mk_build_layout_copy(mk_scn *s, int host, int scale);
+void mk_build_convert_copy(mk_scn *s, int host, int scale);
 
 const mk_scenario mk_scenarios[] = {
 	{ "attention-too-big", 1, mk_build_attention_too_big,
@@ -23,5 +24,7 @@ const mk_scenario mk_scenarios[] = {
 	  "the temp block is twice its simulated peak (51.2% fragmentation) and the step does not fit" },
 	{ "layout-copy", 1, mk_build_layout_copy,
 	  "transposed copies of frozen weights hoisted out of the loop double their memory" },
+	{ "convert-copy", 1, mk_build_convert_copy,
+	  "f32 parameters converted to bf16 up front stay live through the heap peak" },
 };
 const int mk_nscenarios = (int)(sizeof mk_scenarios / sizeof mk_scenarios[0]);

@@ -552,3 +552,121 @@ static void layout_copy(mk_scn *s, int host, int scale)
 }
 
 void mk_build_layout_copy(mk_scn *s, int host, int scale) { layout_copy(s, host, scale); }
+
+/* ------------------------------------------------------------------ */
+/* convert-copy: a GPT-2 medium step that keeps f32 parameters and computes
+ * in bf16; XLA converts every weight up front (loop_convert_fusion,
+ * wrapped_convert.N in the entry computation) and the copies stay live to
+ * the backward pass, through the heap peak. */
+
+static void convert_copy(mk_scn *s, int host, int scale)
+{
+	(void)host;
+	mk_scn_init(s, "gpu-node-0", 1, 17179869184ull, 12884901888ll);
+	s->device_name = "Tesla V100-SXM2-16GB";
+	s->vendor = "Nvidia";
+	s->scale = scale;
+	hb_module *m = hb_new("jit_train_step", 4537);
+	adam_state st = { 0 };
+	int argn = 0, uniq = 500;
+	static const char *const wn[6] = { "['wte']", "['wpe']", "['blocks']['attn']['c_attn']",
+		"['blocks']['attn']['c_proj']", "['blocks']['mlp']['c_fc']", "['blocks']['mlp']['c_proj']" };
+	st.nw = 6;
+	for (int i = 0; i < 6; i++)
+		st.name[i] = wn[i];
+	st.a[0] = hb_a(ET_F32, 2, 50304, 1024);
+	st.a[1] = hb_a(ET_F32, 2, 1024, 1024);
+	st.a[2] = hb_a(ET_F32, 3, 24, 1024, 3072);
+	st.a[3] = hb_a(ET_F32, 3, 24, 1024, 1024);
+	st.a[4] = hb_a(ET_F32, 3, 24, 1024, 4096);
+	st.a[5] = hb_a(ET_F32, 3, 24, 4096, 1024);
+	adam_params(m, &st, &argn);
+	hb_meta md = mk_meta(NULL, "batch['input_ids']", NULL, NULL, 0);
+	int64_t ids = mk_param(m, f("Arg_%d.%d", argn, argn + 1), hb_a(ET_S32, 2, 8, 1024), &md);
+	argn++;
+	md = mk_meta(NULL, "batch['targets']", NULL, NULL, 0);
+	int64_t targets = mk_param(m, f("Arg_%d.%d", argn, argn + 1), hb_a(ET_S32, 2, 8, 1024), &md);
+	argn++;
+
+	/* the bulk f32 -> bf16 conversion of every weight but wpe */
+	static const int conv[5] = { 0, 2, 3, 4, 5 };
+	int64_t c[6] = { 0 };
+	int cb[6];
+	for (int k = 0; k < 5; k++) {
+		int i = conv[k];
+		hb_arr a = st.a[i];
+		a.et = ET_BF16;
+		md = mk_meta("convert_element_type", "jit(train_step)/convert_element_type", "train.py", "train_step", 52);
+		c[i] = mk_tfusion(m, k == 0 ? "loop_convert_fusion" : f("wrapped_convert.%d", k), "kLoop", "convert", a,
+			&st.p[0][i], 1, &md, &cb[k]);
+	}
+	int64_t ops[4];
+	ops[0] = c[0];
+	ops[1] = ids;
+	md = mk_meta("take", "jit(train_step)/jvp(Gpt2LMHeadModel)/embeddings/take", GPT, "Gpt2Embeddings.embed", 203);
+	int x0b, hb_;
+	int64_t x0 = mk_tfusion(m, "loop_gather_fusion", "kLoop", "gather", hb_a(ET_BF16, 3, 8, 1024, 1024), ops, 2, &md,
+		&x0b);
+	ops[0] = x0;
+	ops[1] = c[2];
+	ops[2] = c[4];
+	md = mk_meta("tanh", "jit(train_step)/jvp(Gpt2LMHeadModel)/transformer/blocks/mlp/gelu/tanh", GPT, "Gpt2Mlp.__call__", 98);
+	int64_t h = mk_tfusion(m, "loop_tanh_fusion", "kLoop", "tanh", hb_a(ET_BF16, 3, 8, 1024, 4096), ops, 3, &md, &hb_);
+	ops[0] = h;
+	ops[1] = c[0];
+	md = mk_meta("dot_general", "jit(train_step)/jvp(Gpt2LMHeadModel)/lm_head/dot_general", GPT, "Gpt2LMHeadModel.__call__", 301);
+	int64_t logits = mk_tfusion(m, "gemm_fusion_dot_general", "kCustom", "dot", hb_a(ET_BF16, 3, 8, 1024, 50304), ops, 2,
+		&md, NULL);
+	ops[0] = logits;
+	ops[1] = targets;
+	md = mk_meta("reduce_sum", "jit(train_step)/jvp(Gpt2LMHeadModel)/cross_entropy/reduce_sum", GPT, "compute_loss", 330);
+	int64_t loss = hb_fusion(m, "input_reduce_fusion", "kInput", "reduce", NULL, hb_a(ET_F32, 0), ops, 2, &md);
+	hb_alloc_output(m, hb_buffer(m, loss, -1, HB_OUTPUT));
+	md = mk_meta("sub", "jit(train_step)/transpose(jvp(Gpt2LMHeadModel))/cross_entropy/sub", GPT, "compute_loss", 330);
+	int64_t dlogits = mk_tfusion(m, "loop_subtract_fusion", "kLoop", "subtract", hb_a(ET_BF16, 3, 8, 1024, 50304), ops, 2,
+		&md, NULL);
+	/* gradients (f32), consumed by the update */
+	int64_t g[6];
+	md = mk_meta("dot_general", "jit(train_step)/transpose(jvp(Gpt2LMHeadModel))/lm_head/dot_general", GPT,
+		"Gpt2LMHeadModel.__call__", 301);
+	ops[0] = dlogits;
+	ops[1] = c[0];
+	int64_t dh = mk_tfusion(m, "gemm_fusion_dot_general.2", "kCustom", "dot", hb_a(ET_BF16, 3, 8, 1024, 4096), ops, 2,
+		&md, NULL);
+	static const int gi[5] = { 5, 4, 2, 3, 1 };
+	for (int k = 0; k < 5; k++) {
+		int i = gi[k];
+		ops[0] = dh;
+		ops[1] = i == 5 ? h : x0;
+		md = mk_meta("dot_general", f("jit(train_step)/transpose(jvp(Gpt2LMHeadModel))/transformer/blocks/%s/dot_general",
+			wn[i]), GPT, "Gpt2Block.__call__", 120 + k);
+		g[i] = mk_tfusion(m, f("gemm_fusion_dot_general.%d", 3 + k), "kCustom", "dot", st.a[i], ops, 2, &md, NULL);
+	}
+	/* the head's gradient last: dlogits and h live to the end */
+	ops[0] = dlogits;
+	ops[1] = h;
+	md = mk_meta("dot_general", "jit(train_step)/transpose(jvp(Gpt2LMHeadModel))/lm_head/dot_general", GPT,
+		"Gpt2LMHeadModel.__call__", 301);
+	g[0] = mk_tfusion(m, "gemm_fusion_dot_general.1", "kCustom", "dot", st.a[0], ops, 2, &md, NULL);
+	for (int k = 0; k < 5; k++)
+		hb_live_until(m, cb[k], g[0]);
+	int64_t outs[24];
+	int n = adam_update(m, &st, g, "train_step", outs, &uniq, 0);
+	outs[n++] = loss;
+	mk_root(m, outs, n);
+	int mod = mk_add_module(s, m, "train_step", 0);
+
+	put_state(s, &st);
+	mk_put(s, 0, 8 * 1024 * 4, "s32[8,1024]");
+	mk_put(s, 0, 8 * 1024 * 4, "s32[8,1024]");
+	for (int k = 0; k < 3; k++) {
+		for (int i = 0; i < scale; i++)
+			mk_py(s, "$train_lm.py:130 train_loop", 30 * 1000);
+		mk_gap(s, 100 * 1000);
+		int r = mk_exec(s, mod, -1, 0);
+		mk_free(s, r);
+	}
+	mk_py(s, "$profiler.py:213 stop_trace", 50 * 1000);
+}
+
+void mk_build_convert_copy(mk_scn *s, int host, int scale) { convert_copy(s, host, scale); }
