@@ -145,7 +145,7 @@ int main(int argc, char **argv)
 	}
 	for (int h = 0; h < sc->hosts; h++) {
 		char path[4096];
-		mk_scn probe;
+		static mk_scn probe; /* mk_scn is megabytes: not on the stack beside write_host's */
 		sc->build(&probe, h, 1);
 		snprintf(path, sizeof path, "%s/%s.xplane.pb", out, probe.host);
 		mk_scn_release(&probe);

@@ -8,6 +8,7 @@ void mk_build_scan_fits(mk_scn *s, int host, int scale);
 void mk_build_temp_fragmentation(mk_scn *s, int host, int scale);
 void mk_build_layout_copy(mk_scn *s, int host, int scale);
 void mk_build_convert_copy(mk_scn *s, int host, int scale);
+void mk_build_no_runtime(mk_scn *s, int host, int scale);
 
 const mk_scenario mk_scenarios[] = {
 	{ "attention-too-big", 1, mk_build_attention_too_big,
@@ -26,5 +27,7 @@ const mk_scenario mk_scenarios[] = {
 	  "transposed copies of frozen weights hoisted out of the loop double their memory" },
 	{ "convert-copy", 1, mk_build_convert_copy,
 	  "f32 parameters converted to bf16 up front stay live through the heap peak" },
+	{ "no-runtime", 1, mk_build_no_runtime,
+	  "no allocator events (cuda_async allocator): the plan only, against the device memory" },
 };
 const int mk_nscenarios = (int)(sizeof mk_scenarios / sizeof mk_scenarios[0]);

@@ -1,0 +1,93 @@
+/* Runtime-shaped scenarios: no-runtime (a capture without allocator events,
+ * as with XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async) and multi-host (a run
+ * directory of two hosts).  Both run one small MLP step whose figures are
+ * in tests/scenarios/<name>.json. */
+#include "scenarios.h"
+
+#include <stdio.h>
+
+/* jit_mlp_step: Adam state over W f32[4096,4096] (donated) and a batch
+ * f32[512,4096]; temp: h (forward), dh and the gradient (backward). */
+static int small_step(mk_scn *s)
+{
+	hb_module *m = hb_new("jit_mlp_step", 901);
+	hb_arr wa = hb_a(ET_F32, 2, 4096, 4096), xa = hb_a(ET_F32, 2, 512, 4096);
+	static const char *const which[3] = { "state.params['w']", "state.opt_state.mu['w']", "state.opt_state.nu['w']" };
+	int64_t p[3], ops[4];
+	for (int c = 0; c < 3; c++) {
+		hb_meta md = mk_meta(NULL, which[c], NULL, NULL, 0);
+		char nm[32];
+		snprintf(nm, sizeof nm, "Arg_%d.%d", c, c + 1);
+		p[c] = mk_param(m, nm, wa, &md);
+	}
+	hb_meta md = mk_meta(NULL, "batch", NULL, NULL, 0);
+	int64_t x = mk_param(m, "Arg_3.4", xa, &md);
+	ops[0] = x;
+	ops[1] = p[0];
+	md = mk_meta("dot_general", "jit(mlp_step)/jvp(mlp)/dense/dot_general", "mlp.py", "mlp", 12);
+	int64_t h = mk_tfusion(m, "gemm_fusion_dot_general", "kCustom", "dot", xa, ops, 2, &md, NULL);
+	md = mk_meta("reduce_sum", "jit(mlp_step)/jvp(mlp)/reduce_sum", "mlp.py", "loss_fn", 20);
+	int64_t loss = hb_fusion(m, "input_reduce_fusion", "kInput", "reduce", NULL, hb_a(ET_F32, 0), &h, 1, &md);
+	hb_alloc_output(m, hb_buffer(m, loss, -1, HB_OUTPUT));
+	ops[0] = h;
+	ops[1] = x;
+	md = mk_meta("sub", "jit(mlp_step)/transpose(jvp(mlp))/sub", "mlp.py", "loss_fn", 20);
+	int64_t dh = mk_tfusion(m, "loop_subtract_fusion", "kLoop", "subtract", xa, ops, 2, &md, NULL);
+	ops[0] = x;
+	ops[1] = dh;
+	md = mk_meta("dot_general", "jit(mlp_step)/transpose(jvp(mlp))/dense/dot_general", "mlp.py", "mlp", 12);
+	int64_t g = mk_tfusion(m, "gemm_fusion_dot_general.1", "kCustom", "dot", wa, ops, 2, &md, NULL);
+	static const char *const root[3] = { "subtract", "add", "add" };
+	int64_t outs[4];
+	for (int c = 0; c < 3; c++) {
+		int64_t uops[4] = { p[0], p[1], p[2], g };
+		char nm[48];
+		snprintf(nm, sizeof nm, "loop_%s_fusion.%d", root[c], c);
+		md = mk_meta(c ? "add" : "sub", "jit(mlp_step)/sub", "optax/_src/transform.py", "update_fn", 121 + c);
+		outs[c] = mk_afusion(m, nm, root[c], wa, uops, 4, &md);
+		hb_io_alias(m, c, c);
+	}
+	outs[3] = loss;
+	mk_root(m, outs, 4);
+	return mk_add_module(s, m, "mlp_step", 0);
+}
+
+static void run_steps(mk_scn *s, int mod, int steps, int scale)
+{
+	for (int c = 0; c < 3; c++)
+		mk_put(s, -1, 4096ll * 4096 * 4, "f32[4096,4096]");
+	mk_put(s, -1, 512ll * 4096 * 4, "f32[512,4096]");
+	for (int k = 0; k < steps; k++) {
+		for (int i = 0; i < scale; i++)
+			mk_py(s, "$mlp.py:40 train_loop", 20 * 1000);
+		mk_gap(s, 100 * 1000);
+		int r = mk_exec(s, mod, -1, 0);
+		for (int d = 0; d < s->ndev; d++)
+			mk_free(s, r + d * s->mods[mod].nresults);
+	}
+	mk_py(s, "$profiler.py:213 stop_trace", 50 * 1000);
+}
+
+void mk_build_no_runtime(mk_scn *s, int host, int scale)
+{
+	(void)host;
+	mk_scn_init(s, "gpu-node-0", 1, 17179869184ull, 12884901888ll);
+	s->device_name = "Tesla V100-SXM2-16GB";
+	s->vendor = "Nvidia";
+	s->scale = scale;
+	s->no_runtime = 1; /* XLA_PYTHON_CLIENT_ALLOCATOR=cuda_async: no BFC events */
+	run_steps(s, small_step(s), 2, scale);
+}
+
+/* Not registered yet: tests/test_diagnosis.c's every-scenario test reads
+ * findings at the top of the tree, which a run directory keeps per host
+ * (hosts[].findings); its figures wait in tests/scenarios/multi-host.json.pending. */
+void mk_build_multi_host(mk_scn *s, int host, int scale);
+void mk_build_multi_host(mk_scn *s, int host, int scale)
+{
+	mk_scn_init(s, host ? "worker-1" : "worker-0", 2, 85899345920ull, 64424509440ll);
+	s->device_name = "NVIDIA H100 80GB HBM3";
+	s->vendor = "Nvidia";
+	s->scale = scale;
+	run_steps(s, small_step(s), 3, scale);
+}
