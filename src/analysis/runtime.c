@@ -13,6 +13,7 @@
  *
  * runtime_exec.c then links executions to modules and derives the figures. */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,6 +234,10 @@ struct scan {
 	size_t cap_alloc, cap_events, cap_exec, cap_retry;
 	struct span *sp;
 	size_t nsp, capsp;
+	/* classify() of each event metadata of p, by index (UINT_MAX: not yet):
+	 * names repeat, so each is classified once, not once per event. */
+	unsigned *md_flags;
+	int *md_dev;
 	/* per execution (parallel to rt->executions while scanning) */
 	size_t cap_px;
 };
@@ -460,7 +465,11 @@ static int scan_line(struct scan *s, size_t line, xpf_error *err)
 		e->ev = ev;
 		e->t0 = rel_ps(p->lines[line].timestamp_ns, s->base, ev.offset_ps);
 		e->t1 = e->t0 + (ev.duration_ps > 0 ? (ev.duration_ps < REL_PS_MAX ? ev.duration_ps : REL_PS_MAX) : 0);
-		e->flags = classify(ev.name, &e->dev);
+		size_t k = (size_t)(xpf_plane_event_md(p, ev.metadata_id) - p->event_md);
+		if (s->md_flags[k] == UINT_MAX)
+			s->md_flags[k] = classify(ev.name, &s->md_dev[k]);
+		e->flags = s->md_flags[k];
+		e->dev = s->md_dev[k];
 	}
 	if (rc < 0)
 		return err->code;
@@ -875,6 +884,13 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		rc = xpf_capture_plane(h->cap, (size_t)pi, &s.p, err);
 		if (rc != XPF_OK)
 			goto out;
+		size_t nmd = s.p->n_event_md ? s.p->n_event_md : 1;
+		s.md_flags = malloc(nmd * sizeof *s.md_flags);
+		s.md_dev = malloc(nmd * sizeof *s.md_dev);
+		if (!s.md_flags || !s.md_dev)
+			abort();
+		for (size_t k = 0; k < nmd; k++)
+			s.md_flags[k] = UINT_MAX;
 		for (size_t l = 0; l < s.p->nlines; l++) {
 			rc = scan_line(&s, l, err);
 			if (rc != XPF_OK)
@@ -920,6 +936,8 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	rc = xpf_rt_finish_executions(h, rt, err);
 out:
 	free(s.sp);
+	free(s.md_flags);
+	free(s.md_dev);
 	return rc;
 }
 
