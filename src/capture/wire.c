@@ -4,6 +4,12 @@ int wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
 {
 	uint64_t v = 0;
 	const uint8_t *q = *p;
+	/* Tags, ids, lengths of small messages: mostly one byte. */
+	if (q < end && *q < 0x80) {
+		*out = *q;
+		*p = q + 1;
+		return WIRE_OK;
+	}
 	for (int shift = 0; shift < 70; shift += 7) {
 		if (q >= end)
 			return WIRE_BAD_VARINT;
@@ -27,9 +33,14 @@ int wire_next(const uint8_t **p, const uint8_t *end, wire_field *f)
 	const uint8_t *q = *p;
 	uint64_t tag;
 	f->at = q;
-	int rc = wire_varint(&q, end, &tag);
-	if (rc != WIRE_OK)
-		return rc;
+	int rc;
+	if (*q < 0x80) {
+		tag = *q++;
+	} else {
+		rc = wire_varint(&q, end, &tag);
+		if (rc != WIRE_OK)
+			return rc;
+	}
 	if ((tag >> 3) == 0 || (tag >> 3) > 0x1fffffff)
 		return WIRE_BAD_TAG;
 	f->num = (uint32_t)(tag >> 3);
