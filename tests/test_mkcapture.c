@@ -460,7 +460,8 @@ static void runtime_figures(const Tensorflow__Profiler__XSpace *xs, const char *
 			a->result_of = -1;
 		}
 	}
-	qsort(ev, nev, sizeof *ev, aev_cmp);
+	if (nev)
+		qsort(ev, nev, sizeof *ev, aev_cmp);
 	r->nevents = (int)nev;
 
 	/* executions of the module that touch GPU_0_bfc, in start order */

@@ -802,7 +802,7 @@ static void rule_foreign(xpf_diag_ctx *c)
 	bool pushes = need && need <= d->capacity_bytes && need + other > d->capacity_bytes;
 	if (other == 0 || (other * 10 < d->capacity_bytes && !pushes))
 		goto out;
-	qsort(os, nos, sizeof *os, origin_cmp);
+	xpf_qsort(os, nos, sizeof *os, origin_cmp);
 	xpf_finding *f = xpf_diag_add(c, "foreign-live-arrays", XPF_TAG_MEASURED, d->module);
 	xpf_buf b = XPF_BUF_INIT;
 	xpf_buf_printf(&b, "when %s execution %zu started, %s was in use: %s besides its parameters (%s)",

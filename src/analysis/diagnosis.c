@@ -383,7 +383,7 @@ static int compute(void *ctx, void **value, xpf_error *err)
 	xpf_rules_plan(&c);
 	xpf_rules_runtime(&c);
 	xpf_rules_missing(&c);
-	qsort(d->findings, d->nfindings, sizeof *d->findings, finding_cmp);
+	xpf_qsort(d->findings, d->nfindings, sizeof *d->findings, finding_cmp);
 	xpf_diag_checks(h, d, &d->checks);
 	*value = d;
 	(void)err;

@@ -150,7 +150,7 @@ static size_t *sorted_index(const xpf_plan *p, size_t n, int (*cmp)(const void *
 		ix[i] = i;
 	pthread_mutex_lock(&sort_mu);
 	sort_plan = p;
-	qsort(ix, n, sizeof *ix, cmp);
+	xpf_qsort(ix, n, sizeof *ix, cmp);
 	pthread_mutex_unlock(&sort_mu);
 	return ix;
 }
@@ -272,7 +272,7 @@ static int64_t *fusion_callees(const Xla__HloModuleProto *mod, size_t *n)
 		}
 	}
 	if (*n)
-		qsort(ids, *n, sizeof *ids, cmp_i64);
+		xpf_qsort(ids, *n, sizeof *ids, cmp_i64);
 	return ids;
 }
 
@@ -599,7 +599,7 @@ static void params_outputs(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xp
 	}
 	xpf_buf_release(&b);
 	free(by);
-	qsort(p->params, p->nparams, sizeof *p->params, cmp_param);
+	xpf_qsort(p->params, p->nparams, sizeof *p->params, cmp_param);
 
 	bool *used = calloc(p->nparams ? p->nparams : 1, 1);
 	if (used == NULL)
@@ -690,7 +690,7 @@ int xpf_plan_build(const Xla__HloProto *hlo, const char *module, uint64_t progra
 		pk->role = xpf_plan_role_of(p, pk->buffer, pk->kind);
 		p->role_bytes[pk->role] += pk->bytes;
 	}
-	qsort(p->peak, p->npeak, sizeof *p->peak, cmp_peak);
+	xpf_qsort(p->peak, p->npeak, sizeof *p->peak, cmp_peak);
 	xpf_plan_find_dups(p, mod, a);
 	*out = p;
 	return XPF_OK;

@@ -66,7 +66,7 @@ static void index_whiles(const xpf_plan *p, dup_ctx *c)
 			c->whiles[c->nwhiles++] = (callee){ in->proto->called_computation_ids[k], in };
 	}
 	if (c->nwhiles)
-		qsort(c->whiles, c->nwhiles, sizeof *c->whiles, cmp_callee);
+		xpf_qsort(c->whiles, c->nwhiles, sizeof *c->whiles, cmp_callee);
 }
 
 static const xpf_plan_instr *while_caller(const dup_ctx *c, int64_t comp)

@@ -246,7 +246,7 @@ static int render_by_source(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_er
 		rows[k].bytes += p->peak[i].bytes;
 		rows[k].buffers++;
 	}
-	qsort(rows, nrows, sizeof *rows, cmp_src);
+	xpf_qsort(rows, nrows, sizeof *rows, cmp_src);
 	xpf_buf_adds(out, "source\tbytes\thuman\tshare_pct\tbuffers\n");
 	for (size_t k = 0; k < nrows; k++) {
 		char hb[32], pc[32];

@@ -474,7 +474,7 @@ static int scan_line(struct scan *s, size_t line, xpf_error *err)
 	if (rc < 0)
 		return err->code;
 	if (s->nsp)
-		qsort(s->sp, s->nsp, sizeof *s->sp, span_cmp);
+		xpf_qsort(s->sp, s->nsp, sizeof *s->sp, span_cmp);
 
 	/* Nest with a stack; inherit the ancestors' context. */
 	long *stack = NULL;
@@ -905,13 +905,13 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		goto out;
 	for (size_t d = 0; d < pv->ndev; d++)
 		if (pv->nkernels[d])
-			qsort(pv->kernels[d], pv->nkernels[d], sizeof *pv->kernels[d], kernel_cmp);
+			xpf_qsort(pv->kernels[d], pv->nkernels[d], sizeof *pv->kernels[d], kernel_cmp);
 
 	rt->has_events = rt->nevents > 0;
 	/* Sort events in time order, keeping each line's order; remember the
 	 * allocator order so indexes can be remapped after sorting by name. */
-	if (rt->nevents) /* qsort(NULL, 0) is undefined (UBSan) */
-		qsort(rt->events, rt->nevents, sizeof *rt->events, ev_cmp);
+	if (rt->nevents) /* xpf_qsort(NULL, 0) is undefined (UBSan) */
+		xpf_qsort(rt->events, rt->nevents, sizeof *rt->events, ev_cmp);
 	for (size_t i = 0; i < rt->nevents; i++)
 		rt->events[i].buffer_allocation = -1;
 	int *remap = malloc((rt->nallocators + 1) * sizeof *remap);
@@ -920,7 +920,7 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	for (size_t a = 0; a < rt->nallocators; a++)
 		rt->allocators[a].nevents = a; /* old index, temporarily */
 	if (rt->nallocators)
-		qsort(rt->allocators, rt->nallocators, sizeof *rt->allocators, alloc_name_cmp);
+		xpf_qsort(rt->allocators, rt->nallocators, sizeof *rt->allocators, alloc_name_cmp);
 	for (size_t a = 0; a < rt->nallocators; a++) {
 		remap[rt->allocators[a].nevents] = (int)a;
 		rt->allocators[a].nevents = 0;

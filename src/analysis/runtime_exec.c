@@ -60,7 +60,7 @@ static void order_executions(xpf_runtime *rt)
 	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 	pthread_mutex_lock(&mu);
 	sort_rt = rt;
-	qsort(ord, n, sizeof *ord, exec_cmp);
+	xpf_qsort(ord, n, sizeof *ord, exec_cmp);
 	sort_rt = NULL;
 	pthread_mutex_unlock(&mu);
 	for (size_t i = 0; i < n; i++)
@@ -130,8 +130,8 @@ static bool bytes_match(xpf_host *h, long m, const uint64_t *seen, size_t nseen,
 			if (!s2)
 				abort();
 			memcpy(s2, seen, nseen * sizeof *s2);
-			qsort(s2, nseen, sizeof *s2, u64_cmp);
-			qsort(want, nw, sizeof *want, u64_cmp);
+			xpf_qsort(s2, nseen, sizeof *s2, u64_cmp);
+			xpf_qsort(want, nw, sizeof *want, u64_cmp);
 			ok = memcmp(s2, want, nw * sizeof *want) == 0;
 			free(s2);
 		}
@@ -645,7 +645,8 @@ int xpf_runtime_between(xpf_host *h, const xpf_runtime *rt, size_t from, size_t 
 			return err->code;
 		}
 	}
-	qsort(v, n, sizeof *v, nd_cmp);
+	if (n)
+		xpf_qsort(v, n, sizeof *v, nd_cmp);
 	size_t rcap = 0;
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
@@ -660,7 +661,7 @@ int xpf_runtime_between(xpf_host *h, const xpf_runtime *rt, size_t from, size_t 
 	}
 	free(v);
 	if (out->nrows)
-		qsort(out->rows, out->nrows, sizeof *out->rows, row_cmp);
+		xpf_qsort(out->rows, out->nrows, sizeof *out->rows, row_cmp);
 	return XPF_OK;
 }
 
@@ -767,7 +768,7 @@ int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, si
 		b->execution = -1;
 	}
 	if (n)
-		qsort(v, n, sizeof *v, block_cmp);
+		xpf_qsort(v, n, sizeof *v, block_cmp);
 	*out = v;
 	*nout = n;
 	return XPF_OK;

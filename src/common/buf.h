@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 typedef struct xpf_buf {
 	char *data; /* NUL-terminated after every append; owned */
@@ -44,5 +45,13 @@ char *xpf_pct(uint64_t part, uint64_t whole, char out[32]);
 /* Checked arithmetic: return 0 on success, -1 on overflow. */
 int xpf_add_u64(uint64_t a, uint64_t b, uint64_t *out);
 int xpf_mul_u64(uint64_t a, uint64_t b, uint64_t *out);
+
+/* qsort that accepts an empty (NULL, 0) array: qsort(NULL, 0) is undefined. */
+static inline void xpf_qsort(void *base, size_t n, size_t size,
+			     int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
 
 #endif

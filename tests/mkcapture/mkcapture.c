@@ -31,10 +31,13 @@ static void usage(FILE *f)
  * scale-1 size (the steps' size is measured, not guessed). */
 static void calibrate(const mk_scenario *sc, int host, int scale, mk_scn *s)
 {
-	mk_scn one;
-	sc->build(&one, host, 1);
-	uint64_t b1 = mk_count_bytes(&one);
-	mk_scn_release(&one);
+	mk_scn *one = calloc(1, sizeof *one); /* megabytes: never on the stack */
+	if (one == NULL)
+		abort();
+	sc->build(one, host, 1);
+	uint64_t b1 = mk_count_bytes(one);
+	mk_scn_release(one);
+	free(one);
 	mk_scale_prefix(s);
 	uint64_t c0 = mk_count_bytes(s);
 	mk_set_prefix_steps(s, 64);
@@ -47,40 +50,45 @@ static void calibrate(const mk_scenario *sc, int host, int scale, mk_scn *s)
 static int write_host(const mk_scenario *sc, int host, int scale, int64_t big, const char *path,
 	int verbose)
 {
-	mk_scn s;
+	mk_scn *s = calloc(1, sizeof *s); /* megabytes: never on the stack */
 	uint64_t bytes = 0, events = 0;
 	FILE *f;
 
-	sc->build(&s, host, scale);
+	if (s == NULL)
+		abort();
+	sc->build(s, host, scale);
 	if (big > 0)
-		mk_add_big_module(&s, big);
+		mk_add_big_module(s, big);
 	if (scale > 1)
-		calibrate(sc, host, scale, &s);
+		calibrate(sc, host, scale, s);
 	f = fopen(path, "wb");
 	if (!f) {
 		fprintf(stderr, "xplane-mkcapture: %s: %s\n", path, strerror(errno));
-		mk_scn_release(&s);
+		mk_scn_release(s);
+		free(s);
 		return 2;
 	}
 	setvbuf(f, NULL, _IONBF, 0); /* the writer buffers */
-	int rc = mk_write_xspace(&s, f, &bytes, &events);
+	int rc = mk_write_xspace(s, f, &bytes, &events);
 	if (fclose(f) != 0)
 		rc = -1;
 	if (rc) {
 		fprintf(stderr, "xplane-mkcapture: %s: write failed: %s\n", path, strerror(errno));
-		mk_scn_release(&s);
+		mk_scn_release(s);
+		free(s);
 		return 2;
 	}
 	if (verbose) {
 		fprintf(stderr, "%s: %llu bytes, %llu events, %lld prefix steps\n", path,
-			(unsigned long long)bytes, (unsigned long long)events, (long long)s.prefix_steps);
-		for (int i = 0; i < s.nmods; i++)
+			(unsigned long long)bytes, (unsigned long long)events, (long long)s->prefix_steps);
+		for (int i = 0; i < s->nmods; i++)
 			fprintf(stderr, "  %s(%llu): %lld instructions, temp extent %lld, simulated peak %lld\n",
-				hb_name(s.mods[i].hb), (unsigned long long)hb_program_id(s.mods[i].hb),
-				(long long)s.mods[i].stats.n_instructions, (long long)s.mods[i].stats.temp_extent,
-				(long long)s.mods[i].stats.sim_peak);
+				hb_name(s->mods[i].hb), (unsigned long long)hb_program_id(s->mods[i].hb),
+				(long long)s->mods[i].stats.n_instructions, (long long)s->mods[i].stats.temp_extent,
+				(long long)s->mods[i].stats.sim_peak);
 	}
-	mk_scn_release(&s);
+	mk_scn_release(s);
+	free(s);
 	return 0;
 }
 
