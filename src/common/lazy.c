@@ -1,5 +1,6 @@
 #include "common/lazy.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 void xpf_lazy_init(xpf_lazy *l)
@@ -12,12 +13,16 @@ int xpf_lazy_get(xpf_lazy *l, xpf_lazy_fn fn, void *ctx, void **out, xpf_error *
 {
 	pthread_mutex_lock(&l->mu);
 	if (l->state == 0) {
-		xpf_error_clear(&l->err);
+		xpf_error e = { 0 };
 		void *v = NULL;
-		int rc = fn(ctx, &v, &l->err);
+		int rc = fn(ctx, &v, &e);
 		if (rc != XPF_OK) {
-			if (l->err.code == XPF_OK)
-				xpf_fail(&l->err, rc, "internal error");
+			if (e.code == XPF_OK)
+				xpf_fail(&e, rc, "internal error");
+			l->err = malloc(sizeof *l->err);
+			if (l->err == NULL)
+				abort();
+			*l->err = e;
 			l->state = 2;
 		} else {
 			l->value = v;
@@ -26,9 +31,9 @@ int xpf_lazy_get(xpf_lazy *l, xpf_lazy_fn fn, void *ctx, void **out, xpf_error *
 	}
 	int rc = XPF_OK;
 	if (l->state == 2) {
-		rc = l->err.code;
+		rc = l->err->code;
 		if (err && err->code == XPF_OK)
-			*err = l->err;
+			*err = *l->err;
 	} else if (out) {
 		*out = l->value;
 	}
@@ -42,5 +47,7 @@ void xpf_lazy_release(xpf_lazy *l, void (*free_fn)(void *))
 		free_fn(l->value);
 	l->value = NULL;
 	l->state = 0;
+	free(l->err);
+	l->err = NULL;
 	pthread_mutex_destroy(&l->mu);
 }
