@@ -9,8 +9,10 @@ times; copy j is the same XLine message followed by a new `id` and a
 `timestamp_ns` moved j spans later (protobuf's last-one-wins rule for scalar
 fields overrides the first ones), where a span is the seed's whole time range
 plus 1 ms.  So the capture holds k runs of the seed's steps one after the other,
-with the same event mix (device kernels, host events, allocator events).
-Addresses repeat from one copy to the next; the analyses must cope.
+with the same event mix (device kernels, host events, allocator events),
+less each line's set-up (events before its first execute-family event: the
+device_put of the state, whose buffers are never freed), so that in use stays
+steady from copy to copy as in a real long training run.
 
 --module-instructions N adds one more module to /host:metadata: an xla.HloProto
 of N instructions (a chain of elementwise ops with op_name and source lines),
@@ -89,6 +91,45 @@ def line_range(line):
                     dur = signed(gv)
             end_ps = max(end_ps, off + dur)
     return lid, ts, ts + end_ps // 1000
+
+
+def event_names(plane_body):
+    names = {}
+    for f, wt, v, _, _ in fields(plane_body):
+        if f == 4 and wt == 2:
+            key, name = None, b""
+            for g, gwt, gv, _, _ in fields(v):
+                if g == 1 and gwt == 0:
+                    key = signed(gv)
+                elif g == 2 and gwt == 2:
+                    for h, hwt, hv, _, _ in fields(gv):
+                        if h == 2 and hwt == 2:
+                            name = hv
+            names[key] = name
+    return names
+
+
+def steady(line, names):
+    """The line without its set-up: on a line that executes modules, the
+    events that start before its first execute-family event (device_put of
+    the state and the like) are left out of the copies, so that copies repeat
+    the steps and not the set-up (whose buffers are never freed)."""
+    evs = []
+    for f, wt, v, s, e in fields(line):
+        if f == 4 and wt == 2:
+            md = off = 0
+            for g, gwt, gv, _, _ in fields(v):
+                if g == 1 and gwt == 0:
+                    md = signed(gv)
+                elif g == 2 and gwt == 0:
+                    off = signed(gv)
+            evs.append((off, names.get(md, b""), s, e))
+    starts = [o for o, n, _, _ in evs if b"Execute" in n or n.startswith(b"PjitFunction(")]
+    if not starts:
+        return line
+    t = min(starts)
+    drop = {(s, e) for o, n, s, e in evs if o < t}
+    return b"".join(line[s:e] for f, wt, v, s, e in fields(line) if (s, e) not in drop)
 
 
 def big_module(pb_dir, n, program_id):
@@ -214,13 +255,14 @@ def main():
         if f == 1 and wt == 2:
             lines, rest = [], []
             name = b""
+            names = event_names(v)
             for g, gwt, gv, gs, ge in fields(v):
                 if g == 3 and gwt == 2:
                     lid, ts, end = line_range(gv)
-                    lines.append((gv, lid, ts))
+                    lines.append((gv, lid, ts, steady(gv, names)))
                     t0 = ts if t0 is None else min(t0, ts)
                     t1 = end if t1 is None else max(t1, end)
-                    line_bytes += len(gv)
+                    line_bytes += len(lines[-1][3])
                 else:
                     if g == 2 and gwt == 2:
                         name = gv
@@ -240,9 +282,9 @@ def main():
             if module and name == b"/host:metadata":
                 parts.append(module_entry(rest, module[0], module[1], 990000001))
             for copy in range(k):
-                for body, lid, ts in lines:
+                for body, lid, ts, rep in lines:
                     if copy:
-                        body = body + vi(1, (lid + copy * 1000003) & ((1 << 64) - 1)) + \
+                        body = rep + vi(1, (lid + copy * 1000003) & ((1 << 64) - 1)) + \
                             vi(3, (ts + copy * span) & ((1 << 64) - 1))
                     parts.append(ld(3, body))
             o.write(ld(1, b"".join(parts)))
