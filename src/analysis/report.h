@@ -114,6 +114,11 @@ int xpf_node_lookup(xpf_node *dir, const char *name, xpf_node **out, xpf_error *
 int xpf_report_resolve(xpf_report *r, const char *path, xpf_node **out, xpf_error *err);
 /* The file's bytes (rendered once, kept).  Valid until xpf_report_free(). */
 int xpf_node_content(xpf_node *file, const char **data, size_t *len, xpf_error *err);
+/* Drop a rendered file's bytes; the next reader renders them again (same
+ * bytes: rendering is deterministic).  For --export, which reads every file
+ * once: without it the whole tree stays in memory.  The caller must be the
+ * only one using the node (no concurrent readers, no pointer kept). */
+void xpf_node_forget(xpf_node *file);
 xpf_node *xpf_report_node_by_ino(xpf_report *r, uint64_t ino);
 /* "modules/x/plan.json" (relative to the report root). */
 void xpf_node_path(const xpf_node *n, xpf_buf *out);

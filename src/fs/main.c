@@ -168,6 +168,7 @@ static int export_dir(xpf_node *dir, const char *path, xpf_error *err, int *fail
 					if (fclose(f) != 0 && rc == XPF_OK)
 						rc = xpf_fail(err, XPF_EIO, "%s: write failed: %s", p, strerror(errno));
 				}
+				xpf_node_forget(k); /* written: keep only one file's bytes at a time */
 			}
 		}
 		free(p);
