@@ -143,7 +143,7 @@ int xpf_render_checks(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *e
 	int rc = xpf_host_diagnosis(h, &d, err);
 	if (rc != XPF_OK)
 		return rc;
-	xpf_buf_add(out, d->checks.data ? d->checks.data : "", d->checks.len);
+	xpf_diag_checks(h, d, out);
 	return XPF_OK;
 }
 

@@ -384,7 +384,8 @@ static int compute(void *ctx, void **value, xpf_error *err)
 	xpf_rules_runtime(&c);
 	xpf_rules_missing(&c);
 	xpf_qsort(d->findings, d->nfindings, sizeof *d->findings, finding_cmp);
-	xpf_diag_checks(h, d, &d->checks);
+	/* checks.txt renders its checks itself (xpf_render_checks): they decode
+	 * every module's plan, which diagnosis.txt does not need. */
 	*value = d;
 	(void)err;
 	return XPF_OK;
