@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <limits.h>
 #include <mntent.h>
 #include <signal.h>
@@ -620,12 +621,25 @@ out_args:
 	return rc;
 }
 
-/* Whether path is where an xplanefs is mounted (fstype fuse.xplanefs). */
+/* Whether path is where an xplanefs is mounted (fstype fuse.xplanefs).
+ * Only the folder above is resolved: stat on the mount point itself fails
+ * with ENOTCONN once its daemon is gone, and -u must still clean that up. */
 static bool is_our_mount(const char *path)
 {
-	char real[PATH_MAX];
+	char real[PATH_MAX], dir[PATH_MAX], *copy1 = strdup(path), *copy2 = strdup(path);
 	bool found = false;
-	if (realpath(path, real) == NULL)
+	if (copy1 == NULL || copy2 == NULL || realpath(dirname(copy1), dir) == NULL) {
+		free(copy1);
+		free(copy2);
+		return false;
+	}
+	const char *base = basename(copy2);
+	int n = strcmp(base, ".") == 0 || strcmp(base, "/") == 0
+			? snprintf(real, sizeof real, "%s", dir)
+			: snprintf(real, sizeof real, "%s/%s", strcmp(dir, "/") ? dir : "", base);
+	free(copy1);
+	free(copy2);
+	if (n < 0 || (size_t)n >= sizeof real)
 		return false;
 	FILE *f = setmntent("/proc/self/mounts", "r");
 	if (f == NULL)

@@ -454,6 +454,24 @@ for how in INT dash-u; do
 	fi
 done
 
+# A daemon killed outright leaves a dead mount ("Transport endpoint is not
+# connected"): xplanefs -u (given with a trailing slash) still removes it.
+if start_fg "$tmp/dead" "$tmp/dead.log" "$c"; then
+	kill -KILL "$daemon"
+	wait "$daemon" 2>/dev/null
+	(cd "$tmp" && to "$XPF" -u dead/) 2>"$tmp/dead.err"
+	rc=$?
+	[ "$rc" -eq 0 ] && ! mountpoint -q "$tmp/dead" && ok "xplanefs -u removes the mount of a killed daemon" ||
+		fail "xplanefs -u on a dead mount: exit $rc: $(head -c 200 "$tmp/dead.err")"
+else
+	fail "mount for the dead-daemon check"
+fi
+to "$XPF" -u "$tmp" 2>"$tmp/notours.err"
+rc=$?
+[ "$rc" -eq 5 ] && grep -q "not an xplanefs mount point" "$tmp/notours.err" &&
+	ok "xplanefs -u refuses what is not an xplanefs mount (exit 5)" ||
+	fail "xplanefs -u on a plain directory: exit $rc: $(head -c 200 "$tmp/notours.err")"
+
 # -o: user options are passed on, ro always wins, bad options fail with 5.
 if start_fg "$tmp/opt" "$tmp/opt.log" -o rw,allow_other "$c"; then
 	opts=$(findmnt -n -o OPTIONS --target "$tmp/opt")
