@@ -593,6 +593,11 @@ for c in "$S"/bad/*; do
 	fi
 done
 
+# Daemon logs free of sanitizer reports (a -Db_sanitize build).
+san=$(grep -l -E "ERROR: (Address|Leak|Thread)Sanitizer|runtime error:" $(find "$tmp" -name '*.log') 2>/dev/null)
+[ -z "$san" ] && ok "daemon logs free of sanitizer reports" ||
+	fail "sanitizer reports in: $san: $(grep -h -m3 -E "Sanitizer|runtime error:" $san | head -c 600)"
+
 echo
 if [ "$fails" -ne 0 ]; then
 	echo "$fails check(s) failed"
