@@ -2,7 +2,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/diagnosis.h"
+#include "analysis/plan.h"
 #include "analysis/report.h"
+#include "analysis/runtime.h"
 
 static int render_planes(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
@@ -110,6 +113,38 @@ static int render_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 		if (xpf_capture_module_hlo(c, m, &hp, &e3) != XPF_OK && strcmp(e3.msg, e2.msg) != 0) {
 			xpf_buf_adds(out, "decoder error: ");
 			xpf_buf_tsv(out, e3.msg);
+			xpf_buf_addc(out, '\n');
+		}
+	}
+	/* The analyses that files depend on: computed now (once, cached), so
+	 * that this file names every part that gives EIO, whichever file is
+	 * read first. */
+	for (size_t m = 0; m < h->nmodules; m++) {
+		const xpf_plan *pl;
+		xpf_error e3 = { 0 };
+		if (xpf_host_plan(h, m, &pl, &e3) != XPF_OK) {
+			xpf_buf_adds(out, "plan error: modules/");
+			xpf_buf_tsv(out, h->module_dirs[m]);
+			xpf_buf_adds(out, ": ");
+			xpf_buf_tsv(out, e3.msg);
+			xpf_buf_addc(out, '\n');
+		}
+	}
+	if (!xpf_capture_is_hlo_only(c)) {
+		const xpf_runtime *rt;
+		xpf_error e4 = { 0 };
+		if (xpf_host_runtime(h, &rt, &e4) != XPF_OK) {
+			xpf_buf_adds(out, "runtime error: runtime/: ");
+			xpf_buf_tsv(out, e4.msg);
+			xpf_buf_addc(out, '\n');
+		}
+	}
+	if (h->nmodules || !xpf_capture_is_hlo_only(c)) {
+		const xpf_diagnosis *d;
+		xpf_error e5 = { 0 };
+		if (xpf_host_diagnosis(h, &d, &e5) != XPF_OK) {
+			xpf_buf_adds(out, "diagnosis error: diagnosis.txt: ");
+			xpf_buf_tsv(out, e5.msg);
 			xpf_buf_addc(out, '\n');
 		}
 	}
