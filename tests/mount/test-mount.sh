@@ -411,6 +411,7 @@ fi
 [ "${#caps[@]}" -gt 0 ] || skip "no captures to mount"
 # XPF_MOUNT_QUICK=1: the full checks on the smallest capture only (for a
 # quick run while developing; CI runs them all).
+all_caps=("${caps[@]}")
 if [ -n "${XPF_MOUNT_QUICK:-}" ] && [ -n "${small:-}" ]; then
 	caps=("$small")
 fi
@@ -432,38 +433,48 @@ done
 
 # Daemon mode with a relative capture path and no MOUNTPOINT: the mount is
 # ready when xplanefs returns; ./NAME is created, and removed at unmount.
+# The daemon runs in "/", so every file is read there and compared with
+# --export: nothing may be opened later by a relative path.  A run directory
+# with sidecars when there is one (they may be opened late), else a file.
 c=${caps[0]}
+src=$c
+for x in "${all_caps[@]}"; do
+	[ -d "$x" ] && ls "$x"/*.hlo_proto.pb >/dev/null 2>&1 && { src=$x; break; }
+done
+dname=cwd-capture
+[ -d "$src" ] && cp -r "$src" "$tmp/$dname" || cp "$src" "$tmp/$dname.xplane.pb"
+rel=../$dname
+[ -d "$src" ] || rel=../$dname.xplane.pb
 mkdir -p "$tmp/cwd"
-cp "$c" "$tmp/cwd-capture.xplane.pb" 2>/dev/null || cp -r "$c" "$tmp/cwd-capture.xplane.pb"
-if [ -f "$tmp/cwd-capture.xplane.pb" ]; then
-	(cd "$tmp/cwd" && to "$XPF" ../cwd-capture.xplane.pb) >"$tmp/daemon.log" 2>&1
-	rc=$?
-	mounts+=("$tmp/cwd/cwd-capture")
-	if [ "$rc" -ne 0 ]; then
-		fail "daemon mode: exit $rc: $(head -c 300 "$tmp/daemon.log")"
-	elif ! mountpoint -q "$tmp/cwd/cwd-capture"; then
-		fail "daemon mode: xplanefs returned before the mount was ready"
+(cd "$tmp/cwd" && "$XPF" --export ../cwd-export "$rel" 2>/dev/null)
+(cd "$tmp/cwd" && to "$XPF" "$rel") >"$tmp/daemon.log" 2>&1
+rc=$?
+mounts+=("$tmp/cwd/$dname")
+if [ "$rc" -ne 0 ]; then
+	fail "daemon mode: exit $rc: $(head -c 300 "$tmp/daemon.log")"
+elif ! mountpoint -q "$tmp/cwd/$dname"; then
+	fail "daemon mode: xplanefs returned before the mount was ready"
+else
+	if to diff -r --no-dereference "$tmp/cwd-export" "$tmp/cwd/$dname" >"$tmp/daemon.diff" 2>&1; then
+		ok "daemon mode: $rel mounted on ./$dname by default; the whole tree equals --export"
 	else
-		f=$(cd "$tmp/cwd/cwd-capture" && find . -type f | LC_ALL=C sort | head -1)
-		"$XPF" --cat "${f#./}" "$c" >"$tmp/want" 2>/dev/null
-		to cat -- "$tmp/cwd/cwd-capture/$f" | cmp -s - "$tmp/want" &&
-			ok "daemon mode: mounted on ./cwd-capture by default; $f reads right" ||
-			fail "daemon mode: $f differs from --cat"
-		(cd "$tmp/cwd" && to "$XPF" -u cwd-capture) || fail "xplanefs -u cwd-capture"
-		for ((k = 0; k < T * 10; k++)); do
-			[ -e "$tmp/cwd/cwd-capture" ] || break
-			sleep 0.1
-		done
-		if mountpoint -q "$tmp/cwd/cwd-capture"; then
-			fail "xplanefs -u: still mounted"
-		elif [ -e "$tmp/cwd/cwd-capture" ]; then
-			fail "xplanefs -u: the mount point xplanefs created is still there"
-		else
-			ok "xplanefs -u: unmounted; the daemon removed the mount point it created"
-		fi
+		fail "daemon mode: differs from --export: $(head -c 400 "$tmp/daemon.diff")"
 	fi
-	[ -z "$(ls -A "$tmp/cwd")" ] || fail "daemon mode left files: $(ls -A "$tmp/cwd")"
+	(cd "$tmp/cwd" && to "$XPF" -u "$dname") || fail "xplanefs -u $dname"
+	for ((k = 0; k < T * 10; k++)); do
+		[ -e "$tmp/cwd/$dname" ] || break
+		sleep 0.1
+	done
+	if mountpoint -q "$tmp/cwd/$dname"; then
+		fail "xplanefs -u: still mounted"
+	elif [ -e "$tmp/cwd/$dname" ]; then
+		fail "xplanefs -u: the mount point xplanefs created is still there"
+	else
+		ok "xplanefs -u: unmounted; the daemon removed the mount point it created"
+	fi
 fi
+[ -z "$(ls -A "$tmp/cwd")" ] || fail "daemon mode left files: $(ls -A "$tmp/cwd")"
+[ ! -d "$src" ] || diff -r "$src" "$tmp/$dname" >/dev/null || fail "daemon mode wrote into the capture's folder"
 
 # SIGINT and xplanefs -u on a foreground daemon.
 for how in INT dash-u; do
