@@ -29,6 +29,7 @@
 #include <limits.h>
 #include <mntent.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,6 +42,7 @@
 #include <unistd.h>
 
 #include <fuse_lowlevel.h>
+#include <fuse_log.h>
 #include <fuse_opt.h>
 
 extern char **environ;
@@ -517,7 +519,11 @@ static int build_args(xpf_report *r, const xpf_mount_opts *opts, struct fuse_arg
 		goto nomem;
 	if (opts->debug && fuse_opt_add_arg(args, "-d") != 0)
 		goto nomem;
-	if (asprintf(&fsname, "fsname=xplanefs:%s", in && in->path ? in->path : "") < 0) {
+	/* Mount options must fit in a page: a very long path shows its last part. */
+	const char *shown = in && in->path ? in->path : "";
+	if (strlen(shown) > 256)
+		shown += strlen(shown) - 256;
+	if (asprintf(&fsname, "fsname=xplanefs:%s", shown) < 0) {
 		fsname = NULL;
 		goto nomem;
 	}
@@ -537,6 +543,30 @@ nomem:
 	free(o);
 	free(fsname);
 	return xpf_fail(err, XPF_EMOUNT, "out of memory building the mount options");
+}
+
+/* While mounting, libfuse's own complaints (bad options, no /dev/fuse) are
+ * kept and put into our one-line error instead of going to stderr apart. */
+static char setup_msg[512];
+static bool setup_msg_done;
+
+/* libfuse may write one message in pieces: keep the first whole line. */
+static void setup_log(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	size_t n = strlen(setup_msg);
+	if (level > FUSE_LOG_ERR || setup_msg_done || n + 1 >= sizeof setup_msg)
+		return;
+	vsnprintf(setup_msg + n, sizeof setup_msg - n, fmt, ap);
+	char *nl = strchr(setup_msg, '\n');
+	if (nl) {
+		*nl = '\0';
+		setup_msg_done = true;
+	}
+}
+
+static const char *setup_reason(const char *fallback)
+{
+	return setup_msg[0] ? setup_msg : fallback;
 }
 
 bool xpf_fs_available(void) { return true; }
@@ -569,10 +599,14 @@ int xpf_fs_mount(xpf_report *r, const xpf_mount_opts *opts, xpf_error *err)
 
 	if (build_args(r, opts, &args, err) != XPF_OK)
 		return XPF_EMOUNT;
+	setup_msg[0] = '\0';
+	setup_msg_done = false;
+	if (!opts->debug)
+		fuse_set_log_func(setup_log);
 	se = fuse_session_new(&args, &xpf_ops, sizeof xpf_ops, &fs);
 	if (se == NULL) {
-		rc = xpf_fail(err, XPF_EMOUNT, "%s: cannot start FUSE (bad -o options '%s'?)",
-			      opts->mountpoint, opts->fuse_opts ? opts->fuse_opts : "");
+		rc = xpf_fail(err, XPF_EMOUNT, "%s: cannot mount: %s", opts->mountpoint,
+			      setup_reason("bad FUSE options"));
 		goto out_args;
 	}
 	/* A shell starts background commands with SIGINT ignored, and libfuse
@@ -588,11 +622,11 @@ int xpf_fs_mount(xpf_report *r, const xpf_mount_opts *opts, xpf_error *err)
 		goto out_session;
 	}
 	if (fuse_session_mount(se, mp) != 0) {
-		rc = xpf_fail(err, XPF_EMOUNT,
-			      "%s: mount failed (is /dev/fuse there and fusermount3 installed?)",
-			      opts->mountpoint);
+		rc = xpf_fail(err, XPF_EMOUNT, "%s: cannot mount: %s", opts->mountpoint,
+			      setup_reason("is /dev/fuse there and fusermount3 installed?"));
 		goto out_signals;
 	}
+	fuse_set_log_func(NULL);
 	/* The mount is ready: only now go to the background (the parent exits 0). */
 	if (fuse_daemonize(opts->foreground || opts->debug) != 0) {
 		rc = xpf_fail(err, XPF_EMOUNT, "%s: cannot go to the background", opts->mountpoint);
@@ -617,6 +651,7 @@ out_signals:
 out_session:
 	fuse_session_destroy(se);
 out_args:
+	fuse_set_log_func(NULL);
 	fuse_opt_free_args(&args);
 	return rc;
 }

@@ -518,7 +518,8 @@ fi
 mkdir -p "$tmp/badopt"
 to "$XPF" -f -o no_such_option "$c" "$tmp/badopt" >/dev/null 2>"$tmp/badopt.err"
 rc=$?
-[ "$rc" -eq 5 ] && ! mountpoint -q "$tmp/badopt" && ok "-o no_such_option: exit 5" ||
+[ "$rc" -eq 5 ] && ! mountpoint -q "$tmp/badopt" && [ "$(wc -l <"$tmp/badopt.err")" -eq 1 ] &&
+	grep -q "no_such_option" "$tmp/badopt.err" && ok "-o no_such_option: exit 5, one line naming it" ||
 	fail "-o no_such_option: exit $rc, want 5: $(head -c 200 "$tmp/badopt.err")"
 to "$XPF" -f "$c" "$tmp/no/such/dir" >/dev/null 2>"$tmp/nodir.err"
 rc=$?
