@@ -455,13 +455,20 @@ static void rule_dups(xpf_diag_ctx *c, enum xpf_dup_kind kind)
 		return;
 	if (nparams > 5)
 		xpf_buf_printf(&params, ", ... (%zu in all)", nparams);
+	/* The loop wording (live for the whole loop, per-layer converts,
+	 * loop-invariant operands) only fits a module with a while loop. */
+	bool loop = false;
+	for (size_t i = 0; i < p->ninstrs && !loop; i++)
+		loop = strcmp(p->instrs[i].opcode, "while") == 0;
 	bool layout = kind == XPF_DUP_LAYOUT;
 	xpf_finding *f = xpf_diag_add(c, layout ? "param-layout-copy" : "param-convert-copy",
 				      XPF_TAG_INFERRED, c->d->module);
 	if (layout)
 		xpf_buf_printf(&b, "%zu layout-changing cop%s of entry parameters (e.g. %s) are live at the heap peak: %s, duplicating parameters %s%s",
 			       count, count == 1 ? "y" : "ies", example ? example : "?", xpf_human(bytes, h1), params.data ? params.data : "",
-			       hoisted ? "; defined in the entry computation, so they live for the whole loop that uses them" : "");
+			       !hoisted ? ""
+			       : loop ? "; defined in the entry computation, so they live for the whole loop that uses them"
+				      : "; defined in the entry computation (the module has no loop): each lives from the copy to its last use");
 	else
 		xpf_buf_printf(&b, "%zu dtype-converted cop%s of entry parameters (e.g. %s) are live at the heap peak: %s, converted from parameters %s (%s)%s",
 			       count, count == 1 ? "y" : "ies", example ? example : "?", xpf_human(bytes, h1), params.data ? params.data : "",
@@ -473,12 +480,16 @@ static void rule_dups(xpf_diag_ctx *c, enum xpf_dup_kind kind)
 	xpf_diag_num(f, "parameters_bytes", pbytes);
 	xpf_diag_evidence(f, "modules/%s/peak_buffers.tsv", c->dir);
 	xpf_diag_evidence(f, "modules/%s/instructions.tsv", c->dir);
-	if (layout) {
+	if (layout && loop) {
 		xpf_diag_addfix(c, f, bytes, sub0(p->need_bytes, bytes), "a one-time transpose of the stored weights (checkpoint conversion)",
 				"pre-transpose the weights into the layout the loop consumes, so no transposed copy of the %s is made",
 				xpf_human(bytes, h1));
 		xpf_diag_addfix(c, f, bytes, sub0(p->need_bytes, bytes), "inspection of the optimized HLO; may need a model change",
 				"check the layouts of loop-invariant operands (dynamic-slice over a scan, all-gather dimensions): an operand whose layout matches the parameter's makes the copy disappear (up to %s)",
+				xpf_human(bytes, h1));
+	} else if (layout) {
+		xpf_diag_addfix(c, f, bytes, sub0(p->need_bytes, bytes), "a one-time transpose of the stored arrays, or producing them in that layout",
+				"pass the parameters in the layout their consumers use (pre-transposed weights, inputs in the dimension order the convolution or dot wants), so no transposed copy of the %s is made",
 				xpf_human(bytes, h1));
 	} else {
 		xpf_diag_addfix(c, f, bytes, sub0(p->need_bytes, bytes), "lower-precision master weights, or an f32 copy kept on the host",
@@ -491,8 +502,9 @@ static void rule_dups(xpf_diag_ctx *c, enum xpf_dup_kind kind)
 				biggest = p->dups[i].buffer->bytes;
 		if (count > 1)
 			xpf_diag_addfix(c, f, bytes - biggest, sub0(p->need_bytes, bytes - biggest),
-				"a convert per use inside the loop (cheap, memory-bound)",
-				"convert per layer inside the loop instead of in one block up front: only one converted layer is live at a time, saving about %s",
+				loop ? "a convert per use inside the loop (cheap, memory-bound)" : "a convert per use (cheap, memory-bound)",
+				loop ? "convert per layer inside the loop instead of in one block up front: only one converted layer is live at a time, saving about %s"
+				     : "convert each parameter (or layer slice) just before its use instead of in one block up front: only one converted copy is live at a time, saving about %s",
 				xpf_human(bytes - biggest, h1));
 	}
 	xpf_buf_release(&params);
