@@ -24,6 +24,7 @@ struct rep {
 	xpf_report *r;
 	xpf_options opt;
 	json_t *diag;
+	char prefix[256]; /* "hosts/<host>/" to read one host of a run directory */
 };
 
 static char tmpdir[] = "/tmp/xpf-diag-XXXXXX";
@@ -58,10 +59,12 @@ static const char *cat(struct rep *p, const char *path)
 	xpf_error err = { 0 };
 	const char *data;
 	size_t len;
+	char full[4096];
 
-	assert_int_equal(xpf_report_resolve(p->r, path, &n, &err), XPF_OK);
+	snprintf(full, sizeof full, "%s%s", p->prefix, path);
+	assert_int_equal(xpf_report_resolve(p->r, full, &n, &err), XPF_OK);
 	if (n == NULL)
-		fail_msg("%s: not in the tree", path);
+		fail_msg("%s: not in the tree", full);
 	assert_int_equal(xpf_node_content(n, &data, &len, &err), XPF_OK);
 	assert_int_equal(strlen(data), len);
 	return data;
@@ -155,7 +158,8 @@ static void assert_well_formed(struct rep *p)
 		json_t *ev = json_object_get(f, "evidence"), *e, *x;
 		size_t j;
 		json_array_foreach(ev, j, e) {
-			const char *path = json_string_value(e);
+			char path[4096];
+			snprintf(path, sizeof path, "%s%s", p->prefix, json_string_value(e));
 			/* runtime/executions/<n>/ exists once the runtime is read */
 			xpf_node *n = NULL;
 			xpf_error err = { 0 };
@@ -327,8 +331,8 @@ static void check_intended(struct rep *p, const char *name, json_t *dg)
 {
 	json_t *list = json_is_object(dg) && json_object_get(dg, "codes") ? json_object_get(dg, "codes") :
 		       json_is_object(dg) && json_object_get(dg, "findings") ? json_object_get(dg, "findings") : dg;
-	const char *codes[64];
-	json_t *want[64];
+	const char *codes[64] = { 0 };
+	json_t *want[64] = { 0 };
 	size_t n = 0;
 	if (json_is_array(list)) {
 		size_t i;
@@ -430,6 +434,57 @@ static void check_figures(struct rep *p, const char *name, json_t *sj)
 	}
 }
 
+/* One host's tree (p->prefix) against the scenario; true when its intended
+ * codes were checked. */
+static bool check_one(struct rep *p, const char *name, json_t *sj, const char *jpath)
+{
+	json_t *dg = json_object_get(sj, "diagnosis");
+	assert_well_formed(p);
+	if (sj)
+		check_figures(p, name, sj);
+	if (dg == NULL) {
+		fprintf(stderr, "%s%s: no \"diagnosis\" in %s; well-formedness checked only\n", p->prefix, name, jpath);
+		return false;
+	}
+	check_intended(p, name, dg);
+	return true;
+}
+
+/* The top of a run directory: one line per host in diagnosis.txt, every
+ * host in diagnosis.json's "hosts" with its findings, summary.txt's count. */
+static void check_cross_host(struct rep *p, const char *name, json_t *hosts)
+{
+	const char *txt = cat(p, "diagnosis.txt"), *sum = cat(p, "summary.txt");
+	char want[512];
+	size_t i, k;
+	json_t *h, *e;
+	json_error_t je;
+	json_t *top = json_loads(cat(p, "diagnosis.json"), 0, &je);
+	if (top == NULL)
+		fail_msg("%s diagnosis.json: %s (line %d)", name, je.text, je.line);
+	json_t *list = json_object_get(top, "hosts");
+	assert_int_equal(json_array_size(list), json_array_size(hosts));
+	snprintf(want, sizeof want, "hosts: %zu\n", json_array_size(hosts));
+	assert_contains(sum, want);
+	json_array_foreach(hosts, i, h) {
+		const char *host = json_string_value(h);
+		snprintf(want, sizeof want, "\n%s: {", host);
+		assert_contains(txt, want);
+		snprintf(want, sizeof want, "-> hosts/%s/diagnosis.txt\n", host);
+		assert_contains(txt, want);
+		bool seen = false;
+		json_array_foreach(list, k, e)
+			if (strcmp(json_string_value(json_object_get(e, "host")), host) == 0) {
+				seen = true;
+				assert_true(json_array_size(json_object_get(e, "findings")) > 0);
+			}
+		if (!seen)
+			fail_msg("%s: host %s is not in the top diagnosis.json", name, host);
+	}
+	json_decref(top);
+	fprintf(stderr, "%s: %zu hosts at the top\n", name, json_array_size(hosts));
+}
+
 static void test_all_scenarios(void **state)
 {
 	const char *build = getenv("XPF_BUILD"), *src = getenv("XPF_SOURCE");
@@ -454,19 +509,29 @@ static void test_all_scenarios(void **state)
 		const char *path = scenario(line);
 		struct rep p;
 		assert_true(open_rep(&p, path, 0));
-		assert_well_formed(&p);
 		char jpath[4096];
 		json_error_t je;
 		snprintf(jpath, sizeof jpath, "%s/tests/scenarios/%s.json", src ? src : ".", line);
 		json_t *sj = access(jpath, R_OK) == 0 ? json_load_file(jpath, 0, &je) : NULL;
-		json_t *dg = sj ? json_object_get(sj, "diagnosis") : NULL;
-		if (sj)
-			check_figures(&p, line, sj);
-		if (dg == NULL) {
-			fprintf(stderr, "%s: no \"diagnosis\" in %s; well-formedness checked only\n", line, jpath);
+		json_t *hosts = json_object_get(sj, "hosts"), *h;
+		size_t i;
+		if (json_array_size(hosts) == 0) {
+			if (check_one(&p, line, sj, jpath))
+				checked++;
 		} else {
-			check_intended(&p, line, dg);
-			checked++;
+			/* a run directory: findings per host under hosts/<host>/,
+			 * the cross-host files at the top */
+			check_cross_host(&p, line, hosts);
+			size_t ok = 0;
+			json_array_foreach(hosts, i, h) {
+				snprintf(p.prefix, sizeof p.prefix, "hosts/%s/", json_string_value(h));
+				json_decref(p.diag);
+				p.diag = NULL;
+				ok += check_one(&p, line, sj, jpath);
+			}
+			p.prefix[0] = 0;
+			if (ok == json_array_size(hosts))
+				checked++;
 		}
 		json_decref(sj);
 		close_rep(&p);

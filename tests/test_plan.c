@@ -749,17 +749,10 @@ static bool ends_with(const char *s, const char *suffix)
 	return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-static void check_scenario(const char *name, json_t *want, const char *capture)
+/* One host of a scenario capture against the "plan" section. */
+static void check_scenario_host(const char *name, json_t *want, opened o)
 {
-	static const xpf_options opt = XPF_OPTIONS_INIT;
-	xpf_input *in = NULL;
-	xpf_report *r = NULL;
-	xpf_error err = { 0 };
 	char hb[32], pc[32];
-	if (xpf_input_open(capture, NULL, &in, &err) != XPF_OK ||
-	    xpf_report_open(in, &opt, &r, &err) != XPF_OK)
-		fail_msg("%s: %s", name, err.msg);
-	opened o = { in, r, xpf_report_host(r, 0) };
 	assert_true(check_all(&o) > 0);
 	const xpf_plan *p = plan_named(&o, json_string_value(json_object_get(want, "module")));
 	char id[32];
@@ -828,6 +821,24 @@ static void check_scenario(const char *name, json_t *want, const char *capture)
 		}
 		assert_int_equal(n, jnum(ps, "count"));
 	}
+}
+
+/* A scenario capture (a file, or a run directory of nhosts hosts, each
+ * running the module of the "plan" section) against that section. */
+static void check_scenario(const char *name, json_t *want, const char *capture, size_t nhosts)
+{
+	static const xpf_options opt = XPF_OPTIONS_INIT;
+	xpf_input *in = NULL;
+	xpf_report *r = NULL;
+	xpf_error err = { 0 };
+	if (xpf_input_open(capture, NULL, &in, &err) != XPF_OK ||
+	    xpf_report_open(in, &opt, &r, &err) != XPF_OK)
+		fail_msg("%s: %s", name, err.msg);
+	assert_int_equal(xpf_report_nhosts(r), nhosts ? nhosts : 1);
+	for (size_t i = 0; i < xpf_report_nhosts(r); i++) {
+		opened o = { in, r, xpf_report_host(r, i) };
+		check_scenario_host(name, want, o);
+	}
 	xpf_report_free(r);
 	xpf_input_free(in);
 }
@@ -873,7 +884,8 @@ static void test_scenarios(void **state)
 			assert_int_equal(system(cmd), 0);
 			char file[8300];
 			snprintf(file, sizeof file, "%s.xplane.pb", out);
-			check_scenario(name, plan, access(file, R_OK) == 0 ? file : out);
+			check_scenario(name, plan, access(file, R_OK) == 0 ? file : out,
+				       json_array_size(json_object_get(doc, "hosts")));
 			snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", out, file);
 			assert_int_equal(system(cmd), 0);
 			n++;

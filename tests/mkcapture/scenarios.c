@@ -9,6 +9,7 @@ void mk_build_temp_fragmentation(mk_scn *s, int host, int scale);
 void mk_build_layout_copy(mk_scn *s, int host, int scale);
 void mk_build_convert_copy(mk_scn *s, int host, int scale);
 void mk_build_no_runtime(mk_scn *s, int host, int scale);
+void mk_build_multi_host(mk_scn *s, int host, int scale);
 
 const mk_scenario mk_scenarios[] = {
 	{ "attention-too-big", 1, mk_build_attention_too_big,
@@ -29,5 +30,7 @@ const mk_scenario mk_scenarios[] = {
 	  "f32 parameters converted to bf16 up front stay live through the heap peak" },
 	{ "no-runtime", 1, mk_build_no_runtime,
 	  "no allocator events (cuda_async allocator): the plan only, against the device memory" },
+	{ "multi-host", 2, mk_build_multi_host,
+	  "a run directory of two hosts (worker-0, worker-1) running the same small step; it fits" },
 };
 const int mk_nscenarios = (int)(sizeof mk_scenarios / sizeof mk_scenarios[0]);

@@ -79,9 +79,7 @@ void mk_build_no_runtime(mk_scn *s, int host, int scale)
 	run_steps(s, small_step(s), 2, scale);
 }
 
-/* Not registered yet: tests/test_diagnosis.c's every-scenario test reads
- * findings at the top of the tree, which a run directory keeps per host
- * (hosts[].findings); its figures wait in tests/scenarios/multi-host.json.pending. */
+/* A run directory of two hosts: OUT/worker-0.xplane.pb, OUT/worker-1.xplane.pb. */
 void mk_build_multi_host(mk_scn *s, int host, int scale);
 void mk_build_multi_host(mk_scn *s, int host, int scale)
 {

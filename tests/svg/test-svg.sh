@@ -97,7 +97,13 @@ MK=$BUILD/tests/mkcapture/xplane-mkcapture
 if [ -x "$MK" ]; then
 	for s in $("$MK" --list | cut -f1); do
 		if "$MK" "$s" "$tmp/$s.xplane.pb" >/dev/null 2>"$tmp/err"; then
-			pictures "$tmp/$s.xplane.pb" "$s"
+			if [ -d "$tmp/$s.xplane.pb" ]; then # a run directory: each host's capture
+				for h in "$tmp/$s.xplane.pb"/*.xplane.pb; do
+					pictures "$h" "$s $(basename "$h" .xplane.pb)"
+				done
+			else
+				pictures "$tmp/$s.xplane.pb" "$s"
+			fi
 		else
 			echo "note: xplane-mkcapture $s: $(head -c 200 "$tmp/err")"
 		fi
