@@ -1080,6 +1080,7 @@ void xpf_rules_missing(xpf_diag_ctx *c)
 		xpf_finding *f = xpf_diag_add(c, "missing-runtime", XPF_TAG_READ, -1);
 		xpf_buf_adds(&b, "a bare HloProto: the plan only, no allocator events, executions or device; give the pool size with --capacity, or capture with jax.profiler.trace to see the runtime");
 		xpf_diag_text(f, &b);
+		xpf_diag_evidence(f, "runtime/summary.txt");
 		return;
 	}
 	if (rt == NULL || !rt->has_events) {
