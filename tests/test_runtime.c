@@ -1,7 +1,9 @@
 /* The runtime (issue 5) against the real captures of ../shared/captures:
  * allocator counts and peaks equal the figures of its README (read there with
  * an independent decoder), executions are found and linked, and the files
- * of runtime/ are consistent with the model.  Each test skips, saying so,
+ * of runtime/ are consistent with the model; the scenario captures of
+ * xplane-mkcapture carry the figures of their tests/scenarios/<name>.json
+ * (read from there, never restated here).  Each test skips, saying so,
  * where its capture is absent. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "analysis/report.h"
 #include "analysis/runtime.h"
@@ -24,6 +27,8 @@ struct fixture {
 	xpf_host *h;
 	const xpf_runtime *rt;
 	xpf_options opt;
+	json_t *scn;       /* a scenario's tests/scenarios/<name>.json, else NULL */
+	json_t *scn_rt;    /* its "runtime" section */
 };
 
 /* Open a capture of the shared folder; false (and a skip message) if absent. */
@@ -39,6 +44,7 @@ static bool open_capture(struct fixture *f, const char *name)
 	xpf_error err = { 0 };
 	xpf_options opt = XPF_OPTIONS_INIT;
 	f->opt = opt;
+	f->scn = f->scn_rt = NULL;
 	assert_int_equal(xpf_input_open(path, NULL, &f->in, &err), XPF_OK);
 	assert_int_equal(xpf_report_open(f->in, &f->opt, &f->r, &err), XPF_OK);
 	f->h = xpf_report_host(f->r, 0);
@@ -72,6 +78,13 @@ static bool open_scenario(struct fixture *f, const char *name)
 		fprintf(stderr, "skip: xplane-mkcapture has no scenario %s\n", name);
 		return false;
 	}
+	const char *source = getenv("XPF_SOURCE");
+	char jpath[4096];
+	json_error_t je;
+	snprintf(jpath, sizeof jpath, "%s/tests/scenarios/%s.json", source ? source : ".", name);
+	json_t *scn = json_load_file(jpath, 0, &je);
+	if (scn == NULL)
+		fail_msg("%s:%d: %s (set XPF_SOURCE)", jpath, je.line, je.text);
 	xpf_error err = { 0 };
 	xpf_options opt = XPF_OPTIONS_INIT;
 	f->opt = opt;
@@ -83,11 +96,17 @@ static bool open_scenario(struct fixture *f, const char *name)
 		fprintf(stderr, "runtime: %s\n", err.msg);
 	assert_int_equal(rc, XPF_OK);
 	unlink(path);
+	f->scn = scn;
+	f->scn_rt = json_object_get(scn, "runtime");
+	assert_non_null(f->scn_rt);
 	return true;
 }
 
 static void close_capture(struct fixture *f)
 {
+	if (f->scn)
+		json_decref(f->scn);
+	f->scn = NULL;
 	xpf_report_free(f->r);
 	xpf_input_free(f->in);
 }
@@ -367,7 +386,48 @@ static void test_conv_run(void **state)
 	close_capture(&f);
 }
 
-#define MiB (1024ull * 1024)
+/* An integer of the scenario's "runtime" section (or of its "human"
+ * part for a string: scn_str). */
+static long long scn_int(struct fixture *f, const char *key)
+{
+	json_t *v = json_object_get(f->scn_rt, key);
+	if (!json_is_integer(v))
+		fail_msg("scenario runtime figure %s missing or not an integer", key);
+	return json_integer_value(v);
+}
+
+static const char *scn_human(struct fixture *f, const char *key)
+{
+	json_t *v = json_object_get(json_object_get(f->scn_rt, "human"), key);
+	if (!json_is_string(v))
+		fail_msg("scenario runtime human.%s missing or not a string", key);
+	return json_string_value(v);
+}
+
+/* The figures every scenario states: executions, in use at each start,
+ * retries and the executions that never launched (one device). */
+static void check_scenario_figures(struct fixture *f)
+{
+	const xpf_runtime *rt = f->rt;
+	assert_int_equal(rt->nexecutions, scn_int(f, "executions"));
+	json_t *arr = json_object_get(f->scn_rt, "in_use_at_start_bytes");
+	if (arr) {
+		assert_int_equal(json_array_size(arr), rt->nexecutions);
+		for (size_t i = 0; i < rt->nexecutions; i++)
+			assert_int_equal(rt->executions[i].in_use_at_start_bytes,
+					 json_integer_value(json_array_get(arr, i)));
+	}
+	assert_int_equal(rt->nretries, scn_int(f, "retries"));
+	arr = json_object_get(f->scn_rt, "never_launched");
+	size_t k = 0;
+	for (size_t i = 0; i < rt->nexecutions; i++)
+		if (rt->executions[i].launched == XPF_LAUNCHED_NO) {
+			assert_true(k < json_array_size(arr));
+			assert_int_equal(i + 1, json_integer_value(json_array_get(arr, k)));
+			k++;
+		}
+	assert_int_equal(k, json_array_size(arr));
+}
 
 /* A training loop that keeps every step's gradients in a Python list: in
  * use at the start of each step grows by the step's outputs. */
@@ -378,14 +438,16 @@ static void test_grads_kept(void **state)
 	if (!open_scenario(&f, "grads-kept"))
 		skip();
 	const xpf_runtime *rt = f.rt;
+	check_scenario_figures(&f);
+	const long long growth = scn_int(&f, "growth_per_execution_bytes");
 	assert_true(rt->nexecutions >= 3);
 	const xpf_rt_execution *first = &rt->executions[0], *last = &rt->executions[rt->nexecutions - 1];
 	assert_int_equal(first->module, last->module);
-	assert_int_equal(first->in_use_at_start_bytes, 316 * MiB);
-	assert_int_equal(last->in_use_at_start_bytes, 1252 * MiB);
+	assert_int_equal(first->in_use_at_start_bytes, scn_int(&f, "in_use_at_start_first_bytes"));
+	assert_int_equal(last->in_use_at_start_bytes, scn_int(&f, "in_use_at_start_last_bytes"));
 	for (size_t i = 1; i < rt->nexecutions; i++) {
 		assert_int_equal(rt->executions[i].module_execution, i + 1);
-		assert_int_equal(rt->executions[i].growth_bytes, 104 * MiB);
+		assert_int_equal(rt->executions[i].growth_bytes, growth);
 		assert_int_equal(rt->executions[i].launched, XPF_LAUNCHED_YES);
 	}
 	/* what is live at the last start: the outputs of every earlier step */
@@ -397,19 +459,30 @@ static void test_grads_kept(void **state)
 	for (size_t i = 0; i < nb; i++)
 		if (b[i].origin == XPF_ORIGIN_OUTPUTS)
 			outputs += b[i].bytes;
-	assert_int_equal(outputs, (rt->nexecutions - 1) * 104 * MiB);
+	assert_int_equal(outputs, (rt->nexecutions - 1) * (uint64_t)growth);
 	xpf_rt_blocks_free(b, nb);
-	assert_non_null(strstr(file(&f, "runtime/executions/2/summary.txt"),
-			       "growth since execution 1: +104.0 MiB (109051904 bytes)"));
+	char want[256];
+	snprintf(want, sizeof want, "growth since execution 1: +%s (%lld bytes)", scn_human(&f, "growth"), growth);
+	const char *sum2 = file(&f, "runtime/executions/2/summary.txt");
+	if (strstr(sum2, want) == NULL)
+		fail_msg("'%s' not in runtime/executions/2/summary.txt:\n%s", want, sum2);
 	/* between the last two steps: the host events, the list.append too */
 	assert_true(rt->between.nrows > 0);
-	assert_non_null(strstr(file(&f, "runtime/between.tsv"), "append\t1\t"));
+	const char *k;
+	json_t *v;
+	const char *between = file(&f, "runtime/between.tsv");
+	json_object_foreach(json_object_get(f.scn_rt, "between"), k, v) {
+		snprintf(want, sizeof want, "%s\t%lld\t", k, (long long)json_integer_value(v));
+		if (strstr(between, want) == NULL)
+			fail_msg("'%s' not in runtime/between.tsv:\n%s", want, between);
+	}
+	assert_non_null(strstr(between, "append\t1\t"));
 	check_invariants(&f);
 	close_capture(&f);
 }
 
-/* An attention block too big for the pool: the temp allocation waits 10 s
- * in AllocatorRetry::AllocateRaw and the execution never launches. */
+/* An attention block too big for the pool: the temp allocation waits in
+ * AllocatorRetry::AllocateRaw and the execution never launches. */
 static void test_attention_too_big(void **state)
 {
 	struct fixture f;
@@ -417,16 +490,24 @@ static void test_attention_too_big(void **state)
 	if (!open_scenario(&f, "attention-too-big"))
 		skip();
 	const xpf_runtime *rt = f.rt;
+	check_scenario_figures(&f);
+	const char *alloc = json_string_value(json_object_get(f.scn_rt, "allocator"));
+	assert_non_null(alloc);
 	assert_int_equal(rt->nretries, 1);
-	assert_int_equal(rt->retries[0].duration_ns, 10000000000ll);
+	assert_int_equal(rt->retries[0].duration_ns, scn_int(&f, "retry_ns"));
 	assert_true(rt->retries[0].execution >= 0);
 	const xpf_rt_execution *x = &rt->executions[rt->retries[0].execution];
 	assert_int_equal(x->launched, XPF_LAUNCHED_NO);
 	assert_true(x->stopped_in_build);
 	assert_true(x->module >= 0);
-	assert_string_equal(rt->allocators[rt->retries[0].allocator].name, "GPU_0_bfc");
-	assert_non_null(strstr(file(&f, "runtime/retries.tsv"), "\t10000000000\tGPU_0_bfc\t"));
-	assert_non_null(strstr(file(&f, "runtime/summary.txt"), "never launched: execution 1"));
+	assert_string_equal(rt->allocators[rt->retries[0].allocator].name, alloc);
+	char want[256];
+	snprintf(want, sizeof want, "\t%lld\t%s\t", scn_int(&f, "retry_ns"), alloc);
+	assert_non_null(strstr(file(&f, "runtime/retries.tsv"), want));
+	json_t *nl = json_object_get(f.scn_rt, "never_launched");
+	assert_int_equal(json_array_size(nl), 1);
+	snprintf(want, sizeof want, "never launched: execution %lld", (long long)json_integer_value(json_array_get(nl, 0)));
+	assert_non_null(strstr(file(&f, "runtime/summary.txt"), want));
 	check_invariants(&f);
 	close_capture(&f);
 }
@@ -440,6 +521,7 @@ static void test_foreign_arrays(void **state)
 	if (!open_scenario(&f, "foreign-arrays"))
 		skip();
 	const xpf_runtime *rt = f.rt;
+	check_scenario_figures(&f);
 	assert_true(rt->nexecutions >= 1);
 	xpf_rt_block *b;
 	size_t nb;
