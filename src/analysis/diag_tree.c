@@ -62,33 +62,56 @@ static const struct doc docs[] = {
 	{ "modules/index.tsv",
 	  "one row per module: dir, name, program_id, parameters_bytes, donated_bytes, outputs_bytes,\n"
 	  "non_aliased_outputs_bytes, temp_bytes, heap_peak_bytes, need_bytes, executions; in metadata order" },
-	{ "modules/<dir>", "one module's plan (compile time)" },
+	{ "modules/<dir>", "one module's plan (compile time). Without buffer assignment (or, for heap.tsv, without a\n"
+			   "heap-simulator trace) a module's .tsv files hold one sentence saying so instead of a table" },
 	{ "modules/<dir>/plan.json", "the module's plan: parameters, outputs, constants, temp, heap peak with roles, need, remat, peak buffers (bytes integers, ids strings)" },
 	{ "modules/<dir>/summary.txt", "the plan for people" },
 	{ "modules/<dir>/peak_buffers.tsv",
 	  "every buffer live at the heap peak: rank bytes human share_pct kind role dtype shape instruction opcode op_name\n"
 	  "source allocation offset logical_buffer; largest first, ties by instruction; rows sum to the heap peak" },
-	{ "modules/<dir>/buffers.tsv", "every logical buffer with its allocation, offset and lifetime in program order" },
-	{ "modules/<dir>/allocations.tsv", "every buffer allocation: index, bytes, kind, parameter number, aliasing; by index" },
-	{ "modules/<dir>/heap.tsv", "the simulated heap over program order: step, instruction, bytes, unpadded_bytes" },
+	{ "modules/<dir>/buffers.tsv",
+	  "every logical buffer with its allocation, offset and lifetime in program order: logical_buffer (id), bytes,\n"
+	  "unpadded_bytes, color, allocation (index), offset (in it), kind (of the allocation), instruction, shape_index,\n"
+	  "opcode, dtype, shape, start_step end_step (heap.tsv steps; empty if not in the heap trace), op_name, source;\n"
+	  "in the buffer assignment's order (logical buffer protos)" },
+	{ "modules/<dir>/allocations.tsv",
+	  "every buffer allocation: index, bytes, human, kind (parameter, output, thread-local, constant, temp), color,\n"
+	  "parameter_number, parameter_shape_index, donated and donor_only (yes/no, parameters only), maybe_live_out,\n"
+	  "is_tuple, logical_buffers (count), largest_instruction (of its largest buffer); by index" },
+	{ "modules/<dir>/heap.tsv",
+	  "the simulated heap over program order: step, instruction, bytes, unpadded_bytes (in use after that step); by step" },
 	{ "modules/<dir>/heap.svg", "the heap curve as a picture, peak marked, stacked by role" },
-	{ "modules/<dir>/by_source.tsv", "bytes at the heap peak rolled up by Python source line; largest first" },
-	{ "modules/<dir>/instructions.tsv", "every instruction: computation, id, name, opcode, shape, op_name, source" },
+	{ "modules/<dir>/by_source.tsv",
+	  "bytes at the heap peak rolled up by Python source line: source, bytes, human, share_pct (of the heap peak),\n"
+	  "buffers (rows of peak_buffers.tsv); largest first, ties by source" },
+	{ "modules/<dir>/instructions.tsv", "every instruction: computation, id, name, opcode, shape, op_name, source; in the HLO module's order" },
 	{ "runtime", "what the allocator really did (MemoryAllocation/MemoryDeallocation events on /host:CPU)" },
 	{ "runtime/summary.txt", "allocators, capacity, peak, executions, retries, what is live at the end (or why there are no events)" },
 	{ "runtime/allocators.tsv",
 	  "allocator, capacity_bytes, peak_in_window_bytes, lifetime_peak_bytes, allocations, deallocations,\n"
-	  "unmatched_deallocations, live_at_end_bytes; by name" },
-	{ "runtime/events.tsv", "every allocator event in time order: time_ns, allocator, kind, bytes, requested_bytes, addr, in_use_after_bytes, thread, enclosing host event" },
+	  "unmatched_deallocations, live_at_end_bytes, device (ordinal), pool (yes: a device allocator, GPU_<d>_bfc or\n"
+	  "tpu:<d>), keyed_by (allocator_name, or index_on_host on TPU), peak_in_window_human, peak_ns (when the\n"
+	  "in-window peak happened), seen_live_at_end_bytes and seen_live_at_end_blocks (seen allocations never freed); by name" },
+	{ "runtime/events.tsv",
+	  "every allocator event in time order: time_ns, allocator, kind (alloc/free), bytes, requested_bytes, addr,\n"
+	  "in_use_after_bytes, thread, host_event (the enclosing host event), execution (n), role (temp, output, or\n"
+	  "execution: inside one but not matched to its plan), buffer_allocation (matched index in allocations.tsv), shape" },
 	{ "runtime/timeline.svg", "bytes in use over time per allocator, capacity line, execution spans" },
 	{ "runtime/executions.tsv",
 	  "n, device, module, module_execution, start_ns, end_ns, launched, in_use_at_start_bytes, peak_during_bytes,\n"
-	  "allocations, deallocations; by n (start, device, line)" },
+	  "allocations, deallocations, in_use_at_start_human, growth_bytes (since the module's previous execution on\n"
+	  "the device), link (how it was tied to its module: name, requested_bytes, pjit, program_id, kernels, or\n"
+	  "ambiguous), host_name (the module name the host side gave), temp_bytes and output_bytes (its allocations\n"
+	  "matched to the plan), allocator, event (the execute event); by n (start, device, line)" },
 	{ "runtime/executions", "one directory per execution n" },
 	{ "runtime/executions/<n>", "one execution" },
-	{ "runtime/executions/<n>/live.tsv", "blocks live when execution n started, with origin and allocating host event; by origin, then bytes (largest first)" },
+	{ "runtime/executions/<n>/live.tsv",
+	  "blocks live when execution n started: origin, bytes, human, requested_bytes, addr, allocated_ns,\n"
+	  "host_event (that allocated it), shape; by origin, then bytes (largest first)" },
 	{ "runtime/executions/<n>/summary.txt", "the execution for people" },
-	{ "runtime/retries.tsv", "every AllocatorRetry::AllocateRaw wait: time_ns, duration_ns, allocator, thread; in time order" },
+	{ "runtime/retries.tsv",
+	  "every AllocatorRetry::AllocateRaw wait: time_ns, duration_ns, allocator, thread, execution (n), module,\n"
+	  "launched (of that execution); in time order" },
 	{ "runtime/between.tsv", "host events between the focus module's last two executions on its device: name, count, total_ns; by total_ns, largest first" },
 	{ "hosts", "one directory per host, each a full tree as described here" },
 };
