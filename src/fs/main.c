@@ -127,11 +127,18 @@ static int export_dir(xpf_node *dir, const char *path, xpf_error *err, int *fail
 {
 	xpf_node **kids;
 	size_t n;
+	xpf_error e1 = { 0 };
+	int rc = xpf_node_children(dir, &kids, &n, &e1);
+	if (rc != XPF_OK) {
+		/* Like the mount (EIO on this directory): not written, the rest goes on. */
+		fprintf(stderr, "xplanefs: %s: %s\n", path, e1.msg);
+		(*failures)++;
+		if (err->code == XPF_OK)
+			*err = e1;
+		return XPF_OK;
+	}
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
 		return xpf_fail(err, XPF_EIO, "%s: cannot create: %s", path, strerror(errno));
-	int rc = xpf_node_children(dir, &kids, &n, err);
-	if (rc != XPF_OK)
-		return rc;
 	for (size_t i = 0; i < n; i++) {
 		xpf_node *k = kids[i];
 		size_t plen = strlen(path) + strlen(k->name) + 2;
