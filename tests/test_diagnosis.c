@@ -421,9 +421,14 @@ static void check_figures(struct rep *p, const char *name, json_t *sj)
 		if (json_integer_value(json_object_get(rt, "retries")) == 1)
 			same(p, name, "allocator-retry", "longest_ns", json_object_get(rt, "retry_ns"));
 		same(p, name, "allocator-retry", "count", json_object_get(rt, "retries"));
+		/* an eager program: the outputs of many modules hold the memory */
+		same(p, name, "foreign-live-arrays", "other_modules_outputs_bytes",
+		     json_object_get(rt, "other_modules_outputs_bytes"));
+		if (json_object_get(rt, "other_modules_outputs_bytes"))
+			assert_non_null(finding(p, "foreign-live-arrays"));
 		json_t *nl = json_object_get(rt, "never_launched");
 		if (json_array_size(nl) == 1)
-			same(p, name, "never-launched", "execution", json_array_get(nl, 0));
+			same(p, name, "never-launched", "module_execution", json_array_get(nl, 0));
 		json_t *f = finding(p, "growth-per-execution");
 		json_t *between = json_object_get(rt, "between");
 		const char *k;

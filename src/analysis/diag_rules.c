@@ -756,6 +756,7 @@ static void rule_foreign(xpf_diag_ctx *c)
 	long *mods = calloc(nb ? nb : 1, sizeof *mods);
 	char (*modtext)[300] = calloc(nb ? nb : 1, sizeof *modtext);
 	size_t nos = 0, nmods = 0;
+	uint64_t mod_out = 0; /* outputs of other modules' executions */
 	if (os == NULL || mods == NULL || modtext == NULL)
 		abort();
 	bool *used = calloc(p && p->nparams ? p->nparams : 1, sizeof *used);
@@ -779,6 +780,7 @@ static void rule_foreign(xpf_diag_ctx *c)
 		    rt->executions[bl->execution].module >= 0) {
 			long om = rt->executions[bl->execution].module;
 			bool found = false;
+			mod_out += bl->bytes;
 			for (size_t j = 0; j < nmods && !found; j++)
 				found = mods[j] == om;
 			if (!found) {
@@ -844,6 +846,11 @@ static void rule_foreign(xpf_diag_ctx *c)
 	if (eager >= 10)
 		xpf_buf_printf(&b, "; %zu modules ran (an eager or many-jit program): what holds memory is in the runtime, not in one plan",
 			       eager);
+	/* Many modules' results held together (an eager program keeps each
+	 * op's result): say what they add up to. */
+	if (nmods >= 2)
+		xpf_buf_printf(&b, "; the outputs of %zu other modules' executions hold %s (%s%% of what is in use)",
+			       nmods, xpf_human(mod_out, h1), xpf_pct(mod_out, in_use, h2));
 	xpf_diag_text(f, &b);
 	xpf_diag_num(f, "in_use_bytes", in_use);
 	xpf_diag_num(f, "parameters_bytes", params);
@@ -852,6 +859,10 @@ static void rule_foreign(xpf_diag_ctx *c)
 	xpf_diag_num(f, "capacity_bytes", d->capacity_bytes);
 	if (nos)
 		xpf_diag_num(f, "largest_origin_bytes", os[0].bytes);
+	if (nmods >= 2) {
+		xpf_diag_num(f, "other_modules_outputs_bytes", mod_out);
+		xpf_diag_num(f, "other_modules_count", nmods);
+	}
 	xpf_diag_evidence(f, "runtime/executions/%zu/live.tsv", x->n);
 	xpf_diag_evidence(f, "runtime/executions.tsv");
 	uint64_t big = nos ? os[0].bytes : 0;
@@ -862,6 +873,11 @@ static void rule_foreign(xpf_diag_ctx *c)
 				"store %s in a smaller dtype (e.g. bf16 instead of f32: saves about %s)", os[0].text,
 				xpf_human(big / 2, h1));
 	}
+	if (nmods >= 2 && mod_out * 2 >= other)
+		xpf_diag_addfix(c, f, mod_out, need ? sub0(need + other, mod_out) : 0,
+				"one compilation of the whole sequence; or none, if the results are no longer needed",
+				"drop the results of earlier ops once used (del them, or let them go out of scope), or put the op-by-op sequence under one jax.jit so that XLA frees the intermediates inside one module: up to %s held by the outputs of %zu modules",
+				xpf_human(mod_out, h1), nmods);
 	xpf_diag_addfix(c, f, other, need ? need : 0, "none, if the arrays are no longer needed",
 			"free the arrays that are not needed by the step (del them and drop every reference), up to %s",
 			xpf_human(other, h1));

@@ -10,6 +10,7 @@ void mk_build_layout_copy(mk_scn *s, int host, int scale);
 void mk_build_convert_copy(mk_scn *s, int host, int scale);
 void mk_build_no_runtime(mk_scn *s, int host, int scale);
 void mk_build_multi_host(mk_scn *s, int host, int scale);
+void mk_build_eager(mk_scn *s, int host, int scale);
 
 const mk_scenario mk_scenarios[] = {
 	{ "attention-too-big", 1, mk_build_attention_too_big,
@@ -32,5 +33,7 @@ const mk_scenario mk_scenarios[] = {
 	  "no allocator events (cuda_async allocator): the plan only, against the device memory" },
 	{ "multi-host", 2, mk_build_multi_host,
 	  "a run directory of two hosts (worker-0, worker-1) running the same small step; it fits" },
+	{ "eager", 1, mk_build_eager,
+	  "op by op (40 small modules, each run once): the kept outputs of 39 modules fill the pool; the last OOMs" },
 };
 const int mk_nscenarios = (int)(sizeof mk_scenarios / sizeof mk_scenarios[0]);

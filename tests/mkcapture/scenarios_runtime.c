@@ -89,3 +89,77 @@ void mk_build_multi_host(mk_scn *s, int host, int scale)
 	s->scale = scale;
 	run_steps(s, small_step(s), 3, scale);
 }
+
+/* eager: a program run op by op (no jit around the step), as JAX does
+ * outside jit: every jnp call is its own small module (jit_add(N),
+ * jit_multiply(N), jit_dot_general(N)) executed once, and the program
+ * keeps every intermediate result.  Five device_put inputs f32[4096,4096]
+ * (64 MiB each) and 39 op modules, each one output f32[4096,4096], fill
+ * the pool; the 40th module, jit_einsum (f32 product as a temp block,
+ * bf16 output), gets its output but not its temp block: the memory is
+ * held by the outputs of 39 modules, not by any one module's plan. */
+#define EAGER_OPS 39
+static int eager_op(mk_scn *s, int k)
+{
+	static const char *const kind[3] = { "add", "multiply", "dot_general" };
+	static const char *const root[3] = { "add", "multiply", "dot" };
+	const int c = k % 3;
+	char name[64], fn[32];
+	snprintf(name, sizeof name, "jit_%s", kind[c]);
+	hb_module *m = hb_new(name, 1000 + 2 * (uint64_t)k);
+	hb_arr a = hb_a(ET_F32, 2, 4096, 4096);
+	hb_meta md = mk_meta(NULL, "x", NULL, NULL, 0);
+	int64_t ops[2];
+	ops[0] = mk_param(m, "Arg_0.1", a, &md);
+	md = mk_meta(NULL, "y", NULL, NULL, 0);
+	ops[1] = mk_param(m, "Arg_1.2", a, &md);
+	char opn[64];
+	snprintf(opn, sizeof opn, "jit(%s)/%s", kind[c], kind[c]);
+	md = mk_meta(kind[c], opn, "eager.py", "main", 30 + k);
+	snprintf(name, sizeof name, "%s_fusion", c == 2 ? "gemm" : c ? "loop_multiply" : "loop_add");
+	int64_t out = mk_ofusion(m, name, root[c], a, ops, 2, &md);
+	mk_root(m, &out, 1);
+	snprintf(fn, sizeof fn, "%s", kind[c]);
+	return mk_add_module(s, m, c == 2 ? "dot_general" : c ? "multiply" : "add", 0);
+}
+
+static int eager_einsum(mk_scn *s)
+{
+	hb_module *m = hb_new("jit_einsum", 1100);
+	hb_arr a = hb_a(ET_F32, 2, 4096, 4096);
+	hb_meta md = mk_meta(NULL, "x", NULL, NULL, 0);
+	int64_t ops[2];
+	ops[0] = mk_param(m, "Arg_0.1", a, &md);
+	md = mk_meta(NULL, "w", NULL, NULL, 0);
+	ops[1] = mk_param(m, "Arg_1.2", a, &md);
+	md = mk_meta("dot_general", "jit(einsum)/jit(_einsum)/dot_general", "eager.py", "main", 80);
+	int64_t t = mk_tfusion(m, "gemm_fusion_dot_general", "kCustom", "dot", a, ops, 2, &md, NULL);
+	md = mk_meta("convert_element_type", "jit(einsum)/jit(_einsum)/convert_element_type", "eager.py", "main", 80);
+	int64_t out = mk_ofusion(m, "loop_convert_fusion", "convert", hb_a(ET_BF16, 2, 4096, 4096), &t, 1, &md);
+	mk_root(m, &out, 1);
+	return mk_add_module(s, m, "einsum", 0);
+}
+
+void mk_build_eager(mk_scn *s, int host, int scale);
+void mk_build_eager(mk_scn *s, int host, int scale)
+{
+	(void)host;
+	mk_scn_init(s, "gpu-node-0", 1, MK_POOL_MEMORY, MK_POOL_CAPACITY);
+	s->scale = scale;
+	int ops[EAGER_OPS];
+	for (int k = 0; k < EAGER_OPS; k++)
+		ops[k] = eager_op(s, k);
+	int einsum = eager_einsum(s);
+	for (int i = 0; i < 5; i++)
+		mk_put(s, -1, 4096ll * 4096 * 4, "f32[4096,4096]");
+	for (int k = 0; k < EAGER_OPS; k++) {
+		for (int i = 0; i < scale; i++)
+			mk_py(s, "$eager.py:30 main", 5 * 1000);
+		mk_gap(s, 20 * 1000);
+		mk_exec(s, ops[k], -1, 0); /* every result is kept */
+	}
+	mk_py(s, "$eager.py:80 main", 5 * 1000);
+	mk_gap(s, 20 * 1000);
+	mk_exec(s, einsum, 2, 1000ll * 1000 * 1000); /* the temp block does not fit */
+	mk_py(s, "$profiler.py:213 stop_trace", 50 * 1000);
+}
