@@ -297,7 +297,7 @@ static void rule_verdict(xpf_diag_ctx *c)
 	if (p->heap_peak_bytes == 0 || rb == 0 || rb * 4 < p->heap_peak_bytes)
 		return;
 	static const char *const codes[] = { "mostly-forward", "mostly-backward", "mostly-workspace" };
-	xpf_finding *f = xpf_diag_add(c, codes[best], XPF_TAG_READ, d->module);
+	xpf_finding *f = xpf_diag_add(c, codes[best], XPF_TAG_INFERRED, d->module);
 	struct group g = largest_group(p, role);
 	xpf_buf_printf(&b, "%s%% of the heap peak (%s of %s) is %s",
 		       xpf_pct(rb, p->heap_peak_bytes, h1), xpf_human(rb, h2),
