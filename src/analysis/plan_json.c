@@ -81,7 +81,7 @@ static void set_tags(json_t *root)
 		json_object_set_new(t, read_keys[i], json_string("read"));
 	json_object_set_new(t, "heap_peak.roles", json_string("inferred"));
 	json_object_set_new(t, "peak_buffers.role", json_string("inferred"));
-	json_object_set_new(t, "reusable_outputs", json_string("inferred"));
+	json_object_set_new(t, "outputs.reusable_bytes", json_string("inferred"));
 	json_object_set_new(t, "duplicates", json_string("inferred"));
 	json_object_set_new(root, "tags", t);
 }
