@@ -50,10 +50,12 @@ static const struct doc docs[] = {
 	{ "checks.txt",
 	  "self-consistency checks, one per line: STATUS<TAB>name<TAB>figures; STATUS is PASS, WARN (explained in the\n"
 	  "figures) or FAIL (a bug or a broken capture). Checks: kinds-sum-to-total, peak-rows-sum-to-heap-peak,\n"
-	  "capacity-constant, unmatched-deallocations, lifetime-peak-vs-window, ambiguous-executions, plan-vs-runtime-temp,\n"
-	  "capacity-fraction (and modules-without-plan, runtime-present when data is missing)" },
+	  "temp-block-vs-simulated-peak (simulated-peak-within-temp when one exceeds its block), capacity-constant,\n"
+	  "unmatched-deallocations, lifetime-peak-vs-window, ambiguous-executions, plan-vs-runtime-temp, capacity-fraction\n"
+	  "(and modules-without-plan, runtime-present, capacity-known when data is missing)" },
 	{ "focus", "symlink to modules/<dir>, the module the diagnosis breaks down: the one whose last execution never\n"
-		   "launched, else the biggest (by need) that ran, else the biggest; --module overrides" },
+		   "launched, else the biggest (by need) that ran, else the biggest; --module overrides; modules/ itself\n"
+		   "when the capture has no module" },
 	{ "capture", "what the capture itself holds" },
 	{ "capture/planes.tsv", "every plane: index, id, name, lines, events, event_metadata, stat_metadata, bytes; in file order" },
 	{ "capture/devices.tsv", "device planes: plane, name, device_name, vendor, memory_bytes, memory_human, cores, compute_capability; in file order" },
