@@ -65,7 +65,7 @@ static const struct doc docs[] = {
 	  "one row per module: dir, name, program_id, parameters_bytes, donated_bytes, outputs_bytes,\n"
 	  "non_aliased_outputs_bytes, temp_bytes, heap_peak_bytes, need_bytes, executions; in metadata order" },
 	{ "modules/<dir>", "one module's plan (compile time). Without buffer assignment (or, for heap.tsv, without a\n"
-			   "heap-simulator trace) a module's .tsv files hold one sentence saying so instead of a table" },
+			   "heap-simulator trace) a module's .tsv files hold only their header line; its summary.txt says why" },
 	{ "modules/<dir>/plan.json", "the module's plan: parameters, outputs, constants, temp, heap peak with roles, need, remat, peak buffers (bytes integers, ids strings)" },
 	{ "modules/<dir>/summary.txt", "the plan for people" },
 	{ "modules/<dir>/peak_buffers.tsv",

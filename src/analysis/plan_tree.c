@@ -15,13 +15,21 @@ static int get_plan(xpf_host *h, const xpf_node *n, const xpf_plan **p, xpf_erro
 	return xpf_host_plan(h, (size_t)n->arg, p, err);
 }
 
-/* A plain sentence instead of an empty page for a module without buffer
- * assignment.  Returns true when it wrote it. */
-static bool say_missing(const xpf_plan *p, xpf_buf *out)
+/* The tables' header lines (SPEC §3, §4.2). */
+static const char HDR_PEAK[] = "rank\tbytes\thuman\tshare_pct\tkind\trole\tdtype\tshape\tinstruction\topcode" "\top_name\tsource\tallocation\toffset\tlogical_buffer\n";
+static const char HDR_BUFFERS[] = "logical_buffer\tbytes\tunpadded_bytes\tcolor\tallocation\toffset\tkind" "\tinstruction\tshape_index\topcode\tdtype\tshape\tstart_step\tend_step" "\top_name\tsource\n";
+static const char HDR_ALLOCS[] = "index\tbytes\thuman\tkind\tcolor\tparameter_number\tparameter_shape_index" "\tdonated\tdonor_only\tmaybe_live_out\tis_tuple\tlogical_buffers" "\tlargest_instruction\n";
+static const char HDR_HEAP[] = "step\tinstruction\tbytes\tunpadded_bytes\n";
+static const char HDR_SOURCE[] = "source\tbytes\thuman\tshare_pct\tbuffers\n";
+
+/* A module without buffer assignment still gets each table's header line
+ * (SPEC §4: the first line is the header); why it is empty is said in its
+ * summary.txt and plan.json. */
+static bool say_missing(const xpf_plan *p, xpf_buf *out, const char *header)
 {
 	if (p->has_assignment)
 		return false;
-	xpf_buf_printf(out, "module %s has no buffer assignment: %s.\n", p->module, p->missing);
+	xpf_buf_adds(out, header);
 	return true;
 }
 
@@ -66,10 +74,9 @@ static int render_peak(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 	int rc = get_plan(h, n, &p, err);
 	if (rc != XPF_OK)
 		return rc;
-	if (say_missing(p, out))
+	if (say_missing(p, out, HDR_PEAK))
 		return XPF_OK;
-	xpf_buf_adds(out, "rank\tbytes\thuman\tshare_pct\tkind\trole\tdtype\tshape\tinstruction\topcode"
-		     "\top_name\tsource\tallocation\toffset\tlogical_buffer\n");
+	xpf_buf_adds(out, HDR_PEAK);
 	for (size_t i = 0; i < p->npeak; i++)
 		xpf_plan_peak_row_tsv(p, i, out);
 	return XPF_OK;
@@ -83,11 +90,9 @@ static int render_buffers(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 	int rc = get_plan(h, n, &p, err);
 	if (rc != XPF_OK)
 		return rc;
-	if (say_missing(p, out))
+	if (say_missing(p, out, HDR_BUFFERS))
 		return XPF_OK;
-	xpf_buf_adds(out, "logical_buffer\tbytes\tunpadded_bytes\tcolor\tallocation\toffset\tkind"
-		     "\tinstruction\tshape_index\topcode\tdtype\tshape\tstart_step\tend_step"
-		     "\top_name\tsource\n");
+	xpf_buf_adds(out, HDR_BUFFERS);
 	for (size_t i = 0; i < p->nbuffers; i++) {
 		const xpf_plan_buffer *b = &p->buffers[i];
 		const xpf_plan_alloc *al = b->alloc >= 0 ? &p->allocs[b->alloc] : NULL;
@@ -127,11 +132,9 @@ static int render_allocs(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 	int rc = get_plan(h, n, &p, err);
 	if (rc != XPF_OK)
 		return rc;
-	if (say_missing(p, out))
+	if (say_missing(p, out, HDR_ALLOCS))
 		return XPF_OK;
-	xpf_buf_adds(out, "index\tbytes\thuman\tkind\tcolor\tparameter_number\tparameter_shape_index"
-		     "\tdonated\tdonor_only\tmaybe_live_out\tis_tuple\tlogical_buffers"
-		     "\tlargest_instruction\n");
+	xpf_buf_adds(out, HDR_ALLOCS);
 	for (size_t i = 0; i < p->nallocs; i++) {
 		const xpf_plan_alloc *a = &p->allocs[i];
 		char hb[32];
@@ -159,15 +162,11 @@ static int render_heap(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 	int rc = get_plan(h, n, &p, err);
 	if (rc != XPF_OK)
 		return rc;
-	if (say_missing(p, out))
+	if (say_missing(p, out, HDR_HEAP))
 		return XPF_OK;
-	if (!p->simulated) {
-		xpf_buf_printf(out, "module %s has no heap-simulator trace for device memory: "
-			       "only indefinite allocations (%llu bytes), no timeline.\n",
-			       p->module, (unsigned long long)p->indefinite_bytes);
+	xpf_buf_adds(out, HDR_HEAP);
+	if (!p->simulated) /* only indefinite allocations: summary.txt says so */
 		return XPF_OK;
-	}
-	xpf_buf_adds(out, "step\tinstruction\tbytes\tunpadded_bytes\n");
 	for (size_t i = 0; i < p->nsteps; i++) {
 		xpf_buf_printf(out, "%zu\t", i);
 		xpf_buf_tsv(out, p->steps[i].instruction);
@@ -229,7 +228,7 @@ static int render_by_source(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_er
 	int rc = get_plan(h, n, &p, err);
 	if (rc != XPF_OK)
 		return rc;
-	if (say_missing(p, out))
+	if (say_missing(p, out, HDR_SOURCE))
 		return XPF_OK;
 	src_row *rows = calloc(p->npeak ? p->npeak : 1, sizeof *rows);
 	size_t nrows = 0;
@@ -247,7 +246,7 @@ static int render_by_source(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_er
 		rows[k].buffers++;
 	}
 	xpf_qsort(rows, nrows, sizeof *rows, cmp_src);
-	xpf_buf_adds(out, "source\tbytes\thuman\tshare_pct\tbuffers\n");
+	xpf_buf_adds(out, HDR_SOURCE);
 	for (size_t k = 0; k < nrows; k++) {
 		char hb[32], pc[32];
 		xpf_buf_tsv(out, rows[k].source);
