@@ -451,8 +451,10 @@ static void rule_dups(xpf_diag_ctx *c, enum xpf_dup_kind kind)
 		}
 		nparams++;
 	}
-	if (bytes < XPF_MIB)
+	if (bytes < XPF_MIB) {
+		xpf_buf_release(&params);
 		return;
+	}
 	if (nparams > 5)
 		xpf_buf_printf(&params, ", ... (%zu in all)", nparams);
 	/* The loop wording (live for the whole loop, per-layer converts,
