@@ -360,6 +360,19 @@ def cases():
     c['hlo-deep-shape-5000.hlo.pb'] = hlo_proto(shp=nested_shape(5000))
     c['hlo-garbage.hlo.pb'] = b'\x0a\xff\xff\xff\xff\x0f'
     c['hlo-no-module.hlo.pb'] = msg(f_bytes(3, b''))
+    # A layout copy of an entry parameter live at the peak, under the 1 MiB
+    # threshold of param-layout-copy (the fuzzer found a leak on this path).
+    c['dup-small-layout-copy.hlo.pb'] = hlo_proto(
+        extra_instr=[instr('wrapped_transpose.1', 'transpose', 4, shape(), (1,),
+                           op_name='jit(f)/jvp(transpose)')],
+        schedule=[1, 4, 2, 3],
+        lbs=[logical_buffer(0, 1024, 'p0', 1), logical_buffer(1, 1024, 't0', 2),
+             logical_buffer(2, 1024, 'add', 3), logical_buffer(3, 1024, 'wrapped_transpose.1', 4)],
+        allocs=[allocation(0, 1024, [assigned(0, 0, 1024)], param=0),
+                allocation(1, 1024, [assigned(2, 0, 1024)], live_out=True),
+                allocation(2, 2048, [assigned(1, 0, 1024), assigned(3, 1024, 1024)])],
+        traces=[heap_trace([heap_event(0, 3, 'wrapped_transpose.1'), heap_event(0, 1, 't0'),
+                            heap_event(1, 1, 'add'), heap_event(1, 3, 'add')], 2)])
 
     # Allocator events with missing or mistyped stats.
     c['alloc-no-stats.xplane.pb'] = base(cpu=cpu_plane(events=[
