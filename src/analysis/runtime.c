@@ -608,12 +608,215 @@ static long module_by_hlo_name(xpf_host *h, const struct xpf_rt_priv *pv, xpf_st
 	return found;
 }
 
+static int i64_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int kpair_cmp(const void *a, const void *b)
+{
+	const struct xpf_rt_kpair *x = a, *y = b;
+	if (x->module != y->module)
+		return x->module < y->module ? -1 : 1;
+	return x->bucket < y->bucket ? -1 : x->bucket > y->bucket;
+}
+
+/* Index of the last time <= t, or -1. */
+static long bucket_of(const struct xpf_rt_priv *pv, int64_t t)
+{
+	size_t lo = 0, hi = pv->ntimes;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (pv->times[mid] <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (long)lo - 1;
+}
+
+/* Index of the first time >= t (ntimes if none). */
+static size_t time_index(const struct xpf_rt_priv *pv, int64_t t)
+{
+	size_t lo = 0, hi = pv->ntimes;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (pv->times[mid] < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static const struct xpf_rt_kdev *kdev_of(const struct xpf_rt_priv *pv, int dev)
+{
+	if (dev < 0 || (size_t)dev >= pv->ndev || pv->kdev[dev].first_t == NULL)
+		return NULL;
+	return &pv->kdev[dev];
+}
+
+long xpf_rt_first_kernel_module(const struct xpf_rt_priv *pv, int dev, int64_t t)
+{
+	const struct xpf_rt_kdev *k = kdev_of(pv, dev);
+	if (k == NULL)
+		return -1;
+	size_t b = k->next_mod[time_index(pv, t)];
+	return b < pv->ntimes ? k->first_mod[b] : -1;
+}
+
+bool xpf_rt_has_kernel(const struct xpf_rt_priv *pv, int dev, long module, int64_t from,
+		       int64_t to, bool *any_after)
+{
+	*any_after = false;
+	const struct xpf_rt_kdev *k = kdev_of(pv, dev);
+	if (k == NULL)
+		return false;
+	size_t nb = pv->ntimes, i = time_index(pv, from);
+	size_t j = to == INT64_MAX ? nb : time_index(pv, to);
+	*any_after = k->any_before[nb] > k->any_before[i];
+	if (j <= i)
+		return false;
+	if (module < 0)
+		return k->any_before[j] > k->any_before[i];
+	size_t lo = 0, hi = k->npairs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct xpf_rt_kpair *q = &k->pairs[mid];
+		if (q->module < module || (q->module == module && q->bucket < i))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < k->npairs && k->pairs[lo].module == module && k->pairs[lo].bucket < j;
+}
+
+/* Every execution start, and the starts of the TPU "XLA Modules" events that
+ * scan_devices will make executions of: the bucket boundaries.  A read-only
+ * look; a malformed plane is left to scan_devices to report. */
+static void collect_times(struct scan *s)
+{
+	xpf_host *h = s->h;
+	xpf_runtime *rt = s->rt;
+	struct xpf_rt_priv *pv = rt->priv;
+	size_t n = 0, cap = 0;
+	int64_t *t = NULL;
+	for (size_t x = 0; x < rt->nexecutions; x++)
+		*XPF_VEC_PUSH(t, n, cap) = rt->executions[x].start_ps;
+	for (size_t i = 0; i < xpf_capture_nplanes(h->cap); i++) {
+		const char *pn = xpf_capture_plane_head(h->cap, i)->name;
+		unsigned d;
+		if (sscanf(pn, "/device:TPU:%u", &d) != 1)
+			continue;
+		const xpf_plane *p;
+		xpf_error e = { 0 };
+		if (xpf_capture_plane(h->cap, i, &p, &e) != XPF_OK)
+			continue;
+		for (size_t l = 0; l < p->nlines; l++) {
+			if (strcmp(p->lines[l].name, "XLA Modules") != 0)
+				continue;
+			xpf_event_iter it;
+			xpf_event_head ev;
+			xpf_events_begin(p, l, &it);
+			while (xpf_events_next_head(&it, &ev, &e) == 1)
+				*XPF_VEC_PUSH(t, n, cap) = rel_ps(p->lines[l].timestamp_ns, s->base,
+								 ev.offset_ps);
+		}
+	}
+	xpf_qsort(t, n, sizeof *t, i64_cmp);
+	size_t u = 0;
+	for (size_t k = 0; k < n; k++)
+		if (u == 0 || t[u - 1] != t[k])
+			t[u++] = t[k];
+	pv->times = t;
+	pv->ntimes = u;
+}
+
+static void kdev_init(struct xpf_rt_priv *pv, size_t d)
+{
+	if (d >= pv->ndev) {
+		size_t nd = d + 1;
+		pv->kdev = realloc(pv->kdev, nd * sizeof *pv->kdev);
+		if (!pv->kdev)
+			abort();
+		memset(pv->kdev + pv->ndev, 0, (nd - pv->ndev) * sizeof *pv->kdev);
+		pv->ndev = nd;
+	}
+	struct xpf_rt_kdev *k = &pv->kdev[d];
+	if (k->first_t)
+		return;
+	size_t nb = pv->ntimes;
+	k->first_t = malloc((nb + 1) * sizeof *k->first_t);
+	k->first_mod = malloc((nb + 1) * sizeof *k->first_mod);
+	k->any_before = calloc(nb + 1, sizeof *k->any_before);
+	k->next_mod = malloc((nb + 1) * sizeof *k->next_mod);
+	if (!k->first_t || !k->first_mod || !k->any_before || !k->next_mod)
+		abort();
+	for (size_t b = 0; b <= nb; b++) {
+		k->first_t[b] = INT64_MAX;
+		k->first_mod[b] = -1;
+	}
+}
+
+/* After the scan: the prefix counts, next_mod, pairs sorted and unique. */
+static void kdev_finish(struct xpf_rt_priv *pv)
+{
+	size_t nb = pv->ntimes;
+	for (size_t d = 0; d < pv->ndev; d++) {
+		struct xpf_rt_kdev *k = &pv->kdev[d];
+		if (!k->first_t)
+			continue;
+		/* any_before[b] held "bucket b holds a kernel" */
+		size_t run = 0;
+		for (size_t b = 0; b <= nb; b++) {
+			size_t has = b < nb ? k->any_before[b] : 0;
+			k->any_before[b] = run;
+			run += has != 0;
+		}
+		k->next_mod[nb] = nb;
+		for (size_t b = nb; b-- > 0;)
+			k->next_mod[b] = k->first_mod[b] >= 0 ? b : k->next_mod[b + 1];
+		if (k->npairs)
+			xpf_qsort(k->pairs, k->npairs, sizeof *k->pairs, kpair_cmp);
+		size_t u = 0;
+		for (size_t i = 0; i < k->npairs; i++)
+			if (u == 0 || kpair_cmp(&k->pairs[u - 1], &k->pairs[i]) != 0)
+				k->pairs[u++] = k->pairs[i];
+		k->npairs = u;
+	}
+}
+
+/* One kernel at t of module m (-1: names none we know) on device d. */
+static void add_kernel(struct xpf_rt_priv *pv, struct xpf_rt_kdev *k, long *bcache, int64_t t,
+		       long m)
+{
+	long b = *bcache;
+	if (!(b >= 0 && pv->times[b] <= t && ((size_t)b + 1 == pv->ntimes || t < pv->times[b + 1])))
+		b = *bcache = bucket_of(pv, t);
+	if (b < 0) /* before every execution: nothing asks about it */
+		return;
+	k->any_before[b] = 1;
+	if (m < 0)
+		return;
+	if (t < k->first_t[b]) {
+		k->first_t[b] = t;
+		k->first_mod[b] = m;
+	}
+	if (k->npairs && k->pairs[k->npairs - 1].module == m &&
+	    k->pairs[k->npairs - 1].bucket == (size_t)b)
+		return;
+	struct xpf_rt_kpair *q = XPF_VEC_PUSH(k->pairs, k->npairs, k->cappairs);
+	q->module = m;
+	q->bucket = (size_t)b;
+}
+
 static int scan_devices(struct scan *s, xpf_error *err)
 {
 	xpf_host *h = s->h;
 	xpf_runtime *rt = s->rt;
 	struct xpf_rt_priv *pv = rt->priv;
-	size_t cap_exec = s->cap_exec;
+	collect_times(s);
 	for (size_t i = 0; i < xpf_capture_nplanes(h->cap); i++) {
 		const char *pn = xpf_capture_plane_head(h->cap, i)->name;
 		unsigned d;
@@ -625,30 +828,29 @@ static int scan_devices(struct scan *s, xpf_error *err)
 		int rc = xpf_capture_plane(h->cap, i, &p, err);
 		if (rc != XPF_OK)
 			return rc;
-		bool has_pid = xpf_plane_stat_id(p, "program_id") >= 0;
-		bool has_mod = xpf_plane_stat_id(p, "hlo_module") >= 0;
-		if (d >= pv->ndev) {
-			size_t nd = d + 1;
-			pv->nkernels = realloc(pv->nkernels, nd * sizeof *pv->nkernels);
-			pv->kernels = realloc(pv->kernels, nd * sizeof *pv->kernels);
-			if (!pv->nkernels || !pv->kernels)
-				abort();
-			for (size_t k = pv->ndev; k < nd; k++) {
-				pv->nkernels[k] = 0;
-				pv->kernels[k] = NULL;
-			}
-			pv->ndev = nd;
-		}
-		size_t capk = pv->nkernels[d];
+		/* the stats a kernel is read for, by metadata id */
+		int64_t ids[64];
+		size_t npid = xpf_plane_stat_ids(p, "program_id", ids, 32);
+		size_t nmod = xpf_plane_stat_ids(p, "hlo_module", ids + (npid < 32 ? npid : 32), 32);
+		bool has_pid = npid > 0, has_mod = nmod > 0;
+		bool by_id = npid <= 32 && nmod <= 32;
+		size_t nids = by_id ? npid + nmod : 0;
+		kdev_init(pv, d);
+		struct xpf_rt_kdev *kd = &pv->kdev[d];
+		long bcache = -1;
+		uint64_t last_pid = 0;
+		long last_pid_m = -2;
 		for (size_t l = 0; l < p->nlines; l++) {
 			bool modules_line = tpu && strcmp(p->lines[l].name, "XLA Modules") == 0;
 			if (!modules_line && !has_pid && !has_mod)
 				continue;
 			xpf_event_iter it;
+			xpf_event_head eh;
 			xpf_event ev;
 			xpf_events_begin(p, l, &it);
-			while ((rc = xpf_events_next(&it, &ev, err)) == 1) {
-				int64_t t0 = rel_ps(p->lines[l].timestamp_ns, s->base, ev.offset_ps);
+			while ((rc = xpf_events_next_head(&it, &eh, err)) == 1) {
+				int64_t t0 = rel_ps(p->lines[l].timestamp_ns, s->base, eh.offset_ps);
+				xpf_event_of_head(p, l, &eh, &ev);
 				if (modules_line) {
 					size_t c0 = s->cap_exec;
 					xpf_rt_execution *x = XPF_VEC_PUSH(rt->executions, rt->nexecutions,
@@ -692,14 +894,18 @@ static int scan_devices(struct scan *s, xpf_error *err)
 				long m = -1;
 				bool any = false;
 				xpf_stats_of_event(p, &ev, &sit);
-				while ((rc = xpf_stats_next(&sit, &st, err)) == 1) {
+				while ((rc = by_id ? xpf_stats_next_of(&sit, ids, nids, &st, err) :
+						     xpf_stats_next(&sit, &st, err)) == 1) {
 					uint64_t u;
 					xpf_str t;
 					if (strcmp(st.name, "program_id") == 0 && xpf_stat_u64(&st, &u)) {
 						any = true;
-						long mm = module_by_program_id(h, u);
-						if (mm >= 0)
-							m = mm;
+						if (last_pid_m == -2 || u != last_pid) {
+							last_pid = u;
+							last_pid_m = module_by_program_id(h, u);
+						}
+						if (last_pid_m >= 0)
+							m = last_pid_m;
 					} else if (strcmp(st.name, "hlo_module") == 0 && m < 0 &&
 						   xpf_stat_text(&st, &t)) {
 						any = true;
@@ -710,22 +916,14 @@ static int scan_devices(struct scan *s, xpf_error *err)
 					return err->code;
 				if (!any)
 					continue;
-				struct xpf_rt_kernel *k = XPF_VEC_PUSH(pv->kernels[d], pv->nkernels[d], capk);
-				k->t_ps = t0;
-				k->module = m;
+				add_kernel(pv, kd, &bcache, t0, m);
 			}
 			if (rc < 0)
 				return err->code;
 		}
 	}
-	(void)cap_exec;
+	kdev_finish(pv);
 	return XPF_OK;
-}
-
-static int kernel_cmp(const void *a, const void *b)
-{
-	const struct xpf_rt_kernel *x = a, *y = b;
-	return x->t_ps < y->t_ps ? -1 : x->t_ps > y->t_ps;
 }
 
 /* ---- building ----------------------------------------------------------- */
@@ -903,9 +1101,6 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	rc = scan_devices(&s, err);
 	if (rc != XPF_OK)
 		goto out;
-	for (size_t d = 0; d < pv->ndev; d++)
-		if (pv->nkernels[d])
-			xpf_qsort(pv->kernels[d], pv->nkernels[d], sizeof *pv->kernels[d], kernel_cmp);
 
 	rt->has_events = rt->nevents > 0;
 	/* Sort events in time order, keeping each line's order; remember the
@@ -992,10 +1187,15 @@ void xpf_runtime_free(void *p)
 			pv->strings = c->next;
 			free(c);
 		}
-		for (size_t d = 0; d < pv->ndev; d++)
-			free(pv->kernels[d]);
-		free(pv->kernels);
-		free(pv->nkernels);
+		for (size_t d = 0; d < pv->ndev; d++) {
+			free(pv->kdev[d].first_t);
+			free(pv->kdev[d].first_mod);
+			free(pv->kdev[d].any_before);
+			free(pv->kdev[d].next_mod);
+			free(pv->kdev[d].pairs);
+		}
+		free(pv->kdev);
+		free(pv->times);
 		free(pv->exec_program_id);
 		free(pv->exec_pjit);
 		free(pv->exec_thunk);

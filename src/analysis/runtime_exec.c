@@ -242,17 +242,11 @@ static void link_execution(xpf_host *h, xpf_runtime *rt, size_t xi, const uint64
 			goto out;
 		}
 	}
-	if (x->device >= 0 && (size_t)x->device < pv->ndev) {
-		const struct xpf_rt_kernel *k = pv->kernels[x->device];
-		size_t nk = pv->nkernels[x->device];
-		for (size_t i = 0; i < nk; i++) {
-			if (k[i].t_ps < x->start_ps || k[i].module < 0)
-				continue;
-			if (cand[k[i].module]) {
-				x->module = k[i].module;
-				x->link = XPF_LINK_KERNELS;
-			}
-			break;
+	if (x->device >= 0) {
+		long km = xpf_rt_first_kernel_module(pv, x->device, x->start_ps);
+		if (km >= 0 && cand[km]) {
+			x->module = km;
+			x->link = XPF_LINK_KERNELS;
 		}
 	}
 out:
@@ -351,25 +345,6 @@ static void join_plan(xpf_host *h, xpf_runtime *rt, size_t xi, const size_t *evs
 }
 
 /* ---- finishing ------------------------------------------------------------ */
-
-static bool has_kernel(const struct xpf_rt_priv *pv, int dev, long module, int64_t from, int64_t to,
-		       bool *any_after)
-{
-	*any_after = false;
-	if (dev < 0 || (size_t)dev >= pv->ndev)
-		return false;
-	const struct xpf_rt_kernel *k = pv->kernels[dev];
-	for (size_t i = 0; i < pv->nkernels[dev]; i++) {
-		if (k[i].t_ps < from)
-			continue;
-		*any_after = true;
-		if (k[i].t_ps >= to)
-			break;
-		if (module < 0 || k[i].module == module)
-			return true;
-	}
-	return false;
-}
 
 int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 {
@@ -503,7 +478,7 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 			}
 		}
 		bool after;
-		if (has_kernel(pv, x->device, x->module, x->start_ps, until, &after))
+		if (xpf_rt_has_kernel(pv, x->device, x->module, x->start_ps, until, &after))
 			x->launched = XPF_LAUNCHED_YES;
 		else if (x->stopped_in_build || pv->exec_retry_end[xi])
 			x->launched = XPF_LAUNCHED_NO;

@@ -4,20 +4,36 @@
 
 #include "analysis/runtime.h"
 
-/* A kernel on a device plane, for `launched` and the kernels link rule. */
-struct xpf_rt_kernel {
-	int64_t t_ps;
-	long module;     /* host module index, or -1 */
+/* The kernels of one device plane, for `launched` and the kernels link
+ * rule.  Those only ever ask about kernels at or after an execution's start
+ * and before another's, so instead of every kernel (millions on a big
+ * capture) we keep, per bucket b of the time axis cut at the execution
+ * starts (times[b] <= t < times[b + 1], the last bucket open-ended):
+ * whether it holds a kernel, its earliest kernel that names a module, and
+ * which modules it holds. */
+struct xpf_rt_kpair {
+	long module;
+	size_t bucket;
+};
+
+struct xpf_rt_kdev {
+	int64_t *first_t;    /* [nb] earliest kernel with a module; INT64_MAX: none */
+	long *first_mod;     /* [nb] its module (-1: none) */
+	size_t *any_before;  /* [nb + 1] how many buckets before b hold a kernel */
+	size_t *next_mod;    /* [nb + 1] first bucket >= b with first_mod >= 0, else nb */
+	struct xpf_rt_kpair *pairs; /* (module >= 0, bucket) present, sorted, unique */
+	size_t npairs, cappairs;
 };
 
 struct xpf_rt_priv {
 	/* Strings copied out of the capture (shapes, names): chunks that never
 	 * move, freed with the runtime. */
 	struct xpf_rt_chunk *strings;
-	/* Per device (index = ordinal), kernels sorted by time. */
+	/* Per device (index = ordinal): its kernels, by bucket of times[]. */
 	size_t ndev;
-	size_t *nkernels;
-	struct xpf_rt_kernel **kernels;
+	struct xpf_rt_kdev *kdev;
+	int64_t *times;      /* sorted, unique: every execution start */
+	size_t ntimes;       /* = the number of buckets */
 	/* Per execution, while building: */
 	int64_t *exec_program_id;     /* -1: none seen on the host side */
 	const char **exec_pjit;       /* "PjitFunction(f)" around it, or NULL */
@@ -42,5 +58,13 @@ const char *xpf_rt_keep(struct xpf_rt_priv *pv, const char *s, size_t n);
 /* runtime_exec.c: after the scan, link executions to modules, number them,
  * compute in use at start, launched, matches and the default between. */
 int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err);
+
+/* Device dev's kernels (runtime.c). */
+/* The module of the first kernel at or after t that names one, or -1. */
+long xpf_rt_first_kernel_module(const struct xpf_rt_priv *pv, int dev, int64_t t);
+/* A kernel in [from, to) of that module (any kernel when module < 0);
+ * *any_after: any kernel at all at or after from. */
+bool xpf_rt_has_kernel(const struct xpf_rt_priv *pv, int dev, long module, int64_t from,
+		       int64_t to, bool *any_after);
 
 #endif

@@ -1239,3 +1239,220 @@ int xpf_capture_validate(xpf_capture *c, xpf_error *err)
 	}
 	return XPF_OK;
 }
+
+/* ---- hot loops ----------------------------------------------------------- */
+
+/* A varint at *p: one byte inline, else wire_varint (same checks). */
+static inline int hot_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	const uint8_t *q = *p;
+	if (q < end && *q < 0x80) {
+		*v = *q;
+		*p = q + 1;
+		return WIRE_OK;
+	}
+	return wire_varint(p, end, v);
+}
+
+/* The next field `num` (wire type LEN) of a repeated-message run starting
+ * at *p: its bytes in *data and *len, *p moved past it.  WIRE_OK, WIRE_END, or an
+ * error (the caller then redoes the work the slow way for the message). */
+static inline int hot_next_len(const uint8_t **p, const uint8_t *end, uint32_t num,
+			       const uint8_t **data, size_t *len)
+{
+	const uint8_t *q = *p;
+	uint8_t want = num < 16 ? (uint8_t)(num << 3 | WT_LEN) : 0;
+	for (;;) {
+		if (q >= end)
+			return WIRE_END;
+		if (want && *q == want) {
+			uint64_t n;
+			q++;
+			int rc = hot_varint(&q, end, &n);
+			if (rc != WIRE_OK)
+				return rc;
+			if (n > (uint64_t)(end - q))
+				return WIRE_PAST_END;
+			*data = q;
+			*len = (size_t)n;
+			*p = q + n;
+			return WIRE_OK;
+		}
+		wire_field f;
+		int rc = wire_next(&q, end, &f);
+		if (rc != WIRE_OK)
+			return rc;
+		if (f.num == num && f.wt == WT_LEN) {
+			*data = f.data;
+			*len = f.len;
+			*p = q;
+			return WIRE_OK;
+		}
+	}
+}
+
+int xpf_events_next_head(xpf_event_iter *it, xpf_event_head *h, xpf_error *err)
+{
+	const xpf_plane *pl = it->plane;
+	if (it->p == NULL)
+		return 0;
+	const uint8_t *p = it->p, *data;
+	size_t len;
+	int rc = hot_next_len(&p, it->end, 4, &data, &len);
+	if (rc == WIRE_END) {
+		it->p = p;
+		return 0;
+	}
+	if (rc != WIRE_OK)
+		goto slow;
+	int64_t v[6] = { 0, 0, 0, 0, 0, 0 }; /* by field number 1, 2, 3, 5 */
+	const uint8_t *q = data, *e = data + len;
+	while (q < e) {
+		uint8_t t = *q;
+		uint64_t x;
+		if (t == 0x08 || t == 0x10 || t == 0x18 || t == 0x28) {
+			q++;
+			if (hot_varint(&q, e, &x) != WIRE_OK)
+				goto slow;
+			v[t >> 3] = (int64_t)x;
+			continue;
+		}
+		wire_field g;
+		if (wire_next(&q, e, &g) != WIRE_OK)
+			goto slow;
+		if (g.wt == WT_VARINT && g.num <= 5 && g.num != 4)
+			v[g.num] = (int64_t)g.v;
+	}
+	const xpf_event_md *md = xpf_plane_event_md(pl, v[1]);
+	if (md == NULL)
+		goto slow;
+	int64_t base = pl->lines[it->line].timestamp_ns, end_ps, t;
+	if (v[3] < 0 || __builtin_add_overflow(v[2], v[3], &end_ps) ||
+	    __builtin_add_overflow(base, floor_div1000(v[2]), &t) ||
+	    __builtin_add_overflow(base, floor_div1000(end_ps), &t))
+		goto slow;
+	h->index = it->next_index++;
+	h->md = (size_t)(md - pl->event_md);
+	h->metadata_id = v[1];
+	h->offset_ps = v[2];
+	h->duration_ps = v[3];
+	h->num_occurrences = v[5];
+	h->msg = data;
+	h->msg_len = len;
+	it->p = p;
+	return 1;
+slow:;
+	/* Malformed (or unusual): the reference decoder says what and where. */
+	xpf_event ev;
+	rc = xpf_events_next(it, &ev, err);
+	if (rc != 1)
+		return rc;
+	h->index = ev.index;
+	h->md = (size_t)(xpf_plane_event_md(pl, ev.metadata_id) - pl->event_md);
+	h->metadata_id = ev.metadata_id;
+	h->offset_ps = ev.offset_ps;
+	h->duration_ps = ev.duration_ps;
+	h->num_occurrences = ev.num_occurrences;
+	h->msg = ev.msg;
+	h->msg_len = ev.msg_len;
+	return 1;
+}
+
+void xpf_event_of_head(const xpf_plane *p, size_t line, const xpf_event_head *h, xpf_event *ev)
+{
+	memset(ev, 0, sizeof *ev);
+	ev->line = line;
+	ev->index = h->index;
+	ev->metadata_id = h->metadata_id;
+	ev->name = p->event_md[h->md].name;
+	ev->offset_ps = h->offset_ps;
+	ev->duration_ps = h->duration_ps;
+	ev->num_occurrences = h->num_occurrences;
+	int64_t base = p->lines[line].timestamp_ns;
+	ev->start_ns = base + floor_div1000(h->offset_ps);
+	ev->end_ns = base + floor_div1000(h->offset_ps + h->duration_ps);
+	ev->msg = h->msg;
+	ev->msg_len = h->msg_len;
+	ev->offset = off_of(p->cap, h->msg);
+}
+
+static bool id_in(int64_t id, const int64_t *ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, xpf_stat *st,
+		      xpf_error *err)
+{
+	const xpf_plane *pl = it->plane;
+	for (;;) {
+		const uint8_t *at = it->p, *p = it->p, *data;
+		size_t len;
+		int rc = hot_next_len(&p, it->end, it->field, &data, &len);
+		if (rc == WIRE_END) {
+			it->p = p;
+			return 0;
+		}
+		if (rc != WIRE_OK)
+			goto slow;
+		int64_t id = 0;
+		uint64_t u = 0;
+		enum xpf_stat_kind kind = XPF_STAT_NONE;
+		const uint8_t *q = data, *e = data + len;
+		while (q < e) {
+			wire_field g;
+			if (*q == 0x08) {
+				uint64_t x;
+				q++;
+				if (hot_varint(&q, e, &x) != WIRE_OK)
+					goto slow;
+				id = (int64_t)x;
+				continue;
+			}
+			if (wire_next(&q, e, &g) != WIRE_OK)
+				goto slow;
+			switch (g.num) {
+			case 1: id = (int64_t)g.v; break;
+			case 2: if (g.wt == WT_I64) kind = XPF_STAT_DOUBLE; break;
+			case 3: if (g.wt == WT_VARINT) { u = g.v; kind = XPF_STAT_U64; } break;
+			case 4: if (g.wt == WT_VARINT) kind = XPF_STAT_I64; break;
+			case 5: if (g.wt == WT_LEN) kind = XPF_STAT_STR; break;
+			case 6: if (g.wt == WT_LEN) kind = XPF_STAT_BYTES; break;
+			case 7: if (g.wt == WT_VARINT) { u = g.v; kind = XPF_STAT_REF; } break;
+			}
+		}
+		if (xpf_plane_stat_name(pl, id) == NULL)
+			goto slow;
+		if (kind == XPF_STAT_REF && (u > INT64_MAX || xpf_plane_stat_name(pl, (int64_t)u) == NULL))
+			goto slow;
+		if (!id_in(id, ids, n)) {
+			it->p = p;
+			it->next_index++;
+			continue;
+		}
+		/* a wanted one: decode it the reference way */
+		it->p = at;
+	slow:
+		it->p = at;
+		rc = xpf_stats_next(it, st, err);
+		if (rc != 1)
+			return rc;
+		if (id_in(st->metadata_id, ids, n))
+			return 1;
+	}
+}
+
+size_t xpf_plane_stat_ids(const xpf_plane *p, const char *name, int64_t *out, size_t max)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < p->n_stat_md; i++)
+		if (strcmp(p->stat_md[i].name, name) == 0) {
+			if (k < max)
+				out[k] = p->stat_md[i].id;
+			k++;
+		}
+	return k;
+}

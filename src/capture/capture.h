@@ -158,6 +158,36 @@ int xpf_event_stat(const xpf_plane *p, const xpf_event *ev, const char *name,
 		   xpf_stat *out, xpf_error *err);
 int xpf_plane_stat(const xpf_plane *p, const char *name, xpf_stat *out, xpf_error *err);
 
+/* ---- hot loops ------------------------------------------------------- */
+/* For scans over millions of events (the runtime): the same decoding, the
+ * same validation and the same errors as xpf_events_next / xpf_stats_next,
+ * without the work a caller does not need (no name resolution, no memset of
+ * a full xpf_event, no decoding of stats the caller skips). */
+
+typedef struct xpf_event_head {
+	size_t index;            /* within its line */
+	size_t md;               /* index of its metadata in plane->event_md */
+	int64_t metadata_id;
+	int64_t offset_ps;
+	int64_t duration_ps;     /* >= 0, and offset_ps + duration_ps fits */
+	int64_t num_occurrences;
+	const uint8_t *msg;      /* the XEvent message bytes */
+	size_t msg_len;
+} xpf_event_head;
+
+/* Like xpf_events_next: 1 filled, 0 end of the line, -1 malformed (err set,
+ * the very error xpf_events_next gives). */
+int xpf_events_next_head(xpf_event_iter *it, xpf_event_head *h, xpf_error *err);
+/* The xpf_event xpf_events_next would have given for that head. */
+void xpf_event_of_head(const xpf_plane *p, size_t line, const xpf_event_head *h, xpf_event *ev);
+/* Like xpf_stats_next, but yields only the stats whose metadata id is one of
+ * ids[0..n); the others are decoded and validated (same errors) but skipped. */
+int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, xpf_stat *st,
+		      xpf_error *err);
+/* Every stat metadata id with that name, ascending: how many there are (at
+ * most max are written to out). */
+size_t xpf_plane_stat_ids(const xpf_plane *p, const char *name, int64_t *out, size_t max);
+
 /* ---- the capture ---------------------------------------------------- */
 
 typedef struct xpf_plane_head {
