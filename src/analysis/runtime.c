@@ -456,18 +456,18 @@ static int scan_line(struct scan *s, size_t line, xpf_error *err)
 	const xpf_plane *p = s->p;
 	xpf_runtime *rt = s->rt;
 	xpf_event_iter it;
-	xpf_event ev;
+	xpf_event_head ev;
 	int rc;
 	s->nsp = 0;
 	xpf_events_begin(p, line, &it);
-	while ((rc = xpf_events_next(&it, &ev, err)) == 1) {
+	while ((rc = xpf_events_next_head(&it, &ev, err)) == 1) {
 		struct span *e = XPF_VEC_PUSH(s->sp, s->nsp, s->capsp);
-		e->ev = ev;
+		xpf_event_of_head(p, line, &ev, &e->ev);
 		e->t0 = rel_ps(p->lines[line].timestamp_ns, s->base, ev.offset_ps);
 		e->t1 = e->t0 + (ev.duration_ps > 0 ? (ev.duration_ps < REL_PS_MAX ? ev.duration_ps : REL_PS_MAX) : 0);
-		size_t k = (size_t)(xpf_plane_event_md(p, ev.metadata_id) - p->event_md);
+		size_t k = ev.md;
 		if (s->md_flags[k] == UINT_MAX)
-			s->md_flags[k] = classify(ev.name, &s->md_dev[k]);
+			s->md_flags[k] = classify(e->ev.name, &s->md_dev[k]);
 		e->flags = s->md_flags[k];
 		e->dev = s->md_dev[k];
 	}
@@ -835,6 +835,8 @@ static int scan_devices(struct scan *s, xpf_error *err)
 		bool has_pid = npid > 0, has_mod = nmod > 0;
 		bool by_id = npid <= 32 && nmod <= 32;
 		size_t nids = by_id ? npid + nmod : 0;
+		xpf_stat_known known;
+		xpf_stat_known_ids(p, &known);
 		kdev_init(pv, d);
 		struct xpf_rt_kdev *kd = &pv->kdev[d];
 		long bcache = -1;
@@ -894,7 +896,7 @@ static int scan_devices(struct scan *s, xpf_error *err)
 				long m = -1;
 				bool any = false;
 				xpf_stats_of_event(p, &ev, &sit);
-				while ((rc = by_id ? xpf_stats_next_of(&sit, ids, nids, &st, err) :
+				while ((rc = by_id ? xpf_stats_next_of(&sit, ids, nids, &known, &st, err) :
 						     xpf_stats_next(&sit, &st, err)) == 1) {
 					uint64_t u;
 					xpf_str t;
@@ -913,14 +915,17 @@ static int scan_devices(struct scan *s, xpf_error *err)
 					}
 				}
 				if (rc < 0)
-					return err->code;
+					break;
 				if (!any)
 					continue;
 				add_kernel(pv, kd, &bcache, t0, m);
 			}
 			if (rc < 0)
-				return err->code;
+				break;
 		}
+		xpf_stat_known_release(&known);
+		if (rc < 0)
+			return err->code;
 	}
 	kdev_finish(pv);
 	return XPF_OK;

@@ -604,15 +604,15 @@ int xpf_runtime_between(xpf_host *h, const xpf_runtime *rt, size_t from, size_t 
 	size_t n = 0, cap = 0;
 	for (size_t l = 0; l < p->nlines; l++) {
 		xpf_event_iter it;
-		xpf_event ev;
+		xpf_event_head ev;
 		xpf_events_begin(p, l, &it);
-		while ((rc = xpf_events_next(&it, &ev, err)) == 1) {
+		while ((rc = xpf_events_next_head(&it, &ev, err)) == 1) {
 			int64_t t0 = (p->lines[l].timestamp_ns - base) * 1000 + ev.offset_ps;
 			int64_t t1 = t0 + (ev.duration_ps > 0 ? ev.duration_ps : 0);
 			if (t0 < a->end_ps || t1 > b->start_ps)
 				continue;
 			struct name_dur *d = XPF_VEC_PUSH(v, n, cap);
-			d->name = ev.name;
+			d->name = p->event_md[ev.md].name;
 			d->dur_ps = t1 - t0;
 		}
 		if (rc < 0) {

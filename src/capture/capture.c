@@ -1317,6 +1317,13 @@ int xpf_events_next_head(xpf_event_iter *it, xpf_event_head *h, xpf_error *err)
 			v[t >> 3] = (int64_t)x;
 			continue;
 		}
+		if (t == 0x22) { /* a stat: skipped */
+			q++;
+			if (hot_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
+				goto slow;
+			q += x;
+			continue;
+		}
 		wire_field g;
 		if (wire_next(&q, e, &g) != WIRE_OK)
 			goto slow;
@@ -1384,8 +1391,43 @@ static bool id_in(int64_t id, const int64_t *ids, size_t n)
 	return false;
 }
 
-int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, xpf_stat *st,
-		      xpf_error *err)
+void xpf_stat_known_ids(const xpf_plane *p, xpf_stat_known *k)
+{
+	k->lo = 0;
+	k->n = 0;
+	k->bits = NULL;
+	if (p->n_stat_md == 0)
+		return;
+	int64_t lo = p->stat_md[0].id, hi = p->stat_md[p->n_stat_md - 1].id;
+	if (lo < 0 || hi - lo >= (1 << 20))
+		return;
+	k->lo = lo;
+	k->n = (size_t)(hi - lo) + 1;
+	k->bits = calloc(k->n, 1);
+	if (k->bits == NULL)
+		abort();
+	for (size_t i = 0; i < p->n_stat_md; i++)
+		k->bits[p->stat_md[i].id - lo] = 1;
+}
+
+void xpf_stat_known_release(xpf_stat_known *k)
+{
+	free(k->bits);
+	k->bits = NULL;
+	k->n = 0;
+}
+
+static inline bool stat_id_known(const xpf_plane *pl, const xpf_stat_known *k, int64_t id)
+{
+	if (k && k->bits) {
+		uint64_t i = (uint64_t)id - (uint64_t)k->lo;
+		return id >= k->lo && i < k->n && k->bits[i];
+	}
+	return xpf_plane_stat_name(pl, id) != NULL;
+}
+
+int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, const xpf_stat_known *known,
+		      xpf_stat *st, xpf_error *err)
 {
 	const xpf_plane *pl = it->plane;
 	for (;;) {
@@ -1398,43 +1440,97 @@ int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, xpf_stat 
 		}
 		if (rc != WIRE_OK)
 			goto slow;
-		int64_t id = 0;
-		uint64_t u = 0;
+		int64_t id = 0, iv = 0;
+		uint64_t u = 0, x, dv = 0;
+		xpf_str sv = { NULL, 0 };
 		enum xpf_stat_kind kind = XPF_STAT_NONE;
 		const uint8_t *q = data, *e = data + len;
 		while (q < e) {
 			wire_field g;
-			if (*q == 0x08) {
-				uint64_t x;
+			switch (*q) {
+			case 0x08: /* metadata_id */
 				q++;
 				if (hot_varint(&q, e, &x) != WIRE_OK)
 					goto slow;
 				id = (int64_t)x;
 				continue;
+			case 0x11: /* double_value */
+				if (e - q < 9)
+					goto slow;
+				dv = 0;
+				for (int b = 8; b >= 1; b--)
+					dv = (dv << 8) | q[b];
+				q += 9;
+				kind = XPF_STAT_DOUBLE;
+				continue;
+			case 0x18: case 0x20: case 0x38: { /* uint64, int64, ref */
+				uint8_t t = *q++;
+				if (hot_varint(&q, e, &x) != WIRE_OK)
+					goto slow;
+				kind = t == 0x20 ? XPF_STAT_I64 : t == 0x18 ? XPF_STAT_U64 : XPF_STAT_REF;
+				if (t != 0x20)
+					u = x;
+				else
+					iv = (int64_t)x;
+				continue;
+			}
+			case 0x2a: case 0x32: { /* str, bytes */
+				uint8_t t = *q++;
+				if (hot_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
+					goto slow;
+				sv.p = (const char *)q;
+				sv.n = (size_t)x;
+				q += x;
+				kind = t == 0x2a ? XPF_STAT_STR : XPF_STAT_BYTES;
+				continue;
+			}
 			}
 			if (wire_next(&q, e, &g) != WIRE_OK)
 				goto slow;
 			switch (g.num) {
 			case 1: id = (int64_t)g.v; break;
-			case 2: if (g.wt == WT_I64) kind = XPF_STAT_DOUBLE; break;
+			case 2: if (g.wt == WT_I64) { dv = g.v; kind = XPF_STAT_DOUBLE; } break;
 			case 3: if (g.wt == WT_VARINT) { u = g.v; kind = XPF_STAT_U64; } break;
-			case 4: if (g.wt == WT_VARINT) kind = XPF_STAT_I64; break;
-			case 5: if (g.wt == WT_LEN) kind = XPF_STAT_STR; break;
-			case 6: if (g.wt == WT_LEN) kind = XPF_STAT_BYTES; break;
+			case 4: if (g.wt == WT_VARINT) { iv = (int64_t)g.v; kind = XPF_STAT_I64; } break;
+			case 5: if (g.wt == WT_LEN) { sv.p = (const char *)g.data; sv.n = g.len; kind = XPF_STAT_STR; } break;
+			case 6: if (g.wt == WT_LEN) { sv.p = (const char *)g.data; sv.n = g.len; kind = XPF_STAT_BYTES; } break;
 			case 7: if (g.wt == WT_VARINT) { u = g.v; kind = XPF_STAT_REF; } break;
 			}
 		}
-		if (xpf_plane_stat_name(pl, id) == NULL)
+		if (!stat_id_known(pl, known, id))
 			goto slow;
-		if (kind == XPF_STAT_REF && (u > INT64_MAX || xpf_plane_stat_name(pl, (int64_t)u) == NULL))
+		if (kind == XPF_STAT_REF && (u > INT64_MAX || !stat_id_known(pl, known, (int64_t)u)))
 			goto slow;
 		if (!id_in(id, ids, n)) {
 			it->p = p;
 			it->next_index++;
 			continue;
 		}
-		/* a wanted one: decode it the reference way */
-		it->p = at;
+		/* a wanted one: what xpf_stats_next gives */
+		{
+			const char *nm = xpf_plane_stat_name(pl, id), *rv = NULL;
+			if (kind == XPF_STAT_REF)
+				rv = xpf_plane_stat_name(pl, (int64_t)u);
+			if (nm == NULL || (kind == XPF_STAT_REF && rv == NULL))
+				goto slow;
+			memset(st, 0, sizeof *st);
+			st->metadata_id = id;
+			st->name = nm;
+			st->kind = kind;
+			/* every value field as xpf_stats_next keeps it: the last of
+			 * its field seen, whatever the final kind */
+			memcpy(&st->d, &dv, 8);
+			st->u = u;
+			st->i = iv;
+			st->s = sv;
+			if (kind == XPF_STAT_REF) {
+				st->s.p = rv;
+				st->s.n = strlen(rv);
+			}
+			it->p = p;
+			it->next_index++;
+			return 1;
+		}
 	slow:
 		it->p = at;
 		rc = xpf_stats_next(it, st, err);
