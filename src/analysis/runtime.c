@@ -1,8 +1,10 @@
 /* The runtime, part 1: scanning the capture (SPEC §4.3; reference §6, §7).
  *
- * The model: `/host:CPU` is read one line at a time.  A line's events are
- * copied into a reusable array, sorted by (start, longest first), and nested
- * with a stack (events on one line nest by time and never partially
+ * The model: `/host:CPU` is read one line at a time.  A line whose events
+ * are already in (start, longest first) order -- the usual case -- is nested
+ * as it is read (scan_line_stream: memory for the open events and a few per
+ * execution, not per event); otherwise its events are copied into a reusable
+ * array, sorted by (start, longest first), and nested with a stack (events on one line nest by time and never partially
  * overlap), which gives every event its parent.  From the nesting we take,
  * for each allocator event, the host event around it, the transfer around
  * it and the execution around it; for each execution root, what it
@@ -262,7 +264,10 @@ static int64_t rel_ps(int64_t line_ts_ns, int64_t base, int64_t off_ps)
 	return v > REL_PS_MAX ? REL_PS_MAX : v < -REL_PS_MAX ? -REL_PS_MAX : (int64_t)v;
 }
 
-static int read_alloc(struct scan *s, struct span *e, size_t line, xpf_error *err)
+/* ev: the allocator event (flags: its class, t0: its start); enclosing: the
+ * name of the host event around it, transfer: of the transfer around it. */
+static int read_alloc(struct scan *s, const xpf_event *xev, unsigned flags, int64_t t0,
+		      const char *enclosing, const char *transfer, size_t line, xpf_error *err)
 {
 	xpf_runtime *rt = s->rt;
 	xpf_stat_iter it;
@@ -273,7 +278,7 @@ static int read_alloc(struct scan *s, struct span *e, size_t line, xpf_error *er
 	int64_t reserved = 0, allocated = 0, available = 0, peak = 0, req = 0, abytes = 0;
 	uint64_t addr = 0;
 	xpf_str shape = { NULL, 0 };
-	xpf_stats_of_event(s->p, &e->ev, &it);
+	xpf_stats_of_event(s->p, xev, &it);
 	while ((rc = xpf_stats_next(&it, &st, err)) == 1) {
 		xpf_str t;
 		uint64_t u;
@@ -312,9 +317,9 @@ static int read_alloc(struct scan *s, struct span *e, size_t line, xpf_error *er
 	xpf_rt_event *ev = XPF_VEC_PUSH(rt->events, rt->nevents, s->cap_events);
 	memset(ev, 0, sizeof *ev);
 	ev->allocator = find_allocator(rt, &s->cap_alloc, name, by_index);
-	ev->kind = (e->flags & F_ALLOC) ? XPF_RT_ALLOC : XPF_RT_DEALLOC;
-	ev->t_ps = e->t0;
-	ev->time_ns = e->t0 >= 0 ? e->t0 / 1000 : -((-e->t0 + 999) / 1000);
+	ev->kind = (flags & F_ALLOC) ? XPF_RT_ALLOC : XPF_RT_DEALLOC;
+	ev->t_ps = t0;
+	ev->time_ns = t0 >= 0 ? t0 / 1000 : -((-t0 + 999) / 1000);
 	ev->bytes = abytes > 0 ? (uint64_t)abytes : 0;
 	ev->requested_bytes = req > 0 ? (uint64_t)req : 0;
 	ev->addr = addr;
@@ -323,8 +328,8 @@ static int read_alloc(struct scan *s, struct span *e, size_t line, xpf_error *er
 	ev->peak_bytes_in_use = peak > 0 ? (uint64_t)peak : 0;
 	ev->thread = s->p->lines[line].id;
 	ev->line = line;
-	ev->enclosing = e->parent >= 0 ? s->sp[e->parent].ev.name : NULL;
-	ev->transfer = e->transfer >= 0 ? s->sp[e->transfer].ev.name : NULL;
+	ev->enclosing = enclosing;
+	ev->transfer = transfer;
 	ev->shape = shape.p ? xpf_rt_keep(rt->priv, shape.p, shape.n) : NULL;
 	ev->match = -1;
 	ev->execution = -1;
@@ -333,32 +338,33 @@ static int read_alloc(struct scan *s, struct span *e, size_t line, xpf_error *er
 }
 
 /* Text of a string stat of a span, kept in the runtime; NULL if absent. */
-static const char *span_text(struct scan *s, struct span *e, const char *stat, xpf_error *err)
+static const char *span_text(struct scan *s, const xpf_event *ev, const char *stat, xpf_error *err)
 {
 	xpf_stat st;
 	xpf_str t;
-	if (xpf_event_stat(s->p, &e->ev, stat, &st, err) == 1 && xpf_stat_text(&st, &t))
+	if (xpf_event_stat(s->p, ev, stat, &st, err) == 1 && xpf_stat_text(&st, &t))
 		return xpf_rt_keep(s->rt->priv, t.p, t.n);
 	return NULL;
 }
 
 /* The module name a host event names, or NULL. */
-static const char *host_module_name(struct scan *s, struct span *e, xpf_error *err)
+static const char *host_module_name(struct scan *s, const xpf_event *ev, unsigned flags,
+				    xpf_error *err)
 {
 	const char *rest;
-	perdev_prefix(e->ev.name, &rest);
-	if (e->flags & F_GPUMOD)
-		return xpf_rt_keep(s->rt->priv, e->ev.name,
-				   strlen(e->ev.name) - strlen(":XLA GPU module"));
-	if (e->flags & F_THUNKS)
-		return span_text(s, e, "module_name", err);
-	if (e->flags & F_EXEC) {
+	perdev_prefix(ev->name, &rest);
+	if (flags & F_GPUMOD)
+		return xpf_rt_keep(s->rt->priv, ev->name,
+				   strlen(ev->name) - strlen(":XLA GPU module"));
+	if (flags & F_THUNKS)
+		return span_text(s, ev, "module_name", err);
+	if (flags & F_EXEC) {
 		const char *o = strstr(rest, "Execute");
 		o = o ? strstr(o, " (") : NULL;
 		const char *c = o ? strrchr(o, ')') : NULL;
 		if (o && c && c > o + 2)
 			return xpf_rt_keep(s->rt->priv, o + 2, (size_t)(c - o - 2));
-		return span_text(s, e, "name", err);
+		return span_text(s, ev, "name", err);
 	}
 	return NULL;
 }
@@ -366,15 +372,20 @@ static const char *host_module_name(struct scan *s, struct span *e, xpf_error *e
 /* A thunk: what `<module>:XLA GPU module` / ExecuteThunks run once the
  * buffers are allocated (one event per HLO instruction), as opposed to the
  * set-up events that also nest in them. */
+static bool thunk_of(unsigned parent_flags, unsigned flags, const char *name)
+{
+	if (!(parent_flags & (F_GPUMOD | F_THUNKS)))
+		return false;
+	if (flags & (F_GPUMOD | F_THUNKS | F_ALLOC | F_DEALLOC | F_BUILD | F_RETRY | F_EXEC))
+		return false;
+	return strncmp(name, "Thunks::", 8) != 0 &&
+	       strcmp(name, "Resolve constant globals") != 0 &&
+	       strncmp(name, "ComputeSemaphoreAcquire", 23) != 0;
+}
+
 static bool is_thunk(const struct scan *s, const struct span *e)
 {
-	if (e->parent < 0 || !(s->sp[e->parent].flags & (F_GPUMOD | F_THUNKS)))
-		return false;
-	if (e->flags & (F_GPUMOD | F_THUNKS | F_ALLOC | F_DEALLOC | F_BUILD | F_RETRY | F_EXEC))
-		return false;
-	return strncmp(e->ev.name, "Thunks::", 8) != 0 &&
-	       strcmp(e->ev.name, "Resolve constant globals") != 0 &&
-	       strncmp(e->ev.name, "ComputeSemaphoreAcquire", 23) != 0;
+	return e->parent >= 0 && thunk_of(s->sp[e->parent].flags, e->flags, e->ev.name);
 }
 
 /* Make span r an execution. */
@@ -421,11 +432,11 @@ static int add_execution(struct scan *s, size_t line, long r, xpf_error *err)
 		if (x->device < 0 && (e->flags & F_PERDEV))
 			x->device = e->dev;
 		if ((e->flags & F_GPUMOD) && !name_gpumod)
-			name_gpumod = host_module_name(s, e, err);
+			name_gpumod = host_module_name(s, &e->ev, e->flags, err);
 		else if ((e->flags & F_THUNKS) && !name_thunks)
-			name_thunks = host_module_name(s, e, err);
+			name_thunks = host_module_name(s, &e->ev, e->flags, err);
 		else if ((e->flags & F_EXEC) && !name_exec)
-			name_exec = host_module_name(s, e, err);
+			name_exec = host_module_name(s, &e->ev, e->flags, err);
 		if (e->flags & (F_EXEC | F_ANCHOR)) {
 			xpf_stat st;
 			int64_t pid;
@@ -451,7 +462,7 @@ static int add_execution(struct scan *s, size_t line, long r, xpf_error *err)
 	return XPF_OK;
 }
 
-static int scan_line(struct scan *s, size_t line, xpf_error *err)
+static int scan_line_sorted(struct scan *s, size_t line, xpf_error *err)
 {
 	const xpf_plane *p = s->p;
 	xpf_runtime *rt = s->rt;
@@ -544,7 +555,9 @@ static int scan_line(struct scan *s, size_t line, xpf_error *err)
 		struct span *e = &s->sp[i];
 		long x = e->root >= 0 ? s->sp[e->root].xid : -1;
 		if (e->flags & (F_ALLOC | F_DEALLOC)) {
-			rc = read_alloc(s, e, line, err);
+			rc = read_alloc(s, &e->ev, e->flags, e->t0,
+					e->parent >= 0 ? s->sp[e->parent].ev.name : NULL,
+					e->transfer >= 0 ? s->sp[e->transfer].ev.name : NULL, line, err);
 			if (rc != XPF_OK)
 				return rc;
 			xpf_rt_event *re = &rt->events[rt->nevents - 1];
@@ -582,6 +595,330 @@ static int scan_line(struct scan *s, size_t line, xpf_error *err)
 		}
 	}
 	return XPF_OK;
+}
+
+/* ---- one line, streaming ------------------------------------------------ */
+
+/* The usual case: the line's events are already in the order the sort above
+ * would put them (by start, longest first), so they are nested as they are
+ * read, with a stack of the open events only.  Kept beyond its end is a
+ * node for each event that can make or name an execution or that can hold
+ * its buffer set-up (execute family, per-device, anchors, Build buffer
+ * allocations): a few per execution.  Other events only leave their mark on
+ * the nearest such node around them (the last event under it, a thunk under
+ * it).  Which nodes are executions is settled at the end of the line, with
+ * the same rules as scan_line_sorted, and the allocator events and retries
+ * read on the way get their execution then. */
+struct knode {
+	xpf_event ev;
+	int64_t t0, t1;
+	unsigned flags;
+	int dev;
+	long parent;      /* nearest node strictly around it, or -1 */
+	long build;       /* nearest Build buffer allocations node around it (or self) */
+	const char *pjit; /* nearest PjitFunction around it: its name */
+	size_t last_seq;  /* the last event whose nearest node (or self) this is */
+	int last_kind;    /* its kind: 2 in a retry, 1 in a build, 0 */
+	bool thunk;       /* itself a thunk, or a thunk whose nearest node this is */
+	bool mark;
+	long root;
+	long xid;
+};
+
+struct frame {
+	int64_t t0, t1;
+	unsigned flags;
+	const char *name;
+	long node;            /* nearest node around it, or self */
+	long build;           /* nearest Build buffer allocations node, or self */
+	const char *transfer; /* outermost transfer around it, or self */
+	const char *pjit;     /* nearest PjitFunction strictly around it */
+	bool retry;           /* in (or is) an AllocatorRetry */
+};
+
+struct pending {
+	size_t index; /* into rt->events or rt->retries */
+	long node;    /* nearest node around it */
+	long build;
+	bool has_alloc; /* retries: a later allocation on this line */
+	int64_t alloc_t0;
+};
+
+/* The order scan_line_sorted's sort would give: are the line's events in it? */
+static int line_in_order(struct scan *s, size_t line, bool *ordered, xpf_error *err)
+{
+	const xpf_plane *p = s->p;
+	xpf_event_iter it;
+	xpf_event_head ev;
+	int rc;
+	bool first = true;
+	int64_t pt0 = 0, pt1 = 0;
+	*ordered = true;
+	xpf_events_begin(p, line, &it);
+	while ((rc = xpf_events_next_head(&it, &ev, err)) == 1) {
+		int64_t t0 = rel_ps(p->lines[line].timestamp_ns, s->base, ev.offset_ps);
+		int64_t t1 = t0 + (ev.duration_ps > 0 ? (ev.duration_ps < REL_PS_MAX ? ev.duration_ps : REL_PS_MAX) : 0);
+		if (!first && !(t0 > pt0 || (t0 == pt0 && t1 <= pt1))) {
+			*ordered = false;
+			return XPF_OK;
+		}
+		first = false;
+		pt0 = t0;
+		pt1 = t1;
+	}
+	return rc < 0 ? err->code : XPF_OK;
+}
+
+/* add_execution over the nodes: node r is an execution. */
+static int add_execution_node(struct scan *s, size_t line, struct knode *nd, size_t nn, long r,
+			      xpf_error *err)
+{
+	xpf_runtime *rt = s->rt;
+	struct xpf_rt_priv *pv = rt->priv;
+	struct knode *root = &nd[r];
+	size_t cap = s->cap_exec;
+	xpf_rt_execution *x = XPF_VEC_PUSH(rt->executions, rt->nexecutions, s->cap_exec);
+	if (s->cap_exec != cap) {
+		size_t c = s->cap_exec;
+		pv->exec_program_id = realloc(pv->exec_program_id, c * sizeof *pv->exec_program_id);
+		pv->exec_pjit = realloc(pv->exec_pjit, c * sizeof *pv->exec_pjit);
+		pv->exec_thunk = realloc(pv->exec_thunk, c * sizeof *pv->exec_thunk);
+		pv->exec_retry_end = realloc(pv->exec_retry_end, c * sizeof *pv->exec_retry_end);
+		if (!pv->exec_program_id || !pv->exec_pjit || !pv->exec_thunk || !pv->exec_retry_end)
+			abort();
+	}
+	size_t xi = rt->nexecutions - 1;
+	memset(x, 0, sizeof *x);
+	x->device = root->dev;
+	x->module = -1;
+	x->allocator = -1;
+	x->prev = -1;
+	x->event_name = root->ev.name;
+	x->line = line;
+	x->thread = s->p->lines[line].id;
+	x->start_ps = root->t0;
+	x->end_ps = root->t1;
+	pv->exec_program_id[xi] = -1;
+	pv->exec_pjit[xi] = root->pjit;
+	pv->exec_thunk[xi] = false;
+	pv->exec_retry_end[xi] = false;
+
+	const char *name_gpumod = NULL, *name_thunks = NULL, *name_exec = NULL;
+	int64_t build_end = -1;
+	size_t last_seq = root->last_seq;
+	int last_kind = root->last_kind;
+	for (size_t j = (size_t)r; j < nn && nd[j].t0 <= root->t1; j++) {
+		struct knode *e = &nd[j];
+		if ((long)j != r && e->root != r)
+			continue;
+		if (x->device < 0 && (e->flags & F_PERDEV))
+			x->device = e->dev;
+		if ((e->flags & F_GPUMOD) && !name_gpumod)
+			name_gpumod = host_module_name(s, &e->ev, e->flags, err);
+		else if ((e->flags & F_THUNKS) && !name_thunks)
+			name_thunks = host_module_name(s, &e->ev, e->flags, err);
+		else if ((e->flags & F_EXEC) && !name_exec)
+			name_exec = host_module_name(s, &e->ev, e->flags, err);
+		if (e->flags & (F_EXEC | F_ANCHOR)) {
+			xpf_stat st;
+			int64_t pid;
+			if (pv->exec_program_id[xi] < 0 &&
+			    xpf_event_stat(s->p, &e->ev, "program_id", &st, err) == 1 &&
+			    xpf_stat_i64(&st, &pid))
+				pv->exec_program_id[xi] = pid;
+		}
+		if (e->flags & F_BUILD)
+			build_end = e->t1;
+		if (e->thunk)
+			pv->exec_thunk[xi] = true;
+		if (e->last_seq >= last_seq) {
+			last_seq = e->last_seq;
+			last_kind = e->last_kind;
+		}
+	}
+	if (err->code != XPF_OK)
+		return err->code;
+	x->host_name = name_gpumod ? name_gpumod : name_thunks ? name_thunks : name_exec;
+	x->stopped_in_build = build_end >= 0 && !pv->exec_thunk[xi] && last_kind != 0;
+	pv->exec_retry_end[xi] = last_kind == 2;
+	return XPF_OK;
+}
+
+static int scan_line_stream(struct scan *s, size_t line, xpf_error *err)
+{
+	const xpf_plane *p = s->p;
+	xpf_runtime *rt = s->rt;
+	xpf_event_iter it;
+	xpf_event_head ev;
+	int rc;
+	struct knode *nd = NULL;
+	struct frame *st = NULL;
+	struct pending *pa_ev = NULL, *pa_re = NULL;
+	size_t nn = 0, cn = 0, ns = 0, cs = 0, nae = 0, cae = 0, nar = 0, car = 0, waiting = 0;
+	size_t seq = 0;
+	xpf_events_begin(p, line, &it);
+	while ((rc = xpf_events_next_head(&it, &ev, err)) == 1) {
+		size_t i = seq++;
+		int64_t t0 = rel_ps(p->lines[line].timestamp_ns, s->base, ev.offset_ps);
+		int64_t t1 = t0 + (ev.duration_ps > 0 ? (ev.duration_ps < REL_PS_MAX ? ev.duration_ps : REL_PS_MAX) : 0);
+		if (t1 / 1000 > rt->end_ns)
+			rt->end_ns = t1 / 1000;
+		size_t k = ev.md;
+		const char *name = p->event_md[k].name;
+		if (s->md_flags[k] == UINT_MAX)
+			s->md_flags[k] = classify(name, &s->md_dev[k]);
+		unsigned flags = s->md_flags[k];
+		while (ns > 0 && !(t0 < st[ns - 1].t1 ||
+				   (t0 == st[ns - 1].t0 && t1 <= st[ns - 1].t1 && st[ns - 1].t1 > st[ns - 1].t0)))
+			ns--;
+		const struct frame *pa = ns > 0 ? &st[ns - 1] : NULL;
+		long knode = pa ? pa->node : -1, bnode = pa ? pa->build : -1;
+		bool retry = (flags & F_RETRY) || (pa && pa->retry);
+		int kind = retry ? 2 : ((flags & F_BUILD) || bnode >= 0) ? 1 : 0;
+		const char *pjit = pa ? ((pa->flags & F_PJIT) ? pa->name : pa->pjit) : NULL;
+		bool thunk = pa && thunk_of(pa->flags, flags, name);
+		const char *transfer = pa && pa->transfer ? pa->transfer : (flags & F_TRANSFER) ? name : NULL;
+		const char *enclosing = pa ? pa->name : NULL;
+		long self = knode;
+		if (flags & (F_EXEC | F_PERDEV | F_ANCHOR | F_BUILD)) {
+			struct knode *n = XPF_VEC_PUSH(nd, nn, cn);
+			xpf_event_of_head(p, line, &ev, &n->ev);
+			n->t0 = t0;
+			n->t1 = t1;
+			n->flags = flags;
+			n->dev = s->md_dev[k];
+			n->parent = knode;
+			n->build = (flags & F_BUILD) ? (long)nn - 1 : bnode;
+			n->pjit = pjit;
+			n->last_seq = i;
+			n->last_kind = kind;
+			n->thunk = thunk;
+			n->mark = false;
+			n->root = -1;
+			n->xid = -1;
+			self = (long)nn - 1;
+		} else if (knode >= 0) {
+			nd[knode].last_seq = i;
+			nd[knode].last_kind = kind;
+			if (thunk)
+				nd[knode].thunk = true;
+		}
+		if (flags & (F_ALLOC | F_DEALLOC)) {
+			xpf_event full;
+			xpf_event_of_head(p, line, &ev, &full);
+			rc = read_alloc(s, &full, flags, t0, enclosing, transfer, line, err);
+			if (rc != XPF_OK)
+				goto out;
+			struct pending *q = XPF_VEC_PUSH(pa_ev, nae, cae);
+			q->index = rt->nevents - 1;
+			q->node = knode;
+			q->build = bnode;
+			if (flags & F_ALLOC)
+				for (; waiting < nar; waiting++) {
+					pa_re[waiting].has_alloc = true;
+					pa_re[waiting].alloc_t0 = t0;
+				}
+		} else if (flags & F_RETRY) {
+			xpf_rt_retry *r = XPF_VEC_PUSH(rt->retries, rt->nretries, s->cap_retry);
+			r->time_ns = t0 / 1000;
+			r->duration_ns = (t1 - t0) / 1000;
+			r->thread = p->lines[line].id;
+			r->execution = -1;
+			r->allocator = -1;
+			struct pending *q = XPF_VEC_PUSH(pa_re, nar, car);
+			q->index = rt->nretries - 1;
+			q->node = knode;
+			q->has_alloc = false;
+		}
+		if (t1 > t0 || (flags & (F_EXEC | F_BUILD | F_RETRY | F_PJIT | F_TRANSFER | F_ANCHOR))) {
+			struct frame *f = XPF_VEC_PUSH(st, ns, cs);
+			f->t0 = t0;
+			f->t1 = t1;
+			f->flags = flags;
+			f->name = name;
+			f->node = self;
+			f->build = (flags & F_BUILD) ? self : bnode;
+			f->transfer = transfer;
+			f->pjit = pjit;
+			f->retry = retry;
+		}
+	}
+	if (rc < 0) {
+		rc = err->code;
+		goto out;
+	}
+	rc = XPF_OK;
+
+	/* Execution roots, as in scan_line_sorted. */
+	for (size_t i = 0; i < nn; i++) {
+		struct knode *e = &nd[i];
+		if (!(e->flags & F_ANCHOR))
+			continue;
+		long r = (e->flags & F_EXEC) ? (long)i : -1, pd = (e->flags & F_PERDEV) ? (long)i : -1;
+		for (long a = e->parent; a >= 0; a = nd[a].parent) {
+			if (nd[a].flags & F_EXEC)
+				r = a;
+			if (nd[a].flags & F_PERDEV)
+				pd = a;
+		}
+		if (r < 0)
+			r = (long)i;
+		if (pd >= 0 && pd != r) {
+			for (size_t j = (size_t)r + 1; j < nn && nd[j].t0 < nd[r].t1; j++)
+				if ((nd[j].flags & F_PERDEV) && nd[j].dev != nd[pd].dev) {
+					r = pd;
+					break;
+				}
+		}
+		nd[r].mark = true;
+	}
+	for (size_t i = 0; i < nn; i++)
+		nd[i].root = nd[i].mark ? (long)i : nd[i].parent >= 0 ? nd[nd[i].parent].root : -1;
+	for (size_t i = 0; i < nn; i++)
+		if (nd[i].root == (long)i) {
+			rc = add_execution_node(s, line, nd, nn, (long)i, err);
+			if (rc != XPF_OK)
+				goto out;
+			nd[i].xid = (long)rt->nexecutions - 1;
+		}
+	for (size_t q = 0; q < nae; q++) {
+		long root = pa_ev[q].node >= 0 ? nd[pa_ev[q].node].root : -1;
+		long x = root >= 0 ? nd[root].xid : -1;
+		xpf_rt_event *re = &rt->events[pa_ev[q].index];
+		re->execution = x;
+		re->in_build = x >= 0 && pa_ev[q].build >= 0 && nd[pa_ev[q].build].root == root;
+	}
+	for (size_t q = 0; q < nar; q++) {
+		long root = pa_re[q].node >= 0 ? nd[pa_re[q].node].root : -1;
+		xpf_rt_retry *r = &rt->retries[pa_re[q].index];
+		r->execution = root >= 0 ? nd[root].xid : -1;
+		if (!pa_re[q].has_alloc)
+			continue;
+		for (size_t e = rt->nevents; e-- > 0;) {
+			if (rt->events[e].line != line)
+				break;
+			if (rt->events[e].t_ps == pa_re[q].alloc_t0 && rt->events[e].kind == XPF_RT_ALLOC) {
+				r->allocator = rt->events[e].allocator;
+				break;
+			}
+		}
+	}
+out:
+	free(nd);
+	free(st);
+	free(pa_ev);
+	free(pa_re);
+	return rc;
+}
+
+static int scan_line(struct scan *s, size_t line, xpf_error *err)
+{
+	bool ordered;
+	s->nsp = 0;
+	int rc = line_in_order(s, line, &ordered, err);
+	if (rc != XPF_OK)
+		return rc;
+	return ordered ? scan_line_stream(s, line, err) : scan_line_sorted(s, line, err);
 }
 
 /* ---- device planes ---------------------------------------------------- */
