@@ -1,5 +1,6 @@
 /* The report tree (see report.h for the model). */
 #include "analysis/report.h"
+#include "common/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,29 +17,13 @@ struct xpf_report {
 	xpf_node **nodes; /* by ino - 1 */
 };
 
-static void *xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-	if (p == NULL)
-		abort();
-	return p;
-}
-
-static char *xstrdup(const char *s)
-{
-	char *d = strdup(s ? s : "");
-	if (d == NULL)
-		abort();
-	return d;
-}
-
 static xpf_node *node_new(xpf_report *r, xpf_node *parent, enum xpf_node_type type,
 			  const char *name)
 {
-	xpf_node *n = xmalloc(sizeof *n);
+	xpf_node *n = xpf_malloc(sizeof *n);
 	memset(n, 0, sizeof *n);
 	n->type = type;
-	n->name = xstrdup(name);
+	n->name = xpf_strdup(name);
 	n->parent = parent;
 	n->report = r;
 	n->host = parent ? parent->host : NULL;
@@ -46,9 +31,7 @@ static xpf_node *node_new(xpf_report *r, xpf_node *parent, enum xpf_node_type ty
 	pthread_mutex_lock(&r->ino_mu);
 	if (r->nnodes == r->capnodes) {
 		r->capnodes = r->capnodes ? r->capnodes * 2 : 64;
-		r->nodes = realloc(r->nodes, r->capnodes * sizeof *r->nodes);
-		if (r->nodes == NULL)
-			abort();
+		r->nodes = xpf_realloc_array(r->nodes, r->capnodes, sizeof *r->nodes);
 	}
 	r->nodes[r->nnodes++] = n;
 	n->ino = r->nnodes;
@@ -56,9 +39,7 @@ static xpf_node *node_new(xpf_report *r, xpf_node *parent, enum xpf_node_type ty
 	if (parent) {
 		if (parent->nkids == parent->capkids) {
 			parent->capkids = parent->capkids ? parent->capkids * 2 : 8;
-			parent->kids = realloc(parent->kids, parent->capkids * sizeof *parent->kids);
-			if (parent->kids == NULL)
-				abort();
+			parent->kids = xpf_realloc_array(parent->kids, parent->capkids, sizeof *parent->kids);
 		}
 		parent->kids[parent->nkids++] = n;
 	}
@@ -84,7 +65,7 @@ xpf_node *xpf_node_file(xpf_node *parent, const char *name, xpf_render_fn render
 xpf_node *xpf_node_link(xpf_node *parent, const char *name, const char *target)
 {
 	xpf_node *n = node_new(parent->report, parent, XPF_NODE_LINK, name);
-	n->target = xstrdup(target);
+	n->target = xpf_strdup(target);
 	return n;
 }
 
@@ -198,7 +179,7 @@ static int resolve(xpf_report *r, xpf_node *start, const char *path, bool follow
 		   xpf_node **out, xpf_error *err)
 {
 	xpf_node *cur = start;
-	char *copy = xstrdup(path), *save = NULL;
+	char *copy = xpf_strdup(path), *save = NULL;
 	int rc = XPF_OK;
 	*out = NULL;
 	if (depth > 16) {
@@ -304,11 +285,11 @@ static size_t utf8_cut(const char *s, size_t n, size_t max)
 
 char **xpf_safe_names(const char *const *names, size_t n)
 {
-	char **out = xmalloc((n ? n : 1) * sizeof *out);
+	char **out = xpf_malloc((n ? n : 1) * sizeof *out);
 	for (size_t i = 0; i < n; i++) {
 		const char *s = names[i] ? names[i] : "";
 		size_t len = strlen(s);
-		char *d = xmalloc(len + 16);
+		char *d = xpf_malloc(len + 16);
 		for (size_t k = 0; k < len; k++)
 			d[k] = s[k] == '/' ? '_' : s[k];
 		d[len] = '\0';
@@ -330,7 +311,7 @@ char **xpf_safe_names(const char *const *names, size_t n)
 			snprintf(sfx, sizeof sfx, " (%u)", k);
 			const char *base = s[0] ? s : "_empty_";
 			size_t bl = strlen(base);
-			char *e = xmalloc(bl + sizeof sfx + 16);
+			char *e = xpf_malloc(bl + sizeof sfx + 16);
 			for (size_t q = 0; q < bl; q++)
 				e[q] = base[q] == '/' ? '_' : base[q];
 			e[bl] = '\0';
@@ -363,13 +344,13 @@ static void host_tree(xpf_host *h, xpf_node *root)
 
 int xpf_report_open(xpf_input *in, const xpf_options *opt, xpf_report **out, xpf_error *err)
 {
-	xpf_report *r = xmalloc(sizeof *r);
+	xpf_report *r = xpf_malloc(sizeof *r);
 	memset(r, 0, sizeof *r);
 	r->in = in;
 	r->opt = *opt;
 	pthread_mutex_init(&r->ino_mu, NULL);
 	r->nhosts = in->nhosts;
-	r->hosts = xmalloc(in->nhosts * sizeof *r->hosts);
+	r->hosts = xpf_malloc(in->nhosts * sizeof *r->hosts);
 	memset(r->hosts, 0, in->nhosts * sizeof *r->hosts);
 	r->root = node_new(r, NULL, XPF_NODE_DIR, "");
 	for (size_t i = 0; i < in->nhosts; i++) {
@@ -382,12 +363,12 @@ int xpf_report_open(xpf_input *in, const xpf_options *opt, xpf_report **out, xpf
 		xpf_lazy_init(&h->runtime);
 		xpf_lazy_init(&h->diagnosis);
 		h->nmodules = xpf_capture_nmodules(h->cap);
-		const char **names = xmalloc((h->nmodules ? h->nmodules : 1) * sizeof *names);
+		const char **names = xpf_malloc((h->nmodules ? h->nmodules : 1) * sizeof *names);
 		for (size_t m = 0; m < h->nmodules; m++)
 			names[m] = xpf_capture_module(h->cap, m)->name;
 		h->module_dirs = xpf_safe_names(names, h->nmodules);
 		free(names);
-		h->plans = xmalloc((h->nmodules ? h->nmodules : 1) * sizeof *h->plans);
+		h->plans = xpf_malloc((h->nmodules ? h->nmodules : 1) * sizeof *h->plans);
 		for (size_t m = 0; m < h->nmodules; m++)
 			xpf_lazy_init(&h->plans[m]);
 	}
@@ -395,7 +376,7 @@ int xpf_report_open(xpf_input *in, const xpf_options *opt, xpf_report **out, xpf
 		host_tree(&r->hosts[0], r->root);
 	} else {
 		xpf_node *hosts = xpf_node_dir(r->root, "hosts", NULL, 0);
-		const char **names = xmalloc(in->nhosts * sizeof *names);
+		const char **names = xpf_malloc(in->nhosts * sizeof *names);
 		for (size_t i = 0; i < in->nhosts; i++)
 			names[i] = r->hosts[i].name;
 		char **safe = xpf_safe_names(names, in->nhosts);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "capture/wire.h"
+#include "common/alloc.h"
 #include "common/lazy.h"
 
 #define MAX_SHAPE_DEPTH 64
@@ -59,38 +60,9 @@ bool xpf_str_prefix(xpf_str s, const char *lit)
 	return s.n >= n && memcmp(s.p, lit, n) == 0;
 }
 
-static char *dupn(const void *p, size_t n)
-{
-	char *s = malloc(n + 1);
-	if (s == NULL)
-		abort();
-	if (n)
-		memcpy(s, p, n);
-	s[n] = '\0';
-	return s;
-}
-
 char *xpf_str_dup(xpf_str s)
 {
-	return dupn(s.p, s.n);
-}
-
-static void *xcalloc(size_t n, size_t sz)
-{
-	void *p = calloc(n ? n : 1, sz);
-	if (p == NULL)
-		abort();
-	return p;
-}
-
-static void *xrealloc(void *p, size_t n, size_t sz)
-{
-	if (sz && n > SIZE_MAX / sz)
-		abort();
-	p = realloc(p, (n && sz) ? n * sz : 1);
-	if (p == NULL)
-		abort();
-	return p;
+	return xpf_strndup(s.p, s.n);
 }
 
 static uint64_t off_of(const xpf_capture *c, const uint8_t *p)
@@ -523,8 +495,8 @@ static int index_line(xpf_capture *c, xpf_plane *p, const wire_field *lf, xpf_li
 		case 11: if (g.wt == WT_LEN) { dname = g.data; dname_n = g.len; } break;
 		}
 	}
-	ln->name = dupn(name ? name : (const uint8_t *)"", name_n);
-	ln->display_name = dupn(dname ? dname : (const uint8_t *)"", dname_n);
+	ln->name = xpf_strndup(name ? name : (const uint8_t *)"", name_n);
+	ln->display_name = xpf_strndup(dname ? dname : (const uint8_t *)"", dname_n);
 	p->nevents += ln->nevents;
 	return XPF_OK;
 }
@@ -564,7 +536,7 @@ static int plane_build(void *ctxv, void **out, xpf_error *err)
 	xpf_capture *c = ctx->c;
 	const xpf_plane_head *h = &c->heads[ctx->i];
 	char where[400];
-	xpf_plane *p = xcalloc(1, sizeof *p);
+	xpf_plane *p = xpf_calloc(1, sizeof *p);
 	size_t cap_lines = 0, cap_emd = 0, cap_smd = 0;
 	int rc;
 
@@ -592,7 +564,7 @@ static int plane_build(void *ctxv, void **out, xpf_error *err)
 		if (f.num == 3) {
 			if (p->nlines == cap_lines) {
 				cap_lines = cap_lines ? cap_lines * 2 : 8;
-				p->lines = xrealloc(p->lines, cap_lines, sizeof *p->lines);
+				p->lines = xpf_realloc_array(p->lines, cap_lines, sizeof *p->lines);
 			}
 			if (index_line(c, p, &f, &p->lines[p->nlines], err) != XPF_OK)
 				goto fail;
@@ -649,22 +621,22 @@ static int plane_build(void *ctxv, void **out, xpf_error *err)
 			if (f.num == 4) {
 				if (p->n_event_md == cap_emd) {
 					cap_emd = cap_emd ? cap_emd * 2 : 16;
-					p->event_md = xrealloc(p->event_md, cap_emd, sizeof *p->event_md);
+					p->event_md = xpf_realloc_array(p->event_md, cap_emd, sizeof *p->event_md);
 				}
 				xpf_event_md *m = &p->event_md[p->n_event_md++];
 				m->id = key;
-				m->name = dupn(nm ? nm : (const uint8_t *)"", nm_n);
-				m->display_name = dupn(dn ? dn : (const uint8_t *)"", dn_n);
+				m->name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm_n);
+				m->display_name = xpf_strndup(dn ? dn : (const uint8_t *)"", dn_n);
 				m->offset = val ? off_of(c, val) : off_of(c, f.data);
 				m->length = val ? val_n : 0;
 			} else {
 				if (p->n_stat_md == cap_smd) {
 					cap_smd = cap_smd ? cap_smd * 2 : 16;
-					p->stat_md = xrealloc(p->stat_md, cap_smd, sizeof *p->stat_md);
+					p->stat_md = xpf_realloc_array(p->stat_md, cap_smd, sizeof *p->stat_md);
 				}
 				struct xpf_stat_md *m = &p->stat_md[p->n_stat_md++];
 				m->id = key;
-				m->name = dupn(nm ? nm : (const uint8_t *)"", nm_n);
+				m->name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm_n);
 			}
 		}
 	}
@@ -708,8 +680,8 @@ int xpf_capture_plane(xpf_capture *c, size_t i, const xpf_plane **out, xpf_error
 
 static void push_str(xpf_capture *c, int which, const uint8_t *p, size_t n)
 {
-	c->str[which] = xrealloc(c->str[which], c->nstr[which] + 1, sizeof(char *));
-	c->str[which][c->nstr[which]++] = dupn(p, n);
+	c->str[which] = xpf_realloc_array(c->str[which], c->nstr[which] + 1, sizeof(char *));
+	c->str[which][c->nstr[which]++] = xpf_strndup(p, n);
 }
 
 static bool known_plane(const char *name)
@@ -749,7 +721,7 @@ static int open_xspace(xpf_capture *c, xpf_error *err)
 		if (f.num == 1 && f.wt == WT_LEN) {
 			if (c->nplanes == cap) {
 				cap = cap ? cap * 2 : 8;
-				c->heads = xrealloc(c->heads, cap, sizeof *c->heads);
+				c->heads = xpf_realloc_array(c->heads, cap, sizeof *c->heads);
 			}
 			xpf_plane_head *h = &c->heads[c->nplanes++];
 			memset(h, 0, sizeof *h);
@@ -773,7 +745,7 @@ static int open_xspace(xpf_capture *c, xpf_error *err)
 				break;
 			if (rc != WIRE_OK) {
 				if (h->name == NULL)
-					h->name = dupn(nm ? nm : (const uint8_t *)"", nm_n);
+					h->name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm_n);
 				char where[400];
 				plane_where(c, i, where, sizeof where);
 				if (rc == WIRE_PAST_END && f.data)
@@ -806,7 +778,7 @@ static int open_xspace(xpf_capture *c, xpf_error *err)
 			return xpf_fail(err, XPF_EMALFORMED,
 					"%s: not a capture: plane %zu: name contains NUL (byte %llu)",
 					c->label, i, (unsigned long long)off_of(c, nm));
-		h->name = dupn(nm ? nm : (const uint8_t *)"", nm_n);
+		h->name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm_n);
 		if (nm_n)
 			named++;
 		if (known_plane(h->name))
@@ -822,7 +794,7 @@ static int open_xspace(xpf_capture *c, xpf_error *err)
 		return xpf_fail(err, XPF_EMALFORMED,
 				"%s: not a capture: no /host: or /device: plane (first plane '%s')",
 				c->label, c->heads[0].name);
-	c->planes = xcalloc(c->nplanes, sizeof *c->planes);
+	c->planes = xpf_calloc(c->nplanes, sizeof *c->planes);
 	for (size_t i = 0; i < c->nplanes; i++)
 		xpf_lazy_init(&c->planes[i]);
 	return index_modules(c, err);
@@ -885,7 +857,7 @@ static int index_modules(xpf_capture *c, xpf_error *err)
 						c->label, (unsigned long long)md->offset);
 			if (c->nmodules == cap) {
 				cap = cap ? cap * 2 : 16;
-				c->modules = xrealloc(c->modules, cap, sizeof *c->modules);
+				c->modules = xpf_realloc_array(c->modules, cap, sizeof *c->modules);
 			}
 			xpf_module_ref *m = &c->modules[c->nmodules++];
 			m->name = md->name;
@@ -896,7 +868,7 @@ static int index_modules(xpf_capture *c, xpf_error *err)
 			m->hlo_offset = off_of(c, hlo);
 		}
 	}
-	c->hlos = xcalloc(c->nmodules, sizeof *c->hlos);
+	c->hlos = xpf_calloc(c->nmodules, sizeof *c->hlos);
 	for (size_t i = 0; i < c->nmodules; i++)
 		xpf_lazy_init(&c->hlos[i]);
 	return XPF_OK;
@@ -945,8 +917,8 @@ static const char *base_name(const char *path)
 int xpf_capture_open_mem(const void *data, size_t len, const char *label, xpf_capture **out,
 			 xpf_error *err)
 {
-	xpf_capture *c = xcalloc(1, sizeof *c);
-	c->label = dupn(label, strlen(label));
+	xpf_capture *c = xpf_calloc(1, sizeof *c);
+	c->label = xpf_strndup(label, strlen(label));
 	c->data = len ? data : (const uint8_t *)"";
 	c->size = len;
 	int rc = open_xspace(c, err);
@@ -960,8 +932,8 @@ int xpf_capture_open_mem(const void *data, size_t len, const char *label, xpf_ca
 
 int xpf_capture_open(const char *path, xpf_capture **out, xpf_error *err)
 {
-	xpf_capture *c = xcalloc(1, sizeof *c);
-	c->label = dupn(base_name(path), strlen(base_name(path)));
+	xpf_capture *c = xpf_calloc(1, sizeof *c);
+	c->label = xpf_strndup(base_name(path), strlen(base_name(path)));
 	int rc = map_file(path, c, err);
 	if (rc == XPF_OK)
 		rc = open_xspace(c, err);
@@ -1066,8 +1038,8 @@ int xpf_capture_module_hlo(xpf_capture *c, size_t i, const Xla__HloProto **out, 
 
 int xpf_capture_open_hlo(const char *path, xpf_capture **out, xpf_error *err)
 {
-	xpf_capture *c = xcalloc(1, sizeof *c);
-	c->label = dupn(base_name(path), strlen(base_name(path)));
+	xpf_capture *c = xpf_calloc(1, sizeof *c);
+	c->label = xpf_strndup(base_name(path), strlen(base_name(path)));
 	c->hlo_only = true;
 	int rc = map_file(path, c, err);
 	if (rc != XPF_OK)
@@ -1085,14 +1057,14 @@ int xpf_capture_open_hlo(const char *path, xpf_capture **out, xpf_error *err)
 		rc = xpf_fail(err, XPF_EMALFORMED, "%s: not an HloProto: no named hlo_module", c->label);
 		goto fail;
 	}
-	c->modules = xcalloc(1, sizeof *c->modules);
-	c->hlos = xcalloc(1, sizeof *c->hlos);
+	c->modules = xpf_calloc(1, sizeof *c->modules);
+	c->hlos = xpf_calloc(1, sizeof *c->hlos);
 	xpf_lazy_init(&c->hlos[0]);
 	c->nmodules = 1;
 	char nm[600];
 	/* A bare HloProto has no metadata entry: its module id is all there is. */
 	snprintf(nm, sizeof nm, "%s(%lld)", h->hlo_module->name, (long long)h->hlo_module->id);
-	c->modules[0].name = dupn(nm, strlen(nm));
+	c->modules[0].name = xpf_strndup(nm, strlen(nm));
 	c->modules[0].program_id = (uint64_t)h->hlo_module->id;
 	c->modules[0].has_hlo = true;
 	c->modules[0].hlo = c->data;
@@ -1403,9 +1375,7 @@ void xpf_stat_known_ids(const xpf_plane *p, xpf_stat_known *k)
 		return;
 	k->lo = lo;
 	k->n = (size_t)(hi - lo) + 1;
-	k->bits = calloc(k->n, 1);
-	if (k->bits == NULL)
-		abort();
+	k->bits = xpf_calloc(k->n, 1);
 	for (size_t i = 0; i < p->n_stat_md; i++)
 		k->bits[p->stat_md[i].id - lo] = 1;
 }

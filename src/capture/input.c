@@ -1,19 +1,13 @@
 #include "capture/input.h"
 
+#include "common/alloc.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-static char *xstrdup(const char *s)
-{
-	char *d = strdup(s);
-	if (d == NULL)
-		abort();
-	return d;
-}
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -23,11 +17,11 @@ static bool ends_with(const char *s, const char *suffix)
 
 static char *join(const char *a, const char *b)
 {
-	size_t n = strlen(a) + strlen(b) + 2;
-	char *s = malloc(n);
-	if (s == NULL)
-		abort();
-	snprintf(s, n, "%s/%s", a, b);
+	size_t na = strlen(a), nb = strlen(b);
+	char *s = xpf_malloc(na + nb + 2);
+	memcpy(s, a, na);
+	s[na] = '/';
+	memcpy(s + na + 1, b, nb + 1);
 	return s;
 }
 
@@ -60,10 +54,8 @@ static int list_dir(const char *dir, const char *suffix, bool want_dirs, char **
 		} else if (!ends_with(de->d_name, suffix)) {
 			continue;
 		}
-		v = realloc(v, (k + 1) * sizeof *v);
-		if (v == NULL)
-			abort();
-		v[k++] = xstrdup(de->d_name);
+		v = xpf_realloc_array(v, k + 1, sizeof *v);
+		v[k++] = xpf_strdup(de->d_name);
 	}
 	closedir(d);
 	if (k)
@@ -82,15 +74,13 @@ static void free_list(char **v, size_t n)
 
 static int open_host(xpf_input *in, const char *path, const char *file, bool hlo, xpf_error *err)
 {
-	in->hosts = realloc(in->hosts, (in->nhosts + 1) * sizeof *in->hosts);
-	if (in->hosts == NULL)
-		abort();
+	in->hosts = xpf_realloc_array(in->hosts, in->nhosts + 1, sizeof *in->hosts);
 	xpf_input_host *h = &in->hosts[in->nhosts];
 	memset(h, 0, sizeof *h);
-	h->path = xstrdup(path);
+	h->path = xpf_strdup(path);
 	const char *base = strrchr(file, '/');
 	base = base ? base + 1 : file;
-	h->name = xstrdup(base);
+	h->name = xpf_strdup(base);
 	const char *sfx[] = { ".xplane.pb", ".hlo_proto.pb", ".hlo.pb", ".pb" };
 	for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++)
 		if (ends_with(h->name, sfx[i]) && strlen(h->name) > strlen(sfx[i])) {
@@ -129,7 +119,7 @@ static int open_run_dir(xpf_input *in, const char *dir, xpf_error *err)
 		return xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: no *.xplane.pb in this directory", dir);
 	}
 	in->kind = XPF_INPUT_RUNDIR;
-	in->run_dir = xstrdup(dir);
+	in->run_dir = xpf_strdup(dir);
 	for (size_t i = 0; i < n && rc == XPF_OK; i++) {
 		char *p = join(dir, files[i]);
 		rc = open_host(in, p, files[i], false, err);
@@ -144,10 +134,8 @@ int xpf_input_open(const char *path, const char *run, xpf_input **out, xpf_error
 	struct stat sb;
 	if (stat(path, &sb) < 0)
 		return xpf_fail(err, XPF_EIO, "%s: cannot open: %s", path, strerror(errno));
-	xpf_input *in = calloc(1, sizeof *in);
-	if (in == NULL)
-		abort();
-	in->path = xstrdup(path);
+	xpf_input *in = xpf_calloc(1, sizeof *in);
+	in->path = xpf_strdup(path);
 	int rc;
 	if (S_ISDIR(sb.st_mode)) {
 		char *prof = join(path, "plugins/profile");
@@ -174,7 +162,7 @@ int xpf_input_open(const char *path, const char *run, xpf_input **out, xpf_error
 					pick = runs[nr - 1];
 				}
 				if (rc == XPF_OK) {
-					in->run_name = xstrdup(pick);
+					in->run_name = xpf_strdup(pick);
 					char *rd = join(prof, pick);
 					rc = open_run_dir(in, rd, err);
 					free(rd);

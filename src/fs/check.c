@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "common/buf.h"
 
 struct alloc_count {
@@ -18,9 +19,7 @@ static struct alloc_count *find_alloc(struct alloc_count **v, size_t *n, const c
 	for (size_t i = 0; i < *n; i++)
 		if (strcmp((*v)[i].name, name) == 0)
 			return &(*v)[i];
-	*v = realloc(*v, (*n + 1) * sizeof **v);
-	if (*v == NULL)
-		abort();
+	*v = xpf_realloc_array(*v, *n + 1, sizeof **v);
 	struct alloc_count *a = &(*v)[(*n)++];
 	memset(a, 0, sizeof *a);
 	snprintf(a->name, sizeof a->name, "%s", name);

@@ -10,6 +10,7 @@
 
 #include "analysis/report.h"
 #include "capture/input.h"
+#include "common/alloc.h"
 #include "fs/check.h"
 #include "fs/mount.h"
 
@@ -142,9 +143,7 @@ static int export_dir(xpf_node *dir, const char *path, xpf_error *err, int *fail
 	for (size_t i = 0; i < n; i++) {
 		xpf_node *k = kids[i];
 		size_t plen = strlen(path) + strlen(k->name) + 2;
-		char *p = malloc(plen);
-		if (p == NULL)
-			abort();
+		char *p = xpf_malloc(plen);
 		snprintf(p, plen, "%s/%s", path, k->name);
 		if (k->type == XPF_NODE_DIR) {
 			rc = export_dir(k, p, err, failures);
@@ -232,7 +231,7 @@ static int default_mountpoint(const char *capture, char **out, xpf_error *err)
 			break;
 		}
 	}
-	*out = strdup(name);
+	*out = xpf_strdup(name);
 	return XPF_OK;
 }
 

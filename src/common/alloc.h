@@ -1,0 +1,18 @@
+/* Allocation that cannot fail: out of memory aborts (the tool can do
+ * nothing useful without memory, and every caller would need the same
+ * check).  Counts are checked for overflow. */
+#ifndef XPF_ALLOC_H
+#define XPF_ALLOC_H
+
+#include <stddef.h>
+
+void *xpf_malloc(size_t n);
+/* Zeroed; n == 0 still returns a unique pointer. */
+void *xpf_calloc(size_t n, size_t size);
+/* realloc of n elements of size bytes. */
+void *xpf_realloc_array(void *p, size_t n, size_t size);
+char *xpf_strdup(const char *s); /* NULL gives "" */
+/* n bytes of p, NUL-terminated. */
+char *xpf_strndup(const void *p, size_t n);
+
+#endif
