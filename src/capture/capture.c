@@ -149,42 +149,44 @@ bool xpf_stat_text(const xpf_stat *s, xpf_str *out)
 	return false;
 }
 
-static int cmp_stat_md(const void *a, const void *b)
+/* Event and stat metadata are arrays of records that start with their
+ * int64 id, sorted by it: one comparison and one search serve both. */
+static int64_t leading_id(const void *rec)
 {
-	const struct xpf_stat_md *x = a, *y = b;
-	return x->id < y->id ? -1 : x->id > y->id;
+	int64_t id;
+	memcpy(&id, rec, sizeof id);
+	return id;
 }
 
-static int cmp_event_md(const void *a, const void *b)
+static int cmp_leading_id(const void *a, const void *b)
 {
-	const xpf_event_md *x = a, *y = b;
-	return x->id < y->id ? -1 : x->id > y->id;
+	int64_t x = leading_id(a), y = leading_id(b);
+	return x < y ? -1 : x > y;
+}
+
+static const void *find_id(const void *base, size_t n, size_t size, int64_t id)
+{
+	const char *v = base;
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (leading_id(v + mid * size) < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && leading_id(v + lo * size) == id ? v + lo * size : NULL;
 }
 
 const xpf_event_md *xpf_plane_event_md(const xpf_plane *p, int64_t id)
 {
-	size_t lo = 0, hi = p->n_event_md;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->event_md[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < p->n_event_md && p->event_md[lo].id == id ? &p->event_md[lo] : NULL;
+	return find_id(p->event_md, p->n_event_md, sizeof *p->event_md, id);
 }
 
 const char *xpf_plane_stat_name(const xpf_plane *p, int64_t id)
 {
-	size_t lo = 0, hi = p->n_stat_md;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->stat_md[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < p->n_stat_md && p->stat_md[lo].id == id ? p->stat_md[lo].name : NULL;
+	const struct xpf_stat_md *m = find_id(p->stat_md, p->n_stat_md, sizeof *p->stat_md, id);
+	return m ? m->name : NULL;
 }
 
 int64_t xpf_plane_stat_id(const xpf_plane *p, const char *name)
@@ -641,9 +643,9 @@ static int plane_build(void *ctxv, void **out, xpf_error *err)
 		}
 	}
 	if (p->n_event_md)
-		qsort(p->event_md, p->n_event_md, sizeof *p->event_md, cmp_event_md);
+		qsort(p->event_md, p->n_event_md, sizeof *p->event_md, cmp_leading_id);
 	if (p->n_stat_md)
-		qsort(p->stat_md, p->n_stat_md, sizeof *p->stat_md, cmp_stat_md);
+		qsort(p->stat_md, p->n_stat_md, sizeof *p->stat_md, cmp_leading_id);
 	for (size_t i = 1; i < p->n_event_md; i++)
 		if (p->event_md[i].id == p->event_md[i - 1].id) {
 			xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: duplicate event metadata id %lld (byte %llu)",
