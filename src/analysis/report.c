@@ -234,6 +234,11 @@ int xpf_report_resolve(xpf_report *r, const char *path, xpf_node **out, xpf_erro
 	return resolve(r, r->root, path, false, 0, out, err);
 }
 
+int xpf_report_resolve_target(xpf_report *r, const char *path, xpf_node **out, xpf_error *err)
+{
+	return resolve(r, r->root, path, true, 0, out, err);
+}
+
 xpf_node *xpf_report_node_by_ino(xpf_report *r, uint64_t ino)
 {
 	xpf_node *n = NULL;

@@ -112,6 +112,8 @@ int xpf_node_lookup(xpf_node *dir, const char *name, xpf_node **out, xpf_error *
 /* "a/b/c" relative to the root ("" or "/" is the root); *out NULL if absent.
  * Does not follow a symlink in the last component; follows them before. */
 int xpf_report_resolve(xpf_report *r, const char *path, xpf_node **out, xpf_error *err);
+/* The same, following a symlink in the last component too (what cat opens). */
+int xpf_report_resolve_target(xpf_report *r, const char *path, xpf_node **out, xpf_error *err);
 /* The file's bytes (rendered once, kept).  Valid until xpf_report_free(). */
 int xpf_node_content(xpf_node *file, const char **data, size_t *len, xpf_error *err);
 /* Drop a rendered file's bytes; the next reader renders them again (same

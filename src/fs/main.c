@@ -83,26 +83,10 @@ static int write_all(FILE *f, const char *data, size_t len)
 static int do_cat(xpf_report *r, const char *path, xpf_error *err)
 {
 	xpf_node *n;
-	int rc = xpf_report_resolve(r, path, &n, err);
+	/* A symlink named last is followed, as cat does. */
+	int rc = xpf_report_resolve_target(r, path, &n, err);
 	if (rc != XPF_OK)
 		return rc;
-	/* Follow a symlink named last, as cat does. */
-	for (int hops = 0; n && n->type == XPF_NODE_LINK && hops < 8; hops++) {
-		const char *target;
-		rc = xpf_node_readlink(n, &target, err);
-		if (rc != XPF_OK)
-			return rc;
-		xpf_buf p = XPF_BUF_INIT;
-		if (n->parent && n->parent->parent) {
-			xpf_node_path(n->parent, &p);
-			xpf_buf_addc(&p, '/');
-		}
-		xpf_buf_adds(&p, target);
-		rc = xpf_report_resolve(r, p.data, &n, err);
-		xpf_buf_release(&p);
-		if (rc != XPF_OK)
-			return rc;
-	}
 	if (n == NULL)
 		return xpf_fail(err, XPF_EUSAGE, "%s: no such file in the report (see README)", path);
 	if (n->type == XPF_NODE_DIR) {
