@@ -388,12 +388,13 @@ static bool is_thunk(const struct scan *s, const struct span *e)
 	return e->parent >= 0 && thunk_of(s->sp[e->parent].flags, e->flags, e->ev.name);
 }
 
-/* Make span r an execution. */
-static int add_execution(struct scan *s, size_t line, long r, xpf_error *err)
+/* A new execution of the event name (dev, [t0, t1]) on line: its index,
+ * with nothing yet known of it beyond that. */
+static size_t new_execution(struct scan *s, size_t line, const char *name, int dev, int64_t t0,
+			    int64_t t1, const char *pjit)
 {
 	xpf_runtime *rt = s->rt;
 	struct xpf_rt_priv *pv = rt->priv;
-	struct span *root = &s->sp[r];
 	size_t cap = s->cap_exec;
 	xpf_rt_execution *x = XPF_VEC_PUSH(rt->executions, rt->nexecutions, s->cap_exec);
 	if (s->cap_exec != cap) {
@@ -407,59 +408,94 @@ static int add_execution(struct scan *s, size_t line, long r, xpf_error *err)
 	}
 	size_t xi = rt->nexecutions - 1;
 	memset(x, 0, sizeof *x);
-	x->device = root->dev;
+	x->device = dev;
 	x->module = -1;
 	x->allocator = -1;
 	x->prev = -1;
-	x->event_name = root->ev.name;
+	x->event_name = name;
 	x->line = line;
 	x->thread = s->p->lines[line].id;
-	x->start_ps = root->t0;
-	x->end_ps = root->t1;
+	x->start_ps = t0;
+	x->end_ps = t1;
 	pv->exec_program_id[xi] = -1;
-	pv->exec_pjit[xi] = root->pjit >= 0 ? s->sp[root->pjit].ev.name : NULL;
+	pv->exec_pjit[xi] = pjit;
 	pv->exec_thunk[xi] = false;
 	pv->exec_retry_end[xi] = false;
+	return xi;
+}
+
+/* What the walk over an execution's subtree has seen so far. */
+struct exec_walk {
+	const char *name_gpumod, *name_thunks, *name_exec;
+	int64_t build_end;
+};
+
+/* One event of execution xi's subtree: its device, names, program id,
+ * where its buffer set-up ends. */
+static void exec_walk_event(struct scan *s, size_t xi, struct exec_walk *w, const xpf_event *ev,
+			    unsigned flags, int dev, int64_t t1, xpf_error *err)
+{
+	struct xpf_rt_priv *pv = s->rt->priv;
+	xpf_rt_execution *x = &s->rt->executions[xi];
+	if (x->device < 0 && (flags & F_PERDEV))
+		x->device = dev;
+	if ((flags & F_GPUMOD) && !w->name_gpumod)
+		w->name_gpumod = host_module_name(s, ev, flags, err);
+	else if ((flags & F_THUNKS) && !w->name_thunks)
+		w->name_thunks = host_module_name(s, ev, flags, err);
+	else if ((flags & F_EXEC) && !w->name_exec)
+		w->name_exec = host_module_name(s, ev, flags, err);
+	if (flags & (F_EXEC | F_ANCHOR)) {
+		xpf_stat st;
+		int64_t pid;
+		if (pv->exec_program_id[xi] < 0 &&
+		    xpf_event_stat(s->p, ev, "program_id", &st, err) == 1 &&
+		    xpf_stat_i64(&st, &pid))
+			pv->exec_program_id[xi] = pid;
+	}
+	if (flags & F_BUILD)
+		w->build_end = t1;
+}
+
+/* The walk is over; last_kind: where its last event was (2 in a retry,
+ * 1 in a build, 0). */
+static int exec_walk_end(struct scan *s, size_t xi, const struct exec_walk *w, int last_kind,
+			 xpf_error *err)
+{
+	struct xpf_rt_priv *pv = s->rt->priv;
+	xpf_rt_execution *x = &s->rt->executions[xi];
+	if (err->code != XPF_OK)
+		return err->code;
+	x->host_name = w->name_gpumod ? w->name_gpumod : w->name_thunks ? w->name_thunks : w->name_exec;
+	x->stopped_in_build = w->build_end >= 0 && !pv->exec_thunk[xi] && last_kind != 0;
+	pv->exec_retry_end[xi] = last_kind == 2;
+	return XPF_OK;
+}
+
+/* Make span r an execution. */
+static int add_execution(struct scan *s, size_t line, long r, xpf_error *err)
+{
+	struct span *root = &s->sp[r];
+	size_t xi = new_execution(s, line, root->ev.name, root->dev, root->t0, root->t1,
+				  root->pjit >= 0 ? s->sp[root->pjit].ev.name : NULL);
 
 	/* Walk the subtree: names, device, thunks, where it stops. */
-	const char *name_gpumod = NULL, *name_thunks = NULL, *name_exec = NULL;
-	int64_t build_end = -1, last_t = root->t0;
-	long last_kind = 0;
+	struct exec_walk w = { NULL, NULL, NULL, -1 };
+	int64_t last_t = root->t0;
+	int last_kind = 0;
 	for (size_t j = (size_t)r; j < s->nsp && s->sp[j].t0 <= root->t1; j++) {
 		struct span *e = &s->sp[j];
 		if ((long)j != r && e->root != r)
 			continue;
-		if (x->device < 0 && (e->flags & F_PERDEV))
-			x->device = e->dev;
-		if ((e->flags & F_GPUMOD) && !name_gpumod)
-			name_gpumod = host_module_name(s, &e->ev, e->flags, err);
-		else if ((e->flags & F_THUNKS) && !name_thunks)
-			name_thunks = host_module_name(s, &e->ev, e->flags, err);
-		else if ((e->flags & F_EXEC) && !name_exec)
-			name_exec = host_module_name(s, &e->ev, e->flags, err);
-		if (e->flags & (F_EXEC | F_ANCHOR)) {
-			xpf_stat st;
-			int64_t pid;
-			if (pv->exec_program_id[xi] < 0 &&
-			    xpf_event_stat(s->p, &e->ev, "program_id", &st, err) == 1 &&
-			    xpf_stat_i64(&st, &pid))
-				pv->exec_program_id[xi] = pid;
-		}
-		if (e->flags & F_BUILD)
-			build_end = e->t1;
+		exec_walk_event(s, xi, &w, &e->ev, e->flags, e->dev, e->t1, err);
 		if (is_thunk(s, e))
-			pv->exec_thunk[xi] = true;
+			s->rt->priv->exec_thunk[xi] = true;
 		if (e->t0 >= last_t) {
 			last_t = e->t0;
 			last_kind = (e->flags & F_RETRY) || e->retry >= 0 ? 2 : e->build >= 0 ? 1 : 0;
 		}
 	}
-	if (err->code != XPF_OK)
-		return err->code;
-	x->host_name = name_gpumod ? name_gpumod : name_thunks ? name_thunks : name_exec;
-	x->stopped_in_build = build_end >= 0 && !pv->exec_thunk[xi] && last_kind != 0;
-	pv->exec_retry_end[xi] = last_kind == 2;
-	return XPF_OK;
+	return exec_walk_end(s, xi, &w, last_kind, err);
 }
 
 static int scan_line_sorted(struct scan *s, size_t line, xpf_error *err)
@@ -673,75 +709,24 @@ static int line_in_order(struct scan *s, size_t line, bool *ordered, xpf_error *
 static int add_execution_node(struct scan *s, size_t line, struct knode *nd, size_t nn, long r,
 			      xpf_error *err)
 {
-	xpf_runtime *rt = s->rt;
-	struct xpf_rt_priv *pv = rt->priv;
 	struct knode *root = &nd[r];
-	size_t cap = s->cap_exec;
-	xpf_rt_execution *x = XPF_VEC_PUSH(rt->executions, rt->nexecutions, s->cap_exec);
-	if (s->cap_exec != cap) {
-		size_t c = s->cap_exec;
-		pv->exec_program_id = realloc(pv->exec_program_id, c * sizeof *pv->exec_program_id);
-		pv->exec_pjit = realloc(pv->exec_pjit, c * sizeof *pv->exec_pjit);
-		pv->exec_thunk = realloc(pv->exec_thunk, c * sizeof *pv->exec_thunk);
-		pv->exec_retry_end = realloc(pv->exec_retry_end, c * sizeof *pv->exec_retry_end);
-		if (!pv->exec_program_id || !pv->exec_pjit || !pv->exec_thunk || !pv->exec_retry_end)
-			abort();
-	}
-	size_t xi = rt->nexecutions - 1;
-	memset(x, 0, sizeof *x);
-	x->device = root->dev;
-	x->module = -1;
-	x->allocator = -1;
-	x->prev = -1;
-	x->event_name = root->ev.name;
-	x->line = line;
-	x->thread = s->p->lines[line].id;
-	x->start_ps = root->t0;
-	x->end_ps = root->t1;
-	pv->exec_program_id[xi] = -1;
-	pv->exec_pjit[xi] = root->pjit;
-	pv->exec_thunk[xi] = false;
-	pv->exec_retry_end[xi] = false;
-
-	const char *name_gpumod = NULL, *name_thunks = NULL, *name_exec = NULL;
-	int64_t build_end = -1;
+	size_t xi = new_execution(s, line, root->ev.name, root->dev, root->t0, root->t1, root->pjit);
+	struct exec_walk w = { NULL, NULL, NULL, -1 };
 	size_t last_seq = root->last_seq;
 	int last_kind = root->last_kind;
 	for (size_t j = (size_t)r; j < nn && nd[j].t0 <= root->t1; j++) {
 		struct knode *e = &nd[j];
 		if ((long)j != r && e->root != r)
 			continue;
-		if (x->device < 0 && (e->flags & F_PERDEV))
-			x->device = e->dev;
-		if ((e->flags & F_GPUMOD) && !name_gpumod)
-			name_gpumod = host_module_name(s, &e->ev, e->flags, err);
-		else if ((e->flags & F_THUNKS) && !name_thunks)
-			name_thunks = host_module_name(s, &e->ev, e->flags, err);
-		else if ((e->flags & F_EXEC) && !name_exec)
-			name_exec = host_module_name(s, &e->ev, e->flags, err);
-		if (e->flags & (F_EXEC | F_ANCHOR)) {
-			xpf_stat st;
-			int64_t pid;
-			if (pv->exec_program_id[xi] < 0 &&
-			    xpf_event_stat(s->p, &e->ev, "program_id", &st, err) == 1 &&
-			    xpf_stat_i64(&st, &pid))
-				pv->exec_program_id[xi] = pid;
-		}
-		if (e->flags & F_BUILD)
-			build_end = e->t1;
+		exec_walk_event(s, xi, &w, &e->ev, e->flags, e->dev, e->t1, err);
 		if (e->thunk)
-			pv->exec_thunk[xi] = true;
+			s->rt->priv->exec_thunk[xi] = true;
 		if (e->last_seq >= last_seq) {
 			last_seq = e->last_seq;
 			last_kind = e->last_kind;
 		}
 	}
-	if (err->code != XPF_OK)
-		return err->code;
-	x->host_name = name_gpumod ? name_gpumod : name_thunks ? name_thunks : name_exec;
-	x->stopped_in_build = build_end >= 0 && !pv->exec_thunk[xi] && last_kind != 0;
-	pv->exec_retry_end[xi] = last_kind == 2;
-	return XPF_OK;
+	return exec_walk_end(s, xi, &w, last_kind, err);
 }
 
 static int scan_line_stream(struct scan *s, size_t line, xpf_error *err)
