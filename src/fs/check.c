@@ -4,97 +4,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/alloc.h"
+#include "analysis/runtime.h"
 #include "common/buf.h"
 
-struct alloc_count {
-	char name[128];
-	uint64_t allocs, deallocs;
-	uint64_t max_peak;
-	bool keyed_by_index;
-};
-
-static struct alloc_count *find_alloc(struct alloc_count **v, size_t *n, const char *name)
+/* Allocator event counts per allocator: the runtime's own accounting
+ * (allocator_name, else tpu:<index_on_host>), not a second count. */
+static int count_allocators(xpf_host *h, FILE *out, xpf_error *err)
 {
-	for (size_t i = 0; i < *n; i++)
-		if (strcmp((*v)[i].name, name) == 0)
-			return &(*v)[i];
-	*v = xpf_realloc_array(*v, *n + 1, sizeof **v);
-	struct alloc_count *a = &(*v)[(*n)++];
-	memset(a, 0, sizeof *a);
-	snprintf(a->name, sizeof a->name, "%s", name);
-	return a;
-}
-
-static int count_allocators(xpf_capture *c, FILE *out, xpf_error *err)
-{
-	long pi = xpf_capture_find_plane(c, "/host:CPU");
-	if (pi < 0) {
-		fprintf(out, "  allocator events: none (no /host:CPU plane)\n");
-		return XPF_OK;
-	}
-	const xpf_plane *p;
-	int rc = xpf_capture_plane(c, (size_t)pi, &p, err);
+	const xpf_runtime *rt;
+	int rc = xpf_host_runtime(h, &rt, err);
 	if (rc != XPF_OK)
 		return rc;
-	struct alloc_count *v = NULL;
-	size_t n = 0;
-	for (size_t l = 0; l < p->nlines; l++) {
-		xpf_event_iter it;
-		xpf_event ev;
-		xpf_events_begin(p, l, &it);
-		while ((rc = xpf_events_next(&it, &ev, err)) == 1) {
-			bool is_a = strcmp(ev.name, "MemoryAllocation") == 0;
-			bool is_d = strcmp(ev.name, "MemoryDeallocation") == 0;
-			if (!is_a && !is_d)
-				continue;
-			xpf_stat_iter sit;
-			xpf_stat st;
-			char name[128] = "";
-			char idx[64] = "";
-			uint64_t peak = 0;
-			xpf_stats_of_event(p, &ev, &sit);
-			while ((rc = xpf_stats_next(&sit, &st, err)) == 1) {
-				xpf_str s;
-				uint64_t u;
-				if (strcmp(st.name, "allocator_name") == 0 && xpf_stat_text(&st, &s))
-					snprintf(name, sizeof name, "%.*s", (int)s.n, s.p);
-				else if (strcmp(st.name, "index_on_host") == 0 && xpf_stat_u64(&st, &u))
-					snprintf(idx, sizeof idx, "tpu:%llu", (unsigned long long)u);
-				else if (strcmp(st.name, "peak_bytes_in_use") == 0 && xpf_stat_u64(&st, &u))
-					peak = u;
-			}
-			if (rc < 0)
-				goto fail;
-			struct alloc_count *a = find_alloc(&v, &n, name[0] ? name : idx[0] ? idx : "(unnamed)");
-			a->keyed_by_index = !name[0] && idx[0];
-			if (is_a)
-				a->allocs++;
-			else
-				a->deallocs++;
-			if (peak > a->max_peak)
-				a->max_peak = peak;
-		}
-		if (rc < 0)
-			goto fail;
-	}
-	if (n == 0)
+	if (rt->nallocators == 0)
 		fprintf(out, "  allocator events: none (the BFC allocator emits them; cuda_async and others do not)\n");
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < rt->nallocators; i++) {
+		const xpf_rt_allocator *a = &rt->allocators[i];
 		char hb[32];
 		fprintf(out, "  allocator %s%s: %" PRIu64 " allocations, %" PRIu64
 			" deallocations, max peak_bytes_in_use %" PRIu64 " (%s)\n",
-			v[i].name, v[i].keyed_by_index ? " (keyed by index_on_host)" : "", v[i].allocs,
-			v[i].deallocs, v[i].max_peak, xpf_human(v[i].max_peak, hb));
+			a->name, a->keyed_by_index ? " (keyed by index_on_host)" : "", a->allocations,
+			a->deallocations, a->lifetime_peak_bytes, xpf_human(a->lifetime_peak_bytes, hb));
 	}
-	free(v);
 	return XPF_OK;
-fail:
-	free(v);
-	return err->code;
 }
 
-static int check_host(const xpf_input_host *h, FILE *out, xpf_error *err)
+static int check_host(const xpf_input_host *h, xpf_host *host, FILE *out, xpf_error *err)
 {
 	xpf_capture *c = h->cap;
 	char hb[32];
@@ -141,7 +75,7 @@ static int check_host(const xpf_input_host *h, FILE *out, xpf_error *err)
 				xpf_capture_module(c, m)->name, xpf_capture_module(c, m)->program_id);
 	}
 	if (!xpf_capture_is_hlo_only(c))
-		return count_allocators(c, out, err);
+		return count_allocators(host, out, err);
 	return XPF_OK;
 }
 
@@ -149,11 +83,15 @@ int xpf_check(xpf_input *in, FILE *out, xpf_error *err)
 {
 	fprintf(out, "%s: %zu host(s)%s%s\n", in->path, in->nhosts,
 		in->run_name ? ", run " : "", in->run_name ? in->run_name : "");
-	for (size_t i = 0; i < in->nhosts; i++) {
-		int rc = check_host(&in->hosts[i], out, err);
-		if (rc != XPF_OK)
-			return rc;
-	}
-	fprintf(out, "ok\n");
-	return XPF_OK;
+	xpf_options opt = XPF_OPTIONS_INIT;
+	xpf_report *r;
+	int rc = xpf_report_open(in, &opt, &r, err);
+	if (rc != XPF_OK)
+		return rc;
+	for (size_t i = 0; i < in->nhosts && rc == XPF_OK; i++)
+		rc = check_host(&in->hosts[i], xpf_report_host(r, i), out, err);
+	xpf_report_free(r);
+	if (rc == XPF_OK)
+		fprintf(out, "ok\n");
+	return rc;
 }
