@@ -193,8 +193,8 @@ static void test_gemm(void **state)
 			gpu_module += strcmp(ev.name, "jit_dot:XLA GPU module") == 0;
 		}
 	}
-	assert_true(exec > 0);
-	assert_true(gpu_module > 0);
+	assert_int_equal(exec, 42);
+	assert_int_equal(gpu_module, 18);
 	assert_int_equal(xpf_capture_validate(c, &err), XPF_OK);
 	xpf_capture_free(c);
 }
@@ -314,7 +314,7 @@ static void test_bare_hlo(void **state)
 	assert_int_equal(xpf_capture_module_hlo(c, 0, &h, &err), XPF_OK);
 	assert_int_equal(h->buffer_assignment->n_buffer_allocations, 202);
 	assert_int_equal(h->buffer_assignment->n_logical_buffers, 1732);
-	assert_true(h->buffer_assignment->n_heap_simulator_traces > 0);
+	assert_int_equal(h->buffer_assignment->n_heap_simulator_traces, 1);
 	xpf_input_free(in);
 }
 

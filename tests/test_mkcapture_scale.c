@@ -176,7 +176,7 @@ static void test_scale20(void **state)
 			nlive--;
 		}
 	}
-	assert_true(nlive > 0); /* the state and the kept gradients */
+	assert_int_equal(nlive, 40); /* the state and the kept gradients */
 
 	/* in use at the start of each step as documented at scale 1 */
 	json_error_t jerr;

@@ -906,7 +906,7 @@ static void test_scenarios(void **state)
 	}
 	closedir(d);
 	rmdir(tmp);
-	assert_true(n >= 1);
+	assert_int_equal(n, 11); /* tests/scenarios/*.json */
 }
 
 int main(void)
