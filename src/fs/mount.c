@@ -219,28 +219,37 @@ static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_readlink(req, target);
 }
 
-static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* A file's rendered bytes, or NULL after replying with the error (open and
+ * read share it: rendering happens at most once, whichever comes first). */
+static xpf_node *file_content(fuse_req_t req, fuse_ino_t ino, const char **data, size_t *len)
 {
 	xpf_node *n = node_of(req, ino);
 	xpf_error err = { 0 };
-	const char *data;
-	size_t len;
 	if (n == NULL) {
 		fuse_reply_err(req, ENOENT);
-		return;
+		return NULL;
 	}
 	if (n->type == XPF_NODE_DIR) {
 		fuse_reply_err(req, EISDIR);
-		return;
+		return NULL;
 	}
-	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
-		fuse_reply_err(req, EROFS);
-		return;
-	}
-	if (xpf_node_content(n, &data, &len, &err) != XPF_OK) {
+	if (xpf_node_content(n, data, len, &err) != XPF_OK) {
 		reply_xpf_error(req, n, &err);
+		return NULL;
+	}
+	return n;
+}
+
+static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	const char *data;
+	size_t len;
+	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+		fuse_reply_err(req, node_of(req, ino) ? EROFS : ENOENT);
 		return;
 	}
+	if (file_content(req, ino, &data, &len) == NULL)
+		return;
 	fi->keep_cache = 1;
 	fi->noflush = 1;
 	fuse_reply_open(req, fi);
@@ -249,23 +258,11 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	xpf_node *n = node_of(req, ino);
-	xpf_error err = { 0 };
 	const char *data;
 	size_t len;
 	(void)fi;
-	if (n == NULL) {
-		fuse_reply_err(req, ENOENT);
+	if (file_content(req, ino, &data, &len) == NULL)
 		return;
-	}
-	if (n->type == XPF_NODE_DIR) {
-		fuse_reply_err(req, EISDIR);
-		return;
-	}
-	if (xpf_node_content(n, &data, &len, &err) != XPF_OK) {
-		reply_xpf_error(req, n, &err);
-		return;
-	}
 	if (off < 0 || (uint64_t)off >= len) {
 		fuse_reply_buf(req, NULL, 0);
 		return;
