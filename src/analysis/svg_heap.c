@@ -164,6 +164,19 @@ static double xcol(size_t c, size_t ncols)
 	return X0 + (X1 - X0) * (double)c / (double)ncols;
 }
 
+/* Extend a step path to column c at height y10 (tenths of a pixel) when it
+ * differs from *cur. */
+static void step_to(xpf_buf *out, size_t c, size_t ncols, long y10, long *cur)
+{
+	if (y10 == *cur)
+		return;
+	xpf_buf_addc(out, 'H');
+	xpf_svg_num(out, xcol(c, ncols));
+	xpf_buf_addc(out, 'V');
+	xpf_svg_num(out, (double)y10 / 10);
+	*cur = y10;
+}
+
 static void title_bytes(xpf_buf *b, const char *what, uint64_t bytes)
 {
 	xpf_buf_adds(b, "<title>");
@@ -355,14 +368,7 @@ void xpf_svg_heap(const xpf_plan *p, const xpf_svg_capacity *cap, xpf_buf *out)
 			double cum = 0;
 			for (int k = 0; k <= r; k++)
 				cum += cols[c].role[k];
-			long y10 = (long)(ypos(cum, top) * 10 + 0.5);
-			if (y10 != cur) {
-				xpf_buf_addc(out, 'H');
-				xpf_svg_num(out, xcol(c, ncols));
-				xpf_buf_addc(out, 'V');
-				xpf_svg_num(out, (double)y10 / 10);
-				cur = y10;
-			}
+			step_to(out, c, ncols, (long)(ypos(cum, top) * 10 + 0.5), &cur);
 		}
 		xpf_buf_adds(out, "H");
 		xpf_svg_num(out, X1);
@@ -377,16 +383,8 @@ void xpf_svg_heap(const xpf_plan *p, const xpf_svg_capacity *cap, xpf_buf *out)
 		xpf_buf_addc(out, ' ');
 		long cur = (long)(ypos((double)cols[0].bytes, top) * 10 + 0.5);
 		xpf_svg_num(out, (double)cur / 10);
-		for (size_t c = 1; c < ncols; c++) {
-			long y10 = (long)(ypos((double)cols[c].bytes, top) * 10 + 0.5);
-			if (y10 != cur) {
-				xpf_buf_addc(out, 'H');
-				xpf_svg_num(out, xcol(c, ncols));
-				xpf_buf_addc(out, 'V');
-				xpf_svg_num(out, (double)y10 / 10);
-				cur = y10;
-			}
-		}
+		for (size_t c = 1; c < ncols; c++)
+			step_to(out, c, ncols, (long)(ypos((double)cols[c].bytes, top) * 10 + 0.5), &cur);
 		xpf_buf_adds(out, "H");
 		xpf_svg_num(out, X1);
 		xpf_buf_adds(out, "\"/>\n");

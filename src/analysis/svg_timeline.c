@@ -31,6 +31,20 @@
 #define MAX_SPANS 120
 #define MAX_LINES 16
 
+/* ` x="x" y="y" width="w" height="h"` of a <rect>. */
+static void rect_at(xpf_buf *out, double x, double y, double w, double h)
+{
+	xpf_buf_adds(out, " x=\"");
+	xpf_svg_num(out, x);
+	xpf_buf_adds(out, "\" y=\"");
+	xpf_svg_num(out, y);
+	xpf_buf_adds(out, "\" width=\"");
+	xpf_svg_num(out, w);
+	xpf_buf_adds(out, "\" height=\"");
+	xpf_svg_num(out, h);
+	xpf_buf_addc(out, '"');
+}
+
 static const char *const line_color[] = {
 	"#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#e377c2",
 	"#bcbd22", "#393b79", "#637939", "#7f7f7f",
@@ -194,16 +208,10 @@ static void draw_executions(xpf_buf *out, const ctx *c)
 			xpf_buf_printf(out, ", %lld\xE2\x80\x93%lld ns", (long long)first->start_ns,
 				       (long long)last->end_ns);
 		}
-		xpf_buf_printf(out, "</title><rect fill=\"%s\" fill-opacity=\"%s\" x=\"", fill,
+		xpf_buf_printf(out, "</title><rect fill=\"%s\" fill-opacity=\"%s\"", fill,
 			       j - i == 1 ? "0.7" : "0.35");
-		xpf_svg_num(out, a);
-		xpf_buf_adds(out, "\" y=\"");
-		xpf_svg_num(out, Y0);
-		xpf_buf_adds(out, "\" width=\"");
-		xpf_svg_num(out, w);
-		xpf_buf_adds(out, "\" height=\"");
-		xpf_svg_num(out, Y1 - Y0);
-		xpf_buf_adds(out, "\"/>");
+		rect_at(out, a, Y0, w, Y1 - Y0);
+		xpf_buf_adds(out, "/>");
 		/* label above the plot, staggered on two rows */
 		if (j - i == 1)
 			snprintf(lab, sizeof lab, "%s #%zu", module_name(c, mod, mb), first->module_execution);
@@ -313,21 +321,11 @@ static void draw_retries(xpf_buf *out, const ctx *c)
 				       xpf_svg_human_ns(total, d1));
 		}
 		double w = end - a < 2 ? 2 : end - a;
-		xpf_buf_adds(out, "</title><rect fill=\"#d62728\" fill-opacity=\"0.08\" x=\"");
-		xpf_svg_num(out, a);
-		xpf_buf_adds(out, "\" y=\"");
-		xpf_svg_num(out, Y0);
-		xpf_buf_adds(out, "\" width=\"");
-		xpf_svg_num(out, w);
-		xpf_buf_adds(out, "\" height=\"");
-		xpf_svg_num(out, Y1 - Y0);
-		xpf_buf_adds(out, "\"/><rect fill=\"#d62728\" x=\"");
-		xpf_svg_num(out, a);
-		xpf_buf_adds(out, "\" y=\"");
-		xpf_svg_num(out, Y0);
-		xpf_buf_adds(out, "\" width=\"");
-		xpf_svg_num(out, w);
-		xpf_buf_adds(out, "\" height=\"5\"/>");
+		xpf_buf_adds(out, "</title><rect fill=\"#d62728\" fill-opacity=\"0.08\"");
+		rect_at(out, a, Y0, w, Y1 - Y0);
+		xpf_buf_adds(out, "/><rect fill=\"#d62728\"");
+		rect_at(out, a, Y0, w, 5);
+		xpf_buf_adds(out, "/>");
 		if (w > 160) {
 			char lab[120];
 			snprintf(lab, sizeof lab, "AllocatorRetry wait %s",
