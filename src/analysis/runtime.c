@@ -264,6 +264,22 @@ static int64_t rel_ps(int64_t line_ts_ns, int64_t base, int64_t off_ps)
 	return v > REL_PS_MAX ? REL_PS_MAX : v < -REL_PS_MAX ? -REL_PS_MAX : (int64_t)v;
 }
 
+/* The start and end of event head ev of line, in ps relative to the base. */
+static void head_times(const struct scan *s, size_t line, const xpf_event_head *ev, int64_t *t0,
+		       int64_t *t1)
+{
+	*t0 = rel_ps(s->p->lines[line].timestamp_ns, s->base, ev->offset_ps);
+	*t1 = *t0 + (ev->duration_ps > 0 ? (ev->duration_ps < REL_PS_MAX ? ev->duration_ps : REL_PS_MAX) : 0);
+}
+
+/* classify() of event metadata k (named name), once per metadata. */
+static unsigned md_class(struct scan *s, size_t k, const char *name)
+{
+	if (s->md_flags[k] == UINT_MAX)
+		s->md_flags[k] = classify(name, &s->md_dev[k]);
+	return s->md_flags[k];
+}
+
 /* ev: the allocator event (flags: its class, t0: its start); enclosing: the
  * name of the host event around it, transfer: of the transfer around it. */
 static int read_alloc(struct scan *s, const xpf_event *xev, unsigned flags, int64_t t0,
@@ -510,13 +526,9 @@ static int scan_line_sorted(struct scan *s, size_t line, xpf_error *err)
 	while ((rc = xpf_events_next_head(&it, &ev, err)) == 1) {
 		struct span *e = XPF_VEC_PUSH(s->sp, s->nsp, s->capsp);
 		xpf_event_of_head(p, line, &ev, &e->ev);
-		e->t0 = rel_ps(p->lines[line].timestamp_ns, s->base, ev.offset_ps);
-		e->t1 = e->t0 + (ev.duration_ps > 0 ? (ev.duration_ps < REL_PS_MAX ? ev.duration_ps : REL_PS_MAX) : 0);
-		size_t k = ev.md;
-		if (s->md_flags[k] == UINT_MAX)
-			s->md_flags[k] = classify(e->ev.name, &s->md_dev[k]);
-		e->flags = s->md_flags[k];
-		e->dev = s->md_dev[k];
+		head_times(s, line, &ev, &e->t0, &e->t1);
+		e->flags = md_class(s, ev.md, e->ev.name);
+		e->dev = s->md_dev[ev.md];
 	}
 	if (rc < 0)
 		return err->code;
@@ -692,8 +704,8 @@ static int line_in_order(struct scan *s, size_t line, bool *ordered, xpf_error *
 	*ordered = true;
 	xpf_events_begin(p, line, &it);
 	while ((rc = xpf_events_next_head(&it, &ev, err)) == 1) {
-		int64_t t0 = rel_ps(p->lines[line].timestamp_ns, s->base, ev.offset_ps);
-		int64_t t1 = t0 + (ev.duration_ps > 0 ? (ev.duration_ps < REL_PS_MAX ? ev.duration_ps : REL_PS_MAX) : 0);
+		int64_t t0, t1;
+		head_times(s, line, &ev, &t0, &t1);
 		if (!first && !(t0 > pt0 || (t0 == pt0 && t1 <= pt1))) {
 			*ordered = false;
 			return XPF_OK;
@@ -744,15 +756,13 @@ static int scan_line_stream(struct scan *s, size_t line, xpf_error *err)
 	xpf_events_begin(p, line, &it);
 	while ((rc = xpf_events_next_head(&it, &ev, err)) == 1) {
 		size_t i = seq++;
-		int64_t t0 = rel_ps(p->lines[line].timestamp_ns, s->base, ev.offset_ps);
-		int64_t t1 = t0 + (ev.duration_ps > 0 ? (ev.duration_ps < REL_PS_MAX ? ev.duration_ps : REL_PS_MAX) : 0);
+		int64_t t0, t1;
+		head_times(s, line, &ev, &t0, &t1);
 		if (t1 / 1000 > rt->end_ns)
 			rt->end_ns = t1 / 1000;
 		size_t k = ev.md;
 		const char *name = p->event_md[k].name;
-		if (s->md_flags[k] == UINT_MAX)
-			s->md_flags[k] = classify(name, &s->md_dev[k]);
-		unsigned flags = s->md_flags[k];
+		unsigned flags = md_class(s, k, name);
 		while (ns > 0 && !(t0 < st[ns - 1].t1 ||
 				   (t0 == st[ns - 1].t0 && t1 <= st[ns - 1].t1 && st[ns - 1].t1 > st[ns - 1].t0)))
 			ns--;
