@@ -240,8 +240,6 @@ struct scan {
 	 * names repeat, so each is classified once, not once per event. */
 	unsigned *md_flags;
 	int *md_dev;
-	/* per execution (parallel to rt->executions while scanning) */
-	size_t cap_px;
 };
 
 static int span_cmp(const void *a, const void *b)
@@ -663,7 +661,6 @@ struct knode {
 	unsigned flags;
 	int dev;
 	long parent;      /* nearest node strictly around it, or -1 */
-	long build;       /* nearest Build buffer allocations node around it (or self) */
 	const char *pjit; /* nearest PjitFunction around it: its name */
 	size_t last_seq;  /* the last event whose nearest node (or self) this is */
 	int last_kind;    /* its kind: 2 in a retry, 1 in a build, 0 */
@@ -783,7 +780,6 @@ static int scan_line_stream(struct scan *s, size_t line, xpf_error *err)
 			n->flags = flags;
 			n->dev = s->md_dev[k];
 			n->parent = knode;
-			n->build = (flags & F_BUILD) ? (long)nn - 1 : bnode;
 			n->pjit = pjit;
 			n->last_seq = i;
 			n->last_kind = kind;
