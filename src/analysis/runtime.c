@@ -689,31 +689,6 @@ struct pending {
 	int64_t alloc_t0;
 };
 
-/* The order scan_line_sorted's sort would give: are the line's events in it? */
-static int line_in_order(struct scan *s, size_t line, bool *ordered, xpf_error *err)
-{
-	const xpf_plane *p = s->p;
-	xpf_event_iter it;
-	xpf_event_head ev;
-	int rc;
-	bool first = true;
-	int64_t pt0 = 0, pt1 = 0;
-	*ordered = true;
-	xpf_events_begin(p, line, &it);
-	while ((rc = xpf_events_next_head(&it, &ev, err)) == 1) {
-		int64_t t0, t1;
-		head_times(s, line, &ev, &t0, &t1);
-		if (!first && !(t0 > pt0 || (t0 == pt0 && t1 <= pt1))) {
-			*ordered = false;
-			return XPF_OK;
-		}
-		first = false;
-		pt0 = t0;
-		pt1 = t1;
-	}
-	return rc < 0 ? err->code : XPF_OK;
-}
-
 /* add_execution over the nodes: node r is an execution. */
 static int add_execution_node(struct scan *s, size_t line, struct knode *nd, size_t nn, long r,
 			      xpf_error *err)
@@ -738,6 +713,10 @@ static int add_execution_node(struct scan *s, size_t line, struct knode *nd, siz
 	return exec_walk_end(s, xi, &w, last_kind, err);
 }
 
+/* scan_line_stream's answer when the line is not in order: nothing made but
+ * allocator events, retries and allocators, for scan_line to drop or keep. */
+#define SCAN_UNORDERED (-1)
+
 static int scan_line_stream(struct scan *s, size_t line, xpf_error *err)
 {
 	const xpf_plane *p = s->p;
@@ -750,11 +729,19 @@ static int scan_line_stream(struct scan *s, size_t line, xpf_error *err)
 	struct pending *pa_ev = NULL, *pa_re = NULL;
 	size_t nn = 0, cn = 0, ns = 0, cs = 0, nae = 0, cae = 0, nar = 0, car = 0, waiting = 0;
 	size_t seq = 0;
+	int64_t pt0 = 0, pt1 = 0;
 	xpf_events_begin(p, line, &it);
 	while ((rc = xpf_events_next_head(&it, &ev, err)) == 1) {
 		size_t i = seq++;
 		int64_t t0, t1;
 		head_times(s, line, &ev, &t0, &t1);
+		/* not in the order scan_line_sorted's sort would give */
+		if (i > 0 && !(t0 > pt0 || (t0 == pt0 && t1 <= pt1))) {
+			rc = SCAN_UNORDERED;
+			goto out;
+		}
+		pt0 = t0;
+		pt1 = t1;
 		if (t1 / 1000 > rt->end_ns)
 			rt->end_ns = t1 / 1000;
 		size_t k = ev.md;
@@ -904,12 +891,17 @@ out:
 
 static int scan_line(struct scan *s, size_t line, xpf_error *err)
 {
-	bool ordered;
+	size_t nevents = s->rt->nevents, nretries = s->rt->nretries;
 	s->nsp = 0;
-	int rc = line_in_order(s, line, &ordered, err);
-	if (rc != XPF_OK)
+	int rc = scan_line_stream(s, line, err);
+	if (rc != SCAN_UNORDERED)
 		return rc;
-	return ordered ? scan_line_stream(s, line, err) : scan_line_sorted(s, line, err);
+	/* Drop what the stream read of the line before it found it out of
+	 * order (no execution is made before the end) and sort it instead;
+	 * allocators it found are found again. */
+	s->rt->nevents = nevents;
+	s->rt->nretries = nretries;
+	return scan_line_sorted(s, line, err);
 }
 
 /* ---- device planes ---------------------------------------------------- */
