@@ -32,6 +32,7 @@ struct xpf_capture {
 	size_t size;
 	void *map;        /* non-NULL when we mapped the file */
 	size_t map_len;
+	int fd;           /* the file, for xpf_window reads; -1: none */
 	bool hlo_only;
 
 	size_t nplanes;
@@ -178,14 +179,48 @@ static const void *find_id(const void *base, size_t n, size_t size, int64_t id)
 	return lo < n && leading_id(v + lo * size) == id ? v + lo * size : NULL;
 }
 
+/* A direct table over the ids of n records (sorted by id) when they are
+ * dense enough: at most 4 slots per record plus 1024. */
+static void id_table_build(struct xpf_id_table *t, const void *base, size_t n, size_t size)
+{
+	t->slot = NULL;
+	t->n = 0;
+	t->lo = 0;
+	if (n == 0 || n >= UINT32_MAX)
+		return;
+	const char *v = base;
+	int64_t lo = leading_id(v), hi = leading_id(v + (n - 1) * size);
+	uint64_t span = (uint64_t)hi - (uint64_t)lo;
+	if (hi < lo || span >= 4 * (uint64_t)n + 1024)
+		return;
+	t->lo = lo;
+	t->n = (size_t)span + 1;
+	t->slot = xpf_calloc(t->n, sizeof *t->slot);
+	for (size_t i = 0; i < n; i++)
+		t->slot[(uint64_t)leading_id(v + i * size) - (uint64_t)lo] = (uint32_t)i + 1;
+}
+
+static inline const void *id_lookup(const struct xpf_id_table *t, const void *base, size_t n,
+				    size_t size, int64_t id)
+{
+	if (t->slot) {
+		uint64_t i = (uint64_t)id - (uint64_t)t->lo;
+		if (i >= t->n || t->slot[i] == 0)
+			return NULL;
+		return (const char *)base + (size_t)(t->slot[i] - 1) * size;
+	}
+	return find_id(base, n, size, id);
+}
+
 const xpf_event_md *xpf_plane_event_md(const xpf_plane *p, int64_t id)
 {
-	return find_id(p->event_md, p->n_event_md, sizeof *p->event_md, id);
+	return id_lookup(&p->event_md_by_id, p->event_md, p->n_event_md, sizeof *p->event_md, id);
 }
 
 const char *xpf_plane_stat_name(const xpf_plane *p, int64_t id)
 {
-	const struct xpf_stat_md *m = find_id(p->stat_md, p->n_stat_md, sizeof *p->stat_md, id);
+	const struct xpf_stat_md *m =
+		id_lookup(&p->stat_md_by_id, p->stat_md, p->n_stat_md, sizeof *p->stat_md, id);
 	return m ? m->name : NULL;
 }
 
@@ -197,12 +232,14 @@ int64_t xpf_plane_stat_id(const xpf_plane *p, const char *name)
 	return -1;
 }
 
-static void stat_iter_init(const xpf_plane *p, const uint8_t *msg, size_t len, uint32_t field,
-			   xpf_stat_iter *it)
+static void stat_iter_init(const xpf_plane *p, const uint8_t *msg, uint64_t off, size_t len,
+			   uint32_t field, xpf_stat_iter *it)
 {
 	it->plane = p;
 	it->p = msg;
 	it->end = msg + len;
+	it->base = msg;
+	it->base_off = off;
 	it->field = field;
 	it->where = NULL;
 	it->line = it->event = -1;
@@ -211,7 +248,7 @@ static void stat_iter_init(const xpf_plane *p, const uint8_t *msg, size_t len, u
 
 void xpf_stats_of_event(const xpf_plane *p, const xpf_event *ev, xpf_stat_iter *it)
 {
-	stat_iter_init(p, ev->msg, ev->msg_len, 4, it);
+	stat_iter_init(p, ev->msg, ev->offset, ev->msg_len, 4, it);
 	it->where = "event";
 	it->line = (long)ev->line;
 	it->event = (long)ev->index;
@@ -219,13 +256,13 @@ void xpf_stats_of_event(const xpf_plane *p, const xpf_event *ev, xpf_stat_iter *
 
 void xpf_stats_of_plane(const xpf_plane *p, xpf_stat_iter *it)
 {
-	stat_iter_init(p, p->cap->data + p->offset, (size_t)p->length, 6, it);
+	stat_iter_init(p, p->cap->data + p->offset, p->offset, (size_t)p->length, 6, it);
 	it->where = "plane stats";
 }
 
 void xpf_stats_of_event_md(const xpf_plane *p, const xpf_event_md *md, xpf_stat_iter *it)
 {
-	stat_iter_init(p, p->cap->data + md->offset, (size_t)md->length, 5, it);
+	stat_iter_init(p, p->cap->data + md->offset, md->offset, (size_t)md->length, 5, it);
 	it->where = "event metadata";
 }
 
@@ -239,7 +276,7 @@ static void stat_where(const xpf_stat_iter *it, size_t idx, char *out, size_t n)
 		snprintf(out + l, n - l, ", %s, stat %zu", it->where ? it->where : "stats", idx);
 }
 
-int xpf_stats_next(xpf_stat_iter *it, xpf_stat *st, xpf_error *err)
+static int stats_next(xpf_stat_iter *it, xpf_stat *st, xpf_error *err)
 {
 	const xpf_plane *pl = it->plane;
 	const xpf_capture *c = pl->cap;
@@ -308,6 +345,31 @@ int xpf_stats_next(xpf_stat_iter *it, xpf_stat *st, xpf_error *err)
 	return 1;
 }
 
+/* Point a stat iterator reading through a window at the mapping instead. */
+static void stats_to_map(xpf_stat_iter *it)
+{
+	const uint8_t *data = it->plane->cap->data;
+	const uint8_t *p = data + it->base_off + (uint64_t)(it->p - it->base);
+	const uint8_t *end = data + it->base_off + (uint64_t)(it->end - it->base);
+	it->p = p;
+	it->end = end;
+	it->base = data + it->base_off;
+}
+
+int xpf_stats_next(xpf_stat_iter *it, xpf_stat *st, xpf_error *err)
+{
+	if (it->base == it->plane->cap->data + it->base_off)
+		return stats_next(it, st, err);
+	/* Through a window: a failure is worded (offsets) from the mapping. */
+	xpf_stat_iter save = *it;
+	int rc = stats_next(it, st, NULL);
+	if (rc >= 0)
+		return rc;
+	*it = save;
+	stats_to_map(it);
+	return stats_next(it, st, err);
+}
+
 static int find_stat(xpf_stat_iter *it, const char *name, xpf_stat *out, xpf_error *err)
 {
 	int rc;
@@ -339,12 +401,110 @@ void xpf_events_begin(const xpf_plane *p, size_t line, xpf_event_iter *it)
 	it->plane = p;
 	it->line = line;
 	it->next_index = 0;
+	it->w = NULL;
+	it->line_end = 0;
 	if (line < p->nlines) {
 		it->p = p->cap->data + p->lines[line].offset;
 		it->end = it->p + p->lines[line].length;
+		it->line_end = p->lines[line].offset + p->lines[line].length;
 	} else {
 		it->p = it->end = NULL;
 	}
+}
+
+void xpf_window_release(xpf_window *w)
+{
+	free(w->buf);
+	memset(w, 0, sizeof *w);
+}
+
+#define WINDOW_CAP ((size_t)1 << 20)
+
+/* Read the capture's bytes from off into w, as many as fit (what follows
+ * the object at off is read next, mostly): false when there is no file or
+ * it cannot be read (the caller uses the mapping); end is only checked. */
+static bool window_fill(const xpf_capture *c, xpf_window *w, uint64_t off, uint64_t end)
+{
+	if (c->fd < 0 || off > end || end > c->size)
+		return false;
+	end = c->size;
+	if (w->buf == NULL) {
+		w->cap = WINDOW_CAP;
+		w->buf = xpf_malloc(w->cap);
+	}
+	size_t n = end - off < w->cap ? (size_t)(end - off) : w->cap, got = 0;
+	while (got < n) {
+		ssize_t r = pread(c->fd, w->buf + got, n - got, (off_t)(off + got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			w->len = 0;
+			return false;
+		}
+		got += (size_t)r;
+	}
+	w->off = off;
+	w->len = n;
+	return true;
+}
+
+/* The bytes [off, off + n) of the capture through w, refilled from off when
+ * they are not all there; NULL when they cannot be (n over the window). */
+static const uint8_t *window_at(const xpf_capture *c, xpf_window *w, uint64_t off, size_t n,
+				uint64_t end)
+{
+	if (w->buf && off >= w->off && off - w->off + n <= w->len)
+		return w->buf + (off - w->off);
+	if (!window_fill(c, w, off, end) || n > w->len)
+		return NULL;
+	return w->buf;
+}
+
+static uint64_t iter_off(const xpf_event_iter *it)
+{
+	return it->w->off + (uint64_t)(it->p - it->w->buf);
+}
+
+/* Leave the window: the rest of the line through the mapping. */
+static void events_to_map(xpf_event_iter *it)
+{
+	const uint8_t *data = it->plane->cap->data;
+	it->p = data + iter_off(it);
+	it->end = data + it->line_end;
+	it->w = NULL;
+}
+
+/* Refill the window from the iterator's position; false: no progress
+ * possible (the window already starts there, or no file). */
+static bool events_refill(xpf_event_iter *it)
+{
+	uint64_t cur = iter_off(it), left = it->plane->cap->size - cur;
+	if (cur == it->w->off && it->w->len == (left < it->w->cap ? left : it->w->cap))
+		return false;
+	if (!window_fill(it->plane->cap, it->w, cur, it->line_end))
+		return false;
+	it->p = it->w->buf;
+	it->end = it->w->buf + (it->w->len < it->line_end - cur ? it->w->len : it->line_end - cur);
+	return true;
+}
+
+void xpf_events_begin_window(const xpf_plane *p, size_t line, xpf_event_iter *it, xpf_window *w)
+{
+	xpf_events_begin(p, line, it);
+	if (it->p == NULL || p->cap->fd < 0)
+		return;
+	uint64_t off = p->lines[line].offset;
+	if (!window_at(p->cap, w, off, 0, it->line_end))
+		return;
+	it->w = w;
+	it->p = w->buf + (off - w->off);
+	uint64_t wend = w->off + w->len < it->line_end ? w->off + w->len : it->line_end;
+	it->end = w->buf + (wend - w->off);
+}
+
+void xpf_event_pin(const xpf_plane *p, xpf_event *ev)
+{
+	ev->msg = p->cap->data + ev->offset;
 }
 
 static void event_where(const xpf_event_iter *it, size_t idx, char *out, size_t n)
@@ -373,6 +533,8 @@ int xpf_events_next(xpf_event_iter *it, xpf_event *ev, xpf_error *err)
 
 	if (it->p == NULL)
 		return 0;
+	if (it->w)
+		events_to_map(it);
 	for (;;) {
 		const uint8_t *at = it->p;
 		rc = wire_next(&it->p, it->end, &f);
@@ -437,6 +599,34 @@ int xpf_events_next(xpf_event_iter *it, xpf_event *ev, xpf_error *err)
 	return 1;
 }
 
+/* A varint at *p: one byte inline, else wire_varint (same checks). */
+static inline int hot_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	const uint8_t *q = *p;
+	if (q < end && *q < 0x80) {
+		*v = *q;
+		*p = q + 1;
+		return WIRE_OK;
+	}
+	if (end - q >= 10) {
+		/* room for the longest: no bounds check per byte */
+		uint64_t x = 0;
+		for (int i = 0; i < 10; i++) {
+			uint8_t b = q[i];
+			x |= (uint64_t)(b & 0x7f) << (7 * i);
+			if (b < 0x80) {
+				if (i == 9 && b > 1)
+					break;
+				*v = x;
+				*p = q + i + 1;
+				return WIRE_OK;
+			}
+		}
+		return WIRE_BAD_VARINT;
+	}
+	return wire_varint(p, end, v);
+}
+
 /* ---- plane index ------------------------------------------------------ */
 
 static void plane_free(void *v)
@@ -457,6 +647,8 @@ static void plane_free(void *v)
 	for (size_t i = 0; i < p->n_stat_md; i++)
 		free((char *)p->stat_md[i].name);
 	free(p->stat_md);
+	free(p->event_md_by_id.slot);
+	free(p->stat_md_by_id.slot);
 	free(p);
 }
 
@@ -479,6 +671,17 @@ static int index_line(xpf_capture *c, xpf_plane *p, const wire_field *lf, xpf_li
 	size_t name_n = 0, dname_n = 0;
 	for (;;) {
 		const uint8_t *at = q;
+		/* Events (field 4, LEN) are nearly all of a line: counted and
+		 * skipped by their length without the general reader. */
+		if (q < e && *q == 0x22) {
+			const uint8_t *r = q + 1;
+			uint64_t n;
+			if (hot_varint(&r, e, &n) == WIRE_OK && n <= (uint64_t)(e - r)) {
+				q = r + n;
+				ln->nevents++;
+				continue;
+			}
+		}
 		rc = wire_next(&q, e, &g);
 		if (rc == WIRE_END)
 			break;
@@ -532,6 +735,232 @@ static int map_entry(const wire_field *f, int64_t *key, bool *has_key, const uin
 	}
 }
 
+struct plane_caps {
+	size_t lines, emd, smd;
+};
+
+/* One event (field 4) or stat (field 5) metadata map entry of plane p. */
+static int plane_md_entry(xpf_capture *c, xpf_plane *p, const wire_field *fp, const char *where,
+			  struct plane_caps *caps, xpf_error *err)
+{
+	const wire_field f = *fp;
+	int rc;
+		int64_t key = 0;
+		bool has_key;
+		const uint8_t *val, *bad_at;
+		size_t val_n;
+		wire_field bad;
+		rc = map_entry(&f, &key, &has_key, &val, &val_n, &bad, &bad_at);
+		if (rc != WIRE_OK) {
+			char w2[500];
+			snprintf(w2, sizeof w2, "%s, %s metadata entry", where,
+				 f.num == 4 ? "event" : "stat");
+			wire_fail(err, c, w2, rc, &bad, bad_at);
+			return err && err->code ? err->code : XPF_EMALFORMED;
+		}
+		/* Parse the value: id (1), name (2), display_name (4 for events). */
+		int64_t id = 0;
+		bool has_id = false;
+		const uint8_t *nm = NULL, *dn = NULL;
+		size_t nm_n = 0, dn_n = 0;
+		if (val) {
+			const uint8_t *r = val, *re = val + val_n;
+			wire_field g;
+			for (;;) {
+				const uint8_t *gat = r;
+				rc = wire_next(&r, re, &g);
+				if (rc == WIRE_END)
+					break;
+				if (rc != WIRE_OK) {
+					char w2[500];
+					snprintf(w2, sizeof w2, "%s, %s metadata %lld", where,
+						 f.num == 4 ? "event" : "stat", (long long)key);
+					wire_fail(err, c, w2, rc, &g, gat);
+					return err && err->code ? err->code : XPF_EMALFORMED;
+				}
+				if (g.num == 1 && g.wt == WT_VARINT) {
+					id = (int64_t)g.v;
+					has_id = true;
+				} else if (g.num == 2 && g.wt == WT_LEN) {
+					nm = g.data;
+					nm_n = g.len;
+				} else if (g.num == 4 && g.wt == WT_LEN && f.num == 4) {
+					dn = g.data;
+					dn_n = g.len;
+				}
+			}
+		}
+		if (!has_key)
+			key = id;
+		(void)has_id;
+		if (f.num == 4) {
+			if (p->n_event_md == caps->emd) {
+				caps->emd = caps->emd ? caps->emd * 2 : 16;
+				p->event_md = xpf_realloc_array(p->event_md, caps->emd, sizeof *p->event_md);
+			}
+			xpf_event_md *m = &p->event_md[p->n_event_md++];
+			m->id = key;
+			m->name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm_n);
+			m->display_name = xpf_strndup(dn ? dn : (const uint8_t *)"", dn_n);
+			m->offset = val ? off_of(c, val) : off_of(c, f.data);
+			m->length = val ? val_n : 0;
+		} else {
+			if (p->n_stat_md == caps->smd) {
+				caps->smd = caps->smd ? caps->smd * 2 : 16;
+				p->stat_md = xpf_realloc_array(p->stat_md, caps->smd, sizeof *p->stat_md);
+			}
+			struct xpf_stat_md *m = &p->stat_md[p->n_stat_md++];
+			m->id = key;
+			m->name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm_n);
+		}
+	return XPF_OK;
+}
+
+/* Line field of p at the capture's bytes [off, off + len), read through w:
+ * the index index_line makes; false on anything unusual (index_line on the
+ * mapping then words it). */
+static bool index_line_window(xpf_capture *c, xpf_window *w, uint64_t off, uint64_t len,
+			      xpf_line *ln)
+{
+	uint64_t o = off, e = off + len;
+	memset(ln, 0, sizeof *ln);
+	ln->offset = off;
+	ln->length = len;
+	uint64_t name_o = 0, name_n = 0, dname_o = 0, dname_n = 0;
+	bool has_name = false, has_dname = false;
+	while (o < e) {
+		size_t avail = e - o < 24 ? (size_t)(e - o) : 24;
+		const uint8_t *q0 = window_at(c, w, o, avail, e);
+		if (q0 == NULL)
+			return false;
+		/* the window holds at least avail bytes from q0, often more */
+		const uint8_t *q = q0, *qe = w->buf + w->len;
+		uint64_t tag, v;
+		if (hot_varint(&q, qe, &tag) != WIRE_OK || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff)
+			return false;
+		uint32_t num = (uint32_t)(tag >> 3);
+		int wt = (int)(tag & 7);
+		if (wt == WT_LEN) {
+			if (hot_varint(&q, qe, &v) != WIRE_OK)
+				return false;
+			uint64_t d = o + (uint64_t)(q - q0);
+			if (d > e || v > e - d)
+				return false;
+			if (num == 4) {
+				ln->nevents++;
+			} else if (num == 2) {
+				name_o = d;
+				name_n = v;
+				has_name = true;
+			} else if (num == 11) {
+				dname_o = d;
+				dname_n = v;
+				has_dname = true;
+			}
+			o = d + v;
+			continue;
+		}
+		wire_field g;
+		const uint8_t *r = q0;
+		if (wire_next(&r, q0 + avail, &g) != WIRE_OK)
+			return false;
+		if (g.wt == WT_VARINT) {
+			switch (g.num) {
+			case 1: ln->id = (int64_t)g.v; break;
+			case 3: ln->timestamp_ns = (int64_t)g.v; break;
+			case 9: ln->duration_ps = (int64_t)g.v; break;
+			}
+		}
+		o += (uint64_t)(r - q0);
+	}
+	const uint8_t *nm = has_name && name_n ? window_at(c, w, name_o, (size_t)name_n, e) : NULL;
+	if (has_name && name_n && !nm)
+		return false;
+	ln->name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm ? (size_t)name_n : 0);
+	const uint8_t *dn = has_dname && dname_n ? window_at(c, w, dname_o, (size_t)dname_n, e) : NULL;
+	if (has_dname && dname_n && !dn) {
+		free((char *)ln->name);
+		return false;
+	}
+	ln->display_name = xpf_strndup(dn ? dn : (const uint8_t *)"", dn ? (size_t)dname_n : 0);
+	return true;
+}
+
+/* plane_build's walk of the plane's fields through a window (big planes,
+ * see xpf_window); false on anything unusual, with p emptied of lines, and
+ * plane_build walks the mapping instead (which words any error). */
+static bool plane_walk_window(xpf_capture *c, xpf_plane *p, const char *where,
+			      struct plane_caps *caps, xpf_error *err)
+{
+	xpf_window w = { 0 };
+	uint64_t o = p->offset, e = p->offset + p->length;
+	bool ok = true;
+	while (ok && o < e) {
+		size_t avail = e - o < 24 ? (size_t)(e - o) : 24;
+		const uint8_t *q0 = window_at(c, &w, o, avail, e), *q = q0;
+		uint64_t tag, v;
+		if (q0 == NULL || hot_varint(&q, q0 + avail, &tag) != WIRE_OK || (tag >> 3) == 0) {
+			ok = false;
+			break;
+		}
+		if ((tag & 7) != WT_LEN) {
+			wire_field g;
+			const uint8_t *r = q0;
+			if (wire_next(&r, q0 + avail, &g) != WIRE_OK)
+				ok = false;
+			o += (uint64_t)(r - q0);
+			continue;
+		}
+		if (hot_varint(&q, q0 + avail, &v) != WIRE_OK || v > e - (o + (uint64_t)(q - q0))) {
+			ok = false;
+			break;
+		}
+		uint64_t d = o + (uint64_t)(q - q0);
+		uint32_t num = (uint32_t)(tag >> 3);
+		if (num == 3) {
+			if (p->nlines == caps->lines) {
+				caps->lines = caps->lines ? caps->lines * 2 : 8;
+				p->lines = xpf_realloc_array(p->lines, caps->lines, sizeof *p->lines);
+			}
+			xpf_line *ln = &p->lines[p->nlines];
+			if (!index_line_window(c, &w, d, v, ln)) {
+				ok = false;
+				break;
+			}
+			p->nevents += ln->nevents;
+			p->nlines++;
+		} else if (num == 4 || num == 5) {
+			/* metadata: small, read where it lies */
+			wire_field f = { .num = num, .wt = WT_LEN, .data = c->data + d, .len = (size_t)v,
+					 .at = c->data + o };
+			if (plane_md_entry(c, p, &f, where, caps, err) != XPF_OK) {
+				ok = false;
+				break;
+			}
+		}
+		o = d + v;
+	}
+	xpf_window_release(&w);
+	return ok;
+}
+
+/* Drop what a walk indexed, for another walk. */
+static void plane_clear(xpf_plane *p)
+{
+	for (size_t i = 0; i < p->nlines; i++) {
+		free((char *)p->lines[i].name);
+		free((char *)p->lines[i].display_name);
+	}
+	for (size_t i = 0; i < p->n_event_md; i++) {
+		free((char *)p->event_md[i].name);
+		free((char *)p->event_md[i].display_name);
+	}
+	for (size_t i = 0; i < p->n_stat_md; i++)
+		free((char *)p->stat_md[i].name);
+	p->nlines = p->n_event_md = p->n_stat_md = 0;
+	p->nevents = 0;
+}
+
 static int plane_build(void *ctxv, void **out, xpf_error *err)
 {
 	struct plane_ctx *ctx = ctxv;
@@ -539,7 +968,7 @@ static int plane_build(void *ctxv, void **out, xpf_error *err)
 	const xpf_plane_head *h = &c->heads[ctx->i];
 	char where[400];
 	xpf_plane *p = xpf_calloc(1, sizeof *p);
-	size_t cap_lines = 0, cap_emd = 0, cap_smd = 0;
+	struct plane_caps caps = { 0, 0, 0 };
 	int rc;
 
 	p->cap = c;
@@ -550,6 +979,13 @@ static int plane_build(void *ctxv, void **out, xpf_error *err)
 	p->length = h->length;
 	plane_where(c, ctx->i, where, sizeof where);
 
+	/* Through a window (see xpf_window); the mapping when that fails. */
+	if (c->fd >= 0) {
+		xpf_error werr = { 0 };
+		if (plane_walk_window(c, p, where, &caps, &werr))
+			goto done;
+		plane_clear(p);
+	}
 	const uint8_t *q = c->data + h->offset, *e = q + h->length;
 	wire_field f;
 	for (;;) {
@@ -564,84 +1000,19 @@ static int plane_build(void *ctxv, void **out, xpf_error *err)
 		if (f.wt != WT_LEN)
 			continue;
 		if (f.num == 3) {
-			if (p->nlines == cap_lines) {
-				cap_lines = cap_lines ? cap_lines * 2 : 8;
-				p->lines = xpf_realloc_array(p->lines, cap_lines, sizeof *p->lines);
+			if (p->nlines == caps.lines) {
+				caps.lines = caps.lines ? caps.lines * 2 : 8;
+				p->lines = xpf_realloc_array(p->lines, caps.lines, sizeof *p->lines);
 			}
 			if (index_line(c, p, &f, &p->lines[p->nlines], err) != XPF_OK)
 				goto fail;
 			p->nlines++;
 		} else if (f.num == 4 || f.num == 5) {
-			int64_t key = 0;
-			bool has_key;
-			const uint8_t *val, *bad_at;
-			size_t val_n;
-			wire_field bad;
-			rc = map_entry(&f, &key, &has_key, &val, &val_n, &bad, &bad_at);
-			if (rc != WIRE_OK) {
-				char w2[500];
-				snprintf(w2, sizeof w2, "%s, %s metadata entry", where,
-					 f.num == 4 ? "event" : "stat");
-				wire_fail(err, c, w2, rc, &bad, bad_at);
+			if (plane_md_entry(c, p, &f, where, &caps, err) != XPF_OK)
 				goto fail;
-			}
-			/* Parse the value: id (1), name (2), display_name (4 for events). */
-			int64_t id = 0;
-			bool has_id = false;
-			const uint8_t *nm = NULL, *dn = NULL;
-			size_t nm_n = 0, dn_n = 0;
-			if (val) {
-				const uint8_t *r = val, *re = val + val_n;
-				wire_field g;
-				for (;;) {
-					const uint8_t *gat = r;
-					rc = wire_next(&r, re, &g);
-					if (rc == WIRE_END)
-						break;
-					if (rc != WIRE_OK) {
-						char w2[500];
-						snprintf(w2, sizeof w2, "%s, %s metadata %lld", where,
-							 f.num == 4 ? "event" : "stat", (long long)key);
-						wire_fail(err, c, w2, rc, &g, gat);
-						goto fail;
-					}
-					if (g.num == 1 && g.wt == WT_VARINT) {
-						id = (int64_t)g.v;
-						has_id = true;
-					} else if (g.num == 2 && g.wt == WT_LEN) {
-						nm = g.data;
-						nm_n = g.len;
-					} else if (g.num == 4 && g.wt == WT_LEN && f.num == 4) {
-						dn = g.data;
-						dn_n = g.len;
-					}
-				}
-			}
-			if (!has_key)
-				key = id;
-			(void)has_id;
-			if (f.num == 4) {
-				if (p->n_event_md == cap_emd) {
-					cap_emd = cap_emd ? cap_emd * 2 : 16;
-					p->event_md = xpf_realloc_array(p->event_md, cap_emd, sizeof *p->event_md);
-				}
-				xpf_event_md *m = &p->event_md[p->n_event_md++];
-				m->id = key;
-				m->name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm_n);
-				m->display_name = xpf_strndup(dn ? dn : (const uint8_t *)"", dn_n);
-				m->offset = val ? off_of(c, val) : off_of(c, f.data);
-				m->length = val ? val_n : 0;
-			} else {
-				if (p->n_stat_md == cap_smd) {
-					cap_smd = cap_smd ? cap_smd * 2 : 16;
-					p->stat_md = xpf_realloc_array(p->stat_md, cap_smd, sizeof *p->stat_md);
-				}
-				struct xpf_stat_md *m = &p->stat_md[p->n_stat_md++];
-				m->id = key;
-				m->name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm_n);
-			}
 		}
 	}
+done:
 	if (p->n_event_md)
 		qsort(p->event_md, p->n_event_md, sizeof *p->event_md, cmp_leading_id);
 	if (p->n_stat_md)
@@ -659,6 +1030,8 @@ static int plane_build(void *ctxv, void **out, xpf_error *err)
 				 c->label, where, (long long)p->stat_md[i].id);
 			goto fail;
 		}
+	id_table_build(&p->event_md_by_id, p->event_md, p->n_event_md, sizeof *p->event_md);
+	id_table_build(&p->stat_md_by_id, p->stat_md, p->n_stat_md, sizeof *p->stat_md);
 	*out = p;
 	return XPF_OK;
 fail:
@@ -906,7 +1279,7 @@ static int map_file(const char *path, xpf_capture *c, xpf_error *err)
 	} else {
 		c->data = (const uint8_t *)"";
 	}
-	close(fd);
+	c->fd = fd;
 	return XPF_OK;
 }
 
@@ -920,6 +1293,7 @@ int xpf_capture_open_mem(const void *data, size_t len, const char *label, xpf_ca
 			 xpf_error *err)
 {
 	xpf_capture *c = xpf_calloc(1, sizeof *c);
+	c->fd = -1;
 	c->label = xpf_strndup(label, strlen(label));
 	c->data = len ? data : (const uint8_t *)"";
 	c->size = len;
@@ -935,6 +1309,7 @@ int xpf_capture_open_mem(const void *data, size_t len, const char *label, xpf_ca
 int xpf_capture_open(const char *path, xpf_capture **out, xpf_error *err)
 {
 	xpf_capture *c = xpf_calloc(1, sizeof *c);
+	c->fd = -1;
 	c->label = xpf_strndup(base_name(path), strlen(base_name(path)));
 	int rc = map_file(path, c, err);
 	if (rc == XPF_OK)
@@ -1041,6 +1416,7 @@ int xpf_capture_module_hlo(xpf_capture *c, size_t i, const Xla__HloProto **out, 
 int xpf_capture_open_hlo(const char *path, xpf_capture **out, xpf_error *err)
 {
 	xpf_capture *c = xpf_calloc(1, sizeof *c);
+	c->fd = -1;
 	c->label = xpf_strndup(base_name(path), strlen(base_name(path)));
 	c->hlo_only = true;
 	int rc = map_file(path, c, err);
@@ -1108,6 +1484,8 @@ void xpf_capture_free(xpf_capture *c)
 	}
 	if (c->map)
 		munmap(c->map, c->map_len);
+	if (c->fd >= 0)
+		close(c->fd);
 	free(c->label);
 	free(c);
 }
@@ -1216,18 +1594,6 @@ int xpf_capture_validate(xpf_capture *c, xpf_error *err)
 
 /* ---- hot loops ----------------------------------------------------------- */
 
-/* A varint at *p: one byte inline, else wire_varint (same checks). */
-static inline int hot_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	const uint8_t *q = *p;
-	if (q < end && *q < 0x80) {
-		*v = *q;
-		*p = q + 1;
-		return WIRE_OK;
-	}
-	return wire_varint(p, end, v);
-}
-
 /* The next field `num` (wire type LEN) of a repeated-message run starting
  * at *p: its bytes in *data and *len, *p moved past it.  WIRE_OK, WIRE_END, or an
  * error (the caller then redoes the work the slow way for the message). */
@@ -1270,9 +1636,26 @@ int xpf_events_next_head(xpf_event_iter *it, xpf_event_head *h, xpf_error *err)
 	const xpf_plane *pl = it->plane;
 	if (it->p == NULL)
 		return 0;
-	const uint8_t *p = it->p, *data;
+	const uint8_t *p, *data;
 	size_t len;
-	int rc = hot_next_len(&p, it->end, 4, &data, &len);
+	int rc;
+	if (it->w && (size_t)(it->end - it->p) < 4096 && it->w->off + it->w->len < it->line_end &&
+	    !events_refill(it))
+		events_to_map(it);
+	for (;;) {
+		p = it->p;
+		rc = hot_next_len(&p, it->end, 4, &data, &len);
+		if (rc == WIRE_OK || !it->w)
+			break;
+		/* past the window's end: refill there, or the mapping says */
+		if (it->w->off + it->w->len >= it->line_end) {
+			if (rc == WIRE_END)
+				break;
+			events_to_map(it);
+		} else if (!events_refill(it)) {
+			events_to_map(it);
+		}
+	}
 	if (rc == WIRE_END) {
 		it->p = p;
 		return 0;
@@ -1320,6 +1703,7 @@ int xpf_events_next_head(xpf_event_iter *it, xpf_event_head *h, xpf_error *err)
 	h->num_occurrences = v[5];
 	h->msg = data;
 	h->msg_len = len;
+	h->offset = it->w ? it->w->off + (uint64_t)(data - it->w->buf) : off_of(pl->cap, data);
 	it->p = p;
 	return 1;
 slow:;
@@ -1336,6 +1720,7 @@ slow:;
 	h->num_occurrences = ev.num_occurrences;
 	h->msg = ev.msg;
 	h->msg_len = ev.msg_len;
+	h->offset = ev.offset;
 	return 1;
 }
 
@@ -1354,7 +1739,7 @@ void xpf_event_of_head(const xpf_plane *p, size_t line, const xpf_event_head *h,
 	ev->end_ns = base + floor_div1000(h->offset_ps + h->duration_ps);
 	ev->msg = h->msg;
 	ev->msg_len = h->msg_len;
-	ev->offset = off_of(p->cap, h->msg);
+	ev->offset = h->offset;
 }
 
 static bool id_in(int64_t id, const int64_t *ids, size_t n)

@@ -103,6 +103,13 @@ typedef struct xpf_plane {
 	struct xpf_stat_md *stat_md;
 	uint64_t nevents; /* over all lines */
 	struct xpf_capture *cap;
+	/* Metadata by id without a search when the ids are dense (private to
+	 * capture.c): index + 1 of the id lo + i, 0 when absent; NULL: search. */
+	struct xpf_id_table {
+		int64_t lo;
+		size_t n;
+		uint32_t *slot;
+	} event_md_by_id, stat_md_by_id;
 } xpf_plane;
 
 /* Event / stat metadata by id (binary search); NULL when absent. */
@@ -128,20 +135,43 @@ typedef struct xpf_event {
 	uint64_t offset;         /* byte offset of the message in the file */
 } xpf_event;
 
+/* A buffer that big scans read the capture through (pread), reused from one
+ * line to the next, instead of touching the mapping: on virtual machines
+ * whose page-table walks are costly, reading 1 GiB through the mapping costs
+ * 3-4x a pread of it.  Zero-initialise; release with xpf_window_release. */
+typedef struct xpf_window {
+	uint8_t *buf;
+	size_t cap;
+	uint64_t off;  /* the capture's bytes [off, off + len) are in buf */
+	size_t len;
+} xpf_window;
+void xpf_window_release(xpf_window *w);
+
 typedef struct xpf_event_iter {
 	const xpf_plane *plane;
 	size_t line;
 	const uint8_t *p, *end;
 	size_t next_index;
+	xpf_window *w;     /* non-NULL: p and end point into w->buf */
+	uint64_t line_end; /* the line's end in the capture */
 } xpf_event_iter;
 
 void xpf_events_begin(const xpf_plane *p, size_t line, xpf_event_iter *it);
+/* The same events read through w (see xpf_window): what the iterator gives
+ * (an event's msg, its stats' strings) points into w->buf and is valid only
+ * until the iterator's next call; xpf_event_pin() points an event at the
+ * mapping instead, for keeping.  Without a file (xpf_capture_open_mem) this
+ * is xpf_events_begin. */
+void xpf_events_begin_window(const xpf_plane *p, size_t line, xpf_event_iter *it, xpf_window *w);
+void xpf_event_pin(const xpf_plane *p, struct xpf_event *ev);
 /* 1: *ev filled; 0: end of the line; -1: malformed (err set, with where). */
 int xpf_events_next(xpf_event_iter *it, xpf_event *ev, xpf_error *err);
 
 typedef struct xpf_stat_iter {
 	const xpf_plane *plane;
 	const uint8_t *p, *end;
+	const uint8_t *base;  /* p - base + base_off is p's offset in the capture */
+	uint64_t base_off;
 	uint32_t field; /* the repeated XStat field number in the message */
 	const char *where; /* for error messages */
 	long line, event;  /* for error messages; -1 when not an event's stats */
@@ -173,6 +203,7 @@ typedef struct xpf_event_head {
 	int64_t num_occurrences;
 	const uint8_t *msg;      /* the XEvent message bytes */
 	size_t msg_len;
+	uint64_t offset;         /* msg's offset in the capture */
 } xpf_event_head;
 
 /* Like xpf_events_next: 1 filled, 0 end of the line, -1 malformed (err set,
