@@ -15,13 +15,17 @@
  *
  * runtime_exec.c then links executions to modules and derives the figures. */
 #include <inttypes.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analysis/runtime.h"
+
 #include "analysis/runtime_priv.h"
+#include "common/alloc.h"
 
 /* ---- small helpers ---------------------------------------------------- */
 
@@ -31,6 +35,8 @@ void xpf_rt_grow(void **arr, size_t *cap, size_t elem)
 	void *p = realloc(*arr, ncap * elem);
 	if (p == NULL)
 		abort();
+	if (ncap * elem >= ((size_t)4 << 20))
+		xpf_advise_huge(p, ncap * elem);
 	*arr = p;
 	*cap = ncap;
 }
@@ -240,7 +246,42 @@ struct scan {
 	 * names repeat, so each is classified once, not once per event. */
 	unsigned *md_flags;
 	int *md_dev;
+	/* The host lines are read through this (see xpf_window). */
+	xpf_window win;
+	/* read_alloc's stats: their metadata ids on p, and which each is. */
+	int64_t alloc_ids[64];
+	uint8_t alloc_code[64];
+	size_t nalloc_ids;
+	int last_alloc;          /* the allocator of the last event read, or -1 */
+	size_t last_alloc_len;   /* its name's length */
+	xpf_stat_known known;
 };
+
+/* The allocator-event stats read_alloc reads, in alloc_stat_names order. */
+enum {
+	AS_ALLOCATOR_NAME, AS_INDEX_ON_HOST, AS_DEVICE_ORDINAL, AS_BYTES_RESERVED,
+	AS_BYTES_ALLOCATED, AS_BYTES_AVAILABLE, AS_PEAK_BYTES_IN_USE, AS_REQUESTED_BYTES,
+	AS_ALLOCATION_BYTES, AS_ADDR, AS_SHAPE, AS_N
+};
+static const char *const alloc_stat_names[AS_N] = {
+	"allocator_name", "index_on_host", "device_ordinal", "bytes_reserved",
+	"bytes_allocated", "bytes_available", "peak_bytes_in_use", "requested_bytes",
+	"allocation_bytes", "addr", "shape",
+};
+
+/* Fill s's alloc_ids/alloc_code from the plane's stat metadata. */
+static void alloc_stat_ids(struct scan *s)
+{
+	s->nalloc_ids = 0;
+	for (int k = 0; k < AS_N; k++) {
+		int64_t ids[8];
+		size_t n = xpf_plane_stat_ids(s->p, alloc_stat_names[k], ids, 8);
+		for (size_t i = 0; i < n && i < 8 && s->nalloc_ids < 64; i++) {
+			s->alloc_ids[s->nalloc_ids] = ids[i];
+			s->alloc_code[s->nalloc_ids++] = (uint8_t)k;
+		}
+	}
+}
 
 static int span_cmp(const void *a, const void *b)
 {
@@ -287,50 +328,68 @@ static int read_alloc(struct scan *s, const xpf_event *xev, unsigned flags, int6
 	xpf_stat_iter it;
 	xpf_stat st;
 	int rc;
-	char name[256] = "";
+	/* the allocator's name: allocator_name up to a NUL, at most 255
+	 * bytes, else "tpu:<index_on_host>" (TPU) */
+	const char *np = NULL;
+	size_t nn = 0;
+	char ibuf[32];
 	bool by_index = false;
 	int64_t reserved = 0, allocated = 0, available = 0, peak = 0, req = 0, abytes = 0;
 	uint64_t addr = 0;
 	xpf_str shape = { NULL, 0 };
 	xpf_stats_of_event(s->p, xev, &it);
-	while ((rc = xpf_stats_next(&it, &st, err)) == 1) {
+	while ((rc = xpf_stats_next_of(&it, s->alloc_ids, s->nalloc_ids, &s->known, &st, err)) == 1) {
 		xpf_str t;
 		uint64_t u;
-		const char *n = st.name;
-		if (strcmp(n, "allocator_name") == 0 && xpf_stat_text(&st, &t)) {
-			snprintf(name, sizeof name, "%.*s", (int)t.n, t.p);
-			by_index = false;
+		size_t k = 0;
+		while (k < s->nalloc_ids && s->alloc_ids[k] != st.metadata_id)
+			k++;
+		switch (k < s->nalloc_ids ? s->alloc_code[k] : AS_N) {
+		case AS_ALLOCATOR_NAME:
+			if (xpf_stat_text(&st, &t)) {
+				np = t.p;
+				nn = strnlen(t.p, t.n < 255 ? t.n : 255);
+				by_index = false;
+			}
+			break;
+		case AS_INDEX_ON_HOST:
+		case AS_DEVICE_ORDINAL:
+			if (xpf_stat_u64(&st, &u) && nn == 0) {
+				nn = (size_t)snprintf(ibuf, sizeof ibuf, "tpu:%" PRIu64, u);
+				np = ibuf;
+				by_index = true;
+			}
+			break;
+		case AS_BYTES_RESERVED: xpf_stat_i64(&st, &reserved); break;
+		case AS_BYTES_ALLOCATED: xpf_stat_i64(&st, &allocated); break;
+		case AS_BYTES_AVAILABLE: xpf_stat_i64(&st, &available); break;
+		case AS_PEAK_BYTES_IN_USE: xpf_stat_i64(&st, &peak); break;
+		case AS_REQUESTED_BYTES: xpf_stat_i64(&st, &req); break;
+		case AS_ALLOCATION_BYTES: xpf_stat_i64(&st, &abytes); break;
+		case AS_ADDR: xpf_stat_u64(&st, &addr); break;
+		case AS_SHAPE: xpf_stat_text(&st, &shape); break;
 		}
-		else if ((strcmp(n, "index_on_host") == 0 || strcmp(n, "device_ordinal") == 0) &&
-			 xpf_stat_u64(&st, &u) && !name[0]) {
-			snprintf(name, sizeof name, "tpu:%" PRIu64, u);
-			by_index = true;
-		} else if (strcmp(n, "bytes_reserved") == 0)
-			xpf_stat_i64(&st, &reserved);
-		else if (strcmp(n, "bytes_allocated") == 0)
-			xpf_stat_i64(&st, &allocated);
-		else if (strcmp(n, "bytes_available") == 0)
-			xpf_stat_i64(&st, &available);
-		else if (strcmp(n, "peak_bytes_in_use") == 0)
-			xpf_stat_i64(&st, &peak);
-		else if (strcmp(n, "requested_bytes") == 0)
-			xpf_stat_i64(&st, &req);
-		else if (strcmp(n, "allocation_bytes") == 0)
-			xpf_stat_i64(&st, &abytes);
-		else if (strcmp(n, "addr") == 0)
-			xpf_stat_u64(&st, &addr);
-		else if (strcmp(n, "shape") == 0)
-			xpf_stat_text(&st, &shape);
 	}
 	if (rc < 0)
 		return err->code;
-	if (!name[0])
-		snprintf(name, sizeof name, "(unnamed)");
+	if (nn == 0) {
+		np = "(unnamed)";
+		nn = 9;
+	}
 	if (by_index)
 		rt->keyed_by_index = true;
+	/* mostly the allocator of the event before */
+	int a = s->last_alloc;
+	if (!(a >= 0 && s->last_alloc_len == nn && memcmp(rt->allocators[a].name, np, nn) == 0)) {
+		char name[256];
+		memcpy(name, np, nn);
+		name[nn] = '\0';
+		a = s->last_alloc = find_allocator(rt, &s->cap_alloc, name, by_index);
+		s->last_alloc_len = nn;
+	}
 	xpf_rt_event *ev = XPF_VEC_PUSH(rt->events, rt->nevents, s->cap_events);
 	memset(ev, 0, sizeof *ev);
-	ev->allocator = find_allocator(rt, &s->cap_alloc, name, by_index);
+	ev->allocator = a;
 	ev->kind = (flags & F_ALLOC) ? XPF_RT_ALLOC : XPF_RT_DEALLOC;
 	ev->t_ps = t0;
 	ev->time_ns = t0 >= 0 ? t0 / 1000 : -((-t0 + 999) / 1000);
@@ -730,7 +789,7 @@ static int scan_line_stream(struct scan *s, size_t line, xpf_error *err)
 	size_t nn = 0, cn = 0, ns = 0, cs = 0, nae = 0, cae = 0, nar = 0, car = 0, waiting = 0;
 	size_t seq = 0;
 	int64_t pt0 = 0, pt1 = 0;
-	xpf_events_begin(p, line, &it);
+	xpf_events_begin_window(p, line, &it, &s->win);
 	while ((rc = xpf_events_next_head(&it, &ev, err)) == 1) {
 		size_t i = seq++;
 		int64_t t0, t1;
@@ -762,6 +821,7 @@ static int scan_line_stream(struct scan *s, size_t line, xpf_error *err)
 		if (flags & (F_EXEC | F_PERDEV | F_ANCHOR | F_BUILD)) {
 			struct knode *n = XPF_VEC_PUSH(nd, nn, cn);
 			xpf_event_of_head(p, line, &ev, &n->ev);
+			xpf_event_pin(p, &n->ev); /* read after the line */
 			n->t0 = t0;
 			n->t1 = t1;
 			n->flags = flags;
@@ -1131,136 +1191,303 @@ static void add_kernel(struct xpf_rt_priv *pv, struct xpf_rt_kdev *k, long *bcac
 	q->bucket = (size_t)b;
 }
 
-static int scan_devices(struct scan *s, xpf_error *err)
+/* Device planes: "/device:GPU:<d>" or "/device:TPU:<d>"; false otherwise. */
+static bool device_plane(const xpf_host *h, size_t i, unsigned *d, bool *tpu)
 {
-	xpf_host *h = s->h;
+	const char *pn = xpf_capture_plane_head(h->cap, i)->name;
+	*tpu = sscanf(pn, "/device:TPU:%u", d) == 1;
+	return *tpu || sscanf(pn, "/device:GPU:%u", d) == 1;
+}
+
+/* A TPU plane's "XLA Modules" line: one execution per event. */
+static int scan_modules_line(struct scan *s, const xpf_plane *p, size_t l, unsigned d,
+			     xpf_error *err)
+{
 	xpf_runtime *rt = s->rt;
 	struct xpf_rt_priv *pv = rt->priv;
-	collect_times(s);
-	for (size_t i = 0; i < xpf_capture_nplanes(h->cap); i++) {
-		const char *pn = xpf_capture_plane_head(h->cap, i)->name;
-		unsigned d;
-		bool tpu = sscanf(pn, "/device:TPU:%u", &d) == 1;
-		bool gpu = !tpu && sscanf(pn, "/device:GPU:%u", &d) == 1;
-		if (!tpu && !gpu)
+	xpf_event_iter it;
+	xpf_event_head eh;
+	xpf_event ev;
+	int rc;
+	xpf_events_begin(p, l, &it);
+	while ((rc = xpf_events_next_head(&it, &eh, err)) == 1) {
+		int64_t t0 = rel_ps(p->lines[l].timestamp_ns, s->base, eh.offset_ps);
+		xpf_event_of_head(p, l, &eh, &ev);
+		size_t c0 = s->cap_exec;
+		xpf_rt_execution *x = XPF_VEC_PUSH(rt->executions, rt->nexecutions, s->cap_exec);
+		if (s->cap_exec != c0) {
+			size_t c = s->cap_exec;
+			pv->exec_program_id = realloc(pv->exec_program_id, c * sizeof *pv->exec_program_id);
+			pv->exec_pjit = realloc(pv->exec_pjit, c * sizeof *pv->exec_pjit);
+			pv->exec_thunk = realloc(pv->exec_thunk, c * sizeof *pv->exec_thunk);
+			pv->exec_retry_end = realloc(pv->exec_retry_end, c * sizeof *pv->exec_retry_end);
+			if (!pv->exec_program_id || !pv->exec_pjit || !pv->exec_thunk ||
+			    !pv->exec_retry_end)
+				abort();
+		}
+		size_t xi = rt->nexecutions - 1;
+		memset(x, 0, sizeof *x);
+		x->device = (int)d;
+		x->module = -1;
+		x->allocator = -1;
+		x->prev = -1;
+		x->event_name = ev.name;
+		x->host_name = ev.name;
+		x->line = (size_t)-1;
+		x->thread = p->lines[l].id;
+		x->start_ps = t0;
+		x->end_ps = t0 + (ev.duration_ps > 0 ? ev.duration_ps : 0);
+		x->launched = XPF_LAUNCHED_YES;
+		xpf_stat st;
+		int64_t pid;
+		pv->exec_program_id[xi] = -1;
+		if (xpf_event_stat(p, &ev, "program_id", &st, err) == 1 && xpf_stat_i64(&st, &pid))
+			pv->exec_program_id[xi] = pid;
+		pv->exec_pjit[xi] = NULL;
+		pv->exec_thunk[xi] = true;
+		pv->exec_retry_end[xi] = false;
+	}
+	return rc < 0 ? err->code : XPF_OK;
+}
+
+/* The kernels of device plane p (ordinal d) into its kdev, read through w. */
+static int scan_kernels(struct scan *s, const xpf_plane *p, unsigned d, bool tpu, xpf_window *w,
+			xpf_error *err)
+{
+	xpf_host *h = s->h;
+	struct xpf_rt_priv *pv = s->rt->priv;
+	int rc = XPF_OK;
+	/* the stats a kernel is read for, by metadata id */
+	int64_t ids[64];
+	size_t npid = xpf_plane_stat_ids(p, "program_id", ids, 32);
+	size_t nmod = xpf_plane_stat_ids(p, "hlo_module", ids + (npid < 32 ? npid : 32), 32);
+	bool has_pid = npid > 0, has_mod = nmod > 0;
+	bool by_id = npid <= 32 && nmod <= 32;
+	size_t nids = by_id ? npid + nmod : 0;
+	if (!has_pid && !has_mod)
+		return XPF_OK;
+	xpf_stat_known known;
+	xpf_stat_known_ids(p, &known);
+	struct xpf_rt_kdev *kd = &pv->kdev[d];
+	long bcache = -1;
+	uint64_t last_pid = 0;
+	long last_pid_m = -2;
+	for (size_t l = 0; l < p->nlines && rc >= 0; l++) {
+		if (tpu && strcmp(p->lines[l].name, "XLA Modules") == 0)
 			continue;
-		const xpf_plane *p;
-		int rc = xpf_capture_plane(h->cap, i, &p, err);
-		if (rc != XPF_OK)
-			return rc;
-		/* the stats a kernel is read for, by metadata id */
-		int64_t ids[64];
-		size_t npid = xpf_plane_stat_ids(p, "program_id", ids, 32);
-		size_t nmod = xpf_plane_stat_ids(p, "hlo_module", ids + (npid < 32 ? npid : 32), 32);
-		bool has_pid = npid > 0, has_mod = nmod > 0;
-		bool by_id = npid <= 32 && nmod <= 32;
-		size_t nids = by_id ? npid + nmod : 0;
-		xpf_stat_known known;
-		xpf_stat_known_ids(p, &known);
-		kdev_init(pv, d);
-		struct xpf_rt_kdev *kd = &pv->kdev[d];
-		long bcache = -1;
-		uint64_t last_pid = 0;
-		long last_pid_m = -2;
-		for (size_t l = 0; l < p->nlines; l++) {
-			bool modules_line = tpu && strcmp(p->lines[l].name, "XLA Modules") == 0;
-			if (!modules_line && !has_pid && !has_mod)
-				continue;
-			xpf_event_iter it;
-			xpf_event_head eh;
-			xpf_event ev;
-			xpf_events_begin(p, l, &it);
-			while ((rc = xpf_events_next_head(&it, &eh, err)) == 1) {
-				int64_t t0 = rel_ps(p->lines[l].timestamp_ns, s->base, eh.offset_ps);
-				xpf_event_of_head(p, l, &eh, &ev);
-				if (modules_line) {
-					size_t c0 = s->cap_exec;
-					xpf_rt_execution *x = XPF_VEC_PUSH(rt->executions, rt->nexecutions,
-									   s->cap_exec);
-					if (s->cap_exec != c0) {
-						size_t c = s->cap_exec;
-						pv->exec_program_id = realloc(pv->exec_program_id, c * sizeof *pv->exec_program_id);
-						pv->exec_pjit = realloc(pv->exec_pjit, c * sizeof *pv->exec_pjit);
-						pv->exec_thunk = realloc(pv->exec_thunk, c * sizeof *pv->exec_thunk);
-						pv->exec_retry_end = realloc(pv->exec_retry_end, c * sizeof *pv->exec_retry_end);
-						if (!pv->exec_program_id || !pv->exec_pjit || !pv->exec_thunk ||
-						    !pv->exec_retry_end)
-							abort();
+		xpf_event_iter it;
+		xpf_event_head eh;
+		xpf_event ev;
+		xpf_events_begin_window(p, l, &it, w);
+		while ((rc = xpf_events_next_head(&it, &eh, err)) == 1) {
+			int64_t t0 = rel_ps(p->lines[l].timestamp_ns, s->base, eh.offset_ps);
+			xpf_event_of_head(p, l, &eh, &ev);
+			xpf_stat_iter sit;
+			xpf_stat st;
+			long m = -1;
+			bool any = false;
+			xpf_stats_of_event(p, &ev, &sit);
+			while ((rc = by_id ? xpf_stats_next_of(&sit, ids, nids, &known, &st, err) :
+					     xpf_stats_next(&sit, &st, err)) == 1) {
+				uint64_t u;
+				xpf_str t;
+				if (strcmp(st.name, "program_id") == 0 && xpf_stat_u64(&st, &u)) {
+					any = true;
+					if (last_pid_m == -2 || u != last_pid) {
+						last_pid = u;
+						last_pid_m = module_by_program_id(h, u);
 					}
-					size_t xi = rt->nexecutions - 1;
-					memset(x, 0, sizeof *x);
-					x->device = (int)d;
-					x->module = -1;
-					x->allocator = -1;
-					x->prev = -1;
-					x->event_name = ev.name;
-					x->host_name = ev.name;
-					x->line = (size_t)-1;
-					x->thread = p->lines[l].id;
-					x->start_ps = t0;
-					x->end_ps = t0 + (ev.duration_ps > 0 ? ev.duration_ps : 0);
-					x->launched = XPF_LAUNCHED_YES;
-					xpf_stat st;
-					int64_t pid;
-					pv->exec_program_id[xi] = -1;
-					if (xpf_event_stat(p, &ev, "program_id", &st, err) == 1 &&
-					    xpf_stat_i64(&st, &pid))
-						pv->exec_program_id[xi] = pid;
-					pv->exec_pjit[xi] = NULL;
-					pv->exec_thunk[xi] = true;
-					pv->exec_retry_end[xi] = false;
-					continue;
+					if (last_pid_m >= 0)
+						m = last_pid_m;
+				} else if (strcmp(st.name, "hlo_module") == 0 && m < 0 &&
+					   xpf_stat_text(&st, &t)) {
+					any = true;
+					m = module_by_hlo_name(h, pv, t);
 				}
-				xpf_stat_iter sit;
-				xpf_stat st;
-				long m = -1;
-				bool any = false;
-				xpf_stats_of_event(p, &ev, &sit);
-				while ((rc = by_id ? xpf_stats_next_of(&sit, ids, nids, &known, &st, err) :
-						     xpf_stats_next(&sit, &st, err)) == 1) {
-					uint64_t u;
-					xpf_str t;
-					if (strcmp(st.name, "program_id") == 0 && xpf_stat_u64(&st, &u)) {
-						any = true;
-						if (last_pid_m == -2 || u != last_pid) {
-							last_pid = u;
-							last_pid_m = module_by_program_id(h, u);
-						}
-						if (last_pid_m >= 0)
-							m = last_pid_m;
-					} else if (strcmp(st.name, "hlo_module") == 0 && m < 0 &&
-						   xpf_stat_text(&st, &t)) {
-						any = true;
-						m = module_by_hlo_name(h, pv, t);
-					}
-				}
-				if (rc < 0)
-					break;
-				if (!any)
-					continue;
-				add_kernel(pv, kd, &bcache, t0, m);
 			}
 			if (rc < 0)
 				break;
+			if (!any)
+				continue;
+			add_kernel(pv, kd, &bcache, t0, m);
 		}
-		xpf_stat_known_release(&known);
-		if (rc < 0)
-			return err->code;
 	}
+	xpf_stat_known_release(&known);
+	return rc < 0 ? err->code : XPF_OK;
+}
+
+/* The device planes' kernel scans, shared out between threads. */
+struct dev_jobs {
+	struct scan *s;
+	size_t n;
+	size_t *plane;
+	unsigned *dev;
+	bool *tpu;
+	int *rc;
+	xpf_error *err;
+	size_t next;
+	pthread_mutex_t mu;
+};
+
+static void *dev_worker(void *arg)
+{
+	struct dev_jobs *j = arg;
+	xpf_window w = { 0 };
+	for (;;) {
+		pthread_mutex_lock(&j->mu);
+		size_t k = j->next++;
+		pthread_mutex_unlock(&j->mu);
+		if (k >= j->n)
+			break;
+		const xpf_plane *p;
+		j->rc[k] = xpf_capture_plane(j->s->h->cap, j->plane[k], &p, &j->err[k]);
+		if (j->rc[k] == XPF_OK)
+			j->rc[k] = scan_kernels(j->s, p, j->dev[k], j->tpu[k], &w, &j->err[k]);
+	}
+	xpf_window_release(&w);
+	return NULL;
+}
+
+/* How many threads the scans use: XPF_THREADS (1-8; it also drops the
+ * minimum size below which the host lines are read by one thread, for
+ * tests), else the online CPUs, at most 8; never more than njobs. */
+static size_t scan_threads(size_t njobs, bool *forced)
+{
+	const char *env = getenv("XPF_THREADS");
+	long c = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+	if (forced)
+		*forced = env && *env;
+	size_t n = c > 1 ? (size_t)c : 1;
+	if (n > 8)
+		n = 8;
+	return n < njobs ? n : njobs;
+}
+
+static int scan_devices(struct scan *s, xpf_error *err)
+{
+	xpf_host *h = s->h;
+	struct xpf_rt_priv *pv = s->rt->priv;
+	collect_times(s);
+	size_t np = xpf_capture_nplanes(h->cap);
+	struct dev_jobs j;
+	memset(&j, 0, sizeof j);
+	j.s = s;
+	j.plane = xpf_calloc(np ? np : 1, sizeof *j.plane);
+	j.dev = xpf_calloc(np ? np : 1, sizeof *j.dev);
+	j.tpu = xpf_calloc(np ? np : 1, sizeof *j.tpu);
+	j.rc = xpf_calloc(np ? np : 1, sizeof *j.rc);
+	j.err = xpf_calloc(np ? np : 1, sizeof *j.err);
+	pthread_mutex_init(&j.mu, NULL);
+	int rc = XPF_OK;
+	bool dup = false;
+	/* In order, one thread: index the planes, make the TPU executions. */
+	for (size_t i = 0; i < np && rc == XPF_OK; i++) {
+		unsigned d;
+		bool tpu;
+		if (!device_plane(h, i, &d, &tpu))
+			continue;
+		const xpf_plane *p;
+		rc = xpf_capture_plane(h->cap, i, &p, err);
+		for (size_t l = 0; rc == XPF_OK && tpu && l < p->nlines; l++)
+			if (strcmp(p->lines[l].name, "XLA Modules") == 0)
+				rc = scan_modules_line(s, p, l, d, err);
+		if (rc != XPF_OK)
+			break;
+		kdev_init(pv, d);
+		for (size_t k = 0; k < j.n; k++)
+			dup |= j.dev[k] == d;
+		j.plane[j.n] = i;
+		j.dev[j.n] = d;
+		j.tpu[j.n++] = tpu;
+	}
+	/* Then the kernels, plane by plane on as many threads (one when two
+	 * planes share an ordinal: they would write the same kdev). */
+	size_t nt = rc == XPF_OK ? (dup ? 1 : scan_threads(j.n, NULL)) : 0;
+	pthread_t tid[8];
+	size_t started = 0;
+	for (size_t t = 1; t < nt; t++)
+		if (pthread_create(&tid[started], NULL, dev_worker, &j) == 0)
+			started++;
+	if (nt > 0)
+		dev_worker(&j);
+	for (size_t t = 0; t < started; t++)
+		pthread_join(tid[t], NULL);
+	/* the first plane's error, as one thread in plane order would say */
+	for (size_t k = 0; k < j.n && rc == XPF_OK && nt > 0; k++)
+		if (j.rc[k] != XPF_OK) {
+			*err = j.err[k];
+			rc = j.rc[k];
+		}
+	pthread_mutex_destroy(&j.mu);
+	free(j.plane);
+	free(j.dev);
+	free(j.tpu);
+	free(j.rc);
+	free(j.err);
+	if (rc != XPF_OK)
+		return rc;
 	kdev_finish(pv);
 	return XPF_OK;
 }
 
 /* ---- building ----------------------------------------------------------- */
 
-static int ev_cmp(const void *a, const void *b)
+/* Sort the allocator events by time, keeping scan order (line, then place
+ * in line) among equal times: a stable LSD radix sort of (time, index)
+ * pairs by 16-bit digits, then the permutation applied in place (the events
+ * are big; a copy of them would double the memory). */
+static void sort_events(xpf_rt_event *ev, size_t n)
 {
-	const xpf_rt_event *x = a, *y = b;
-	if (x->t_ps != y->t_ps)
-		return x->t_ps < y->t_ps ? -1 : 1;
-	if (x->line != y->line)
-		return x->line < y->line ? -1 : 1;
-	return x->buffer_allocation < y->buffer_allocation ? -1 : 1;
+	struct kv {
+		uint64_t key;
+		size_t idx;
+	} *a = xpf_realloc_array(NULL, n, sizeof *a), *b = xpf_realloc_array(NULL, n, sizeof *b);
+	size_t *count = xpf_calloc(65536, sizeof *count);
+	xpf_advise_huge(a, n * sizeof *a);
+	xpf_advise_huge(b, n * sizeof *b);
+	uint64_t all_or = 0, all_and = ~(uint64_t)0;
+	for (size_t i = 0; i < n; i++) {
+		a[i].key = (uint64_t)ev[i].t_ps ^ ((uint64_t)1 << 63);
+		a[i].idx = i;
+		all_or |= a[i].key;
+		all_and &= a[i].key;
+	}
+	for (int shift = 0; shift < 64; shift += 16) {
+		if ((((all_or ^ all_and) >> shift) & 0xffff) == 0)
+			continue; /* every key has the same digit here */
+		memset(count, 0, 65536 * sizeof *count);
+		for (size_t i = 0; i < n; i++)
+			count[(a[i].key >> shift) & 0xffff]++;
+		size_t sum = 0;
+		for (size_t d = 0; d < 65536; d++) {
+			size_t c = count[d];
+			count[d] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			b[count[(a[i].key >> shift) & 0xffff]++] = a[i];
+		struct kv *t = a;
+		a = b;
+		b = t;
+	}
+	free(count);
+	free(b);
+	/* position i takes event a[i].idx: follow each cycle once */
+	for (size_t i = 0; i < n; i++) {
+		if (a[i].idx == i)
+			continue;
+		xpf_rt_event tmp = ev[i];
+		size_t j = i;
+		while (a[j].idx != i) {
+			size_t from = a[j].idx;
+			ev[j] = ev[from];
+			a[j].idx = j;
+			j = from;
+		}
+		ev[j] = tmp;
+		a[j].idx = j;
+	}
+	free(a);
 }
 
 static int alloc_name_cmp(const void *a, const void *b)
@@ -1370,12 +1597,189 @@ static void replay(xpf_runtime *rt)
 	free(m.val);
 }
 
+/* ---- the host lines, shared out between threads ------------------------- */
+
+/* Lines [from, to) of the host plane scanned into a runtime of their own,
+ * appended to the main one afterwards in line order, so that every array is
+ * what one thread scanning all lines would have made. */
+struct host_shard {
+	struct scan s;
+	xpf_runtime rt;
+	struct xpf_rt_priv pv;
+	size_t from, to;
+	int rc;
+	xpf_error err;
+};
+
+static int scan_lines(struct scan *s, size_t from, size_t to, xpf_error *err)
+{
+	for (size_t l = from; l < to; l++) {
+		int rc = scan_line(s, l, err);
+		if (rc != XPF_OK)
+			return rc;
+		for (size_t i = 0; i < s->nsp; i++)
+			if (s->sp[i].t1 / 1000 > s->rt->end_ns)
+				s->rt->end_ns = s->sp[i].t1 / 1000;
+	}
+	return XPF_OK;
+}
+
+static void *shard_worker(void *arg)
+{
+	struct host_shard *sh = arg;
+	sh->rc = scan_lines(&sh->s, sh->from, sh->to, &sh->err);
+	return NULL;
+}
+
+/* Append shard b's findings to the main runtime of s (emptying b). */
+static void shard_merge(struct scan *s, struct host_shard *b)
+{
+	xpf_runtime *rt = s->rt, *br = &b->rt;
+	struct xpf_rt_priv *pv = rt->priv, *bv = &b->pv;
+	int *amap = xpf_calloc(br->nallocators ? br->nallocators : 1, sizeof *amap);
+	for (size_t a = 0; a < br->nallocators; a++) {
+		amap[a] = find_allocator(rt, &s->cap_alloc, br->allocators[a].name,
+					 br->allocators[a].keyed_by_index);
+		free(br->allocators[a].name);
+	}
+	free(br->allocators);
+	rt->keyed_by_index |= br->keyed_by_index;
+	if (br->end_ns > rt->end_ns)
+		rt->end_ns = br->end_ns;
+	long xoff = (long)rt->nexecutions;
+	size_t nx = rt->nexecutions + br->nexecutions;
+	if (br->nexecutions) {
+		rt->executions = xpf_realloc_array(rt->executions, nx, sizeof *rt->executions);
+		memcpy(rt->executions + rt->nexecutions, br->executions,
+		       br->nexecutions * sizeof *br->executions);
+#define APPEND(f) do { \
+		pv->f = xpf_realloc_array(pv->f, nx, sizeof *pv->f); \
+		memcpy(pv->f + rt->nexecutions, bv->f, br->nexecutions * sizeof *bv->f); \
+	} while (0)
+		APPEND(exec_program_id);
+		APPEND(exec_pjit);
+		APPEND(exec_thunk);
+		APPEND(exec_retry_end);
+#undef APPEND
+		rt->nexecutions = s->cap_exec = nx;
+	}
+	if (br->nevents) {
+		size_t ne = rt->nevents + br->nevents;
+		rt->events = xpf_realloc_array(rt->events, ne, sizeof *rt->events);
+		xpf_advise_huge(rt->events, ne * sizeof *rt->events);
+		for (size_t i = 0; i < br->nevents; i++) {
+			xpf_rt_event *e = &rt->events[rt->nevents + i];
+			*e = br->events[i];
+			e->allocator = amap[e->allocator];
+			if (e->execution >= 0)
+				e->execution += xoff;
+			e->buffer_allocation = (long)(rt->nevents + i); /* scan order */
+		}
+		rt->nevents = s->cap_events = ne;
+	}
+	if (br->nretries) {
+		size_t nr = rt->nretries + br->nretries;
+		rt->retries = xpf_realloc_array(rt->retries, nr, sizeof *rt->retries);
+		for (size_t i = 0; i < br->nretries; i++) {
+			xpf_rt_retry *r = &rt->retries[rt->nretries + i];
+			*r = br->retries[i];
+			if (r->allocator >= 0)
+				r->allocator = amap[r->allocator];
+			if (r->execution >= 0)
+				r->execution += xoff;
+		}
+		rt->nretries = s->cap_retry = nr;
+	}
+	free(br->executions);
+	free(br->events);
+	free(br->retries);
+	free(bv->exec_program_id);
+	free(bv->exec_pjit);
+	free(bv->exec_thunk);
+	free(bv->exec_retry_end);
+	/* its strings live on with the main runtime's */
+	while (bv->strings) {
+		struct xpf_rt_chunk *c = bv->strings;
+		bv->strings = c->next;
+		if (pv->strings) {
+			c->next = pv->strings->next;
+			pv->strings->next = c;
+		} else {
+			c->next = NULL;
+			pv->strings = c;
+		}
+	}
+	free(b->s.sp);
+	xpf_window_release(&b->s.win);
+	free(amap);
+}
+
+/* Scan every host line, on up to as many threads as CPUs (cut where the
+ * lines' bytes are shared evenly). */
+static int scan_host(struct scan *s, xpf_error *err)
+{
+	const xpf_plane *p = s->p;
+	/* classify every metadata now: the threads only read the table */
+	for (size_t k = 0; k < p->n_event_md; k++)
+		md_class(s, k, p->event_md[k].name);
+	bool forced;
+	size_t nt = scan_threads(p->nlines, &forced);
+	uint64_t total = 0;
+	for (size_t l = 0; l < p->nlines; l++)
+		total += p->lines[l].length;
+	if (nt < 2 || (!forced && total < ((uint64_t)8 << 20)))
+		return scan_lines(s, 0, p->nlines, err);
+	struct host_shard *sh = xpf_calloc(nt, sizeof *sh);
+	size_t l = 0;
+	uint64_t acc = 0;
+	for (size_t t = 0; t < nt; t++) {
+		sh[t].from = l;
+		uint64_t goal = total / nt * (t + 1);
+		while (l < p->nlines && (t + 1 == nt || acc < goal))
+			acc += p->lines[l++].length;
+		sh[t].to = l;
+	}
+	pthread_t tid[8];
+	bool started[8] = { false };
+	for (size_t t = 1; t < nt; t++) {
+		struct host_shard *b = &sh[t];
+		b->s = *s;
+		b->s.rt = &b->rt;
+		b->rt.priv = &b->pv;
+		b->pv.nmodules = s->rt->priv->nmodules;
+		b->pv.base = s->rt->priv->base;
+		b->pv.module_names = s->rt->priv->module_names;
+		b->s.cap_alloc = b->s.cap_events = b->s.cap_exec = b->s.cap_retry = 0;
+		b->s.sp = NULL;
+		b->s.nsp = b->s.capsp = 0;
+		memset(&b->s.win, 0, sizeof b->s.win);
+		b->s.last_alloc = -1;
+		started[t] = pthread_create(&tid[t], NULL, shard_worker, b) == 0;
+	}
+	int rc = scan_lines(s, sh[0].from, sh[0].to, err);
+	for (size_t t = 1; t < nt; t++) {
+		struct host_shard *b = &sh[t];
+		if (started[t])
+			pthread_join(tid[t], NULL);
+		else
+			b->rc = scan_lines(&b->s, b->from, b->to, &b->err);
+		if (rc == XPF_OK && b->rc != XPF_OK) {
+			*err = b->err;
+			rc = b->rc;
+		}
+		shard_merge(s, b);
+	}
+	free(sh);
+	return rc;
+}
+
 static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 {
 	struct scan s;
 	memset(&s, 0, sizeof s);
 	s.h = h;
 	s.rt = rt;
+	s.last_alloc = -1;
 	int rc = xpf_capture_time_base(h->cap, &s.base, err);
 	if (rc != XPF_OK)
 		return rc;
@@ -1414,14 +1818,11 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 			abort();
 		for (size_t k = 0; k < nmd; k++)
 			s.md_flags[k] = UINT_MAX;
-		for (size_t l = 0; l < s.p->nlines; l++) {
-			rc = scan_line(&s, l, err);
-			if (rc != XPF_OK)
-				goto out;
-			for (size_t i = 0; i < s.nsp; i++)
-				if (s.sp[i].t1 / 1000 > rt->end_ns)
-					rt->end_ns = s.sp[i].t1 / 1000;
-		}
+		alloc_stat_ids(&s);
+		xpf_stat_known_ids(s.p, &s.known);
+		rc = scan_host(&s, err);
+		if (rc != XPF_OK)
+			goto out;
 	}
 	rc = scan_devices(&s, err);
 	if (rc != XPF_OK)
@@ -1431,7 +1832,7 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	/* Sort events in time order, keeping each line's order; remember the
 	 * allocator order so indexes can be remapped after sorting by name. */
 	if (rt->nevents) /* xpf_qsort(NULL, 0) is undefined (UBSan) */
-		xpf_qsort(rt->events, rt->nevents, sizeof *rt->events, ev_cmp);
+		sort_events(rt->events, rt->nevents);
 	for (size_t i = 0; i < rt->nevents; i++)
 		rt->events[i].buffer_allocation = -1;
 	int *remap = malloc((rt->nallocators + 1) * sizeof *remap);
@@ -1458,6 +1859,8 @@ out:
 	free(s.sp);
 	free(s.md_flags);
 	free(s.md_dev);
+	xpf_window_release(&s.win);
+	xpf_stat_known_release(&s.known);
 	return rc;
 }
 

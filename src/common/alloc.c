@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 void *xpf_malloc(size_t n)
 {
@@ -42,4 +43,17 @@ char *xpf_strndup(const void *p, size_t n)
 char *xpf_strdup(const char *s)
 {
 	return xpf_strndup(s ? s : "", s ? strlen(s) : 0);
+}
+
+void xpf_advise_huge(void *p, size_t n)
+{
+#ifdef MADV_HUGEPAGE
+	const uintptr_t huge = (uintptr_t)2 << 20;
+	uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + n) & ~(huge - 1);
+	if (e > a)
+		(void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+#else
+	(void)p;
+	(void)n;
+#endif
 }

@@ -15,4 +15,10 @@ char *xpf_strdup(const char *s); /* NULL gives "" */
 /* n bytes of p, NUL-terminated. */
 char *xpf_strndup(const void *p, size_t n);
 
+/* Ask for transparent huge pages over the whole 2 MiB pages inside
+ * [p, p + n): big arrays that scans walk through (millions of events) then
+ * cost a TLB entry and a page fault per 2 MiB instead of per 4 KiB.  A hint:
+ * failures are ignored. */
+void xpf_advise_huge(void *p, size_t n);
+
 #endif
