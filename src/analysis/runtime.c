@@ -35,8 +35,6 @@ void xpf_rt_grow(void **arr, size_t *cap, size_t elem)
 	void *p = realloc(*arr, ncap * elem);
 	if (p == NULL)
 		abort();
-	if (ncap * elem >= ((size_t)4 << 20))
-		xpf_advise_huge(p, ncap * elem);
 	*arr = p;
 	*cap = ncap;
 }
@@ -252,6 +250,9 @@ struct scan {
 	int64_t alloc_ids[64];
 	uint8_t alloc_code[64];
 	size_t nalloc_ids;
+	/* shapes kept once each (they repeat: a few distinct, millions of events) */
+	const char **interned;
+	size_t ninterned, capinterned;   /* capinterned: a power of two, or 0 */
 	int last_alloc;          /* the allocator of the last event read, or -1 */
 	size_t last_alloc_len;   /* its name's length */
 	xpf_stat_known known;
@@ -268,6 +269,45 @@ static const char *const alloc_stat_names[AS_N] = {
 	"bytes_allocated", "bytes_available", "peak_bytes_in_use", "requested_bytes",
 	"allocation_bytes", "addr", "shape",
 };
+
+/* A copy of s[0..n) kept by the runtime, the same pointer for the same bytes. */
+static const char *intern(struct scan *sc, const char *str, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)str[i]) * 1099511628211ull;
+	if (sc->ninterned * 2 >= sc->capinterned) {
+		size_t cap = sc->capinterned ? sc->capinterned * 2 : 256;
+		const char **t = xpf_calloc(cap, sizeof *t);
+		for (size_t i = 0; i < sc->capinterned; i++) {
+			const char *v = sc->interned[i];
+			if (!v)
+				continue;
+			uint64_t g = 1469598103934665603ull;
+			for (const char *c = v; *c; c++)
+				g = (g ^ (uint8_t)*c) * 1099511628211ull;
+			size_t j = (size_t)g & (cap - 1);
+			while (t[j])
+				j = (j + 1) & (cap - 1);
+			t[j] = v;
+		}
+		free(sc->interned);
+		sc->interned = t;
+		sc->capinterned = cap;
+	}
+	size_t j = (size_t)h & (sc->capinterned - 1);
+	for (; sc->interned[j]; j = (j + 1) & (sc->capinterned - 1)) {
+		const char *v = sc->interned[j];
+		if (strncmp(v, str, n) == 0 && v[n] == '\0' && memchr(str, '\0', n) == NULL)
+			return v;
+	}
+	const char *v = xpf_rt_keep(sc->rt->priv, str, n);
+	if (strlen(v) != n) /* a NUL inside: the copy is cut there; not shared */
+		return v;
+	sc->interned[j] = v;
+	sc->ninterned++;
+	return v;
+}
 
 /* Fill s's alloc_ids/alloc_code from the plane's stat metadata. */
 static void alloc_stat_ids(struct scan *s)
@@ -387,6 +427,10 @@ static int read_alloc(struct scan *s, const xpf_event *xev, unsigned flags, int6
 		a = s->last_alloc = find_allocator(rt, &s->cap_alloc, name, by_index);
 		s->last_alloc_len = nn;
 	}
+	if (rt->nevents >= INT32_MAX)
+		return xpf_fail(err, XPF_EMALFORMED,
+				"%s: more than %d allocator events: not supported",
+				xpf_capture_label(s->h->cap), INT32_MAX);
 	xpf_rt_event *ev = XPF_VEC_PUSH(rt->events, rt->nevents, s->cap_events);
 	memset(ev, 0, sizeof *ev);
 	ev->allocator = a;
@@ -398,15 +442,16 @@ static int read_alloc(struct scan *s, const xpf_event *xev, unsigned flags, int6
 	ev->addr = addr;
 	ev->in_use_after = (uint64_t)(allocated > 0 ? allocated : 0) + (uint64_t)(reserved > 0 ? reserved : 0);
 	ev->available = available > 0 ? (uint64_t)available : 0;
-	ev->peak_bytes_in_use = peak > 0 ? (uint64_t)peak : 0;
+	if (peak > 0 && (uint64_t)peak > rt->allocators[a].lifetime_peak_bytes)
+		rt->allocators[a].lifetime_peak_bytes = (uint64_t)peak;
 	ev->thread = s->p->lines[line].id;
 	ev->line = line;
 	ev->enclosing = enclosing;
 	ev->transfer = transfer;
-	ev->shape = shape.p ? xpf_rt_keep(rt->priv, shape.p, shape.n) : NULL;
+	ev->shape = shape.p ? intern(s, shape.p, shape.n) : NULL;
 	ev->match = -1;
 	ev->execution = -1;
-	ev->buffer_allocation = (long)rt->nevents - 1; /* scan order, for sorting */
+	ev->buffer_allocation = (int32_t)(rt->nevents - 1); /* scan order, for sorting */
 	return XPF_OK;
 }
 
@@ -1433,61 +1478,84 @@ static int scan_devices(struct scan *s, xpf_error *err)
 /* ---- building ----------------------------------------------------------- */
 
 /* Sort the allocator events by time, keeping scan order (line, then place
- * in line) among equal times: a stable LSD radix sort of (time, index)
- * pairs by 16-bit digits, then the permutation applied in place (the events
- * are big; a copy of them would double the memory). */
+ * in line) among equal times.  They come as runs already in that order
+ * (each line's events, lines in order), so a k-way merge of the runs makes
+ * the permutation (4 bytes an event), applied in place after: the events are
+ * big, and a sorted copy of them would double the memory. */
+struct run_head {
+	int64_t t;
+	size_t run;
+};
+
+static bool head_before(const struct run_head *x, const struct run_head *y)
+{
+	return x->t < y->t || (x->t == y->t && x->run < y->run);
+}
+
+static void heap_down(struct run_head *h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+		if (l < n && head_before(&h[l], &h[m]))
+			m = l;
+		if (l + 1 < n && head_before(&h[l + 1], &h[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		struct run_head t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
 static void sort_events(xpf_rt_event *ev, size_t n)
 {
-	struct kv {
-		uint64_t key;
-		size_t idx;
-	} *a = xpf_realloc_array(NULL, n, sizeof *a), *b = xpf_realloc_array(NULL, n, sizeof *b);
-	size_t *count = xpf_calloc(65536, sizeof *count);
-	xpf_advise_huge(a, n * sizeof *a);
-	xpf_advise_huge(b, n * sizeof *b);
-	uint64_t all_or = 0, all_and = ~(uint64_t)0;
-	for (size_t i = 0; i < n; i++) {
-		a[i].key = (uint64_t)ev[i].t_ps ^ ((uint64_t)1 << 63);
-		a[i].idx = i;
-		all_or |= a[i].key;
-		all_and &= a[i].key;
+	size_t nr = 0, cr = 0, *start = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || ev[i].line != ev[i - 1].line || ev[i].t_ps < ev[i - 1].t_ps)
+			*XPF_VEC_PUSH(start, nr, cr) = i;
+	*XPF_VEC_PUSH(start, nr, cr) = n;
+	nr--; /* start[nr] == n ends the last run */
+	size_t *at = xpf_calloc(nr, sizeof *at);
+	struct run_head *heap = xpf_calloc(nr, sizeof *heap);
+	for (size_t r = 0; r < nr; r++) {
+		at[r] = start[r];
+		heap[r].t = ev[start[r]].t_ps;
+		heap[r].run = r;
 	}
-	for (int shift = 0; shift < 64; shift += 16) {
-		if ((((all_or ^ all_and) >> shift) & 0xffff) == 0)
-			continue; /* every key has the same digit here */
-		memset(count, 0, 65536 * sizeof *count);
-		for (size_t i = 0; i < n; i++)
-			count[(a[i].key >> shift) & 0xffff]++;
-		size_t sum = 0;
-		for (size_t d = 0; d < 65536; d++) {
-			size_t c = count[d];
-			count[d] = sum;
-			sum += c;
-		}
-		for (size_t i = 0; i < n; i++)
-			b[count[(a[i].key >> shift) & 0xffff]++] = a[i];
-		struct kv *t = a;
-		a = b;
-		b = t;
+	for (size_t i = nr / 2; i-- > 0;)
+		heap_down(heap, nr, i);
+	uint32_t *perm = xpf_calloc(n, sizeof *perm);
+	size_t hn = nr;
+	for (size_t k = 0; k < n; k++) {
+		size_t r = heap[0].run;
+		perm[k] = (uint32_t)at[r]++;
+		if (at[r] == start[r + 1])
+			heap[0] = heap[--hn];
+		else
+			heap[0].t = ev[at[r]].t_ps;
+		heap_down(heap, hn, 0);
 	}
-	free(count);
-	free(b);
-	/* position i takes event a[i].idx: follow each cycle once */
+	free(heap);
+	free(at);
+	free(start);
+	/* position k takes event perm[k]: follow each cycle once */
 	for (size_t i = 0; i < n; i++) {
-		if (a[i].idx == i)
+		if (perm[i] == i)
 			continue;
 		xpf_rt_event tmp = ev[i];
 		size_t j = i;
-		while (a[j].idx != i) {
-			size_t from = a[j].idx;
+		while (perm[j] != i) {
+			size_t from = perm[j];
 			ev[j] = ev[from];
-			a[j].idx = j;
+			perm[j] = (uint32_t)j;
 			j = from;
 		}
 		ev[j] = tmp;
-		a[j].idx = j;
+		perm[j] = (uint32_t)j;
 	}
-	free(a);
+	free(perm);
 }
 
 static int alloc_name_cmp(const void *a, const void *b)
@@ -1561,8 +1629,6 @@ static void replay(xpf_runtime *rt)
 			a->peak_ns = e->time_ns;
 			a->capacity_bytes = e->in_use_after + e->available;
 		}
-		if (e->peak_bytes_in_use > a->lifetime_peak_bytes)
-			a->lifetime_peak_bytes = e->peak_bytes_in_use;
 		a->live_at_end_bytes = e->in_use_after;
 		if (e->kind == XPF_RT_ALLOC) {
 			a->allocations++;
@@ -1640,6 +1706,9 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 	for (size_t a = 0; a < br->nallocators; a++) {
 		amap[a] = find_allocator(rt, &s->cap_alloc, br->allocators[a].name,
 					 br->allocators[a].keyed_by_index);
+		xpf_rt_allocator *m = &rt->allocators[amap[a]];
+		if (br->allocators[a].lifetime_peak_bytes > m->lifetime_peak_bytes)
+			m->lifetime_peak_bytes = br->allocators[a].lifetime_peak_bytes;
 		free(br->allocators[a].name);
 	}
 	free(br->allocators);
@@ -1667,13 +1736,21 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 		size_t ne = rt->nevents + br->nevents;
 		rt->events = xpf_realloc_array(rt->events, ne, sizeof *rt->events);
 		xpf_advise_huge(rt->events, ne * sizeof *rt->events);
-		for (size_t i = 0; i < br->nevents; i++) {
-			xpf_rt_event *e = &rt->events[rt->nevents + i];
-			*e = br->events[i];
-			e->allocator = amap[e->allocator];
-			if (e->execution >= 0)
-				e->execution += xoff;
-			e->buffer_allocation = (long)(rt->nevents + i); /* scan order */
+		/* from the end, giving back the shard's memory as it goes: never
+		 * both copies whole */
+		for (size_t left = br->nevents; left > 0;) {
+			size_t from = left > 32768 ? left - 32768 : 0;
+			for (size_t i = from; i < left; i++) {
+				xpf_rt_event *e = &rt->events[rt->nevents + i];
+				*e = br->events[i];
+				e->allocator = amap[e->allocator];
+				if (e->execution >= 0)
+					e->execution += (int32_t)xoff;
+				e->buffer_allocation = (int32_t)(rt->nevents + i); /* scan order */
+			}
+			left = from;
+			if (left)
+				br->events = xpf_realloc_array(br->events, left, sizeof *br->events);
 		}
 		rt->nevents = s->cap_events = ne;
 	}
@@ -1710,6 +1787,7 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 		}
 	}
 	free(b->s.sp);
+	free(b->s.interned);
 	xpf_window_release(&b->s.win);
 	free(amap);
 }
@@ -1754,6 +1832,8 @@ static int scan_host(struct scan *s, xpf_error *err)
 		b->s.nsp = b->s.capsp = 0;
 		memset(&b->s.win, 0, sizeof b->s.win);
 		b->s.last_alloc = -1;
+		b->s.interned = NULL;
+		b->s.ninterned = b->s.capinterned = 0;
 		started[t] = pthread_create(&tid[t], NULL, shard_worker, b) == 0;
 	}
 	int rc = scan_lines(s, sh[0].from, sh[0].to, err);
@@ -1773,6 +1853,42 @@ static int scan_host(struct scan *s, xpf_error *err)
 	return rc;
 }
 
+/* Index every plane (xpf_capture_plane) on as many threads: the time base
+ * needs them all.  Errors stay with the planes and are met again, in plane
+ * order, by whoever asks next. */
+struct index_jobs {
+	xpf_capture *cap;
+	size_t n, next;
+	pthread_mutex_t mu;
+};
+
+static void *index_worker(void *arg)
+{
+	struct index_jobs *j = arg;
+	for (;;) {
+		pthread_mutex_lock(&j->mu);
+		size_t i = j->next++;
+		pthread_mutex_unlock(&j->mu);
+		if (i >= j->n)
+			return NULL;
+		const xpf_plane *p;
+		(void)xpf_capture_plane(j->cap, i, &p, NULL);
+	}
+}
+
+static void index_planes(xpf_capture *cap)
+{
+	struct index_jobs j = { cap, xpf_capture_nplanes(cap), 0, PTHREAD_MUTEX_INITIALIZER };
+	size_t nt = scan_threads(j.n, NULL), started = 0;
+	pthread_t tid[8];
+	for (size_t t = 1; t < nt; t++)
+		if (pthread_create(&tid[started], NULL, index_worker, &j) == 0)
+			started++;
+	index_worker(&j);
+	for (size_t t = 0; t < started; t++)
+		pthread_join(tid[t], NULL);
+}
+
 static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 {
 	struct scan s;
@@ -1780,6 +1896,7 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	s.h = h;
 	s.rt = rt;
 	s.last_alloc = -1;
+	index_planes(h->cap);
 	int rc = xpf_capture_time_base(h->cap, &s.base, err);
 	if (rc != XPF_OK)
 		return rc;
@@ -1859,6 +1976,7 @@ out:
 	free(s.sp);
 	free(s.md_flags);
 	free(s.md_dev);
+	free(s.interned);
 	xpf_window_release(&s.win);
 	xpf_stat_known_release(&s.known);
 	return rc;

@@ -61,31 +61,32 @@ enum xpf_rt_role {
 	XPF_RT_ROLE_EXEC_OTHER,   /* inside an execution, not matched to the plan */
 };
 
-/* One allocator event.  Events are sorted by (time, line, index in line). */
+/* One allocator event.  Events are sorted by (time, line, index in line).
+ * Millions of them on a long capture: keep it small (indexes are 32-bit:
+ * a capture holds fewer than 2^31 events of a kind). */
 typedef struct xpf_rt_event {
 	int64_t time_ns;
 	int64_t t_ps;
-	int allocator;
-	enum xpf_rt_kind kind;
 	uint64_t bytes;            /* allocation_bytes (the chunk) */
 	uint64_t requested_bytes;
 	uint64_t addr;
 	uint64_t in_use_after;     /* bytes_allocated + bytes_reserved after the event */
 	uint64_t available;        /* bytes_available */
-	uint64_t peak_bytes_in_use;
 	int64_t thread;            /* the line's id (OS thread id) */
-	size_t line;               /* line index in the /host:CPU plane */
 	const char *enclosing;     /* innermost host event around it on its line,
 				      or NULL; interned, owned by the runtime */
 	const char *transfer;      /* outermost transfer-family event around it
 				      (DevicePut, BufferFromHost…), or NULL */
-	const char *shape;         /* `shape` stat, or NULL */
-	long match;                /* alloc: its deallocation; dealloc: its
+	const char *shape;         /* `shape` stat, or NULL; interned */
+	int32_t match;             /* alloc: its deallocation; dealloc: its
 				      allocation; -1 if not seen */
-	long execution;            /* the execution it happened in, or -1 */
+	int32_t execution;         /* the execution it happened in, or -1 */
+	int32_t buffer_allocation; /* matched BufferAllocationProto index, or -1 */
+	uint32_t line;             /* line index in the /host:CPU plane */
+	int allocator;
+	uint8_t kind;              /* enum xpf_rt_kind */
+	uint8_t role;              /* enum xpf_rt_role */
 	bool in_build;             /* inside that execution's `Build buffer allocations` */
-	enum xpf_rt_role role;
-	long buffer_allocation;    /* matched BufferAllocationProto index, or -1 */
 } xpf_rt_event;
 
 enum xpf_launched { XPF_LAUNCHED_UNKNOWN = 0, XPF_LAUNCHED_YES, XPF_LAUNCHED_NO };

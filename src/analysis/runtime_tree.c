@@ -207,7 +207,7 @@ static int render_events(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 		xpf_buf_tsv(out, e->kind == XPF_RT_ALLOC ? role_name(e->role) : NULL);
 		xpf_buf_addc(out, '\t');
 		if (e->buffer_allocation >= 0)
-			xpf_buf_printf(out, "%ld", e->buffer_allocation);
+			xpf_buf_printf(out, "%ld", (long)e->buffer_allocation);
 		xpf_buf_addc(out, '\t');
 		xpf_buf_tsv(out, e->shape);
 		xpf_buf_addc(out, '\n');

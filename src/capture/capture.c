@@ -627,6 +627,77 @@ static inline int hot_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 	return wire_varint(p, end, v);
 }
 
+/* ---- names kept once ----------------------------------------------------- */
+
+/* Lines repeat a few names (threads, streams) hundreds of thousands of
+ * times: each is kept once per plane. */
+struct xpf_name_set {
+	char **v;          /* open addressing, cap a power of two */
+	size_t n, cap;
+};
+
+static uint64_t name_hash(const uint8_t *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ull ^ n;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 1099511628211ull;
+	return h;
+}
+
+static void names_free(struct xpf_name_set *ns)
+{
+	if (ns == NULL)
+		return;
+	for (size_t i = 0; i < ns->cap; i++)
+		free(ns->v[i]);
+	free(ns->v);
+	free(ns);
+}
+
+/* A NUL-terminated copy of s[0..n) ("" for NULL) owned by p, the same one
+ * for the same bytes.  The length of a kept name is stored before it. */
+static const char *plane_name(xpf_plane *p, const uint8_t *s, size_t n)
+{
+	if (s == NULL)
+		n = 0;
+	struct xpf_name_set *ns = p->line_names;
+	if (ns == NULL)
+		ns = p->line_names = xpf_calloc(1, sizeof *ns);
+	if (2 * (ns->n + 1) > ns->cap) {
+		size_t cap = ns->cap ? 2 * ns->cap : 64;
+		char **v = xpf_calloc(cap, sizeof *v);
+		for (size_t i = 0; i < ns->cap; i++) {
+			char *e = ns->v[i];
+			if (e == NULL)
+				continue;
+			size_t en;
+			memcpy(&en, e, sizeof en);
+			size_t j = (size_t)name_hash((const uint8_t *)e + sizeof en, en) & (cap - 1);
+			while (v[j])
+				j = (j + 1) & (cap - 1);
+			v[j] = e;
+		}
+		free(ns->v);
+		ns->v = v;
+		ns->cap = cap;
+	}
+	size_t j = (size_t)name_hash(s, n) & (ns->cap - 1);
+	for (; ns->v[j]; j = (j + 1) & (ns->cap - 1)) {
+		size_t en;
+		memcpy(&en, ns->v[j], sizeof en);
+		if (en == n && (n == 0 || memcmp(ns->v[j] + sizeof en, s, n) == 0))
+			return ns->v[j] + sizeof en;
+	}
+	char *e = xpf_malloc(sizeof n + n + 1);
+	memcpy(e, &n, sizeof n);
+	if (n)
+		memcpy(e + sizeof n, s, n);
+	e[sizeof n + n] = '\0';
+	ns->v[j] = e;
+	ns->n++;
+	return e + sizeof n;
+}
+
 /* ---- plane index ------------------------------------------------------ */
 
 static void plane_free(void *v)
@@ -634,10 +705,7 @@ static void plane_free(void *v)
 	xpf_plane *p = v;
 	if (p == NULL)
 		return;
-	for (size_t i = 0; i < p->nlines; i++) {
-		free((char *)p->lines[i].name);
-		free((char *)p->lines[i].display_name);
-	}
+	names_free(p->line_names);
 	free(p->lines);
 	for (size_t i = 0; i < p->n_event_md; i++) {
 		free((char *)p->event_md[i].name);
@@ -700,8 +768,8 @@ static int index_line(xpf_capture *c, xpf_plane *p, const wire_field *lf, xpf_li
 		case 11: if (g.wt == WT_LEN) { dname = g.data; dname_n = g.len; } break;
 		}
 	}
-	ln->name = xpf_strndup(name ? name : (const uint8_t *)"", name_n);
-	ln->display_name = xpf_strndup(dname ? dname : (const uint8_t *)"", dname_n);
+	ln->name = plane_name(p, name, name_n);
+	ln->display_name = plane_name(p, dname, dname_n);
 	p->nevents += ln->nevents;
 	return XPF_OK;
 }
@@ -819,8 +887,8 @@ static int plane_md_entry(xpf_capture *c, xpf_plane *p, const wire_field *fp, co
 /* Line field of p at the capture's bytes [off, off + len), read through w:
  * the index index_line makes; false on anything unusual (index_line on the
  * mapping then words it). */
-static bool index_line_window(xpf_capture *c, xpf_window *w, uint64_t off, uint64_t len,
-			      xpf_line *ln)
+static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint64_t off,
+			      uint64_t len, xpf_line *ln)
 {
 	uint64_t o = off, e = off + len;
 	memset(ln, 0, sizeof *ln);
@@ -876,13 +944,11 @@ static bool index_line_window(xpf_capture *c, xpf_window *w, uint64_t off, uint6
 	const uint8_t *nm = has_name && name_n ? window_at(c, w, name_o, (size_t)name_n, e) : NULL;
 	if (has_name && name_n && !nm)
 		return false;
-	ln->name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm ? (size_t)name_n : 0);
+	ln->name = plane_name(p, nm, nm ? (size_t)name_n : 0);
 	const uint8_t *dn = has_dname && dname_n ? window_at(c, w, dname_o, (size_t)dname_n, e) : NULL;
-	if (has_dname && dname_n && !dn) {
-		free((char *)ln->name);
+	if (has_dname && dname_n && !dn)
 		return false;
-	}
-	ln->display_name = xpf_strndup(dn ? dn : (const uint8_t *)"", dn ? (size_t)dname_n : 0);
+	ln->display_name = plane_name(p, dn, dn ? (size_t)dname_n : 0);
 	return true;
 }
 
@@ -923,7 +989,7 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, const char *where,
 				p->lines = xpf_realloc_array(p->lines, caps->lines, sizeof *p->lines);
 			}
 			xpf_line *ln = &p->lines[p->nlines];
-			if (!index_line_window(c, &w, d, v, ln)) {
+			if (!index_line_window(c, p, &w, d, v, ln)) {
 				ok = false;
 				break;
 			}
@@ -947,10 +1013,8 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, const char *where,
 /* Drop what a walk indexed, for another walk. */
 static void plane_clear(xpf_plane *p)
 {
-	for (size_t i = 0; i < p->nlines; i++) {
-		free((char *)p->lines[i].name);
-		free((char *)p->lines[i].display_name);
-	}
+	names_free(p->line_names);
+	p->line_names = NULL;
 	for (size_t i = 0; i < p->n_event_md; i++) {
 		free((char *)p->event_md[i].name);
 		free((char *)p->event_md[i].display_name);
