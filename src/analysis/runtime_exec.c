@@ -1,14 +1,23 @@
 /* The runtime, part 2: executions (SPEC §4.3).  Numbering, the link to
  * modules (rule order: program id, name, requested_bytes, PjitFunction,
  * kernels), in use at the start, `launched`, the join to the plan, what was
- * live at each start and the host events between executions. */
+ * live at each start and the host events between executions.
+ *
+ * A big capture has hundreds of thousands of executions and millions of
+ * allocator events, so nothing here works per execution over all
+ * executions or all events: the events are read once into compact
+ * per-allocator arrays, each module's plan is read once, and "the previous
+ * (next) execution of the same module on the same device" comes from a
+ * table filled walking forward (backward). */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/runtime.h"
 #include "analysis/runtime_priv.h"
+#include "common/alloc.h"
 
 static int64_t floor_ns(int64_t ps)
 {
@@ -17,81 +26,103 @@ static int64_t floor_ns(int64_t ps)
 
 /* ---- ordering --------------------------------------------------------- */
 
-static const xpf_runtime *sort_rt;
+/* Event and execution indexes in the scratch arrays below: 32 bits, to keep
+ * them small (fresh memory is what costs most here: every page is a fault).
+ * 4G events would take 600 GB of xpf_rt_event before getting here. */
+typedef uint32_t idx32;
 
-static int exec_cmp(const void *a, const void *b)
+/* An execution's sort key: (start, device, line), then its index. */
+struct exec_key {
+	int64_t start_ps;
+	int32_t device;
+	idx32 i;
+};
+
+static const xpf_rt_execution *key_ex; /* for key_cmp's ties; set under key_mu */
+static pthread_mutex_t key_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int key_cmp(const void *a, const void *b)
 {
-	const xpf_rt_execution *x = &sort_rt->executions[*(const size_t *)a];
-	const xpf_rt_execution *y = &sort_rt->executions[*(const size_t *)b];
+	const struct exec_key *x = a, *y = b;
 	if (x->start_ps != y->start_ps)
 		return x->start_ps < y->start_ps ? -1 : 1;
 	if (x->device != y->device)
 		return x->device < y->device ? -1 : 1;
-	if (x->line != y->line)
-		return x->line < y->line ? -1 : 1;
-	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+	size_t lx = key_ex[x->i].line, ly = key_ex[y->i].line;
+	if (lx != ly)
+		return lx < ly ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
 }
 
-#define PERMUTE(arr, ord, n, type)                                  \
-	do {                                                        \
-		type *tmp_ = malloc(((n) ? (n) : 1) * sizeof *tmp_); \
-		if (!tmp_)                                          \
-			abort();                                    \
-		for (size_t i_ = 0; i_ < (n); i_++)                 \
-			tmp_[i_] = (arr)[(ord)[i_]];                \
-		memcpy((arr), tmp_, (n) * sizeof *tmp_);            \
-		free(tmp_);                                         \
-	} while (0)
-
-static void order_executions(xpf_runtime *rt)
+/* Sort the executions (and the per-execution scratch arrays) by (start,
+ * device, line, scan order).  Returns the old index -> new index map, or
+ * NULL when they were in order already (nothing moved).  The caller
+ * renumbers the events' `execution`; the retries' are renumbered here. */
+static idx32 *order_executions(xpf_runtime *rt)
 {
 	size_t n = rt->nexecutions;
-	if (n == 0)
-		return;
 	struct xpf_rt_priv *pv = rt->priv;
-	size_t *ord = malloc(n * sizeof *ord);
-	long *inv = malloc(n * sizeof *inv);
-	if (!ord || !inv)
-		abort();
+	xpf_rt_execution *ex = rt->executions;
+	size_t k = 1;
+	while (k < n && (ex[k - 1].start_ps < ex[k].start_ps ||
+			 (ex[k - 1].start_ps == ex[k].start_ps &&
+			  (ex[k - 1].device < ex[k].device ||
+			   (ex[k - 1].device == ex[k].device && ex[k - 1].line <= ex[k].line)))))
+		k++;
+	if (k >= n)
+		return NULL;
+
+	struct exec_key *key = xpf_realloc_array(NULL, n, sizeof *key);
 	for (size_t i = 0; i < n; i++)
-		ord[i] = i;
+		key[i] = (struct exec_key){ ex[i].start_ps, ex[i].device, (idx32)i };
 	/* qsort has no context argument; the runtime is built under its lazy
 	 * slot's lock, but two hosts may build at once, so guard the global. */
-	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-	pthread_mutex_lock(&mu);
-	sort_rt = rt;
-	xpf_qsort(ord, n, sizeof *ord, exec_cmp);
-	sort_rt = NULL;
-	pthread_mutex_unlock(&mu);
+	pthread_mutex_lock(&key_mu);
+	key_ex = ex;
+	xpf_qsort(key, n, sizeof *key, key_cmp);
+	key_ex = NULL;
+	pthread_mutex_unlock(&key_mu);
+	idx32 *inv = xpf_realloc_array(NULL, n, sizeof *inv);
 	for (size_t i = 0; i < n; i++)
-		inv[ord[i]] = (long)i;
-	PERMUTE(rt->executions, ord, n, xpf_rt_execution);
-	PERMUTE(pv->exec_program_id, ord, n, int64_t);
-	PERMUTE(pv->exec_pjit, ord, n, const char *);
-	PERMUTE(pv->exec_thunk, ord, n, bool);
-	PERMUTE(pv->exec_retry_end, ord, n, bool);
-	for (size_t i = 0; i < rt->nevents; i++)
-		if (rt->events[i].execution >= 0)
-			rt->events[i].execution = inv[rt->events[i].execution];
+		inv[key[i].i] = (idx32)i;
+
+	/* In place, cycle by cycle: new[j] = old[ord[j]], ord[j] = key[j].i
+	 * (set to j once done). */
+	for (size_t i = 0; i < n; i++) {
+		if (key[i].i == i)
+			continue;
+		xpf_rt_execution tx = ex[i];
+		int64_t tpid = pv->exec_program_id[i];
+		const char *tpjit = pv->exec_pjit[i];
+		bool tthunk = pv->exec_thunk[i], tretry = pv->exec_retry_end[i];
+		size_t j = i;
+		for (;;) {
+			size_t s = key[j].i;
+			key[j].i = (idx32)j;
+			if (s == i) {
+				ex[j] = tx;
+				pv->exec_program_id[j] = tpid;
+				pv->exec_pjit[j] = tpjit;
+				pv->exec_thunk[j] = tthunk;
+				pv->exec_retry_end[j] = tretry;
+				break;
+			}
+			ex[j] = ex[s];
+			pv->exec_program_id[j] = pv->exec_program_id[s];
+			pv->exec_pjit[j] = pv->exec_pjit[s];
+			pv->exec_thunk[j] = pv->exec_thunk[s];
+			pv->exec_retry_end[j] = pv->exec_retry_end[s];
+			j = s;
+		}
+	}
+	free(key);
 	for (size_t i = 0; i < rt->nretries; i++)
 		if (rt->retries[i].execution >= 0)
 			rt->retries[i].execution = inv[rt->retries[i].execution];
-	free(ord);
-	free(inv);
+	return inv;
 }
 
 /* ---- the plan's side of the join ----------------------------------------- */
-
-/* The buffer allocations an execution allocates (not parameters, constants
- * or thread-local ones), in index order.  NULL ba: none. */
-static const Xla__BufferAssignmentProto *module_ba(xpf_host *h, long m)
-{
-	const Xla__HloProto *hp;
-	xpf_error e = { 0 };
-	if (m < 0 || xpf_capture_module_hlo(h->cap, (size_t)m, &hp, &e) != XPF_OK)
-		return NULL;
-	return hp->buffer_assignment;
-}
 
 static bool allocated_at_run(const Xla__BufferAllocationProto *a)
 {
@@ -105,39 +136,78 @@ static int u64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Does module m's allocation list explain the requested sizes seen? */
-static bool bytes_match(xpf_host *h, long m, const uint64_t *seen, size_t nseen, bool partial)
+/* A module's plan as the join reads it, read on first use: the buffer
+ * allocations an execution allocates (not parameters, constants or
+ * thread-local ones), in index order, and their sizes sorted. */
+struct mod_plan {
+	bool read;
+	const Xla__BufferAssignmentProto *ba; /* NULL: none */
+	size_t nrun;
+	size_t *run;          /* indexes in buffer_allocations */
+	uint64_t *size;       /* [nrun] their sizes, in index order */
+	uint64_t *sorted;     /* [nrun] the same, sorted */
+};
+
+static const struct mod_plan *mod_plan(xpf_host *h, struct mod_plan *mp, long m)
 {
-	const Xla__BufferAssignmentProto *ba = module_ba(h, m);
-	if (!ba || nseen == 0)
-		return false;
-	uint64_t *want = malloc((ba->n_buffer_allocations + 1) * sizeof *want);
-	if (!want)
-		abort();
-	size_t nw = 0;
+	struct mod_plan *p = &mp[m];
+	if (p->read)
+		return p;
+	p->read = true;
+	const Xla__HloProto *hp;
+	xpf_error e = { 0 };
+	if (xpf_capture_module_hlo(h->cap, (size_t)m, &hp, &e) != XPF_OK || !hp->buffer_assignment)
+		return p;
+	const Xla__BufferAssignmentProto *ba = hp->buffer_assignment;
+	p->ba = ba;
+	p->run = xpf_realloc_array(NULL, ba->n_buffer_allocations, sizeof *p->run);
+	p->size = xpf_realloc_array(NULL, ba->n_buffer_allocations, sizeof *p->size);
+	p->sorted = xpf_realloc_array(NULL, ba->n_buffer_allocations, sizeof *p->sorted);
 	for (size_t i = 0; i < ba->n_buffer_allocations; i++)
-		if (allocated_at_run(ba->buffer_allocations[i]))
-			want[nw++] = (uint64_t)ba->buffer_allocations[i]->size;
-	bool ok;
-	if (partial) {
-		ok = nseen <= nw;
-		for (size_t i = 0; ok && i < nseen; i++)
-			ok = want[i] == seen[i];
-	} else {
-		ok = nseen == nw;
-		if (ok) {
-			uint64_t *s2 = malloc(nseen * sizeof *s2);
-			if (!s2)
-				abort();
-			memcpy(s2, seen, nseen * sizeof *s2);
-			xpf_qsort(s2, nseen, sizeof *s2, u64_cmp);
-			xpf_qsort(want, nw, sizeof *want, u64_cmp);
-			ok = memcmp(s2, want, nw * sizeof *want) == 0;
-			free(s2);
+		if (allocated_at_run(ba->buffer_allocations[i])) {
+			p->run[p->nrun] = i;
+			p->size[p->nrun++] = (uint64_t)ba->buffer_allocations[i]->size;
 		}
+	memcpy(p->sorted, p->size, p->nrun * sizeof *p->sorted);
+	xpf_qsort(p->sorted, p->nrun, sizeof *p->sorted, u64_cmp);
+	return p;
+}
+
+static void mod_plans_free(struct mod_plan *mp, size_t nm)
+{
+	for (size_t m = 0; m < nm; m++) {
+		free(mp[m].run);
+		free(mp[m].size);
+		free(mp[m].sorted);
 	}
-	free(want);
-	return ok;
+	free(mp);
+}
+
+/* The requested sizes seen in an execution's Build buffer allocations:
+ * in order, and sorted (filled on first use). */
+struct seen {
+	const uint64_t *v;
+	size_t n;
+	uint64_t *sorted;
+	bool have_sorted;
+};
+
+/* Does module m's allocation list explain the requested sizes seen? */
+static bool bytes_match(xpf_host *h, struct mod_plan *mp, long m, struct seen *s, bool partial)
+{
+	const struct mod_plan *p = mod_plan(h, mp, m);
+	if (!p->ba || s->n == 0)
+		return false;
+	if (partial)
+		return s->n <= p->nrun && memcmp(s->v, p->size, s->n * sizeof *s->v) == 0;
+	if (s->n != p->nrun)
+		return false;
+	if (!s->have_sorted) {
+		memcpy(s->sorted, s->v, s->n * sizeof *s->v);
+		xpf_qsort(s->sorted, s->n, sizeof *s->sorted, u64_cmp);
+		s->have_sorted = true;
+	}
+	return memcmp(s->sorted, p->sorted, s->n * sizeof *s->sorted) == 0;
 }
 
 /* ---- linking ------------------------------------------------------------ */
@@ -178,17 +248,15 @@ static long only(const bool *cand, size_t nm)
 	return r;
 }
 
-static void link_execution(xpf_host *h, xpf_runtime *rt, size_t xi, const uint64_t *seen,
-			   size_t nseen)
+/* cand, hit: scratch of h->nmodules flags each. */
+static void link_execution(xpf_host *h, xpf_runtime *rt, struct mod_plan *mp, size_t xi,
+			   struct seen *seen, bool *cand, bool *hit)
 {
 	struct xpf_rt_priv *pv = rt->priv;
 	xpf_rt_execution *x = &rt->executions[xi];
 	size_t nm = h->nmodules;
 	if (nm == 0)
 		return;
-	bool *cand = malloc(nm * sizeof *cand), *hit = malloc(nm * sizeof *hit);
-	if (!cand || !hit)
-		abort();
 	for (size_t m = 0; m < nm; m++)
 		cand[m] = true;
 	long r;
@@ -199,7 +267,7 @@ static void link_execution(xpf_host *h, xpf_runtime *rt, size_t xi, const uint64
 		if (narrow(cand, hit, nm) && (r = only(cand, nm)) >= 0) {
 			x->module = r;
 			x->link = XPF_LINK_PROGRAM_ID;
-			goto out;
+			return;
 		}
 	}
 	if (x->host_name) {
@@ -208,22 +276,22 @@ static void link_execution(xpf_host *h, xpf_runtime *rt, size_t xi, const uint64
 		if (narrow(cand, hit, nm) && (r = only(cand, nm)) >= 0) {
 			x->module = r;
 			x->link = XPF_LINK_NAME;
-			goto out;
+			return;
 		}
 	}
-	if (nseen > 0) {
+	if (seen->n > 0) {
 		for (size_t m = 0; m < nm; m++)
-			hit[m] = cand[m] && bytes_match(h, (long)m, seen, nseen, false);
+			hit[m] = cand[m] && bytes_match(h, mp, (long)m, seen, false);
 		size_t k = narrow(cand, hit, nm);
 		if (k == 0 && x->stopped_in_build) {
 			for (size_t m = 0; m < nm; m++)
-				hit[m] = cand[m] && bytes_match(h, (long)m, seen, nseen, true);
+				hit[m] = cand[m] && bytes_match(h, mp, (long)m, seen, true);
 			k = narrow(cand, hit, nm);
 		}
 		if (k && (r = only(cand, nm)) >= 0) {
 			x->module = r;
 			x->link = XPF_LINK_BYTES;
-			goto out;
+			return;
 		}
 	}
 	if (pv->exec_pjit[xi]) {
@@ -239,7 +307,7 @@ static void link_execution(xpf_host *h, xpf_runtime *rt, size_t xi, const uint64
 		if (narrow(cand, hit, nm) && (r = only(cand, nm)) >= 0) {
 			x->module = r;
 			x->link = XPF_LINK_PJIT;
-			goto out;
+			return;
 		}
 	}
 	if (x->device >= 0) {
@@ -249,57 +317,53 @@ static void link_execution(xpf_host *h, xpf_runtime *rt, size_t xi, const uint64
 			x->link = XPF_LINK_KERNELS;
 		}
 	}
-out:
-	free(cand);
-	free(hit);
 }
 
-/* ---- per-allocator event index ------------------------------------------- */
+/* ---- the join to the plan ------------------------------------------------ */
 
-struct by_alloc {
-	size_t *n;
-	size_t **idx;   /* event indexes of each allocator, in time order */
-};
-
-static void by_alloc_init(const xpf_runtime *rt, struct by_alloc *b)
+/* evs: the execution's Build buffer allocation events; used: scratch, one
+ * flag per buffer allocation of the largest plan, all false (and left so);
+ * mt: scratch of nev matches. */
+static void join_plan(xpf_host *h, xpf_runtime *rt, struct mod_plan *mp, size_t xi,
+		      const size_t *evs, size_t nev, bool *used, xpf_rt_match *mt)
 {
-	size_t na = rt->nallocators ? rt->nallocators : 1;
-	b->n = calloc(na, sizeof *b->n);
-	b->idx = calloc(na, sizeof *b->idx);
-	if (!b->n || !b->idx)
-		abort();
-	for (size_t a = 0; a < rt->nallocators; a++) {
-		b->idx[a] = malloc((rt->allocators[a].nevents + 1) * sizeof **b->idx);
-		if (!b->idx[a])
-			abort();
+	xpf_rt_execution *x = &rt->executions[xi];
+	if (x->module < 0 || nev == 0)
+		return;
+	const struct mod_plan *p = mod_plan(h, mp, x->module);
+	if (!p->ba)
+		return;
+	size_t nmt = 0;
+	for (size_t k = 0; k < nev; k++) {
+		xpf_rt_event *e = &rt->events[evs[k]];
+		for (size_t j = 0; j < p->nrun; j++) {
+			size_t i = p->run[j];
+			if (used[i] || p->size[j] != e->requested_bytes)
+				continue;
+			const Xla__BufferAllocationProto *a = p->ba->buffer_allocations[i];
+			used[i] = true;
+			e->buffer_allocation = (long)i;
+			e->role = a->maybe_live_out ? XPF_RT_ROLE_OUTPUT : XPF_RT_ROLE_TEMP;
+			mt[nmt].event = (long)evs[k];
+			mt[nmt].buffer_allocation = (long)i;
+			mt[nmt++].role = e->role;
+			if (e->role == XPF_RT_ROLE_OUTPUT)
+				x->output_bytes += e->bytes;
+			else
+				x->temp_bytes += e->bytes;
+			break;
+		}
 	}
-	for (size_t i = 0; i < rt->nevents; i++) {
-		int a = rt->events[i].allocator;
-		b->idx[a][b->n[a]++] = i;
+	for (size_t k = 0; k < nmt; k++)
+		used[mt[k].buffer_allocation] = false;
+	x->nmatched = nmt;
+	if (nmt) {
+		x->matched = xpf_realloc_array(NULL, nmt, sizeof *x->matched);
+		memcpy(x->matched, mt, nmt * sizeof *mt);
 	}
 }
 
-static void by_alloc_release(const xpf_runtime *rt, struct by_alloc *b)
-{
-	for (size_t a = 0; a < rt->nallocators; a++)
-		free(b->idx[a]);
-	free(b->idx);
-	free(b->n);
-}
-
-/* Index in b->idx[a] of the first event with t_ps >= t. */
-static size_t first_at(const xpf_runtime *rt, const struct by_alloc *b, int a, int64_t t)
-{
-	size_t lo = 0, hi = b->n[a];
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (rt->events[b->idx[a][mid]].t_ps < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
+/* ---- per-allocator events, executions by (module, device) ---------------- */
 
 static int pool_allocator(const xpf_runtime *rt, int device)
 {
@@ -309,39 +373,39 @@ static int pool_allocator(const xpf_runtime *rt, int device)
 	return -1;
 }
 
-/* ---- the join to the plan ------------------------------------------------ */
+/* A table by (module, device) of execution indexes, when small enough. */
+struct md_table {
+	long *v;           /* NULL: too big, search instead */
+	int64_t dlo;
+	size_t nd;
+};
 
-static void join_plan(xpf_host *h, xpf_runtime *rt, size_t xi, const size_t *evs, size_t nev)
+static void md_table_init(struct md_table *t, const xpf_runtime *rt, size_t nrows)
 {
-	xpf_rt_execution *x = &rt->executions[xi];
-	const Xla__BufferAssignmentProto *ba = module_ba(h, x->module);
-	if (!ba || nev == 0)
+	t->v = NULL;
+	t->nd = 0;
+	t->dlo = 0;
+	if (rt->nexecutions == 0)
 		return;
-	bool *used = calloc(ba->n_buffer_allocations + 1, sizeof *used);
-	x->matched = calloc(nev, sizeof *x->matched);
-	if (!used || !x->matched)
-		abort();
-	for (size_t k = 0; k < nev; k++) {
-		xpf_rt_event *e = &rt->events[evs[k]];
-		for (size_t i = 0; i < ba->n_buffer_allocations; i++) {
-			const Xla__BufferAllocationProto *a = ba->buffer_allocations[i];
-			if (used[i] || !allocated_at_run(a) || (uint64_t)a->size != e->requested_bytes)
-				continue;
-			used[i] = true;
-			e->buffer_allocation = (long)i;
-			e->role = a->maybe_live_out ? XPF_RT_ROLE_OUTPUT : XPF_RT_ROLE_TEMP;
-			xpf_rt_match *mt = &x->matched[x->nmatched++];
-			mt->event = (long)evs[k];
-			mt->buffer_allocation = (long)i;
-			mt->role = e->role;
-			if (e->role == XPF_RT_ROLE_OUTPUT)
-				x->output_bytes += e->bytes;
-			else
-				x->temp_bytes += e->bytes;
-			break;
-		}
+	int64_t lo = INT64_MAX, hi = INT64_MIN;
+	for (size_t xi = 0; xi < rt->nexecutions; xi++) {
+		int64_t d = rt->executions[xi].device;
+		lo = d < lo ? d : lo;
+		hi = d > hi ? d : hi;
 	}
-	free(used);
+	uint64_t nd = (uint64_t)(hi - lo) + 1;
+	if (nd > 4096 || nrows * nd > 4 * (uint64_t)rt->nexecutions + 65536)
+		return;
+	t->dlo = lo;
+	t->nd = (size_t)nd;
+	t->v = xpf_realloc_array(NULL, nrows * t->nd, sizeof *t->v);
+	for (size_t i = 0; i < nrows * t->nd; i++)
+		t->v[i] = -1;
+}
+
+static long *md_slot(const struct md_table *t, size_t row, int device)
+{
+	return &t->v[row * t->nd + (size_t)((int64_t)device - t->dlo)];
 }
 
 /* ---- finishing ------------------------------------------------------------ */
@@ -349,132 +413,210 @@ static void join_plan(xpf_host *h, xpf_runtime *rt, size_t xi, const size_t *evs
 int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 {
 	struct xpf_rt_priv *pv = rt->priv;
-	order_executions(rt);
-	size_t nx = rt->nexecutions;
-
-	/* Each execution's own allocator events (nested on its line). */
-	size_t *first = calloc(nx + 1, sizeof *first), *cnt = calloc(nx + 1, sizeof *cnt);
-	size_t *evs = malloc((rt->nevents + 1) * sizeof *evs);
-	if (!first || !cnt || !evs)
+	size_t nx = rt->nexecutions, na = rt->nallocators, nm = h->nmodules, ne = rt->nevents;
+	if (nx >= UINT32_MAX || ne >= UINT32_MAX)
 		abort();
-	for (size_t i = 0; i < rt->nevents; i++)
-		if (rt->events[i].execution >= 0)
-			cnt[rt->events[i].execution]++;
-	for (size_t x = 1; x <= nx; x++)
-		first[x] = first[x - 1] + cnt[x - 1];
-	memset(cnt, 0, (nx + 1) * sizeof *cnt);
-	for (size_t i = 0; i < rt->nevents; i++) {
-		long x = rt->events[i].execution;
-		if (x >= 0)
-			evs[first[x] + cnt[x]++] = i;
+	idx32 *inv = order_executions(rt);
+
+	/* Two passes over the events.  The first renumbers their executions,
+	 * counts each execution's and each allocator's, and marks allocations
+	 * inside an execution as "other" (join_plan overwrites those it matches
+	 * to the plan); the second lists them: each execution's own events
+	 * (nested on its line) and each allocator's, in event (time) order. */
+	idx32 *xend = xpf_calloc(nx + 1, sizeof *xend);   /* counts, then ends */
+	size_t *aend = xpf_calloc(na + 1, sizeof *aend);
+	for (size_t i = 0; i < ne; i++) {
+		xpf_rt_event *e = &rt->events[i];
+		long x = e->execution;
+		if (x >= 0) {
+			if (inv)
+				e->execution = x = inv[x];
+			xend[x]++;
+			if (e->kind == XPF_RT_ALLOC && e->role == XPF_RT_ROLE_NONE)
+				e->role = XPF_RT_ROLE_EXEC_OTHER;
+		}
+		aend[e->allocator]++;
+	}
+	free(inv);
+	size_t maxcnt = 0, nown = 0;
+	for (size_t x = 0; x < nx; x++) {
+		size_t c = xend[x];
+		maxcnt = c > maxcnt ? c : maxcnt;
+		xend[x] = (idx32)nown;     /* start, advanced to the end by the fill */
+		nown += c;
+	}
+	size_t *abeg = xpf_calloc(na + 1, sizeof *abeg);
+	for (size_t a = 0, s = 0; a < na; a++) {
+		size_t c = aend[a];
+		abeg[a] = aend[a] = s;   /* aend: advanced to the end by the fill */
+		s += c;
+	}
+	idx32 *own = xpf_realloc_array(NULL, nown + 1, sizeof *own);
+	idx32 *aev = xpf_realloc_array(NULL, ne + 1, sizeof *aev);
+	for (size_t i = 0; i < ne; i++) {
+		const xpf_rt_event *e = &rt->events[i];
+		if (e->execution >= 0)
+			own[xend[e->execution]++] = (idx32)i;
+		aev[aend[e->allocator]++] = (idx32)i;
 	}
 
 	size_t npool = 0;
 	int single_pool = -1;
-	for (size_t a = 0; a < rt->nallocators; a++)
+	for (size_t a = 0; a < na; a++)
 		if (rt->allocators[a].is_pool) {
 			npool++;
 			single_pool = rt->allocators[a].device;
 		}
 
-	uint64_t *seen = malloc((rt->nevents + 1) * sizeof *seen);
-	size_t *build_evs = malloc((rt->nevents + 1) * sizeof *build_evs);
-	if (!seen || !build_evs)
-		abort();
+	struct mod_plan *mp = xpf_calloc(nm, sizeof *mp);
+	size_t maxba = 0;
+	uint64_t *seen_v = xpf_realloc_array(NULL, maxcnt + 1, sizeof *seen_v);
+	uint64_t *seen_sorted = xpf_realloc_array(NULL, maxcnt + 1, sizeof *seen_sorted);
+	size_t *build_evs = xpf_realloc_array(NULL, maxcnt + 1, sizeof *build_evs);
+	xpf_rt_match *mt = xpf_realloc_array(NULL, maxcnt + 1, sizeof *mt);
+	bool *cand = xpf_calloc(nm, sizeof *cand), *hit = xpf_calloc(nm, sizeof *hit);
+	bool *used = NULL;
 	for (size_t xi = 0; xi < nx; xi++) {
 		xpf_rt_execution *x = &rt->executions[xi];
+		const idx32 *mine = &own[xi ? xend[xi - 1] : 0];
+		size_t cnt = (size_t)(&own[xend[xi]] - mine);
 		x->n = xi + 1;
 		x->start_ns = floor_ns(x->start_ps);
 		x->end_ns = floor_ns(x->end_ps);
-		size_t nseen = 0;
-		for (size_t k = 0; k < cnt[xi]; k++) {
-			xpf_rt_event *e = &rt->events[evs[first[xi] + k]];
+		for (size_t k = 0; k < cnt && x->device < 0; k++) {
+			const xpf_rt_event *e = &rt->events[mine[k]];
 			const xpf_rt_allocator *a = &rt->allocators[e->allocator];
-			if (x->device < 0 && a->is_pool && e->kind == XPF_RT_ALLOC)
+			if (a->is_pool && e->kind == XPF_RT_ALLOC)
 				x->device = a->device;
 		}
 		if (x->device < 0 && npool == 1)
 			x->device = single_pool;
 		x->allocator = x->device >= 0 ? pool_allocator(rt, x->device) : -1;
-		for (size_t k = 0; k < cnt[xi]; k++) {
-			size_t i = evs[first[xi] + k];
-			xpf_rt_event *e = &rt->events[i];
+		size_t nseen = 0;
+		for (size_t k = 0; k < cnt; k++) {
+			const xpf_rt_event *e = &rt->events[mine[k]];
 			if (e->kind != XPF_RT_ALLOC || !e->in_build ||
 			    (x->allocator >= 0 && e->allocator != x->allocator))
 				continue;
-			build_evs[nseen] = i;
-			seen[nseen++] = e->requested_bytes;
+			build_evs[nseen] = mine[k];
+			seen_v[nseen++] = e->requested_bytes;
 		}
-		link_execution(h, rt, xi, seen, nseen);
-		join_plan(h, rt, xi, build_evs, nseen);
-		for (size_t k = 0; k < cnt[xi]; k++) {
-			xpf_rt_event *e = &rt->events[evs[first[xi] + k]];
-			if (e->kind == XPF_RT_ALLOC && e->role == XPF_RT_ROLE_NONE)
-				e->role = XPF_RT_ROLE_EXEC_OTHER;
+		struct seen seen = { seen_v, nseen, seen_sorted, false };
+		link_execution(h, rt, mp, xi, &seen, cand, hit);
+		if (x->module >= 0 && nseen > 0) {
+			const struct mod_plan *p = mod_plan(h, mp, x->module);
+			if (p->ba && p->ba->n_buffer_allocations + 1 > maxba) {
+				free(used);
+				maxba = p->ba->n_buffer_allocations + 1;
+				used = xpf_calloc(maxba, sizeof *used);
+			}
+			join_plan(h, rt, mp, xi, build_evs, nseen, used, mt);
 		}
 	}
-	free(seen);
+	mod_plans_free(mp, nm);
+	free(used);
+	free(seen_v);
+	free(seen_sorted);
 	free(build_evs);
-	free(first);
-	free(cnt);
-	free(evs);
+	free(mt);
+	free(cand);
+	free(hit);
+	free(xend);
+	free(own);
 
-	/* Numbers per (module, device); in use; growth; launched. */
-	struct by_alloc b;
-	by_alloc_init(rt, &b);
+	/* Numbers per (module, device); in use; growth.  The executions are in
+	 * start order, so each allocator's first event at or after a start
+	 * only moves forward. */
+	struct md_table last;
+	md_table_init(&last, rt, nm);
+	/* Allocator a's events are aev[abeg[a] .. aend[a]); cursor[a]: the
+	 * first at or after the last start asked. */
+	size_t *cursor = xpf_calloc(na + 1, sizeof *cursor);
+	memcpy(cursor, abeg, na * sizeof *cursor);
 	for (size_t xi = 0; xi < nx; xi++) {
 		xpf_rt_execution *x = &rt->executions[xi];
 		if (x->module >= 0) {
-			for (size_t k = xi; k-- > 0;) {
-				const xpf_rt_execution *y = &rt->executions[k];
-				if (y->module == x->module && y->device == x->device) {
-					x->prev = (long)k;
-					x->module_execution = y->module_execution + 1;
-					break;
+			if (last.v) {
+				long *s = md_slot(&last, (size_t)x->module, x->device);
+				if (*s >= 0) {
+					x->prev = *s;
+					x->module_execution = rt->executions[*s].module_execution + 1;
+				}
+				*s = (long)xi;
+			} else {
+				for (size_t k = xi; k-- > 0;) {
+					const xpf_rt_execution *y = &rt->executions[k];
+					if (y->module == x->module && y->device == x->device) {
+						x->prev = (long)k;
+						x->module_execution = y->module_execution + 1;
+						break;
+					}
 				}
 			}
 			if (x->prev < 0)
 				x->module_execution = 1;
 		}
 		int a = x->allocator;
-		if (a >= 0 && b.n[a] > 0) {
-			size_t i0 = first_at(rt, &b, a, x->start_ps);
+		size_t n = a >= 0 ? aend[a] : 0, i0 = a >= 0 ? cursor[a] : 0;
+		if (a >= 0 && abeg[a] < n) {
+			const xpf_rt_event *ev = rt->events;
+			while (i0 < n && ev[aev[i0]].t_ps < x->start_ps)
+				i0++;
+			cursor[a] = i0;
 			x->in_use_known = true;
-			x->in_use_at_start_bytes = i0 > 0 ? rt->events[b.idx[a][i0 - 1]].in_use_after :
-							    rt->allocators[a].first_in_use_bytes;
-			x->peak_during_bytes = x->in_use_at_start_bytes;
-			for (size_t k = i0; k < b.n[a]; k++) {
-				const xpf_rt_event *e = &rt->events[b.idx[a][k]];
-				if (e->t_ps > x->end_ps)
-					break;
-				if (e->kind == XPF_RT_ALLOC)
-					x->allocations++;
-				else
-					x->deallocations++;
-				if (e->in_use_after > x->peak_during_bytes)
-					x->peak_during_bytes = e->in_use_after;
+			x->in_use_at_start_bytes = i0 > abeg[a] ? ev[aev[i0 - 1]].in_use_after :
+								  rt->allocators[a].first_in_use_bytes;
+			uint64_t peak = x->in_use_at_start_bytes;
+			size_t k = i0, nalloc = 0;
+			for (; k < n && ev[aev[k]].t_ps <= x->end_ps; k++) {
+				const xpf_rt_event *e = &ev[aev[k]];
+				nalloc += e->kind == XPF_RT_ALLOC;
+				if (e->in_use_after > peak)
+					peak = e->in_use_after;
 			}
+			x->peak_during_bytes = peak;
+			x->allocations += nalloc;
+			x->deallocations += (k - i0) - nalloc;
 		}
 		if (x->prev >= 0 && x->in_use_known && rt->executions[x->prev].in_use_known)
 			x->growth_bytes = (int64_t)x->in_use_at_start_bytes -
 					  (int64_t)rt->executions[x->prev].in_use_at_start_bytes;
 	}
-	by_alloc_release(rt, &b);
+	free(last.v);
+	free(cursor);
+	free(abeg);
+	free(aend);
+	free(aev);
 
-	for (size_t xi = 0; xi < nx; xi++) {
+	/* launched: any kernel of the module before its next execution on the
+	 * device (any execution there when the module is unknown), walking
+	 * backward with the next ones in a table. */
+	struct md_table next;
+	md_table_init(&next, rt, nm + 1);   /* row nm: any module */
+	for (size_t xi = nx; xi-- > 0;) {
 		xpf_rt_execution *x = &rt->executions[xi];
+		int64_t until = INT64_MAX;
+		if (next.v) {
+			long k = *md_slot(&next, x->module < 0 ? nm : (size_t)x->module, x->device);
+			if (k >= 0)
+				until = rt->executions[k].start_ps;
+			*md_slot(&next, nm, x->device) = (long)xi;
+			if (x->module >= 0)
+				*md_slot(&next, (size_t)x->module, x->device) = (long)xi;
+		}
 		if (x->launched == XPF_LAUNCHED_YES)
 			continue;
 		if (pv->exec_thunk[xi]) {
 			x->launched = XPF_LAUNCHED_YES;
 			continue;
 		}
-		int64_t until = INT64_MAX;
-		for (size_t k = xi + 1; k < nx; k++) {
-			const xpf_rt_execution *y = &rt->executions[k];
-			if (y->device == x->device && (x->module < 0 || y->module == x->module)) {
-				until = y->start_ps;
-				break;
+		if (!next.v) {
+			for (size_t k = xi + 1; k < nx; k++) {
+				const xpf_rt_execution *y = &rt->executions[k];
+				if (y->device == x->device && (x->module < 0 || y->module == x->module)) {
+					until = y->start_ps;
+					break;
+				}
 			}
 		}
 		bool after;
@@ -487,6 +629,7 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		else
 			x->launched = XPF_LAUNCHED_UNKNOWN;
 	}
+	free(next.v);
 
 	/* Retries: the allocator of the execution when the wait had none. */
 	for (size_t i = 0; i < rt->nretries; i++) {
@@ -497,14 +640,14 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 
 	long fm = xpf_runtime_focus(h, rt);
 	if (fm >= 0) {
-		long last = -1, before = -1;
+		long lastx = -1, before = -1;
 		int dev = -2;
 		for (size_t xi = nx; xi-- > 0;) {
 			const xpf_rt_execution *x = &rt->executions[xi];
 			if (x->module != fm || (dev != -2 && x->device != dev))
 				continue;
-			if (last < 0) {
-				last = (long)xi;
+			if (lastx < 0) {
+				lastx = (long)xi;
 				dev = x->device;
 			} else {
 				before = (long)xi;
@@ -514,7 +657,7 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		rt->between.module = fm;
 		rt->between.device = dev;
 		if (before >= 0) {
-			int rc = xpf_runtime_between(h, rt, (size_t)before, (size_t)last, &rt->between, err);
+			int rc = xpf_runtime_between(h, rt, (size_t)before, (size_t)lastx, &rt->between, err);
 			if (rc != XPF_OK)
 				return rc;
 		}
