@@ -361,12 +361,13 @@ static unsigned md_class(struct scan *s, size_t k, const char *name)
 
 /* ev: the allocator event (flags: its class, t0: its start); enclosing: the
  * name of the host event around it, transfer: of the transfer around it. */
-static int read_alloc(struct scan *s, const xpf_event *xev, unsigned flags, int64_t t0,
-		      const char *enclosing, const char *transfer, size_t line, xpf_error *err)
+static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head *head,
+		      unsigned flags, int64_t t0, const char *enclosing, const char *transfer,
+		      size_t line, xpf_error *err)
 {
 	xpf_runtime *rt = s->rt;
 	xpf_stat_iter it;
-	xpf_stat st;
+	xpf_stat st, picked[16];
 	int rc;
 	/* the allocator's name: allocator_name up to a NUL, at most 255
 	 * bytes, else "tpu:<index_on_host>" (TPU) */
@@ -377,8 +378,14 @@ static int read_alloc(struct scan *s, const xpf_event *xev, unsigned flags, int6
 	int64_t reserved = 0, allocated = 0, available = 0, peak = 0, req = 0, abytes = 0;
 	uint64_t addr = 0;
 	xpf_str shape = { NULL, 0 };
-	xpf_stats_of_event(s->p, xev, &it);
-	while ((rc = xpf_stats_next_of(&it, s->alloc_ids, s->nalloc_ids, &s->known, &st, err)) == 1) {
+	/* the quick reading when it can vouch for the event, else the iterator */
+	int np_ = head ? xpf_stats_pick(s->p, head, s->alloc_ids, s->nalloc_ids, &s->known, picked,
+				       sizeof picked / sizeof *picked) : -1;
+	int next = 0;
+	if (np_ < 0)
+		xpf_stats_of_event(s->p, xev, &it);
+	while ((rc = np_ >= 0 ? (next < np_ ? (st = picked[next++], 1) : 0) :
+		     xpf_stats_next_of(&it, s->alloc_ids, s->nalloc_ids, &s->known, &st, err)) == 1) {
 		xpf_str t;
 		uint64_t u;
 		size_t k = 0;
@@ -705,7 +712,7 @@ static int scan_line_sorted(struct scan *s, size_t line, xpf_error *err)
 		struct span *e = &s->sp[i];
 		long x = e->root >= 0 ? s->sp[e->root].xid : -1;
 		if (e->flags & (F_ALLOC | F_DEALLOC)) {
-			rc = read_alloc(s, &e->ev, e->flags, e->t0,
+			rc = read_alloc(s, &e->ev, NULL, e->flags, e->t0,
 					e->parent >= 0 ? s->sp[e->parent].ev.name : NULL,
 					e->transfer >= 0 ? s->sp[e->transfer].ev.name : NULL, line, err);
 			if (rc != XPF_OK)
@@ -889,7 +896,7 @@ static int scan_line_stream(struct scan *s, size_t line, xpf_error *err)
 		if (flags & (F_ALLOC | F_DEALLOC)) {
 			xpf_event full;
 			xpf_event_of_head(p, line, &ev, &full);
-			rc = read_alloc(s, &full, flags, t0, enclosing, transfer, line, err);
+			rc = read_alloc(s, &full, &ev, flags, t0, enclosing, transfer, line, err);
 			if (rc != XPF_OK)
 				goto out;
 			struct pending *q = XPF_VEC_PUSH(pa_ev, nae, cae);
@@ -1326,13 +1333,18 @@ static int scan_kernels(struct scan *s, const xpf_plane *p, unsigned d, bool tpu
 		xpf_events_begin_window(p, l, &it, w);
 		while ((rc = xpf_events_next_head(&it, &eh, err)) == 1) {
 			int64_t t0 = rel_ps(p->lines[l].timestamp_ns, s->base, eh.offset_ps);
-			xpf_event_of_head(p, l, &eh, &ev);
 			xpf_stat_iter sit;
-			xpf_stat st;
+			xpf_stat st, picked[8];
 			long m = -1;
 			bool any = false;
-			xpf_stats_of_event(p, &ev, &sit);
-			while ((rc = by_id ? xpf_stats_next_of(&sit, ids, nids, &known, &st, err) :
+			/* the quick reading when it can vouch for the event */
+			int np = by_id ? xpf_stats_pick(p, &eh, ids, nids, &known, picked, 8) : -1, next = 0;
+			if (np < 0) {
+				xpf_event_of_head(p, l, &eh, &ev);
+				xpf_stats_of_event(p, &ev, &sit);
+			}
+			while ((rc = np >= 0 ? (next < np ? (st = picked[next++], 1) : 0) :
+				     by_id ? xpf_stats_next_of(&sit, ids, nids, &known, &st, err) :
 					     xpf_stats_next(&sit, &st, err)) == 1) {
 				uint64_t u;
 				xpf_str t;

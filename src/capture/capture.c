@@ -1847,6 +1847,111 @@ static inline bool stat_id_known(const xpf_plane *pl, const xpf_stat_known *k, i
 	return xpf_plane_stat_name(pl, id) != NULL;
 }
 
+/* One XStat message [q, e) as xpf_stats_next reads it (every value field:
+ * the last of its field seen, whatever the final kind); false when it is
+ * malformed or unusual (the caller then asks xpf_stats_next). */
+struct raw_stat {
+	int64_t id, iv;
+	uint64_t u, dv;
+	xpf_str sv;
+	enum xpf_stat_kind kind;
+};
+
+static inline bool parse_stat(const uint8_t *q, const uint8_t *e, struct raw_stat *r)
+{
+	uint64_t x;
+	r->id = r->iv = 0;
+	r->u = r->dv = 0;
+	r->sv.p = NULL;
+	r->sv.n = 0;
+	r->kind = XPF_STAT_NONE;
+	while (q < e) {
+		wire_field g;
+		switch (*q) {
+		case 0x08: /* metadata_id */
+			q++;
+			if (hot_varint(&q, e, &x) != WIRE_OK)
+				return false;
+			r->id = (int64_t)x;
+			continue;
+		case 0x11: /* double_value */
+			if (e - q < 9)
+				return false;
+			r->dv = 0;
+			for (int b = 8; b >= 1; b--)
+				r->dv = (r->dv << 8) | q[b];
+			q += 9;
+			r->kind = XPF_STAT_DOUBLE;
+			continue;
+		case 0x18: case 0x20: case 0x38: { /* uint64, int64, ref */
+			uint8_t t = *q++;
+			if (hot_varint(&q, e, &x) != WIRE_OK)
+				return false;
+			r->kind = t == 0x20 ? XPF_STAT_I64 : t == 0x18 ? XPF_STAT_U64 : XPF_STAT_REF;
+			if (t != 0x20)
+				r->u = x;
+			else
+				r->iv = (int64_t)x;
+			continue;
+		}
+		case 0x2a: case 0x32: { /* str, bytes */
+			uint8_t t = *q++;
+			if (hot_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
+				return false;
+			r->sv.p = (const char *)q;
+			r->sv.n = (size_t)x;
+			q += x;
+			r->kind = t == 0x2a ? XPF_STAT_STR : XPF_STAT_BYTES;
+			continue;
+		}
+		}
+		if (wire_next(&q, e, &g) != WIRE_OK)
+			return false;
+		switch (g.num) {
+		case 1: r->id = (int64_t)g.v; break;
+		case 2: if (g.wt == WT_I64) { r->dv = g.v; r->kind = XPF_STAT_DOUBLE; } break;
+		case 3: if (g.wt == WT_VARINT) { r->u = g.v; r->kind = XPF_STAT_U64; } break;
+		case 4: if (g.wt == WT_VARINT) { r->iv = (int64_t)g.v; r->kind = XPF_STAT_I64; } break;
+		case 5: if (g.wt == WT_LEN) { r->sv.p = (const char *)g.data; r->sv.n = g.len; r->kind = XPF_STAT_STR; } break;
+		case 6: if (g.wt == WT_LEN) { r->sv.p = (const char *)g.data; r->sv.n = g.len; r->kind = XPF_STAT_BYTES; } break;
+		case 7: if (g.wt == WT_VARINT) { r->u = g.v; r->kind = XPF_STAT_REF; } break;
+		}
+	}
+	return true;
+}
+
+/* The xpf_stat xpf_stats_next gives for a raw stat whose ids are known;
+ * false if a name is missing after all. */
+static inline bool stat_of_raw(const xpf_plane *pl, const struct raw_stat *r, xpf_stat *st)
+{
+	const char *nm = xpf_plane_stat_name(pl, r->id), *rv = NULL;
+	if (r->kind == XPF_STAT_REF)
+		rv = xpf_plane_stat_name(pl, (int64_t)r->u);
+	if (nm == NULL || (r->kind == XPF_STAT_REF && rv == NULL))
+		return false;
+	memset(st, 0, sizeof *st);
+	st->metadata_id = r->id;
+	st->name = nm;
+	st->kind = r->kind;
+	memcpy(&st->d, &r->dv, 8);
+	st->u = r->u;
+	st->i = r->iv;
+	st->s = r->sv;
+	if (r->kind == XPF_STAT_REF) {
+		st->s.p = rv;
+		st->s.n = strlen(rv);
+	}
+	return true;
+}
+
+static inline bool raw_known(const xpf_plane *pl, const xpf_stat_known *known, const struct raw_stat *r)
+{
+	if (!stat_id_known(pl, known, r->id))
+		return false;
+	return r->kind != XPF_STAT_REF ||
+	       (r->u <= INT64_MAX && stat_id_known(pl, known, (int64_t)r->u));
+}
+
 int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, const xpf_stat_known *known,
 		      xpf_stat *st, xpf_error *err)
 {
@@ -1859,99 +1964,20 @@ int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, const xpf
 			it->p = p;
 			return 0;
 		}
-		if (rc != WIRE_OK)
+		struct raw_stat r;
+		if (rc != WIRE_OK || !parse_stat(data, data + len, &r) || !raw_known(pl, known, &r))
 			goto slow;
-		int64_t id = 0, iv = 0;
-		uint64_t u = 0, x, dv = 0;
-		xpf_str sv = { NULL, 0 };
-		enum xpf_stat_kind kind = XPF_STAT_NONE;
-		const uint8_t *q = data, *e = data + len;
-		while (q < e) {
-			wire_field g;
-			switch (*q) {
-			case 0x08: /* metadata_id */
-				q++;
-				if (hot_varint(&q, e, &x) != WIRE_OK)
-					goto slow;
-				id = (int64_t)x;
-				continue;
-			case 0x11: /* double_value */
-				if (e - q < 9)
-					goto slow;
-				dv = 0;
-				for (int b = 8; b >= 1; b--)
-					dv = (dv << 8) | q[b];
-				q += 9;
-				kind = XPF_STAT_DOUBLE;
-				continue;
-			case 0x18: case 0x20: case 0x38: { /* uint64, int64, ref */
-				uint8_t t = *q++;
-				if (hot_varint(&q, e, &x) != WIRE_OK)
-					goto slow;
-				kind = t == 0x20 ? XPF_STAT_I64 : t == 0x18 ? XPF_STAT_U64 : XPF_STAT_REF;
-				if (t != 0x20)
-					u = x;
-				else
-					iv = (int64_t)x;
-				continue;
-			}
-			case 0x2a: case 0x32: { /* str, bytes */
-				uint8_t t = *q++;
-				if (hot_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
-					goto slow;
-				sv.p = (const char *)q;
-				sv.n = (size_t)x;
-				q += x;
-				kind = t == 0x2a ? XPF_STAT_STR : XPF_STAT_BYTES;
-				continue;
-			}
-			}
-			if (wire_next(&q, e, &g) != WIRE_OK)
-				goto slow;
-			switch (g.num) {
-			case 1: id = (int64_t)g.v; break;
-			case 2: if (g.wt == WT_I64) { dv = g.v; kind = XPF_STAT_DOUBLE; } break;
-			case 3: if (g.wt == WT_VARINT) { u = g.v; kind = XPF_STAT_U64; } break;
-			case 4: if (g.wt == WT_VARINT) { iv = (int64_t)g.v; kind = XPF_STAT_I64; } break;
-			case 5: if (g.wt == WT_LEN) { sv.p = (const char *)g.data; sv.n = g.len; kind = XPF_STAT_STR; } break;
-			case 6: if (g.wt == WT_LEN) { sv.p = (const char *)g.data; sv.n = g.len; kind = XPF_STAT_BYTES; } break;
-			case 7: if (g.wt == WT_VARINT) { u = g.v; kind = XPF_STAT_REF; } break;
-			}
-		}
-		if (!stat_id_known(pl, known, id))
-			goto slow;
-		if (kind == XPF_STAT_REF && (u > INT64_MAX || !stat_id_known(pl, known, (int64_t)u)))
-			goto slow;
-		if (!id_in(id, ids, n)) {
+		if (!id_in(r.id, ids, n)) {
 			it->p = p;
 			it->next_index++;
 			continue;
 		}
 		/* a wanted one: what xpf_stats_next gives */
-		{
-			const char *nm = xpf_plane_stat_name(pl, id), *rv = NULL;
-			if (kind == XPF_STAT_REF)
-				rv = xpf_plane_stat_name(pl, (int64_t)u);
-			if (nm == NULL || (kind == XPF_STAT_REF && rv == NULL))
-				goto slow;
-			memset(st, 0, sizeof *st);
-			st->metadata_id = id;
-			st->name = nm;
-			st->kind = kind;
-			/* every value field as xpf_stats_next keeps it: the last of
-			 * its field seen, whatever the final kind */
-			memcpy(&st->d, &dv, 8);
-			st->u = u;
-			st->i = iv;
-			st->s = sv;
-			if (kind == XPF_STAT_REF) {
-				st->s.p = rv;
-				st->s.n = strlen(rv);
-			}
-			it->p = p;
-			it->next_index++;
-			return 1;
-		}
+		if (!stat_of_raw(pl, &r, st))
+			goto slow;
+		it->p = p;
+		it->next_index++;
+		return 1;
 	slow:
 		it->p = at;
 		rc = xpf_stats_next(it, st, err);
@@ -1960,6 +1986,40 @@ int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, const xpf
 		if (id_in(st->metadata_id, ids, n))
 			return 1;
 	}
+}
+
+int xpf_stats_pick(const xpf_plane *pl, const xpf_event_head *h, const int64_t *ids, size_t n,
+		   const xpf_stat_known *known, xpf_stat *out, size_t max)
+{
+	const uint8_t *q = h->msg, *e = h->msg + h->msg_len;
+	size_t k = 0;
+	while (q < e) {
+		uint8_t t = *q;
+		uint64_t x;
+		if (t == 0x22) { /* a stat */
+			q++;
+			if (hot_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
+				return -1;
+			struct raw_stat r;
+			if (!parse_stat(q, q + x, &r) || !raw_known(pl, known, &r))
+				return -1;
+			q += x;
+			if (!id_in(r.id, ids, n))
+				continue;
+			if (k == max || !stat_of_raw(pl, &r, &out[k]))
+				return -1;
+			k++;
+			continue;
+		}
+		if (t == 0x08 || t == 0x10 || t == 0x18 || t == 0x28) { /* the head's varints */
+			q++;
+			if (hot_varint(&q, e, &x) != WIRE_OK)
+				return -1;
+			continue;
+		}
+		return -1;
+	}
+	return (int)k;
 }
 
 size_t xpf_plane_stat_ids(const xpf_plane *p, const char *name, int64_t *out, size_t max)

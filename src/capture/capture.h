@@ -223,6 +223,14 @@ typedef struct xpf_stat_known {
 } xpf_stat_known;
 int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, const xpf_stat_known *known,
 		      xpf_stat *st, xpf_error *err);
+/* The stats of event h whose metadata id is one of ids[0..n), in order, as
+ * xpf_stats_next would give them, into out[0..max): how many (0 or more),
+ * or -1 when this quick reading cannot vouch for the event (a stat that is
+ * malformed, unusual or names an unknown id, or more than max wanted); the
+ * caller then reads the event with xpf_stats_next_of, which words any
+ * error.  known as for xpf_stats_next_of. */
+int xpf_stats_pick(const xpf_plane *p, const xpf_event_head *h, const int64_t *ids, size_t n,
+		   const xpf_stat_known *known, xpf_stat *out, size_t max);
 /* A dense table of the plane's stat metadata ids (bits NULL when the ids
  * are too sparse for one); release with xpf_stat_known_release. */
 void xpf_stat_known_ids(const xpf_plane *p, xpf_stat_known *k);
