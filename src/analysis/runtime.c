@@ -246,6 +246,9 @@ struct scan {
 	int *md_dev;
 	/* The host lines are read through this (see xpf_window). */
 	xpf_window win;
+	/* The bytes of a line's knode events (scan_line_stream). */
+	uint8_t *kbuf;
+	size_t kbuf_n, kbuf_cap;
 	/* read_alloc's stats: their metadata ids on p, and which each is. */
 	int64_t alloc_ids[64];
 	uint8_t alloc_code[64];
@@ -767,7 +770,8 @@ static int scan_line_sorted(struct scan *s, size_t line, xpf_error *err)
  * the same rules as scan_line_sorted, and the allocator events and retries
  * read on the way get their execution then. */
 struct knode {
-	xpf_event ev;
+	xpf_event ev;     /* its msg in scan.kbuf from kbuf_at, once the line is read */
+	size_t kbuf_at;
 	int64_t t0, t1;
 	unsigned flags;
 	int dev;
@@ -840,6 +844,7 @@ static int scan_line_stream(struct scan *s, size_t line, xpf_error *err)
 	struct pending *pa_ev = NULL, *pa_re = NULL;
 	size_t nn = 0, cn = 0, ns = 0, cs = 0, nae = 0, cae = 0, nar = 0, car = 0, waiting = 0;
 	size_t seq = 0;
+	s->kbuf_n = 0;
 	int64_t pt0 = 0, pt1 = 0;
 	xpf_events_begin_window(p, line, &it, &s->win);
 	while ((rc = xpf_events_next_head(&it, &ev, err)) == 1) {
@@ -873,7 +878,15 @@ static int scan_line_stream(struct scan *s, size_t line, xpf_error *err)
 		if (flags & (F_EXEC | F_PERDEV | F_ANCHOR | F_BUILD)) {
 			struct knode *n = XPF_VEC_PUSH(nd, nn, cn);
 			xpf_event_of_head(p, line, &ev, &n->ev);
-			xpf_event_pin(p, &n->ev); /* read after the line */
+			/* read after the line: a copy of its bytes (the window moves
+			 * on; the mapping is costly to touch) */
+			if (s->kbuf_n + ev.msg_len > s->kbuf_cap) {
+				s->kbuf_cap = (s->kbuf_n + ev.msg_len) * 2 + 4096;
+				s->kbuf = xpf_realloc_array(s->kbuf, s->kbuf_cap, 1);
+			}
+			memcpy(s->kbuf + s->kbuf_n, ev.msg, ev.msg_len);
+			n->kbuf_at = s->kbuf_n;
+			s->kbuf_n += ev.msg_len;
 			n->t0 = t0;
 			n->t1 = t1;
 			n->flags = flags;
@@ -938,6 +951,9 @@ static int scan_line_stream(struct scan *s, size_t line, xpf_error *err)
 		goto out;
 	}
 	rc = XPF_OK;
+
+	for (size_t i = 0; i < nn; i++)
+		nd[i].ev.msg = s->kbuf + nd[i].kbuf_at;
 
 	/* Execution roots, as in scan_line_sorted. */
 	for (size_t i = 0; i < nn; i++) {
@@ -1800,6 +1816,7 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 	}
 	free(b->s.sp);
 	free(b->s.interned);
+	free(b->s.kbuf);
 	xpf_window_release(&b->s.win);
 	free(amap);
 }
@@ -1846,6 +1863,8 @@ static int scan_host(struct scan *s, xpf_error *err)
 		b->s.last_alloc = -1;
 		b->s.interned = NULL;
 		b->s.ninterned = b->s.capinterned = 0;
+		b->s.kbuf = NULL;
+		b->s.kbuf_n = b->s.kbuf_cap = 0;
 		started[t] = pthread_create(&tid[t], NULL, shard_worker, b) == 0;
 	}
 	int rc = scan_lines(s, sh[0].from, sh[0].to, err);
@@ -1989,6 +2008,7 @@ out:
 	free(s.md_flags);
 	free(s.md_dev);
 	free(s.interned);
+	free(s.kbuf);
 	xpf_window_release(&s.win);
 	xpf_stat_known_release(&s.known);
 	return rc;
