@@ -745,10 +745,11 @@ int xpf_runtime_between(xpf_host *h, const xpf_runtime *rt, size_t from, size_t 
 		return rc;
 	struct name_dur *v = NULL;
 	size_t n = 0, cap = 0;
+	xpf_window w = { 0 };
 	for (size_t l = 0; l < p->nlines; l++) {
 		xpf_event_iter it;
 		xpf_event_head ev;
-		xpf_events_begin(p, l, &it);
+		xpf_events_begin_window(p, l, &it, &w);
 		while ((rc = xpf_events_next_head(&it, &ev, err)) == 1) {
 			int64_t t0 = (p->lines[l].timestamp_ns - base) * 1000 + ev.offset_ps;
 			int64_t t1 = t0 + (ev.duration_ps > 0 ? ev.duration_ps : 0);
@@ -759,10 +760,12 @@ int xpf_runtime_between(xpf_host *h, const xpf_runtime *rt, size_t from, size_t 
 			d->dur_ps = t1 - t0;
 		}
 		if (rc < 0) {
+			xpf_window_release(&w);
 			free(v);
 			return err->code;
 		}
 	}
+	xpf_window_release(&w);
 	if (n)
 		xpf_qsort(v, n, sizeof *v, nd_cmp);
 	size_t rcap = 0;
