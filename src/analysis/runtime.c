@@ -246,6 +246,9 @@ struct scan {
 	int *md_dev;
 	/* The host lines are read through this (see xpf_window). */
 	xpf_window win;
+	/* the runtime's line_t0/line_t1 (shared by the shards: each writes
+	 * its own lines) */
+	int64_t *line_t0, *line_t1;
 	/* The bytes of a line's knode events (scan_line_stream). */
 	uint8_t *kbuf;
 	size_t kbuf_n, kbuf_cap;
@@ -352,6 +355,21 @@ static void head_times(const struct scan *s, size_t line, const xpf_event_head *
 {
 	*t0 = rel_ps(s->p->lines[line].timestamp_ns, s->base, ev->offset_ps);
 	*t1 = *t0 + (ev->duration_ps > 0 ? (ev->duration_ps < REL_PS_MAX ? ev->duration_ps : REL_PS_MAX) : 0);
+}
+
+/* Widen line's time bounds (xpf_rt_priv.line_t0/t1) to [t0, t1]. */
+static inline void line_bounds(struct scan *s, size_t line, int64_t t0, int64_t t1)
+{
+	int64_t *lo = &s->line_t0[line], *hi = &s->line_t1[line];
+	if (t0 <= -REL_PS_MAX || t1 >= REL_PS_MAX) { /* clamped: not exact */
+		*lo = INT64_MIN;
+		*hi = INT64_MAX;
+		return;
+	}
+	if (t0 < *lo)
+		*lo = t0;
+	if (t1 > *hi)
+		*hi = t1;
 }
 
 /* classify() of event metadata k (named name), once per metadata. */
@@ -639,6 +657,7 @@ static int scan_line_sorted(struct scan *s, size_t line, xpf_error *err)
 		struct span *e = XPF_VEC_PUSH(s->sp, s->nsp, s->capsp);
 		xpf_event_of_head(p, line, &ev, &e->ev);
 		head_times(s, line, &ev, &e->t0, &e->t1);
+		line_bounds(s, line, e->t0, e->t1);
 		e->flags = md_class(s, ev.md, e->ev.name);
 		e->dev = s->md_dev[ev.md];
 	}
@@ -851,6 +870,7 @@ static int scan_line_stream(struct scan *s, size_t line, xpf_error *err)
 		size_t i = seq++;
 		int64_t t0, t1;
 		head_times(s, line, &ev, &t0, &t1);
+		line_bounds(s, line, t0, t1);
 		/* not in the order scan_line_sorted's sort would give */
 		if (i > 0 && !(t0 > pt0 || (t0 == pt0 && t1 <= pt1))) {
 			rc = SCAN_UNORDERED;
@@ -1029,6 +1049,8 @@ static int scan_line(struct scan *s, size_t line, xpf_error *err)
 	 * allocators it found are found again. */
 	s->rt->nevents = nevents;
 	s->rt->nretries = nretries;
+	s->line_t0[line] = INT64_MAX;
+	s->line_t1[line] = INT64_MIN;
 	return scan_line_sorted(s, line, err);
 }
 
@@ -1968,6 +1990,15 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 			s.md_flags[k] = UINT_MAX;
 		alloc_stat_ids(&s);
 		xpf_stat_known_ids(s.p, &s.known);
+		pv->nlines = s.p->nlines;
+		pv->line_t0 = xpf_calloc(pv->nlines, sizeof *pv->line_t0);
+		pv->line_t1 = xpf_calloc(pv->nlines, sizeof *pv->line_t1);
+		for (size_t l = 0; l < pv->nlines; l++) {
+			pv->line_t0[l] = INT64_MAX;
+			pv->line_t1[l] = INT64_MIN;
+		}
+		s.line_t0 = pv->line_t0;
+		s.line_t1 = pv->line_t1;
 		rc = scan_host(&s, err);
 		if (rc != XPF_OK)
 			goto out;
@@ -2078,6 +2109,8 @@ void xpf_runtime_free(void *p)
 		free(pv->exec_pjit);
 		free(pv->exec_thunk);
 		free(pv->exec_retry_end);
+		free(pv->line_t0);
+		free(pv->line_t1);
 		for (size_t m = 0; m < pv->nmodules; m++)
 			free(pv->base[m]);
 		free(pv->base);

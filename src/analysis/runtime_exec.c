@@ -746,9 +746,15 @@ int xpf_runtime_between(xpf_host *h, const xpf_runtime *rt, size_t from, size_t 
 	struct name_dur *v = NULL;
 	size_t n = 0, cap = 0;
 	xpf_window w = { 0 };
+	const struct xpf_rt_priv *pv = rt->priv;
 	for (size_t l = 0; l < p->nlines; l++) {
 		xpf_event_iter it;
 		xpf_event_head ev;
+		/* a line whose events all end before the window or all start
+		 * after it holds none of it */
+		if (pv->line_t0 && l < pv->nlines &&
+		    (pv->line_t1[l] < a->end_ps || pv->line_t0[l] > b->start_ps))
+			continue;
 		xpf_events_begin_window(p, l, &it, &w);
 		while ((rc = xpf_events_next_head(&it, &ev, err)) == 1) {
 			int64_t t0 = (p->lines[l].timestamp_ns - base) * 1000 + ev.offset_ps;

@@ -42,6 +42,12 @@ struct xpf_rt_priv {
 	/* Module base names ("jit_f" for "jit_f(12)"), malloc'd. */
 	char **base;
 	const char **module_names;    /* the capture's, not owned */
+	/* Per /host:CPU line: the earliest start and latest end of its events
+	 * (ps from the base; INT64_MAX / INT64_MIN for a line without events,
+	 * INT64_MIN / INT64_MAX when a time was out of range), so that a walk
+	 * of a time window skips the lines outside it.  NULL: none. */
+	int64_t *line_t0, *line_t1;
+	size_t nlines;
 	size_t nmodules;
 };
 
