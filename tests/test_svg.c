@@ -309,7 +309,7 @@ static void test_timeline_huge(void **state)
 	uint64_t in_use[3] = { 0, 0, 0 };
 	for (size_t i = 0; i < nev; i++) {
 		int a = (int)(i % 3);
-		ev[i].time_ns = (int64_t)(i * (uint64_t)t_end / nev);
+		ev[i].t_ps = (int64_t)(i * (uint64_t)t_end / nev) * 1000;
 		ev[i].allocator = a;
 		bool alloc = (i / 3) % 4 != 3;
 		uint64_t bytes = (uint64_t)(a + 1) * (1u << 20);
@@ -325,7 +325,7 @@ static void test_timeline_huge(void **state)
 		ev[i].in_use_after = in_use[a] % (30 * G);
 		if (ev[i].in_use_after > al[a].peak_in_window_bytes) {
 			al[a].peak_in_window_bytes = ev[i].in_use_after;
-			al[a].peak_ns = ev[i].time_ns;
+			al[a].peak_ns = xpf_rt_ev_ns(&ev[i]);
 			al[a].peak_event = (long)i;
 		}
 		al[a].nevents++;
@@ -383,9 +383,9 @@ static void test_timeline_huge(void **state)
 	/* a handful of events, one execution */
 	rt.nevents = 30;
 	rt.nexecutions = 1;
-	ex[0].end_ns = ev[29].time_ns;
+	ex[0].end_ns = xpf_rt_ev_ns(&ev[29]);
 	rt.nretries = 1;
-	re[0].time_ns = ev[10].time_ns;
+	re[0].time_ns = xpf_rt_ev_ns(&ev[10]);
 	xpf_svg_timeline(&rt, names, 2, &a);
 	check_svg(&a);
 	save("timeline-small.svg", &a);

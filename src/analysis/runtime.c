@@ -464,7 +464,6 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 	ev->allocator = a;
 	ev->kind = (flags & F_ALLOC) ? XPF_RT_ALLOC : XPF_RT_DEALLOC;
 	ev->t_ps = t0;
-	ev->time_ns = t0 >= 0 ? t0 / 1000 : -((-t0 + 999) / 1000);
 	ev->bytes = abytes > 0 ? (uint64_t)abytes : 0;
 	ev->requested_bytes = req > 0 ? (uint64_t)req : 0;
 	ev->addr = addr;
@@ -472,7 +471,6 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 	ev->available = available > 0 ? (uint64_t)available : 0;
 	if (peak > 0 && (uint64_t)peak > rt->allocators[a].lifetime_peak_bytes)
 		rt->allocators[a].lifetime_peak_bytes = (uint64_t)peak;
-	ev->thread = s->p->lines[line].id;
 	ev->line = line;
 	ev->enclosing = enclosing;
 	ev->transfer = transfer;
@@ -1676,7 +1674,7 @@ static void replay(xpf_runtime *rt)
 		if (e->in_use_after > a->peak_in_window_bytes || a->peak_event < 0) {
 			a->peak_in_window_bytes = e->in_use_after;
 			a->peak_event = (long)i;
-			a->peak_ns = e->time_ns;
+			a->peak_ns = xpf_rt_ev_ns(e);
 			a->capacity_bytes = e->in_use_after + e->available;
 		}
 		a->live_at_end_bytes = e->in_use_after;
@@ -1981,6 +1979,7 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		rc = xpf_capture_plane(h->cap, (size_t)pi, &s.p, err);
 		if (rc != XPF_OK)
 			goto out;
+		rt->host_plane = s.p;
 		size_t nmd = s.p->n_event_md ? s.p->n_event_md : 1;
 		s.md_flags = malloc(nmd * sizeof *s.md_flags);
 		s.md_dev = malloc(nmd * sizeof *s.md_dev);

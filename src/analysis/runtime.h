@@ -65,14 +65,12 @@ enum xpf_rt_role {
  * Millions of them on a long capture: keep it small (indexes are 32-bit:
  * a capture holds fewer than 2^31 events of a kind). */
 typedef struct xpf_rt_event {
-	int64_t time_ns;
-	int64_t t_ps;
+	int64_t t_ps;              /* its time: see xpf_rt_ev_ns() */
 	uint64_t bytes;            /* allocation_bytes (the chunk) */
 	uint64_t requested_bytes;
 	uint64_t addr;
 	uint64_t in_use_after;     /* bytes_allocated + bytes_reserved after the event */
 	uint64_t available;        /* bytes_available */
-	int64_t thread;            /* the line's id (OS thread id) */
 	const char *enclosing;     /* innermost host event around it on its line,
 				      or NULL; interned, owned by the runtime */
 	const char *transfer;      /* outermost transfer-family event around it
@@ -174,9 +172,23 @@ typedef struct xpf_runtime {
 	xpf_rt_retry *retries;
 	xpf_rt_between between;    /* for the runtime's focus (xpf_runtime_focus) */
 	int64_t end_ns;            /* the last event end seen on /host:CPU */
+	const xpf_plane *host_plane; /* the /host:CPU plane, or NULL */
 	/* private to runtime*.c */
 	struct xpf_rt_priv *priv;
 } xpf_runtime;
+
+/* An allocator event's time in integer ns (floor of t_ps / 1000). */
+static inline int64_t xpf_rt_ev_ns(const xpf_rt_event *e)
+{
+	return e->t_ps >= 0 ? e->t_ps / 1000 : -((-e->t_ps + 999) / 1000);
+}
+
+/* The id (OS thread id) of an allocator event's line. */
+static inline int64_t xpf_rt_ev_thread(const xpf_runtime *rt, const xpf_rt_event *e)
+{
+	return rt->host_plane && e->line < rt->host_plane->nlines ?
+		       rt->host_plane->lines[e->line].id : 0;
+}
 
 /* The host's runtime, computed on first use and cached in h->runtime. */
 int xpf_host_runtime(xpf_host *h, const xpf_runtime **out, xpf_error *err);

@@ -12,15 +12,15 @@
  * whether it holds a kernel, its earliest kernel that names a module, and
  * which modules it holds. */
 struct xpf_rt_kpair {
-	long module;
-	size_t bucket;
+	int32_t module;
+	uint32_t bucket;
 };
 
 struct xpf_rt_kdev {
 	int64_t *first_t;    /* [nb] earliest kernel with a module; INT64_MAX: none */
-	long *first_mod;     /* [nb] its module (-1: none) */
-	size_t *any_before;  /* [nb + 1] how many buckets before b hold a kernel */
-	size_t *next_mod;    /* [nb + 1] first bucket >= b with first_mod >= 0, else nb */
+	int32_t *first_mod;  /* [nb] its module (-1: none) */
+	uint32_t *any_before; /* [nb + 1] how many buckets before b hold a kernel */
+	uint32_t *next_mod;  /* [nb + 1] first bucket >= b with first_mod >= 0, else nb */
 	struct xpf_rt_kpair *pairs; /* (module >= 0, bucket) present, sorted, unique */
 	size_t npairs, cappairs;
 };

@@ -194,11 +194,11 @@ static int render_events(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 			  "\thost_event\texecution\trole\tbuffer_allocation\tshape\n");
 	for (size_t i = 0; i < rt->nevents; i++) {
 		const xpf_rt_event *e = &rt->events[i];
-		xpf_buf_printf(out, "%" PRId64 "\t", e->time_ns);
+		xpf_buf_printf(out, "%" PRId64 "\t", xpf_rt_ev_ns(e));
 		xpf_buf_tsv(out, rt->allocators[e->allocator].name);
 		xpf_buf_printf(out, "\t%s\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64 "\t",
 			       e->kind == XPF_RT_ALLOC ? "alloc" : "free", e->bytes, e->requested_bytes,
-			       e->addr, e->in_use_after, e->thread);
+			       e->addr, e->in_use_after, xpf_rt_ev_thread(rt, e));
 		xpf_buf_tsv(out, e->enclosing);
 		xpf_buf_addc(out, '\t');
 		if (e->execution >= 0)
@@ -330,7 +330,7 @@ static int render_live(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 		xpf_buf_printf(out, "\t%" PRIu64 "\t%s\t", b[i].bytes, xpf_human(b[i].bytes, hb));
 		if (b[i].event >= 0)
 			xpf_buf_printf(out, "%" PRIu64 "\t%" PRIu64 "\t%" PRId64, b[i].requested_bytes,
-				       b[i].addr, rt->events[b[i].event].time_ns);
+				       b[i].addr, xpf_rt_ev_ns(&rt->events[b[i].event]));
 		else
 			xpf_buf_adds(out, "\t\t");
 		xpf_buf_addc(out, '\t');

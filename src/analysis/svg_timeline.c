@@ -353,7 +353,7 @@ static void draw_line(xpf_buf *out, const ctx *c, size_t a, const char *color, d
 		const xpf_rt_event *e = &rt->events[i];
 		if (e->allocator != (int)a)
 			continue;
-		size_t k = (size_t)((xt(c, e->time_ns) - X0) * PLOT_W / (X1 - X0));
+		size_t k = (size_t)((xt(c, xpf_rt_ev_ns(e)) - X0) * PLOT_W / (X1 - X0));
 		if (k >= PLOT_W)
 			k = PLOT_W - 1;
 		if (mx[k] < 0)
@@ -580,10 +580,11 @@ void xpf_svg_timeline(const xpf_runtime *rt, const char *const *module_names, si
 
 	ctx c = { rt, module_names, nmodules, INT64_MAX, INT64_MIN, 1 };
 	for (size_t i = 0; i < rt->nevents; i++) {
-		if (rt->events[i].time_ns < c.t0)
-			c.t0 = rt->events[i].time_ns;
-		if (rt->events[i].time_ns > c.t1)
-			c.t1 = rt->events[i].time_ns;
+		int64_t t = xpf_rt_ev_ns(&rt->events[i]);
+		if (t < c.t0)
+			c.t0 = t;
+		if (t > c.t1)
+			c.t1 = t;
 	}
 	for (size_t i = 0; i < rt->nexecutions; i++) {
 		if (rt->executions[i].start_ns < c.t0)
