@@ -2083,8 +2083,6 @@ void xpf_runtime_free(void *p)
 		free(rt->allocators[a].name);
 	free(rt->allocators);
 	free(rt->events);
-	for (size_t x = 0; x < rt->nexecutions; x++)
-		free(rt->executions[x].matched);
 	free(rt->executions);
 	free(rt->retries);
 	xpf_rt_between_release(&rt->between);

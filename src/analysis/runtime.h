@@ -128,8 +128,9 @@ typedef struct xpf_rt_execution {
 	int64_t growth_bytes;      /* in use at start minus that of prev (0 if none) */
 	uint64_t peak_during_bytes;
 	size_t allocations, deallocations;
-	size_t nmatched;
-	xpf_rt_match *matched;     /* Build-buffer-allocation events matched to the plan */
+	size_t nmatched;           /* Build-buffer-allocation events matched to the
+				      plan: those events with this execution, a
+				      buffer_allocation and role TEMP or OUTPUT */
 	uint64_t temp_bytes, output_bytes;  /* the matched bytes by role */
 } xpf_rt_execution;
 

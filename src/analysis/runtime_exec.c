@@ -357,10 +357,6 @@ static void join_plan(xpf_host *h, xpf_runtime *rt, struct mod_plan *mp, size_t 
 	for (size_t k = 0; k < nmt; k++)
 		used[mt[k].buffer_allocation] = false;
 	x->nmatched = nmt;
-	if (nmt) {
-		x->matched = xpf_realloc_array(NULL, nmt, sizeof *x->matched);
-		memcpy(x->matched, mt, nmt * sizeof *mt);
-	}
 }
 
 /* ---- per-allocator events, executions by (module, device) ---------------- */

@@ -383,11 +383,23 @@ static int render_exec_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf
 	if (x->nmatched) {
 		xpf_buf_printf(out, "joined to the plan: temp %s, outputs %s [measured]\n",
 			       xpf_human(x->temp_bytes, h1), xpf_human(x->output_bytes, h2));
-		for (size_t i = 0; i < x->nmatched; i++) {
-			const xpf_rt_event *e = &rt->events[x->matched[i].event];
+		/* its matched events, in event order: they lie within its span
+		 * (nested in its host event), and events are sorted by time */
+		size_t lo = 0, hi = rt->nevents, xi = (size_t)(x - rt->executions);
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			if (rt->events[mid].t_ps < x->start_ps)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (size_t i = lo; i < rt->nevents && rt->events[i].t_ps <= x->end_ps; i++) {
+			const xpf_rt_event *e = &rt->events[i];
+			if (e->execution != (int32_t)xi || e->buffer_allocation < 0)
+				continue;
 			xpf_buf_printf(out, "  buffer allocation %ld (%s): %" PRIu64 " bytes at %" PRIu64 "\n",
-				       x->matched[i].buffer_allocation,
-				       x->matched[i].role == XPF_RT_ROLE_OUTPUT ? "output" : "temp",
+				       (long)e->buffer_allocation,
+				       e->role == XPF_RT_ROLE_OUTPUT ? "output" : "temp",
 				       e->requested_bytes, e->addr);
 		}
 	}
