@@ -638,7 +638,7 @@ static void rule_growth(xpf_diag_ctx *c)
 			xpf_finding *f = xpf_diag_add(c, "growth-per-execution", XPF_TAG_MEASURED, (long)m);
 			xpf_buf b = XPF_BUF_INIT;
 			const char *name = xpf_capture_module(h->cap, m)->name;
-			xpf_buf_printf(&b, "in use at the start of %s's executions %zu..%zu on device %d grows %s -> %s, +%s per execution",
+			xpf_buf_printf(&b, "in use at the start of %s's executions %u..%u on device %d grows %s -> %s, +%s per execution",
 				       name, first->module_execution, last->module_execution, e0->device,
 				       xpf_human(first->in_use_at_start_bytes, h1),
 				       xpf_human(last->in_use_at_start_bytes, h2), xpf_human(mean, h3));
@@ -685,7 +685,7 @@ static void rule_growth(xpf_diag_ctx *c)
 			xpf_diag_num(f, "executions", n);
 			xpf_diag_evidence(f, "runtime/executions.tsv");
 			xpf_diag_evidence(f, "runtime/between.tsv");
-			xpf_diag_evidence(f, "runtime/executions/%zu/live.tsv", last->n);
+			xpf_diag_evidence(f, "runtime/executions/%u/live.tsv", last->n);
 			xpf_diag_addfix(c, f, kept, 0, "none; keep only what you need (e.g. a Python float via .item() after the loop)",
 					"drop the reference that keeps each step's outputs (the container filled between steps), freeing the %s kept so far",
 					xpf_human(kept, h1));
@@ -821,7 +821,7 @@ static void rule_foreign(xpf_diag_ctx *c)
 	xpf_qsort(os, nos, sizeof *os, origin_cmp);
 	xpf_finding *f = xpf_diag_add(c, "foreign-live-arrays", XPF_TAG_MEASURED, d->module);
 	xpf_buf b = XPF_BUF_INIT;
-	xpf_buf_printf(&b, "when %s execution %zu started, %s was in use: %s besides its parameters (%s)",
+	xpf_buf_printf(&b, "when %s execution %u started, %s was in use: %s besides its parameters (%s)",
 		       p ? p->module : "the module", x->module_execution, xpf_human(in_use, h1),
 		       xpf_human(other, h2), xpf_human(params, h3));
 	if (own)
@@ -865,7 +865,7 @@ static void rule_foreign(xpf_diag_ctx *c)
 		xpf_diag_num(f, "other_modules_outputs_bytes", mod_out);
 		xpf_diag_num(f, "other_modules_count", nmods);
 	}
-	xpf_diag_evidence(f, "runtime/executions/%zu/live.tsv", x->n);
+	xpf_diag_evidence(f, "runtime/executions/%u/live.tsv", x->n);
 	xpf_diag_evidence(f, "runtime/executions.tsv");
 	uint64_t big = nos ? os[0].bytes : 0;
 	if (nos) {
@@ -919,7 +919,7 @@ static void rule_retry(xpf_diag_ctx *c)
 	if (r->execution >= 0) {
 		const xpf_rt_execution *x = &rt->executions[r->execution];
 		const char *mname = x->module >= 0 ? xpf_capture_module(c->h->cap, x->module)->name : "an ambiguous module";
-		xpf_buf_printf(&b, ", inside %s execution %zu (n %zu), launched: %s", mname,
+		xpf_buf_printf(&b, ", inside %s execution %u (n %u), launched: %s", mname,
 			       x->module_execution, x->n, xpf_launched_name(x->launched));
 		const xpf_plan *p = xpf_diag_plan(c->h, x->module);
 		if (p && p->has_assignment)
@@ -933,7 +933,7 @@ static void rule_retry(xpf_diag_ctx *c)
 	xpf_diag_num(f, "total_ns", (uint64_t)total);
 	xpf_diag_evidence(f, "runtime/retries.tsv");
 	if (r->execution >= 0)
-		xpf_diag_evidence(f, "runtime/executions/%zu/summary.txt", rt->executions[r->execution].n);
+		xpf_diag_evidence(f, "runtime/executions/%u/summary.txt", rt->executions[r->execution].n);
 }
 
 /* Outputs of other modules' executions live when execution x started,
@@ -992,7 +992,7 @@ static void rule_never(xpf_diag_ctx *c)
 		const xpf_rt_execution *x = &rt->executions[lastx];
 		xpf_finding *f = xpf_diag_add(c, "never-launched", XPF_TAG_MEASURED, (long)m);
 		xpf_buf b = XPF_BUF_INIT;
-		xpf_buf_printf(&b, "%zu execution%s of %s never launched a kernel; the last: execution %zu (n %zu) on device %d%s",
+		xpf_buf_printf(&b, "%zu execution%s of %s never launched a kernel; the last: execution %u (n %u) on device %d%s",
 			       count, count == 1 ? "" : "s", xpf_capture_module(h->cap, m)->name,
 			       x->module_execution, x->n, x->device,
 			       x->stopped_in_build ? ", stopped while allocating its buffers" : "");
@@ -1002,7 +1002,7 @@ static void rule_never(xpf_diag_ctx *c)
 		xpf_diag_num(f, "execution", x->n);
 		xpf_diag_num(f, "module_execution", x->module_execution);
 		xpf_diag_evidence(f, "runtime/executions.tsv");
-		xpf_diag_evidence(f, "runtime/executions/%zu/summary.txt", x->n);
+		xpf_diag_evidence(f, "runtime/executions/%u/summary.txt", x->n);
 	}
 }
 

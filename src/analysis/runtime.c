@@ -1321,7 +1321,7 @@ static int scan_modules_line(struct scan *s, const xpf_plane *p, size_t l, unsig
 		x->prev = -1;
 		x->event_name = ev.name;
 		x->host_name = ev.name;
-		x->line = (size_t)-1;
+		x->line = UINT32_MAX;
 		x->thread = p->lines[l].id;
 		x->start_ps = t0;
 		x->end_ps = t0 + (ev.duration_ps > 0 ? ev.duration_ps : 0);

@@ -108,30 +108,30 @@ typedef struct xpf_rt_match {
 
 /* One run of a module on one device. */
 typedef struct xpf_rt_execution {
-	size_t n;                  /* 1-based, in order of (start, device, line) */
-	int device;                /* -1 when unknown */
-	long module;               /* host module index, -1 when ambiguous */
-	enum xpf_link link;
-	const char *host_name;     /* the module name seen on the host side, or NULL */
-	size_t module_execution;   /* 1-based per (module, device); 0 when ambiguous */
-	const char *event_name;    /* the outermost execute-family event */
-	size_t line;               /* its line in /host:CPU */
-	int64_t thread;
 	int64_t start_ns, end_ns;
 	int64_t start_ps, end_ps;
-	enum xpf_launched launched;
-	bool stopped_in_build;     /* the last thing it did was allocate buffers */
-	int allocator;             /* the device allocator, or -1 */
-	bool in_use_known;
+	const char *host_name;     /* the module name seen on the host side, or NULL */
+	const char *event_name;    /* the outermost execute-family event */
+	int64_t thread;
 	uint64_t in_use_at_start_bytes;
-	long prev;                 /* previous execution of the module on the device, or -1 */
 	int64_t growth_bytes;      /* in use at start minus that of prev (0 if none) */
 	uint64_t peak_during_bytes;
-	size_t allocations, deallocations;
-	size_t nmatched;           /* Build-buffer-allocation events matched to the
+	uint64_t temp_bytes, output_bytes;  /* the matched bytes by role */
+	uint32_t n;                /* 1-based, in order of (start, device, line) */
+	uint32_t module_execution; /* 1-based per (module, device); 0 when ambiguous */
+	uint32_t line;             /* its line in /host:CPU; UINT32_MAX: none */
+	uint32_t allocations, deallocations;
+	uint32_t nmatched;         /* Build-buffer-allocation events matched to the
 				      plan: those events with this execution, a
 				      buffer_allocation and role TEMP or OUTPUT */
-	uint64_t temp_bytes, output_bytes;  /* the matched bytes by role */
+	int32_t module;            /* host module index, -1 when ambiguous */
+	int32_t prev;                 /* previous execution of the module on the device, or -1 */
+	int device;                /* -1 when unknown */
+	int allocator;             /* the device allocator, or -1 */
+	enum xpf_link link;
+	enum xpf_launched launched;
+	bool stopped_in_build;     /* the last thing it did was allocate buffers */
+	bool in_use_known;
 } xpf_rt_execution;
 
 /* One AllocatorRetry::AllocateRaw wait. */

@@ -821,10 +821,10 @@ static void origin_of(const xpf_runtime *rt, const xpf_rt_event *e, xpf_rt_block
 		blk->origin = out ? XPF_ORIGIN_OUTPUTS : XPF_ORIGIN_TEMP;
 		blk->execution = e->execution;
 		if (x->module >= 0)
-			xpf_buf_printf(t, "%s of %s execution %zu", out ? "outputs" : "temp",
+			xpf_buf_printf(t, "%s of %s execution %u", out ? "outputs" : "temp",
 				       pv->module_names[x->module], x->module_execution);
 		else
-			xpf_buf_printf(t, "%s of %s execution %zu", out ? "outputs" : "temp",
+			xpf_buf_printf(t, "%s of %s execution %u", out ? "outputs" : "temp",
 				       x->host_name ? x->host_name : "an ambiguous module", x->n);
 	} else if (e->transfer) {
 		blk->origin = XPF_ORIGIN_TRANSFER;

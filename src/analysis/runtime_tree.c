@@ -110,7 +110,7 @@ static int render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 	for (size_t i = 0; i < rt->nexecutions; i++) {
 		const xpf_rt_execution *x = &rt->executions[i];
 		if (x->launched == XPF_LAUNCHED_NO)
-			xpf_buf_printf(out, "  never launched: execution %zu (%s execution %zu, device %d)%s\n",
+			xpf_buf_printf(out, "  never launched: execution %u (%s execution %u, device %d)%s\n",
 				       x->n, module_name(h, x) ? module_name(h, x) : "ambiguous",
 				       x->module_execution, x->device,
 				       x->stopped_in_build ? ", stopped in Build buffer allocations" : "");
@@ -121,7 +121,7 @@ static int render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 		xpf_buf_printf(out, "  at %" PRId64 " ns: waited %" PRId64 " ns on %s", r->time_ns,
 			       r->duration_ns, alloc_name(rt, r->allocator) ? alloc_name(rt, r->allocator) : "an unknown allocator");
 		if (r->execution >= 0)
-			xpf_buf_printf(out, " in execution %zu (launched: %s)", rt->executions[r->execution].n,
+			xpf_buf_printf(out, " in execution %u (launched: %s)", rt->executions[r->execution].n,
 				       xpf_launched_name(rt->executions[r->execution].launched));
 		xpf_buf_adds(out, " [measured]\n");
 	}
@@ -130,7 +130,7 @@ static int render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 		uint64_t cnt = 0;
 		for (size_t i = 0; i < b->nrows; i++)
 			cnt += b->rows[i].count;
-		xpf_buf_printf(out, "between the last two executions of %s on device %d (executions %zu and %zu, "
+		xpf_buf_printf(out, "between the last two executions of %s on device %d (executions %u and %u, "
 			       "%" PRId64 " to %" PRId64 " ns): %" PRIu64 " host events of %zu kinds (between.tsv)\n",
 			       xpf_capture_module(h->cap, (size_t)b->module)->name, b->device,
 			       rt->executions[b->from_execution].n, rt->executions[b->to_execution].n,
@@ -202,7 +202,7 @@ static int render_events(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 		xpf_buf_tsv(out, e->enclosing);
 		xpf_buf_addc(out, '\t');
 		if (e->execution >= 0)
-			xpf_buf_printf(out, "%zu", rt->executions[e->execution].n);
+			xpf_buf_printf(out, "%u", rt->executions[e->execution].n);
 		xpf_buf_addc(out, '\t');
 		xpf_buf_tsv(out, e->kind == XPF_RT_ALLOC ? role_name(e->role) : NULL);
 		xpf_buf_addc(out, '\t');
@@ -220,14 +220,14 @@ static void put_execution_row(xpf_host *h, const xpf_runtime *rt, const xpf_rt_e
 			      xpf_buf *out)
 {
 	char hb[32];
-	xpf_buf_printf(out, "%zu\t", x->n);
+	xpf_buf_printf(out, "%u\t", x->n);
 	if (x->device >= 0)
 		xpf_buf_printf(out, "%d", x->device);
 	xpf_buf_addc(out, '\t');
 	xpf_buf_tsv(out, module_name(h, x) ? module_name(h, x) : "ambiguous");
 	xpf_buf_addc(out, '\t');
 	if (x->module_execution)
-		xpf_buf_printf(out, "%zu", x->module_execution);
+		xpf_buf_printf(out, "%u", x->module_execution);
 	xpf_buf_printf(out, "\t%" PRId64 "\t%" PRId64 "\t%s\t", x->start_ns, x->end_ns,
 		       xpf_launched_name(x->launched));
 	if (x->in_use_known)
@@ -235,7 +235,7 @@ static void put_execution_row(xpf_host *h, const xpf_runtime *rt, const xpf_rt_e
 	xpf_buf_addc(out, '\t');
 	if (x->in_use_known)
 		put_u64(out, x->peak_during_bytes);
-	xpf_buf_printf(out, "\t%zu\t%zu\t", x->allocations, x->deallocations);
+	xpf_buf_printf(out, "\t%u\t%u\t", x->allocations, x->deallocations);
 	if (x->in_use_known)
 		xpf_buf_adds(out, xpf_human(x->in_use_at_start_bytes, hb));
 	xpf_buf_addc(out, '\t');
@@ -282,7 +282,7 @@ static int render_retries(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 		xpf_buf_printf(out, "\t%" PRId64 "\t", r->thread);
 		if (r->execution >= 0) {
 			const xpf_rt_execution *x = &rt->executions[r->execution];
-			xpf_buf_printf(out, "%zu\t", x->n);
+			xpf_buf_printf(out, "%u\t", x->n);
 			xpf_buf_tsv(out, module_name(h, x) ? module_name(h, x) : "ambiguous");
 			xpf_buf_printf(out, "\t%s", xpf_launched_name(x->launched));
 		} else {
@@ -352,9 +352,9 @@ static int render_exec_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf
 	const xpf_rt_execution *x = &rt->executions[n->arg];
 	char h1[32], h2[32];
 	const char *m = module_name(h, x);
-	xpf_buf_printf(out, "execution %zu: %s", x->n, m ? m : "ambiguous module");
+	xpf_buf_printf(out, "execution %u: %s", x->n, m ? m : "ambiguous module");
 	if (x->module_execution)
-		xpf_buf_printf(out, " execution %zu", x->module_execution);
+		xpf_buf_printf(out, " execution %u", x->module_execution);
 	xpf_buf_printf(out, " on device %d\n", x->device);
 	xpf_buf_printf(out, "linked by: %s%s%s%s\n", xpf_link_name(x->link),
 		       x->host_name ? " (host side names " : "", x->host_name ? x->host_name : "",
@@ -370,7 +370,7 @@ static int render_exec_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf
 		xpf_buf_printf(out, "peak during: %s (%" PRIu64 " bytes) [measured]\n",
 			       xpf_human(x->peak_during_bytes, h1), x->peak_during_bytes);
 		if (x->prev >= 0)
-			xpf_buf_printf(out, "growth since execution %zu: %s%s (%" PRId64 " bytes) [measured]\n",
+			xpf_buf_printf(out, "growth since execution %u: %s%s (%" PRId64 " bytes) [measured]\n",
 				       rt->executions[x->prev].n, x->growth_bytes < 0 ? "-" : "+",
 				       xpf_human(x->growth_bytes < 0 ? (uint64_t)-x->growth_bytes :
 								       (uint64_t)x->growth_bytes, h2),
@@ -378,7 +378,7 @@ static int render_exec_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf
 	} else {
 		xpf_buf_adds(out, "in use at start: unknown (no allocator events for this device)\n");
 	}
-	xpf_buf_printf(out, "allocator events during it: %zu allocations, %zu deallocations\n",
+	xpf_buf_printf(out, "allocator events during it: %u allocations, %u deallocations\n",
 		       x->allocations, x->deallocations);
 	if (x->nmatched) {
 		xpf_buf_printf(out, "joined to the plan: temp %s, outputs %s [measured]\n",
@@ -430,7 +430,7 @@ static int populate_executions(xpf_host *h, xpf_node *dir, xpf_error *err)
 		return rc;
 	for (size_t i = 0; i < rt->nexecutions; i++) {
 		char name[32];
-		snprintf(name, sizeof name, "%zu", rt->executions[i].n);
+		snprintf(name, sizeof name, "%u", rt->executions[i].n);
 		xpf_node *d = xpf_node_dir(dir, name, NULL, (long)i);
 		xpf_node_file(d, "live.tsv", render_live, (long)i);
 		xpf_node_file(d, "summary.txt", render_exec_summary, (long)i);

@@ -116,10 +116,10 @@ static void sort_allocs(const xpf_runtime *rt, size_t *order)
 static void exec_title(xpf_buf *out, const ctx *c, const xpf_rt_execution *x)
 {
 	char mb[32], d1[48], d2[48], hb[32];
-	xpf_buf_printf(out, "execution %zu: ", x->n);
+	xpf_buf_printf(out, "execution %u: ", x->n);
 	xpf_svg_esc(out, module_name(c, x->module, mb), 200);
 	if (x->module_execution)
-		xpf_buf_printf(out, " #%zu", x->module_execution);
+		xpf_buf_printf(out, " #%u", x->module_execution);
 	if (x->device >= 0)
 		xpf_buf_printf(out, " on device %d", x->device);
 	xpf_buf_printf(out, ", %lld\xE2\x80\x93%lld ns (%s at %s), launched %s",
@@ -130,7 +130,7 @@ static void exec_title(xpf_buf *out, const ctx *c, const xpf_rt_execution *x)
 		xpf_buf_adds(out, ", in use at start ");
 		xpf_svg_bytes_text(out, x->in_use_at_start_bytes);
 		if (x->prev >= 0)
-			xpf_buf_printf(out, ", growth since #%zu %s%lld bytes (%s%s)",
+			xpf_buf_printf(out, ", growth since #%u %s%lld bytes (%s%s)",
 				       x->module_execution ? x->module_execution - 1 : 0,
 				       x->growth_bytes >= 0 ? "+" : "", (long long)x->growth_bytes,
 				       x->growth_bytes >= 0 ? "+" : "-",
@@ -189,7 +189,7 @@ static void draw_executions(xpf_buf *out, const ctx *c)
 		if (j - i == 1) {
 			exec_title(out, c, first);
 		} else {
-			xpf_buf_printf(out, "executions %zu\xE2\x80\x93%zu (%zu): ", first->n, last->n, j - i);
+			xpf_buf_printf(out, "executions %u\xE2\x80\x93%u (%zu): ", first->n, last->n, j - i);
 			size_t shown = 0;
 			for (size_t k = i; k < j && shown < 6; k++) {
 				bool seen = false;
@@ -214,7 +214,7 @@ static void draw_executions(xpf_buf *out, const ctx *c)
 		xpf_buf_adds(out, "/>");
 		/* label above the plot, staggered on two rows */
 		if (j - i == 1)
-			snprintf(lab, sizeof lab, "%s #%zu", module_name(c, mod, mb), first->module_execution);
+			snprintf(lab, sizeof lab, "%s #%u", module_name(c, mod, mb), first->module_execution);
 		else {
 			bool one = true;
 			for (size_t k = i + 1; k < j && one; k++)
@@ -223,7 +223,7 @@ static void draw_executions(xpf_buf *out, const ctx *c)
 			for (size_t k = i + 1; k < j && same_k; k++)
 				same_k = rt->executions[k].module_execution == first->module_execution;
 			if (same_k && first->module_execution)
-				snprintf(lab, sizeof lab, "%s #%zu on %zu devices", module_name(c, mod, mb),
+				snprintf(lab, sizeof lab, "%s #%u on %zu devices", module_name(c, mod, mb),
 					 first->module_execution, j - i);
 			else if (one)
 				snprintf(lab, sizeof lab, "%s \xC3\x97%zu", module_name(c, mod, mb), j - i);
@@ -234,7 +234,7 @@ static void draw_executions(xpf_buf *out, const ctx *c)
 		size_t fit = (size_t)(room / 6.5);
 		if (fit < strlen(lab) && first->module_execution &&
 		    (j - i == 1 || strstr(lab, " devices") != NULL))
-			snprintf(lab, sizeof lab, "#%zu", first->module_execution);
+			snprintf(lab, sizeof lab, "#%u", first->module_execution);
 		if (fit >= 5 || fit >= strlen(lab)) {
 			xpf_buf_adds(out, "<text class=\"sm\" x=\"");
 			xpf_svg_num(out, a + 1);
@@ -314,7 +314,7 @@ static void draw_retries(xpf_buf *out, const ctx *c)
 				xpf_svg_esc(out, rt->allocators[r->allocator].name, 100);
 			}
 			if (r->execution >= 0 && (size_t)r->execution < rt->nexecutions)
-				xpf_buf_printf(out, " in execution %zu", rt->executions[r->execution].n);
+				xpf_buf_printf(out, " in execution %u", rt->executions[r->execution].n);
 		} else {
 			xpf_buf_printf(out, "%zu AllocatorRetry::AllocateRaw waits from %lld ns, %lld ns (%s) in all",
 				       j - i, (long long)r->time_ns, (long long)total,
@@ -487,17 +487,17 @@ static void draw_growth(xpf_buf *out, const ctx *c, const int *color_of)
 		return;
 	int64_t g = (int64_t)lastx->in_use_at_start_bytes - (int64_t)firstx->in_use_at_start_bytes;
 	char hb[32], mb[32], line[300];
-	snprintf(line, sizeof line, "%s%s from #%zu to #%zu", g >= 0 ? "+" : "-",
+	snprintf(line, sizeof line, "%s%s from #%u to #%u", g >= 0 ? "+" : "-",
 		 xpf_human((uint64_t)(g >= 0 ? g : -g), hb), firstx->module_execution,
 		 lastx->module_execution);
 	double x = xt(c, lastx->start_ns), y = yb(c, (double)lastx->in_use_at_start_bytes);
 	bool right = x > (X0 + X1) / 2;
 	xpf_buf_adds(out, "<g><title>");
 	xpf_svg_esc(out, module_name(c, lastx->module, mb), 200);
-	xpf_buf_printf(out, " on device %d: in use at the start of execution #%zu ", lastx->device,
+	xpf_buf_printf(out, " on device %d: in use at the start of execution #%u ", lastx->device,
 		       firstx->module_execution);
 	xpf_svg_bytes_text(out, firstx->in_use_at_start_bytes);
-	xpf_buf_printf(out, ", of #%zu ", lastx->module_execution);
+	xpf_buf_printf(out, ", of #%u ", lastx->module_execution);
 	xpf_svg_bytes_text(out, lastx->in_use_at_start_bytes);
 	xpf_buf_printf(out, ": growth %s%lld bytes</title><text class=\"lg\" font-weight=\"bold\" "
 		       "stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\"%s x=\"",
