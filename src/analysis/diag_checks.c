@@ -109,15 +109,7 @@ static void check_runtime(xpf_host *h, const xpf_diagnosis *d, const xpf_runtime
 	/* Capacity = in use + available should not change while the pool lives. */
 	for (size_t a = 0; a < rt->nallocators; a++) {
 		const xpf_rt_allocator *al = &rt->allocators[a];
-		uint64_t lo = UINT64_MAX, hi = 0;
-		for (size_t i = 0; i < rt->nevents; i++) {
-			const xpf_rt_event *e = &rt->events[i];
-			if (e->allocator != (int)a)
-				continue;
-			uint64_t cap = e->in_use_after + e->available;
-			lo = cap < lo ? cap : lo;
-			hi = cap > hi ? cap : hi;
-		}
+		uint64_t lo = al->capacity_lo_bytes, hi = al->capacity_hi_bytes;
 		if (hi == 0)
 			continue;
 		if (lo == hi)

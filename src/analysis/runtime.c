@@ -201,6 +201,7 @@ static int find_allocator(xpf_runtime *rt, size_t *cap, const char *name, bool b
 	a->keyed_by_index = by_index;
 	a->device = -1;
 	a->peak_event = -1;
+	a->capacity_lo_bytes = UINT64_MAX;
 	unsigned d;
 	int used = 0;
 	if (sscanf(name, "GPU_%u_bfc%n", &d, &used) == 1 && name[used] == '\0') {
@@ -249,6 +250,9 @@ struct scan {
 	/* the runtime's line_t0/line_t1 (shared by the shards: each writes
 	 * its own lines) */
 	int64_t *line_t0, *line_t1;
+	/* bytes_available of the line's allocator events, in order */
+	uint64_t *avail;
+	size_t navail, capavail;
 	/* The bytes of a line's knode events (scan_line_stream). */
 	uint8_t *kbuf;
 	size_t kbuf_n, kbuf_cap;
@@ -313,6 +317,27 @@ static const char *intern(struct scan *sc, const char *str, size_t n)
 	sc->interned[j] = v;
 	sc->ninterned++;
 	return v;
+}
+
+/* An event of allocator a (at t_ps, in use after it, available): the
+ * capacity range, and bytes_available at the in-window peak, which replay
+ * meets as the first event in time order (then scan order) with the most
+ * in use, so: more in use, or as much but earlier.  Events come in scan
+ * order here, shards merged in order (shard_merge). */
+static void scan_capacity(xpf_rt_allocator *a, int64_t t_ps, uint64_t in_use, uint64_t available)
+{
+	uint64_t cap = in_use + available;
+	if (cap < a->capacity_lo_bytes)
+		a->capacity_lo_bytes = cap;
+	if (cap > a->capacity_hi_bytes)
+		a->capacity_hi_bytes = cap;
+	if (!a->scan_peak_set || in_use > a->scan_peak_in_use ||
+	    (in_use == a->scan_peak_in_use && t_ps < a->scan_peak_t_ps)) {
+		a->scan_peak_set = true;
+		a->scan_peak_in_use = in_use;
+		a->scan_peak_t_ps = t_ps;
+		a->scan_peak_available = available;
+	}
 }
 
 /* Fill s's alloc_ids/alloc_code from the plane's stat metadata. */
@@ -468,7 +493,9 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 	ev->requested_bytes = req > 0 ? (uint64_t)req : 0;
 	ev->addr = addr;
 	ev->in_use_after = (uint64_t)(allocated > 0 ? allocated : 0) + (uint64_t)(reserved > 0 ? reserved : 0);
-	ev->available = available > 0 ? (uint64_t)available : 0;
+	/* for scan_capacity once the line is read (events an unordered line
+	 * made are dropped and read again) */
+	*XPF_VEC_PUSH(s->avail, s->navail, s->capavail) = available > 0 ? (uint64_t)available : 0;
 	if (peak > 0 && (uint64_t)peak > rt->allocators[a].lifetime_peak_bytes)
 		rt->allocators[a].lifetime_peak_bytes = (uint64_t)peak;
 	ev->line = line;
@@ -1035,13 +1062,29 @@ out:
 	return rc;
 }
 
+/* A line read (rc): its allocator events from index first on go to their
+ * allocators' capacity figures. */
+static int line_done(struct scan *s, size_t first, int rc)
+{
+	if (rc != XPF_OK)
+		return rc;
+	xpf_runtime *rt = s->rt;
+	for (size_t i = first; i < rt->nevents && i - first < s->navail; i++) {
+		const xpf_rt_event *e = &rt->events[i];
+		scan_capacity(&rt->allocators[e->allocator], e->t_ps, e->in_use_after,
+			      s->avail[i - first]);
+	}
+	return rc;
+}
+
 static int scan_line(struct scan *s, size_t line, xpf_error *err)
 {
 	size_t nevents = s->rt->nevents, nretries = s->rt->nretries;
 	s->nsp = 0;
+	s->navail = 0;
 	int rc = scan_line_stream(s, line, err);
 	if (rc != SCAN_UNORDERED)
-		return rc;
+		return line_done(s, nevents, rc);
 	/* Drop what the stream read of the line before it found it out of
 	 * order (no execution is made before the end) and sort it instead;
 	 * allocators it found are found again. */
@@ -1049,7 +1092,8 @@ static int scan_line(struct scan *s, size_t line, xpf_error *err)
 	s->rt->nretries = nretries;
 	s->line_t0[line] = INT64_MAX;
 	s->line_t1[line] = INT64_MIN;
-	return scan_line_sorted(s, line, err);
+	s->navail = 0;
+	return line_done(s, nevents, scan_line_sorted(s, line, err));
 }
 
 /* ---- device planes ---------------------------------------------------- */
@@ -1675,7 +1719,7 @@ static void replay(xpf_runtime *rt)
 			a->peak_in_window_bytes = e->in_use_after;
 			a->peak_event = (long)i;
 			a->peak_ns = xpf_rt_ev_ns(e);
-			a->capacity_bytes = e->in_use_after + e->available;
+			a->capacity_bytes = e->in_use_after + a->scan_peak_available;
 		}
 		a->live_at_end_bytes = e->in_use_after;
 		if (e->kind == XPF_RT_ALLOC) {
@@ -1754,9 +1798,23 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 	for (size_t a = 0; a < br->nallocators; a++) {
 		amap[a] = find_allocator(rt, &s->cap_alloc, br->allocators[a].name,
 					 br->allocators[a].keyed_by_index);
-		xpf_rt_allocator *m = &rt->allocators[amap[a]];
-		if (br->allocators[a].lifetime_peak_bytes > m->lifetime_peak_bytes)
-			m->lifetime_peak_bytes = br->allocators[a].lifetime_peak_bytes;
+		xpf_rt_allocator *m = &rt->allocators[amap[a]], *ba = &br->allocators[a];
+		if (ba->lifetime_peak_bytes > m->lifetime_peak_bytes)
+			m->lifetime_peak_bytes = ba->lifetime_peak_bytes;
+		if (ba->capacity_lo_bytes < m->capacity_lo_bytes)
+			m->capacity_lo_bytes = ba->capacity_lo_bytes;
+		if (ba->capacity_hi_bytes > m->capacity_hi_bytes)
+			m->capacity_hi_bytes = ba->capacity_hi_bytes;
+		/* the shard's events come after the main one's in scan order */
+		if (ba->scan_peak_set &&
+		    (!m->scan_peak_set || ba->scan_peak_in_use > m->scan_peak_in_use ||
+		     (ba->scan_peak_in_use == m->scan_peak_in_use &&
+		      ba->scan_peak_t_ps < m->scan_peak_t_ps))) {
+			m->scan_peak_set = true;
+			m->scan_peak_in_use = ba->scan_peak_in_use;
+			m->scan_peak_t_ps = ba->scan_peak_t_ps;
+			m->scan_peak_available = ba->scan_peak_available;
+		}
 		free(br->allocators[a].name);
 	}
 	free(br->allocators);
@@ -1837,6 +1895,7 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 	free(b->s.sp);
 	free(b->s.interned);
 	free(b->s.kbuf);
+	free(b->s.avail);
 	xpf_window_release(&b->s.win);
 	free(amap);
 }
@@ -1885,6 +1944,8 @@ static int scan_host(struct scan *s, xpf_error *err)
 		b->s.ninterned = b->s.capinterned = 0;
 		b->s.kbuf = NULL;
 		b->s.kbuf_n = b->s.kbuf_cap = 0;
+		b->s.avail = NULL;
+		b->s.navail = b->s.capavail = 0;
 		started[t] = pthread_create(&tid[t], NULL, shard_worker, b) == 0;
 	}
 	int rc = scan_lines(s, sh[0].from, sh[0].to, err);
@@ -2039,6 +2100,7 @@ out:
 	free(s.md_dev);
 	free(s.interned);
 	free(s.kbuf);
+	free(s.avail);
 	xpf_window_release(&s.win);
 	xpf_stat_known_release(&s.known);
 	return rc;

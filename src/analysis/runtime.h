@@ -48,6 +48,13 @@ typedef struct xpf_rt_allocator {
 	uint64_t first_in_use_bytes;   /* in use before the first event (after it,
 					  minus/plus its own bytes) */
 	size_t nevents;
+	uint64_t capacity_lo_bytes, capacity_hi_bytes; /* min / max over its events of
+							  in use + available */
+	/* Private to runtime.c: bytes_available of the in-window peak event,
+	 * found as the events are read (the events do not keep it). */
+	uint64_t scan_peak_in_use, scan_peak_available;
+	int64_t scan_peak_t_ps;
+	bool scan_peak_set;
 } xpf_rt_allocator;
 
 enum xpf_rt_kind { XPF_RT_ALLOC = 0, XPF_RT_DEALLOC = 1 };
@@ -70,7 +77,6 @@ typedef struct xpf_rt_event {
 	uint64_t requested_bytes;
 	uint64_t addr;
 	uint64_t in_use_after;     /* bytes_allocated + bytes_reserved after the event */
-	uint64_t available;        /* bytes_available */
 	const char *enclosing;     /* innermost host event around it on its line,
 				      or NULL; interned, owned by the runtime */
 	const char *transfer;      /* outermost transfer-family event around it
