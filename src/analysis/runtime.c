@@ -228,6 +228,7 @@ struct span {
 	long root;      /* the execution root this event belongs to, or -1 */
 	long build;     /* nearest Build buffer allocations ancestor (or self) */
 	long transfer;  /* outermost transfer ancestor (or self) */
+	uint32_t md1;   /* 1 + its event metadata index */
 	long pjit;      /* nearest PjitFunction ancestor */
 	long retry;     /* nearest AllocatorRetry ancestor */
 	long xid;       /* roots: the execution's index */
@@ -408,7 +409,7 @@ static unsigned md_class(struct scan *s, size_t k, const char *name)
 /* ev: the allocator event (flags: its class, t0: its start); enclosing: the
  * name of the host event around it, transfer: of the transfer around it. */
 static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head *head,
-		      unsigned flags, int64_t t0, const char *enclosing, const char *transfer,
+		      unsigned flags, int64_t t0, uint32_t enclosing, uint32_t transfer,
 		      size_t line, xpf_error *err)
 {
 	xpf_runtime *rt = s->rt;
@@ -499,8 +500,8 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 	if (peak > 0 && (uint64_t)peak > rt->allocators[a].lifetime_peak_bytes)
 		rt->allocators[a].lifetime_peak_bytes = (uint64_t)peak;
 	ev->line = line;
-	ev->enclosing = enclosing;
-	ev->transfer = transfer;
+	ev->enclosing_md = enclosing;
+	ev->transfer_md = transfer;
 	ev->shape = shape.p ? intern(s, shape.p, shape.n) : NULL;
 	ev->match = -1;
 	ev->execution = -1;
@@ -684,6 +685,7 @@ static int scan_line_sorted(struct scan *s, size_t line, xpf_error *err)
 		head_times(s, line, &ev, &e->t0, &e->t1);
 		line_bounds(s, line, e->t0, e->t1);
 		e->flags = md_class(s, ev.md, e->ev.name);
+		e->md1 = (uint32_t)ev.md + 1;
 		e->dev = s->md_dev[ev.md];
 	}
 	if (rc < 0)
@@ -760,8 +762,8 @@ static int scan_line_sorted(struct scan *s, size_t line, xpf_error *err)
 		long x = e->root >= 0 ? s->sp[e->root].xid : -1;
 		if (e->flags & (F_ALLOC | F_DEALLOC)) {
 			rc = read_alloc(s, &e->ev, NULL, e->flags, e->t0,
-					e->parent >= 0 ? s->sp[e->parent].ev.name : NULL,
-					e->transfer >= 0 ? s->sp[e->transfer].ev.name : NULL, line, err);
+					e->parent >= 0 ? s->sp[e->parent].md1 : 0,
+					e->transfer >= 0 ? s->sp[e->transfer].md1 : 0, line, err);
 			if (rc != XPF_OK)
 				return rc;
 			xpf_rt_event *re = &rt->events[rt->nevents - 1];
@@ -835,7 +837,9 @@ struct frame {
 	const char *name;
 	long node;            /* nearest node around it, or self */
 	long build;           /* nearest Build buffer allocations node, or self */
-	const char *transfer; /* outermost transfer around it, or self */
+	uint32_t md1;         /* 1 + its event metadata index */
+	uint32_t transfer;    /* outermost transfer around it, or self: 1 + its
+				 metadata index, 0: none */
 	const char *pjit;     /* nearest PjitFunction strictly around it */
 	bool retry;           /* in (or is) an AllocatorRetry */
 };
@@ -917,8 +921,9 @@ static int scan_line_stream(struct scan *s, size_t line, xpf_error *err)
 		int kind = retry ? 2 : ((flags & F_BUILD) || bnode >= 0) ? 1 : 0;
 		const char *pjit = pa ? ((pa->flags & F_PJIT) ? pa->name : pa->pjit) : NULL;
 		bool thunk = pa && thunk_of(pa->flags, flags, name);
-		const char *transfer = pa && pa->transfer ? pa->transfer : (flags & F_TRANSFER) ? name : NULL;
-		const char *enclosing = pa ? pa->name : NULL;
+		uint32_t transfer = pa && pa->transfer ? pa->transfer :
+				    (flags & F_TRANSFER) ? (uint32_t)k + 1 : 0;
+		uint32_t enclosing = pa ? pa->md1 : 0;
 		long self = knode;
 		if (flags & (F_EXEC | F_PERDEV | F_ANCHOR | F_BUILD)) {
 			struct knode *n = XPF_VEC_PUSH(nd, nn, cn);
@@ -984,6 +989,7 @@ static int scan_line_stream(struct scan *s, size_t line, xpf_error *err)
 			f->t1 = t1;
 			f->flags = flags;
 			f->name = name;
+			f->md1 = (uint32_t)k + 1;
 			f->node = self;
 			f->build = (flags & F_BUILD) ? self : bnode;
 			f->transfer = transfer;

@@ -77,11 +77,12 @@ typedef struct xpf_rt_event {
 	uint64_t requested_bytes;
 	uint64_t addr;
 	uint64_t in_use_after;     /* bytes_allocated + bytes_reserved after the event */
-	const char *enclosing;     /* innermost host event around it on its line,
-				      or NULL; interned, owned by the runtime */
-	const char *transfer;      /* outermost transfer-family event around it
-				      (DevicePut, BufferFromHost…), or NULL */
 	const char *shape;         /* `shape` stat, or NULL; interned */
+	/* The host events around it, as 1 + their event metadata index in the
+	 * host plane (0: none): see xpf_rt_ev_enclosing / xpf_rt_ev_transfer. */
+	uint32_t enclosing_md;     /* innermost host event around it on its line */
+	uint32_t transfer_md;      /* outermost transfer-family event around it
+				      (DevicePut, BufferFromHost…) */
 	int32_t match;             /* alloc: its deallocation; dealloc: its
 				      allocation; -1 if not seen */
 	int32_t execution;         /* the execution it happened in, or -1 */
@@ -188,6 +189,20 @@ typedef struct xpf_runtime {
 static inline int64_t xpf_rt_ev_ns(const xpf_rt_event *e)
 {
 	return e->t_ps >= 0 ? e->t_ps / 1000 : -((-e->t_ps + 999) / 1000);
+}
+
+/* The name of the innermost host event around an allocator event, or NULL. */
+static inline const char *xpf_rt_ev_enclosing(const xpf_runtime *rt, const xpf_rt_event *e)
+{
+	return e->enclosing_md && rt->host_plane ? rt->host_plane->event_md[e->enclosing_md - 1].name
+						 : NULL;
+}
+
+/* The name of the outermost transfer-family event around it, or NULL. */
+static inline const char *xpf_rt_ev_transfer(const xpf_runtime *rt, const xpf_rt_event *e)
+{
+	return e->transfer_md && rt->host_plane ? rt->host_plane->event_md[e->transfer_md - 1].name
+						: NULL;
 }
 
 /* The id (OS thread id) of an allocator event's line. */

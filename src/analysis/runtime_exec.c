@@ -826,14 +826,14 @@ static void origin_of(const xpf_runtime *rt, const xpf_rt_event *e, xpf_rt_block
 		else
 			xpf_buf_printf(t, "%s of %s execution %u", out ? "outputs" : "temp",
 				       x->host_name ? x->host_name : "an ambiguous module", x->n);
-	} else if (e->transfer) {
+	} else if (xpf_rt_ev_transfer(rt, e)) {
 		blk->origin = XPF_ORIGIN_TRANSFER;
-		xpf_buf_adds(t, e->transfer);
+		xpf_buf_adds(t, xpf_rt_ev_transfer(rt, e));
 		if (e->shape)
 			xpf_buf_printf(t, "(%s)", e->shape);
-	} else if (e->enclosing) {
+	} else if (xpf_rt_ev_enclosing(rt, e)) {
 		blk->origin = XPF_ORIGIN_HOST_EVENT;
-		xpf_buf_adds(t, e->enclosing);
+		xpf_buf_adds(t, xpf_rt_ev_enclosing(rt, e));
 		if (e->shape)
 			xpf_buf_printf(t, "(%s)", e->shape);
 	} else {
@@ -876,7 +876,7 @@ int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, si
 		b->bytes = e->bytes;
 		b->requested_bytes = e->requested_bytes;
 		b->event = (long)i;
-		b->host_event = e->enclosing;
+		b->host_event = xpf_rt_ev_enclosing(rt, e);
 		b->shape = e->shape;
 		sum += e->bytes;
 	}

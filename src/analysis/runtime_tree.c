@@ -199,7 +199,7 @@ static int render_events(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 		xpf_buf_printf(out, "\t%s\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64 "\t",
 			       e->kind == XPF_RT_ALLOC ? "alloc" : "free", e->bytes, e->requested_bytes,
 			       e->addr, e->in_use_after, xpf_rt_ev_thread(rt, e));
-		xpf_buf_tsv(out, e->enclosing);
+		xpf_buf_tsv(out, xpf_rt_ev_enclosing(rt, e));
 		xpf_buf_addc(out, '\t');
 		if (e->execution >= 0)
 			xpf_buf_printf(out, "%u", rt->executions[e->execution].n);
