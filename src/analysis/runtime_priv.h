@@ -48,6 +48,9 @@ struct xpf_rt_priv {
 	 * of a time window skips the lines outside it.  NULL: none. */
 	int64_t *line_t0, *line_t1;
 	size_t nlines;
+	/* rt->events is a mapping of this many bytes (events_reserve), not
+	 * malloc'd, when not 0. */
+	size_t events_map_len;
 	size_t nmodules;
 };
 
