@@ -1141,6 +1141,14 @@ static int scan_line(struct scan *s, size_t line, xpf_error *err)
 
 /* ---- device planes ---------------------------------------------------- */
 
+static bool id_in(int64_t id, const int64_t *ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
 static long module_by_program_id(xpf_host *h, uint64_t pid)
 {
 	for (size_t m = 0; m < h->nmodules; m++)
@@ -1447,6 +1455,9 @@ static int scan_kernels(struct scan *s, const xpf_plane *p, unsigned d, bool tpu
 	long bcache = -1;
 	uint64_t last_pid = 0;
 	long last_pid_m = -2;
+	char last_mod[256];       /* the last hlo_module read, and its module */
+	size_t last_mod_n = 0;
+	long last_mod_m = -2;     /* -2: none */
 	for (size_t l = 0; l < p->nlines && rc >= 0; l++) {
 		if (tpu && strcmp(p->lines[l].name, "XLA Modules") == 0)
 			continue;
@@ -1471,7 +1482,11 @@ static int scan_kernels(struct scan *s, const xpf_plane *p, unsigned d, bool tpu
 					     xpf_stats_next(&sit, &st, err)) == 1) {
 				uint64_t u;
 				xpf_str t;
-				if (strcmp(st.name, "program_id") == 0 && xpf_stat_u64(&st, &u)) {
+				/* by id when the ids were taken: ids[0..npid) are
+				 * program_id's, the rest hlo_module's */
+				bool is_pid = by_id ? id_in(st.metadata_id, ids, npid) :
+						      strcmp(st.name, "program_id") == 0;
+				if (is_pid && xpf_stat_u64(&st, &u)) {
 					any = true;
 					if (last_pid_m == -2 || u != last_pid) {
 						last_pid = u;
@@ -1479,10 +1494,22 @@ static int scan_kernels(struct scan *s, const xpf_plane *p, unsigned d, bool tpu
 					}
 					if (last_pid_m >= 0)
 						m = last_pid_m;
-				} else if (strcmp(st.name, "hlo_module") == 0 && m < 0 &&
+				} else if (!is_pid && (by_id || strcmp(st.name, "hlo_module") == 0) && m < 0 &&
 					   xpf_stat_text(&st, &t)) {
 					any = true;
-					m = module_by_hlo_name(h, pv, t);
+					/* kernels repeat their module's name */
+					if (last_mod_m != -2 && t.n == last_mod_n &&
+					    memcmp(t.p, last_mod, t.n) == 0) {
+						m = last_mod_m;
+					} else {
+						m = module_by_hlo_name(h, pv, t);
+						last_mod_m = -2;
+						if (t.n < sizeof last_mod) {
+							memcpy(last_mod, t.p, t.n);
+							last_mod_n = t.n;
+							last_mod_m = m;
+						}
+					}
 				}
 			}
 			if (rc < 0)
