@@ -2280,6 +2280,10 @@ void xpf_runtime_free(void *p)
 		free(pv->exec_retry_end);
 		free(pv->line_t0);
 		free(pv->line_t1);
+		free(pv->live_ev);
+		free(pv->live_beg);
+		free(pv->live_blk_beg);
+		free(pv->live_blk_end);
 		for (size_t m = 0; m < pv->nmodules; m++)
 			free(pv->base[m]);
 		free(pv->base);

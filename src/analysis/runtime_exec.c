@@ -31,6 +31,8 @@ static int64_t floor_ns(int64_t ps)
  * 4G events would take 600 GB of xpf_rt_event before getting here. */
 typedef uint32_t idx32;
 
+static void live_index(xpf_runtime *rt, const idx32 *aev, const size_t *abeg, const size_t *aend);
+
 /* An execution's sort key: (start, device, line), then its index. */
 struct exec_key {
 	int64_t start_ps;
@@ -580,6 +582,7 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	}
 	free(last.v);
 	free(cursor);
+	live_index(rt, aev, abeg, aend);
 	free(abeg);
 	free(aend);
 	free(aev);
@@ -845,6 +848,48 @@ static void origin_of(const xpf_runtime *rt, const xpf_rt_event *e, xpf_rt_block
 	blk->origin_text = xpf_rt_strdup(t->data ? t->data : "");
 }
 
+/* Blocks of allocations that xpf_runtime_live_at skips whole when none is
+ * live at the time asked. */
+#define XPF_RT_LIVE_BLOCK 256
+
+/* The allocation events of each allocator (from aev[abeg[a] .. aend[a]), its
+ * events in time order), blocked, with when each block is last live. */
+static void live_index(xpf_runtime *rt, const idx32 *aev, const size_t *abeg, const size_t *aend)
+{
+	struct xpf_rt_priv *pv = rt->priv;
+	size_t na = rt->nallocators, nl = 0, nb = 0;
+	pv->live_beg = xpf_calloc(na + 1, sizeof *pv->live_beg);
+	pv->live_blk_beg = xpf_calloc(na + 1, sizeof *pv->live_blk_beg);
+	for (size_t a = 0; a < na; a++) {
+		size_t c = 0;
+		for (size_t k = abeg[a]; k < aend[a]; k++)
+			c += rt->events[aev[k]].kind == XPF_RT_ALLOC;
+		pv->live_beg[a] = nl;
+		pv->live_blk_beg[a] = nb;
+		nl += c;
+		nb += (c + XPF_RT_LIVE_BLOCK - 1) / XPF_RT_LIVE_BLOCK;
+	}
+	pv->live_beg[na] = nl;
+	pv->live_blk_beg[na] = nb;
+	pv->live_ev = xpf_realloc_array(NULL, nl + 1, sizeof *pv->live_ev);
+	pv->live_blk_end = xpf_realloc_array(NULL, nb + 1, sizeof *pv->live_blk_end);
+	for (size_t a = 0; a < na; a++) {
+		size_t j = pv->live_beg[a];
+		for (size_t k = abeg[a]; k < aend[a]; k++)
+			if (rt->events[aev[k]].kind == XPF_RT_ALLOC)
+				pv->live_ev[j++] = aev[k];
+		for (size_t b = 0, i = pv->live_beg[a]; i < pv->live_beg[a + 1]; b++) {
+			int64_t end = INT64_MIN;
+			for (size_t k = 0; k < XPF_RT_LIVE_BLOCK && i < pv->live_beg[a + 1]; k++, i++) {
+				const xpf_rt_event *e = &rt->events[pv->live_ev[i]];
+				int64_t t = e->match >= 0 ? rt->events[e->match].t_ps : INT64_MAX;
+				end = t > end ? t : end;
+			}
+			pv->live_blk_end[pv->live_blk_beg[a] + b] = end;
+		}
+	}
+}
+
 int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, size_t *nout,
 			xpf_error *err)
 {
@@ -861,7 +906,18 @@ int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, si
 	size_t n = 0, cap = 0;
 	uint64_t sum = 0;
 	xpf_buf t = XPF_BUF_INIT;
-	for (size_t i = 0; i < rt->nevents; i++) {
+	/* a's allocations before the start not freed before it, in event
+	 * order, skipping the blocks of them all freed before it */
+	const struct xpf_rt_priv *pv = rt->priv;
+	bool idx = pv && pv->live_beg; /* else (a runtime made by hand) every event */
+	size_t lo = idx ? pv->live_beg[a] : 0, hi = idx ? pv->live_beg[a + 1] : rt->nevents;
+	for (size_t j = lo; j < hi; j++) {
+		if (idx && (j - lo) % XPF_RT_LIVE_BLOCK == 0 &&
+		    pv->live_blk_end[pv->live_blk_beg[a] + (j - lo) / XPF_RT_LIVE_BLOCK] < x->start_ps) {
+			j += XPF_RT_LIVE_BLOCK - 1;
+			continue;
+		}
+		size_t i = idx ? pv->live_ev[j] : j;
 		const xpf_rt_event *e = &rt->events[i];
 		if (e->t_ps >= x->start_ps)
 			break;

@@ -51,6 +51,14 @@ struct xpf_rt_priv {
 	/* rt->events is a mapping of this many bytes (events_reserve), not
 	 * malloc'd, when not 0. */
 	size_t events_map_len;
+	/* For xpf_runtime_live_at: allocator a's allocation events in time
+	 * order are live_ev[live_beg[a] .. live_beg[a + 1]), cut in blocks of
+	 * XPF_RT_LIVE_BLOCK; live_blk_end[live_blk_beg[a] + k] is the latest
+	 * time block k of a is still live (its latest free, INT64_MAX when one
+	 * is never freed), so that a block dead before a time is skipped. */
+	uint32_t *live_ev;
+	size_t *live_beg, *live_blk_beg;
+	int64_t *live_blk_end;
 	size_t nmodules;
 };
 

@@ -502,11 +502,6 @@ void xpf_events_begin_window(const xpf_plane *p, size_t line, xpf_event_iter *it
 	it->end = w->buf + (wend - w->off);
 }
 
-void xpf_event_pin(const xpf_plane *p, xpf_event *ev)
-{
-	ev->msg = p->cap->data + ev->offset;
-}
-
 static void event_where(const xpf_event_iter *it, size_t idx, char *out, size_t n)
 {
 	plane_where(it->plane->cap, it->plane->index, out, n);

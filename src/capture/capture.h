@@ -161,11 +161,10 @@ typedef struct xpf_event_iter {
 void xpf_events_begin(const xpf_plane *p, size_t line, xpf_event_iter *it);
 /* The same events read through w (see xpf_window): what the iterator gives
  * (an event's msg, its stats' strings) points into w->buf and is valid only
- * until the iterator's next call; xpf_event_pin() points an event at the
- * mapping instead, for keeping.  Without a file (xpf_capture_open_mem) this
- * is xpf_events_begin. */
+ * until the iterator's next call (copy what is kept; ev.offset says where
+ * the bytes are in the capture).  Without a file (xpf_capture_open_mem)
+ * this is xpf_events_begin. */
 void xpf_events_begin_window(const xpf_plane *p, size_t line, xpf_event_iter *it, xpf_window *w);
-void xpf_event_pin(const xpf_plane *p, struct xpf_event *ev);
 /* 1: *ev filled; 0: end of the line; -1: malformed (err set, with where). */
 int xpf_events_next(xpf_event_iter *it, xpf_event *ev, xpf_error *err);
 
