@@ -898,6 +898,26 @@ static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint6
 			return false;
 		/* the window holds at least avail bytes from q0, often more */
 		const uint8_t *q = q0, *qe = w->buf + w->len;
+		/* events: nearly all of a line; counted and skipped in a tight loop
+		 * while they lie whole in the window and in the line */
+		const uint8_t *lim = qe - q0 < (ptrdiff_t)(e - o) ? qe : q0 + (e - o);
+		while (q < lim && *q == 0x22) {
+			const uint8_t *r = q + 1;
+			uint64_t n;
+			if (r < lim && *r < 0x80) {
+				n = *r++;
+			} else if (hot_varint(&r, lim, &n) != WIRE_OK) {
+				break;
+			}
+			if (n > (uint64_t)(lim - r))
+				break;
+			q = r + n;
+			ln->nevents++;
+		}
+		if (q != q0) {
+			o += (uint64_t)(q - q0);
+			continue;
+		}
 		uint64_t tag, v;
 		if (hot_varint(&q, qe, &tag) != WIRE_OK || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff)
 			return false;
