@@ -2072,6 +2072,43 @@ static int scan_host(struct scan *s, xpf_error *err)
 	return rc;
 }
 
+/* Sort the events in time order (keeping each line's order), the
+ * allocators by name, and replay them: matches and allocator figures. */
+static void order_and_replay(xpf_runtime *rt)
+{
+	rt->has_events = rt->nevents > 0;
+	/* Sort events in time order, keeping each line's order; remember the
+	 * allocator order so indexes can be remapped after sorting by name. */
+	if (rt->nevents) /* xpf_qsort(NULL, 0) is undefined (UBSan) */
+		sort_events(rt->events, rt->nevents);
+	for (size_t i = 0; i < rt->nevents; i++)
+		rt->events[i].buffer_allocation = -1;
+	int *remap = malloc((rt->nallocators + 1) * sizeof *remap);
+	if (!remap)
+		abort();
+	for (size_t a = 0; a < rt->nallocators; a++)
+		rt->allocators[a].nevents = a; /* old index, temporarily */
+	if (rt->nallocators)
+		xpf_qsort(rt->allocators, rt->nallocators, sizeof *rt->allocators, alloc_name_cmp);
+	for (size_t a = 0; a < rt->nallocators; a++) {
+		remap[rt->allocators[a].nevents] = (int)a;
+		rt->allocators[a].nevents = 0;
+	}
+	for (size_t i = 0; i < rt->nevents; i++)
+		rt->events[i].allocator = remap[rt->events[i].allocator];
+	for (size_t i = 0; i < rt->nretries; i++)
+		if (rt->retries[i].allocator >= 0)
+			rt->retries[i].allocator = remap[rt->retries[i].allocator];
+	free(remap);
+	replay(rt);
+}
+
+static void *order_worker(void *rt)
+{
+	order_and_replay(rt);
+	return NULL;
+}
+
 /* Index every plane (xpf_capture_plane) on as many threads: the time base
  * needs them all.  Errors stay with the planes and are met again, in plane
  * order, by whoever asks next. */
@@ -2173,36 +2210,17 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		if (rc != XPF_OK)
 			goto out;
 	}
+	/* The events' order and replay touch only events, allocators and
+	 * retries; the device scan only executions and kernels: side by side. */
+	pthread_t ot;
+	bool ordering = scan_threads(2, NULL) > 1 && pthread_create(&ot, NULL, order_worker, rt) == 0;
+	if (!ordering)
+		order_and_replay(rt);
 	rc = scan_devices(&s, err);
+	if (ordering)
+		pthread_join(ot, NULL);
 	if (rc != XPF_OK)
 		goto out;
-
-	rt->has_events = rt->nevents > 0;
-	/* Sort events in time order, keeping each line's order; remember the
-	 * allocator order so indexes can be remapped after sorting by name. */
-	if (rt->nevents) /* xpf_qsort(NULL, 0) is undefined (UBSan) */
-		sort_events(rt->events, rt->nevents);
-	for (size_t i = 0; i < rt->nevents; i++)
-		rt->events[i].buffer_allocation = -1;
-	int *remap = malloc((rt->nallocators + 1) * sizeof *remap);
-	if (!remap)
-		abort();
-	for (size_t a = 0; a < rt->nallocators; a++)
-		rt->allocators[a].nevents = a; /* old index, temporarily */
-	if (rt->nallocators)
-		xpf_qsort(rt->allocators, rt->nallocators, sizeof *rt->allocators, alloc_name_cmp);
-	for (size_t a = 0; a < rt->nallocators; a++) {
-		remap[rt->allocators[a].nevents] = (int)a;
-		rt->allocators[a].nevents = 0;
-	}
-	for (size_t i = 0; i < rt->nevents; i++)
-		rt->events[i].allocator = remap[rt->events[i].allocator];
-	for (size_t i = 0; i < rt->nretries; i++)
-		if (rt->retries[i].allocator >= 0)
-			rt->retries[i].allocator = remap[rt->retries[i].allocator];
-	free(remap);
-	replay(rt);
-
 	rc = xpf_rt_finish_executions(h, rt, err);
 out:
 	free(s.sp);
