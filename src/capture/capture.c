@@ -730,8 +730,8 @@ static int index_line(xpf_capture *c, xpf_plane *p, const wire_field *lf, xpf_li
 	memset(ln, 0, sizeof *ln);
 	ln->offset = off_of(c, lf->data);
 	ln->length = lf->len;
-	const uint8_t *name = NULL, *dname = NULL;
-	size_t name_n = 0, dname_n = 0;
+	const uint8_t *name = NULL;
+	size_t name_n = 0;
 	for (;;) {
 		const uint8_t *at = q;
 		/* Events (field 4, LEN) are nearly all of a line: counted and
@@ -759,12 +759,9 @@ static int index_line(xpf_capture *c, xpf_plane *p, const wire_field *lf, xpf_li
 		case 2: if (g.wt == WT_LEN) { name = g.data; name_n = g.len; } break;
 		case 3: if (g.wt == WT_VARINT) ln->timestamp_ns = (int64_t)g.v; break;
 		case 4: if (g.wt == WT_LEN) ln->nevents++; break;
-		case 9: if (g.wt == WT_VARINT) ln->duration_ps = (int64_t)g.v; break;
-		case 11: if (g.wt == WT_LEN) { dname = g.data; dname_n = g.len; } break;
 		}
 	}
 	ln->name = plane_name(p, name, name_n);
-	ln->display_name = plane_name(p, dname, dname_n);
 	p->nevents += ln->nevents;
 	return XPF_OK;
 }
@@ -889,8 +886,8 @@ static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint6
 	memset(ln, 0, sizeof *ln);
 	ln->offset = off;
 	ln->length = len;
-	uint64_t name_o = 0, name_n = 0, dname_o = 0, dname_n = 0;
-	bool has_name = false, has_dname = false;
+	uint64_t name_o = 0, name_n = 0;
+	bool has_name = false;
 	while (o < e) {
 		size_t avail = e - o < 24 ? (size_t)(e - o) : 24;
 		const uint8_t *q0 = window_at(c, w, o, avail, e);
@@ -935,10 +932,6 @@ static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint6
 				name_o = d;
 				name_n = v;
 				has_name = true;
-			} else if (num == 11) {
-				dname_o = d;
-				dname_n = v;
-				has_dname = true;
 			}
 			o = d + v;
 			continue;
@@ -951,7 +944,6 @@ static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint6
 			switch (g.num) {
 			case 1: ln->id = (int64_t)g.v; break;
 			case 3: ln->timestamp_ns = (int64_t)g.v; break;
-			case 9: ln->duration_ps = (int64_t)g.v; break;
 			}
 		}
 		o += (uint64_t)(r - q0);
@@ -960,10 +952,6 @@ static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint6
 	if (has_name && name_n && !nm)
 		return false;
 	ln->name = plane_name(p, nm, nm ? (size_t)name_n : 0);
-	const uint8_t *dn = has_dname && dname_n ? window_at(c, w, dname_o, (size_t)dname_n, e) : NULL;
-	if (has_dname && dname_n && !dn)
-		return false;
-	ln->display_name = plane_name(p, dn, dn ? (size_t)dname_n : 0);
 	return true;
 }
 

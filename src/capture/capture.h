@@ -73,12 +73,12 @@ bool xpf_stat_text(const xpf_stat *s, xpf_str *out);
 
 /* ---- planes, lines ------------------------------------------------- */
 
+/* One XLine (its display_name and duration_ps are not kept: nothing reads
+ * them, and a long capture has hundreds of thousands of lines). */
 typedef struct xpf_line {
 	int64_t id;
 	const char *name;
-	const char *display_name;
 	int64_t timestamp_ns;
-	int64_t duration_ps;
 	size_t nevents;
 	uint64_t offset, length; /* the XLine message's bytes in the file */
 } xpf_line;
