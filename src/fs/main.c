@@ -50,6 +50,8 @@ static const char usage_text[] =
 "Files to read first: diagnosis.txt, focus/peak_buffers.tsv, runtime/summary.txt,\n"
 "README (what every file holds).\n"
 "\n"
+"Environment: XPF_THREADS=N  threads for the big scans (default: the CPUs, at most 8).\n"
+"\n"
 "Exit status:\n"
 "  0  ok\n"
 "  1  usage error\n"
