@@ -27,6 +27,7 @@
 
 #include "analysis/runtime_priv.h"
 #include "common/alloc.h"
+#include "common/intern.h"
 
 /* ---- small helpers ---------------------------------------------------- */
 
@@ -262,9 +263,8 @@ struct scan {
 	int64_t alloc_ids[64];
 	uint8_t alloc_code[64];
 	size_t nalloc_ids;
-	/* shapes kept once each (they repeat: a few distinct, millions of events) */
-	const char **interned;
-	size_t ninterned, capinterned;   /* capinterned: a power of two, or 0 */
+	/* shapes kept once each (intern) */
+	xpf_intern *interned;
 	int last_alloc;          /* the allocator of the last event read, or -1 */
 	size_t last_alloc_len;   /* its name's length */
 	xpf_stat_known known;
@@ -282,43 +282,24 @@ static const char *const alloc_stat_names[AS_N] = {
 	"allocation_bytes", "addr", "shape",
 };
 
-/* A copy of s[0..n) kept by the runtime, the same pointer for the same bytes. */
+/* A copy of s[0..n) kept by the runtime, the same pointer for the same
+ * bytes (shapes: a few distinct ones, millions of events).  Each scan (one
+ * a thread) has its own set; the runtime keeps them all (keep_interns). */
 static const char *intern(struct scan *sc, const char *str, size_t n)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)str[i]) * 1099511628211ull;
-	if (sc->ninterned * 2 >= sc->capinterned) {
-		size_t cap = sc->capinterned ? sc->capinterned * 2 : 256;
-		const char **t = xpf_calloc(cap, sizeof *t);
-		for (size_t i = 0; i < sc->capinterned; i++) {
-			const char *v = sc->interned[i];
-			if (!v)
-				continue;
-			uint64_t g = 1469598103934665603ull;
-			for (const char *c = v; *c; c++)
-				g = (g ^ (uint8_t)*c) * 1099511628211ull;
-			size_t j = (size_t)g & (cap - 1);
-			while (t[j])
-				j = (j + 1) & (cap - 1);
-			t[j] = v;
-		}
-		free(sc->interned);
-		sc->interned = t;
-		sc->capinterned = cap;
-	}
-	size_t j = (size_t)h & (sc->capinterned - 1);
-	for (; sc->interned[j]; j = (j + 1) & (sc->capinterned - 1)) {
-		const char *v = sc->interned[j];
-		if (strncmp(v, str, n) == 0 && v[n] == '\0' && memchr(str, '\0', n) == NULL)
-			return v;
-	}
-	const char *v = xpf_rt_keep(sc->rt->priv, str, n);
-	if (strlen(v) != n) /* a NUL inside: the copy is cut there; not shared */
-		return v;
-	sc->interned[j] = v;
-	sc->ninterned++;
-	return v;
+	if (sc->interned == NULL)
+		sc->interned = xpf_intern_new();
+	return xpf_intern_get(sc->interned, str, n);
+}
+
+/* The runtime keeps a scan's set of strings (its events point into it). */
+static void keep_interns(struct xpf_rt_priv *pv, xpf_intern **set)
+{
+	if (*set == NULL)
+		return;
+	pv->interns = xpf_realloc_array(pv->interns, pv->ninterns + 1, sizeof *pv->interns);
+	pv->interns[pv->ninterns++] = *set;
+	*set = NULL;
 }
 
 /* An event of allocator a (at t_ps, in use after it, available): the
@@ -597,10 +578,9 @@ static bool is_thunk(const struct scan *s, const struct span *e)
 	return e->parent >= 0 && thunk_of(s->sp[e->parent].flags, e->flags, e->ev.name);
 }
 
-/* A new execution of the event name (dev, [t0, t1]) on line: its index,
- * with nothing yet known of it beyond that. */
-static size_t new_execution(struct scan *s, size_t line, const char *name, int dev, int64_t t0,
-			    int64_t t1, const char *pjit)
+/* A zeroed execution at the end of the runtime's (its per-execution
+ * scratch arrays grown with it): its index. */
+static size_t push_execution(struct scan *s)
 {
 	xpf_runtime *rt = s->rt;
 	struct xpf_rt_priv *pv = rt->priv;
@@ -608,15 +588,24 @@ static size_t new_execution(struct scan *s, size_t line, const char *name, int d
 	xpf_rt_execution *x = XPF_VEC_PUSH(rt->executions, rt->nexecutions, s->cap_exec);
 	if (s->cap_exec != cap) {
 		size_t c = s->cap_exec;
-		pv->exec_program_id = realloc(pv->exec_program_id, c * sizeof *pv->exec_program_id);
-		pv->exec_pjit = realloc(pv->exec_pjit, c * sizeof *pv->exec_pjit);
-		pv->exec_thunk = realloc(pv->exec_thunk, c * sizeof *pv->exec_thunk);
-		pv->exec_retry_end = realloc(pv->exec_retry_end, c * sizeof *pv->exec_retry_end);
-		if (!pv->exec_program_id || !pv->exec_pjit || !pv->exec_thunk || !pv->exec_retry_end)
-			abort();
+		pv->exec_program_id = xpf_realloc_array(pv->exec_program_id, c, sizeof *pv->exec_program_id);
+		pv->exec_pjit = xpf_realloc_array(pv->exec_pjit, c, sizeof *pv->exec_pjit);
+		pv->exec_thunk = xpf_realloc_array(pv->exec_thunk, c, sizeof *pv->exec_thunk);
+		pv->exec_retry_end = xpf_realloc_array(pv->exec_retry_end, c, sizeof *pv->exec_retry_end);
 	}
-	size_t xi = rt->nexecutions - 1;
 	memset(x, 0, sizeof *x);
+	return rt->nexecutions - 1;
+}
+
+/* A new execution of the event name (dev, [t0, t1]) on line: its index,
+ * with nothing yet known of it beyond that. */
+static size_t new_execution(struct scan *s, size_t line, const char *name, int dev, int64_t t0,
+			    int64_t t1, const char *pjit)
+{
+	xpf_runtime *rt = s->rt;
+	struct xpf_rt_priv *pv = rt->priv;
+	size_t xi = push_execution(s);
+	xpf_rt_execution *x = &rt->executions[xi];
 	x->device = dev;
 	x->module = -1;
 	x->allocator = -1;
@@ -1396,20 +1385,8 @@ static int scan_modules_line(struct scan *s, const xpf_plane *p, size_t l, unsig
 	while ((rc = xpf_events_next_head(&it, &eh, err)) == 1) {
 		int64_t t0 = rel_ps(p->lines[l].timestamp_ns, s->base, eh.offset_ps);
 		xpf_event_of_head(p, l, &eh, &ev);
-		size_t c0 = s->cap_exec;
-		xpf_rt_execution *x = XPF_VEC_PUSH(rt->executions, rt->nexecutions, s->cap_exec);
-		if (s->cap_exec != c0) {
-			size_t c = s->cap_exec;
-			pv->exec_program_id = realloc(pv->exec_program_id, c * sizeof *pv->exec_program_id);
-			pv->exec_pjit = realloc(pv->exec_pjit, c * sizeof *pv->exec_pjit);
-			pv->exec_thunk = realloc(pv->exec_thunk, c * sizeof *pv->exec_thunk);
-			pv->exec_retry_end = realloc(pv->exec_retry_end, c * sizeof *pv->exec_retry_end);
-			if (!pv->exec_program_id || !pv->exec_pjit || !pv->exec_thunk ||
-			    !pv->exec_retry_end)
-				abort();
-		}
-		size_t xi = rt->nexecutions - 1;
-		memset(x, 0, sizeof *x);
+		size_t xi = push_execution(s);
+		xpf_rt_execution *x = &rt->executions[xi];
 		x->device = (int)d;
 		x->module = -1;
 		x->allocator = -1;
@@ -1994,7 +1971,7 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 		}
 	}
 	free(b->s.sp);
-	free(b->s.interned);
+	keep_interns(pv, &b->s.interned);
 	free(b->s.kbuf);
 	free(b->s.avail);
 	xpf_window_release(&b->s.win);
@@ -2048,7 +2025,6 @@ static int scan_host(struct scan *s, xpf_error *err)
 		memset(&b->s.win, 0, sizeof b->s.win);
 		b->s.last_alloc = -1;
 		b->s.interned = NULL;
-		b->s.ninterned = b->s.capinterned = 0;
 		b->s.kbuf = NULL;
 		b->s.kbuf_n = b->s.kbuf_cap = 0;
 		b->s.avail = NULL;
@@ -2226,7 +2202,7 @@ out:
 	free(s.sp);
 	free(s.md_flags);
 	free(s.md_dev);
-	free(s.interned);
+	keep_interns(rt->priv, &s.interned);
 	free(s.kbuf);
 	free(s.avail);
 	xpf_window_release(&s.win);
@@ -2298,6 +2274,9 @@ void xpf_runtime_free(void *p)
 		free(pv->exec_retry_end);
 		free(pv->line_t0);
 		free(pv->line_t1);
+		for (size_t i = 0; i < pv->ninterns; i++)
+			xpf_intern_free(pv->interns[i]);
+		free(pv->interns);
 		free(pv->live_ev);
 		free(pv->live_beg);
 		free(pv->live_blk_beg);

@@ -59,6 +59,9 @@ struct xpf_rt_priv {
 	uint32_t *live_ev;
 	size_t *live_beg, *live_blk_beg;
 	int64_t *live_blk_end;
+	/* Sets of interned strings (shapes) the events point into. */
+	struct xpf_intern **interns;
+	size_t ninterns;
 	size_t nmodules;
 };
 

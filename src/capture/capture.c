@@ -17,6 +17,7 @@
 
 #include "capture/wire.h"
 #include "common/alloc.h"
+#include "common/intern.h"
 #include "common/lazy.h"
 
 #define MAX_SHAPE_DEPTH 64
@@ -622,75 +623,14 @@ static inline int hot_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 	return wire_varint(p, end, v);
 }
 
-/* ---- names kept once ----------------------------------------------------- */
-
 /* Lines repeat a few names (threads, streams) hundreds of thousands of
- * times: each is kept once per plane. */
-struct xpf_name_set {
-	char **v;          /* open addressing, cap a power of two */
-	size_t n, cap;
-};
-
-static uint64_t name_hash(const uint8_t *s, size_t n)
-{
-	uint64_t h = 1469598103934665603ull ^ n;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 1099511628211ull;
-	return h;
-}
-
-static void names_free(struct xpf_name_set *ns)
-{
-	if (ns == NULL)
-		return;
-	for (size_t i = 0; i < ns->cap; i++)
-		free(ns->v[i]);
-	free(ns->v);
-	free(ns);
-}
-
-/* A NUL-terminated copy of s[0..n) ("" for NULL) owned by p, the same one
- * for the same bytes.  The length of a kept name is stored before it. */
+ * times: each is kept once per plane.  A NUL-terminated copy of s[0..n)
+ * ("" for NULL), owned by p. */
 static const char *plane_name(xpf_plane *p, const uint8_t *s, size_t n)
 {
-	if (s == NULL)
-		n = 0;
-	struct xpf_name_set *ns = p->line_names;
-	if (ns == NULL)
-		ns = p->line_names = xpf_calloc(1, sizeof *ns);
-	if (2 * (ns->n + 1) > ns->cap) {
-		size_t cap = ns->cap ? 2 * ns->cap : 64;
-		char **v = xpf_calloc(cap, sizeof *v);
-		for (size_t i = 0; i < ns->cap; i++) {
-			char *e = ns->v[i];
-			if (e == NULL)
-				continue;
-			size_t en;
-			memcpy(&en, e, sizeof en);
-			size_t j = (size_t)name_hash((const uint8_t *)e + sizeof en, en) & (cap - 1);
-			while (v[j])
-				j = (j + 1) & (cap - 1);
-			v[j] = e;
-		}
-		free(ns->v);
-		ns->v = v;
-		ns->cap = cap;
-	}
-	size_t j = (size_t)name_hash(s, n) & (ns->cap - 1);
-	for (; ns->v[j]; j = (j + 1) & (ns->cap - 1)) {
-		size_t en;
-		memcpy(&en, ns->v[j], sizeof en);
-		if (en == n && (n == 0 || memcmp(ns->v[j] + sizeof en, s, n) == 0))
-			return ns->v[j] + sizeof en;
-	}
-	char *e = xpf_malloc(sizeof n + n + 1);
-	memcpy(e, &n, sizeof n);
-	if (n)
-		memcpy(e + sizeof n, s, n);
-	e[sizeof n + n] = '\0';
-	ns->v[j] = e;
-	ns->n++;
-	return e + sizeof n;
+	if (p->line_names == NULL)
+		p->line_names = xpf_intern_new();
+	return xpf_intern_get(p->line_names, s, s ? n : 0);
 }
 
 /* ---- plane index ------------------------------------------------------ */
@@ -700,7 +640,7 @@ static void plane_free(void *v)
 	xpf_plane *p = v;
 	if (p == NULL)
 		return;
-	names_free(p->line_names);
+	xpf_intern_free(p->line_names);
 	free(p->lines);
 	for (size_t i = 0; i < p->n_event_md; i++) {
 		free((char *)p->event_md[i].name);
@@ -1016,7 +956,7 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, const char *where,
 /* Drop what a walk indexed, for another walk. */
 static void plane_clear(xpf_plane *p)
 {
-	names_free(p->line_names);
+	xpf_intern_free(p->line_names);
 	p->line_names = NULL;
 	for (size_t i = 0; i < p->n_event_md; i++) {
 		free((char *)p->event_md[i].name);

@@ -111,7 +111,7 @@ typedef struct xpf_plane {
 		uint32_t *slot;
 	} event_md_by_id, stat_md_by_id;
 	/* Line names, each kept once (private to capture.c). */
-	struct xpf_name_set *line_names;
+	struct xpf_intern *line_names;
 } xpf_plane;
 
 /* Event / stat metadata by id (binary search); NULL when absent. */

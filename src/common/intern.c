@@ -1,0 +1,111 @@
+#include "common/intern.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+
+/* Strings live in chunks that never move; the table (open addressing, a
+ * power of two, at most half full) points at them, each preceded by its
+ * length so that the table can be rebuilt without the caller. */
+struct chunk {
+	struct chunk *next;
+	size_t used, cap;
+	char data[];
+};
+
+struct xpf_intern {
+	const char **slot;
+	size_t n, cap;
+	struct chunk *chunks;
+};
+
+static uint64_t hash(const void *s, size_t n)
+{
+	const uint8_t *p = s;
+	uint64_t h = 1469598103934665603ull ^ n;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+static size_t len_of(const char *v)
+{
+	size_t n;
+	memcpy(&n, v - sizeof n, sizeof n);
+	return n;
+}
+
+xpf_intern *xpf_intern_new(void)
+{
+	return xpf_calloc(1, sizeof(xpf_intern));
+}
+
+static const char *keep(xpf_intern *set, const void *s, size_t n)
+{
+	size_t need = sizeof n + n + 1;
+	struct chunk *c = set->chunks;
+	if (c == NULL || c->cap - c->used < need + sizeof(size_t)) {
+		size_t cap = need + sizeof(size_t) > 65536 ? need + sizeof(size_t) : 65536;
+		c = xpf_malloc(sizeof *c + cap);
+		c->used = 0;
+		c->cap = cap;
+		c->next = set->chunks;
+		set->chunks = c;
+	}
+	/* keep the length aligned for memcpy-free reads on any platform */
+	c->used = (c->used + sizeof(size_t) - 1) & ~(sizeof(size_t) - 1);
+	char *d = c->data + c->used;
+	memcpy(d, &n, sizeof n);
+	if (n)
+		memcpy(d + sizeof n, s, n);
+	d[sizeof n + n] = '\0';
+	c->used += need;
+	return d + sizeof n;
+}
+
+const char *xpf_intern_get(xpf_intern *set, const void *s, size_t n)
+{
+	if (n == 0)
+		s = "";
+	if (2 * (set->n + 1) > set->cap) {
+		size_t cap = set->cap ? 2 * set->cap : 256;
+		const char **t = xpf_calloc(cap, sizeof *t);
+		for (size_t i = 0; i < set->cap; i++) {
+			const char *v = set->slot[i];
+			if (v == NULL)
+				continue;
+			size_t j = (size_t)hash(v, len_of(v)) & (cap - 1);
+			while (t[j])
+				j = (j + 1) & (cap - 1);
+			t[j] = v;
+		}
+		free(set->slot);
+		set->slot = t;
+		set->cap = cap;
+	}
+	size_t j = (size_t)hash(s, n) & (set->cap - 1);
+	for (; set->slot[j]; j = (j + 1) & (set->cap - 1)) {
+		const char *v = set->slot[j];
+		if (len_of(v) == n && memcmp(v, s, n) == 0)
+			return v;
+	}
+	const char *v = keep(set, s, n);
+	set->slot[j] = v;
+	set->n++;
+	return v;
+}
+
+void xpf_intern_free(xpf_intern *set)
+{
+	if (set == NULL)
+		return;
+	while (set->chunks) {
+		struct chunk *c = set->chunks;
+		set->chunks = c->next;
+		free(c);
+	}
+	free(set->slot);
+	free(set);
+}
