@@ -267,7 +267,6 @@ struct scan {
 	xpf_intern *interned;
 	int last_alloc;          /* the allocator of the last event read, or -1 */
 	size_t last_alloc_len;   /* its name's length */
-	xpf_stat_known known;
 };
 
 /* The allocator-event stats read_alloc reads, in alloc_stat_names order. */
@@ -441,13 +440,13 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 	uint64_t addr = 0;
 	xpf_str shape = { NULL, 0 };
 	/* the quick reading when it can vouch for the event, else the iterator */
-	int np_ = head ? xpf_stats_pick(s->p, head, s->alloc_ids, s->nalloc_ids, &s->known, picked,
+	int np_ = head ? xpf_stats_pick(s->p, head, s->alloc_ids, s->nalloc_ids, picked,
 				       sizeof picked / sizeof *picked) : -1;
 	int next = 0;
 	if (np_ < 0)
 		xpf_stats_of_event(s->p, xev, &it);
 	while ((rc = np_ >= 0 ? (next < np_ ? (st = picked[next++], 1) : 0) :
-		     xpf_stats_next_of(&it, s->alloc_ids, s->nalloc_ids, &s->known, &st, err)) == 1) {
+		     xpf_stats_next_of(&it, s->alloc_ids, s->nalloc_ids, &st, err)) == 1) {
 		xpf_str t;
 		uint64_t u;
 		size_t k = 0;
@@ -1426,8 +1425,6 @@ static int scan_kernels(struct scan *s, const xpf_plane *p, unsigned d, bool tpu
 	size_t nids = by_id ? npid + nmod : 0;
 	if (!has_pid && !has_mod)
 		return XPF_OK;
-	xpf_stat_known known;
-	xpf_stat_known_ids(p, &known);
 	struct xpf_rt_kdev *kd = &pv->kdev[d];
 	long bcache = -1;
 	uint64_t last_pid = 0;
@@ -1449,13 +1446,13 @@ static int scan_kernels(struct scan *s, const xpf_plane *p, unsigned d, bool tpu
 			long m = -1;
 			bool any = false;
 			/* the quick reading when it can vouch for the event */
-			int np = by_id ? xpf_stats_pick(p, &eh, ids, nids, &known, picked, 8) : -1, next = 0;
+			int np = by_id ? xpf_stats_pick(p, &eh, ids, nids, picked, 8) : -1, next = 0;
 			if (np < 0) {
 				xpf_event_of_head(p, l, &eh, &ev);
 				xpf_stats_of_event(p, &ev, &sit);
 			}
 			while ((rc = np >= 0 ? (next < np ? (st = picked[next++], 1) : 0) :
-				     by_id ? xpf_stats_next_of(&sit, ids, nids, &known, &st, err) :
+				     by_id ? xpf_stats_next_of(&sit, ids, nids, &st, err) :
 					     xpf_stats_next(&sit, &st, err)) == 1) {
 				uint64_t u;
 				xpf_str t;
@@ -1496,7 +1493,6 @@ static int scan_kernels(struct scan *s, const xpf_plane *p, unsigned d, bool tpu
 			add_kernel(pv, kd, &bcache, t0, m);
 		}
 	}
-	xpf_stat_known_release(&known);
 	return rc < 0 ? err->code : XPF_OK;
 }
 
@@ -1836,6 +1832,19 @@ static void *shard_worker(void *arg)
 	return NULL;
 }
 
+/* A shard's event as event k of the main runtime: its allocator and
+ * execution renumbered (amap, xoff), its scan order k. */
+static void append_event(xpf_runtime *rt, size_t k, const xpf_rt_event *src, const int *amap,
+			 long xoff)
+{
+	xpf_rt_event *e = &rt->events[k];
+	*e = *src;
+	e->allocator = amap[e->allocator];
+	if (e->execution >= 0)
+		e->execution += (int32_t)xoff;
+	e->buffer_allocation = (int32_t)k; /* scan order, for sorting */
+}
+
 /* Append shard b's findings to the main runtime of s (emptying b). */
 static void shard_merge(struct scan *s, struct host_shard *b)
 {
@@ -1890,12 +1899,7 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 		const size_t huge = (size_t)2 << 20;
 		size_t ne = rt->nevents + br->nevents, done = 0;
 		for (size_t i = 0; i < br->nevents; i++) {
-			xpf_rt_event *e = &rt->events[rt->nevents + i];
-			*e = br->events[i];
-			e->allocator = amap[e->allocator];
-			if (e->execution >= 0)
-				e->execution += (int32_t)xoff;
-			e->buffer_allocation = (int32_t)(rt->nevents + i); /* scan order */
+			append_event(rt, rt->nevents + i, &br->events[i], amap, xoff);
 			size_t used = (i + 1) * sizeof *br->events;
 			if (bv->events_map_len && used - done >= huge) {
 				munmap((uint8_t *)br->events + done, huge);
@@ -1924,14 +1928,8 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 		 * both copies whole */
 		for (size_t left = br->nevents; left > 0;) {
 			size_t from = left > 32768 ? left - 32768 : 0;
-			for (size_t i = from; i < left; i++) {
-				xpf_rt_event *e = &rt->events[rt->nevents + i];
-				*e = br->events[i];
-				e->allocator = amap[e->allocator];
-				if (e->execution >= 0)
-					e->execution += (int32_t)xoff;
-				e->buffer_allocation = (int32_t)(rt->nevents + i); /* scan order */
-			}
+			for (size_t i = from; i < left; i++)
+				append_event(rt, rt->nevents + i, &br->events[i], amap, xoff);
 			left = from;
 			if (left && !bv->events_map_len)
 				br->events = xpf_realloc_array(br->events, left, sizeof *br->events);
@@ -2169,7 +2167,6 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		for (size_t k = 0; k < nmd; k++)
 			s.md_flags[k] = UINT_MAX;
 		alloc_stat_ids(&s);
-		xpf_stat_known_ids(s.p, &s.known);
 		pv->nlines = s.p->nlines;
 		pv->line_t0 = xpf_calloc(pv->nlines, sizeof *pv->line_t0);
 		pv->line_t1 = xpf_calloc(pv->nlines, sizeof *pv->line_t1);
@@ -2206,7 +2203,6 @@ out:
 	free(s.kbuf);
 	free(s.avail);
 	xpf_window_release(&s.win);
-	xpf_stat_known_release(&s.known);
 	return rc;
 }
 

@@ -421,14 +421,14 @@ void xpf_window_release(xpf_window *w)
 
 #define WINDOW_CAP ((size_t)1 << 20)
 
-/* Read the capture's bytes from off into w, as many as fit (what follows
- * the object at off is read next, mostly): false when there is no file or
- * it cannot be read (the caller uses the mapping); end is only checked. */
+/* Read the capture's bytes [off, end) into w, as many as fit (end: the
+ * end of the plane being walked, whose next bytes are read next, mostly):
+ * false when there is no file or it cannot be read (the caller uses the
+ * mapping). */
 static bool window_fill(const xpf_capture *c, xpf_window *w, uint64_t off, uint64_t end)
 {
 	if (c->fd < 0 || off > end || end > c->size)
 		return false;
-	end = c->size;
 	if (w->buf == NULL) {
 		w->cap = WINDOW_CAP;
 		w->buf = xpf_malloc(w->cap);
@@ -479,10 +479,11 @@ static void events_to_map(xpf_event_iter *it)
  * possible (the window already starts there, or no file). */
 static bool events_refill(xpf_event_iter *it)
 {
-	uint64_t cur = iter_off(it), left = it->plane->cap->size - cur;
+	const xpf_plane *p = it->plane;
+	uint64_t cur = iter_off(it), left = p->offset + p->length - cur;
 	if (cur == it->w->off && it->w->len == (left < it->w->cap ? left : it->w->cap))
 		return false;
-	if (!window_fill(it->plane->cap, it->w, cur, it->line_end))
+	if (!window_fill(p->cap, it->w, cur, p->offset + p->length))
 		return false;
 	it->p = it->w->buf;
 	it->end = it->w->buf + (it->w->len < it->line_end - cur ? it->w->len : it->line_end - cur);
@@ -495,7 +496,7 @@ void xpf_events_begin_window(const xpf_plane *p, size_t line, xpf_event_iter *it
 	if (it->p == NULL || p->cap->fd < 0)
 		return;
 	uint64_t off = p->lines[line].offset;
-	if (!window_at(p->cap, w, off, 0, it->line_end))
+	if (!window_at(p->cap, w, off, 0, p->offset + p->length))
 		return;
 	it->w = w;
 	it->p = w->buf + (off - w->off);
@@ -644,7 +645,6 @@ static void plane_free(void *v)
 	free(p->lines);
 	for (size_t i = 0; i < p->n_event_md; i++) {
 		free((char *)p->event_md[i].name);
-		free((char *)p->event_md[i].display_name);
 	}
 	free(p->event_md);
 	for (size_t i = 0; i < p->n_stat_md; i++)
@@ -758,11 +758,11 @@ static int plane_md_entry(xpf_capture *c, xpf_plane *p, const wire_field *fp, co
 			wire_fail(err, c, w2, rc, &bad, bad_at);
 			return err && err->code ? err->code : XPF_EMALFORMED;
 		}
-		/* Parse the value: id (1), name (2), display_name (4 for events). */
+		/* Parse the value: id (1), name (2). */
 		int64_t id = 0;
 		bool has_id = false;
-		const uint8_t *nm = NULL, *dn = NULL;
-		size_t nm_n = 0, dn_n = 0;
+		const uint8_t *nm = NULL;
+		size_t nm_n = 0;
 		if (val) {
 			const uint8_t *r = val, *re = val + val_n;
 			wire_field g;
@@ -784,9 +784,6 @@ static int plane_md_entry(xpf_capture *c, xpf_plane *p, const wire_field *fp, co
 				} else if (g.num == 2 && g.wt == WT_LEN) {
 					nm = g.data;
 					nm_n = g.len;
-				} else if (g.num == 4 && g.wt == WT_LEN && f.num == 4) {
-					dn = g.data;
-					dn_n = g.len;
 				}
 			}
 		}
@@ -801,7 +798,6 @@ static int plane_md_entry(xpf_capture *c, xpf_plane *p, const wire_field *fp, co
 			xpf_event_md *m = &p->event_md[p->n_event_md++];
 			m->id = key;
 			m->name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm_n);
-			m->display_name = xpf_strndup(dn ? dn : (const uint8_t *)"", dn_n);
 			m->offset = val ? off_of(c, val) : off_of(c, f.data);
 			m->length = val ? val_n : 0;
 		} else {
@@ -830,7 +826,7 @@ static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint6
 	bool has_name = false;
 	while (o < e) {
 		size_t avail = e - o < 24 ? (size_t)(e - o) : 24;
-		const uint8_t *q0 = window_at(c, w, o, avail, e);
+		const uint8_t *q0 = window_at(c, w, o, avail, p->offset + p->length);
 		if (q0 == NULL)
 			return false;
 		/* the window holds at least avail bytes from q0, often more */
@@ -888,7 +884,8 @@ static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint6
 		}
 		o += (uint64_t)(r - q0);
 	}
-	const uint8_t *nm = has_name && name_n ? window_at(c, w, name_o, (size_t)name_n, e) : NULL;
+	const uint8_t *nm = has_name && name_n ?
+		window_at(c, w, name_o, (size_t)name_n, p->offset + p->length) : NULL;
 	if (has_name && name_n && !nm)
 		return false;
 	ln->name = plane_name(p, nm, nm ? (size_t)name_n : 0);
@@ -960,7 +957,6 @@ static void plane_clear(xpf_plane *p)
 	p->line_names = NULL;
 	for (size_t i = 0; i < p->n_event_md; i++) {
 		free((char *)p->event_md[i].name);
-		free((char *)p->event_md[i].display_name);
 	}
 	for (size_t i = 0; i < p->n_stat_md; i++)
 		free((char *)p->stat_md[i].name);
@@ -1757,38 +1753,6 @@ static bool id_in(int64_t id, const int64_t *ids, size_t n)
 	return false;
 }
 
-void xpf_stat_known_ids(const xpf_plane *p, xpf_stat_known *k)
-{
-	k->lo = 0;
-	k->n = 0;
-	k->bits = NULL;
-	if (p->n_stat_md == 0)
-		return;
-	int64_t lo = p->stat_md[0].id, hi = p->stat_md[p->n_stat_md - 1].id;
-	if (lo < 0 || hi - lo >= (1 << 20))
-		return;
-	k->lo = lo;
-	k->n = (size_t)(hi - lo) + 1;
-	k->bits = xpf_calloc(k->n, 1);
-	for (size_t i = 0; i < p->n_stat_md; i++)
-		k->bits[p->stat_md[i].id - lo] = 1;
-}
-
-void xpf_stat_known_release(xpf_stat_known *k)
-{
-	free(k->bits);
-	k->bits = NULL;
-	k->n = 0;
-}
-
-static inline bool stat_id_known(const xpf_plane *pl, const xpf_stat_known *k, int64_t id)
-{
-	if (k && k->bits) {
-		uint64_t i = (uint64_t)id - (uint64_t)k->lo;
-		return id >= k->lo && i < k->n && k->bits[i];
-	}
-	return xpf_plane_stat_name(pl, id) != NULL;
-}
 
 /* One XStat message [q, e) as xpf_stats_next reads it (every value field:
  * the last of its field seen, whatever the final kind); false when it is
@@ -1887,16 +1851,17 @@ static inline bool stat_of_raw(const xpf_plane *pl, const struct raw_stat *r, xp
 	return true;
 }
 
-static inline bool raw_known(const xpf_plane *pl, const xpf_stat_known *known, const struct raw_stat *r)
+/* The raw stat's metadata id (and a ref_value's) are the plane's. */
+static inline bool raw_known(const xpf_plane *pl, const struct raw_stat *r)
 {
-	if (!stat_id_known(pl, known, r->id))
+	if (xpf_plane_stat_name(pl, r->id) == NULL)
 		return false;
 	return r->kind != XPF_STAT_REF ||
-	       (r->u <= INT64_MAX && stat_id_known(pl, known, (int64_t)r->u));
+	       (r->u <= INT64_MAX && xpf_plane_stat_name(pl, (int64_t)r->u) != NULL);
 }
 
-int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, const xpf_stat_known *known,
-		      xpf_stat *st, xpf_error *err)
+int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, xpf_stat *st,
+		      xpf_error *err)
 {
 	const xpf_plane *pl = it->plane;
 	for (;;) {
@@ -1908,7 +1873,7 @@ int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, const xpf
 			return 0;
 		}
 		struct raw_stat r;
-		if (rc != WIRE_OK || !parse_stat(data, data + len, &r) || !raw_known(pl, known, &r))
+		if (rc != WIRE_OK || !parse_stat(data, data + len, &r) || !raw_known(pl, &r))
 			goto slow;
 		if (!id_in(r.id, ids, n)) {
 			it->p = p;
@@ -1932,7 +1897,7 @@ int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, const xpf
 }
 
 int xpf_stats_pick(const xpf_plane *pl, const xpf_event_head *h, const int64_t *ids, size_t n,
-		   const xpf_stat_known *known, xpf_stat *out, size_t max)
+		   xpf_stat *out, size_t max)
 {
 	const uint8_t *q = h->msg, *e = h->msg + h->msg_len;
 	size_t k = 0;
@@ -1944,7 +1909,7 @@ int xpf_stats_pick(const xpf_plane *pl, const xpf_event_head *h, const int64_t *
 			if (hot_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
 				return -1;
 			struct raw_stat r;
-			if (!parse_stat(q, q + x, &r) || !raw_known(pl, known, &r))
+			if (!parse_stat(q, q + x, &r) || !raw_known(pl, &r))
 				return -1;
 			q += x;
 			if (!id_in(r.id, ids, n))

@@ -85,8 +85,7 @@ typedef struct xpf_line {
 
 typedef struct xpf_event_md {
 	int64_t id;
-	const char *name;
-	const char *display_name;
+	const char *name;        /* (display_name is not kept: nothing reads it) */
 	uint64_t offset, length; /* the XEventMetadata message in the file */
 } xpf_event_md;
 
@@ -213,27 +212,17 @@ int xpf_events_next_head(xpf_event_iter *it, xpf_event_head *h, xpf_error *err);
 /* The xpf_event xpf_events_next would have given for that head. */
 void xpf_event_of_head(const xpf_plane *p, size_t line, const xpf_event_head *h, xpf_event *ev);
 /* Like xpf_stats_next, but yields only the stats whose metadata id is one of
- * ids[0..n); the others are decoded and validated (same errors) but skipped.
- * known: NULL, or from xpf_stat_known_ids (faster validation). */
-typedef struct xpf_stat_known {
-	int64_t lo;
-	size_t n;
-	uint8_t *bits; /* id lo + i is a stat metadata id of the plane */
-} xpf_stat_known;
-int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, const xpf_stat_known *known,
-		      xpf_stat *st, xpf_error *err);
+ * ids[0..n); the others are decoded and validated (same errors) but skipped. */
+int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, xpf_stat *st,
+		      xpf_error *err);
 /* The stats of event h whose metadata id is one of ids[0..n), in order, as
  * xpf_stats_next would give them, into out[0..max): how many (0 or more),
  * or -1 when this quick reading cannot vouch for the event (a stat that is
  * malformed, unusual or names an unknown id, or more than max wanted); the
  * caller then reads the event with xpf_stats_next_of, which words any
- * error.  known as for xpf_stats_next_of. */
+ * error. */
 int xpf_stats_pick(const xpf_plane *p, const xpf_event_head *h, const int64_t *ids, size_t n,
-		   const xpf_stat_known *known, xpf_stat *out, size_t max);
-/* A dense table of the plane's stat metadata ids (bits NULL when the ids
- * are too sparse for one); release with xpf_stat_known_release. */
-void xpf_stat_known_ids(const xpf_plane *p, xpf_stat_known *k);
-void xpf_stat_known_release(xpf_stat_known *k);
+		   xpf_stat *out, size_t max);
 /* Every stat metadata id with that name, ascending: how many there are (at
  * most max are written to out). */
 size_t xpf_plane_stat_ids(const xpf_plane *p, const char *name, int64_t *out, size_t max);
