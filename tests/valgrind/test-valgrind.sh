@@ -25,33 +25,31 @@ vg() { # LOG ARGS...
 		--log-file="$log" "$XPF" "$@" >/dev/null 2>"$log.stderr"
 }
 
+checked() { # LABEL LOG ARGS...: one memcheck run and its verdict
+	local label=$1 log=$2 rc
+	shift 2
+	vg "$log" "$@"
+	rc=$?
+	if [ "$rc" -eq 99 ] || [ "$rc" -ge 128 ] || [ -s "$log" ]; then
+		echo "FAIL: $label (exit $rc):"
+		head -n 40 "$log"
+		fails=$((fails + 1))
+	else
+		echo "ok: $label (exit $rc; memcheck clean)"
+	fi
+}
+
 one() { # CAPTURE
-	local c=$1 name rc
+	local c=$1 name
 	name=$(basename "$c")
 	if [ ! -e "$c" ]; then
 		echo "skipping $name: absent"
 		return
 	fi
 	n=$((n + 1))
-	vg "$tmp/$name.export.log" --export "$tmp/out-$n" "$c"
-	rc=$?
-	if [ "$rc" -eq 99 ] || [ "$rc" -ge 128 ] || [ -s "$tmp/$name.export.log" ]; then
-		echo "FAIL: --export $name (exit $rc):"
-		head -n 40 "$tmp/$name.export.log"
-		fails=$((fails + 1))
-	else
-		echo "ok: --export $name (exit $rc; memcheck clean)"
-	fi
+	checked "--export $name" "$tmp/$name.export.log" --export "$tmp/out-$n" "$c"
 	rm -rf "$tmp/out-$n"
-	vg "$tmp/$name.check.log" --check "$c"
-	rc=$?
-	if [ "$rc" -eq 99 ] || [ "$rc" -ge 128 ] || [ -s "$tmp/$name.check.log" ]; then
-		echo "FAIL: --check $name (exit $rc):"
-		head -n 40 "$tmp/$name.check.log"
-		fails=$((fails + 1))
-	else
-		echo "ok: --check $name (exit $rc; memcheck clean)"
-	fi
+	checked "--check $name" "$tmp/$name.check.log" --check "$c"
 }
 
 B=$here/bad/cases
@@ -63,4 +61,5 @@ for c in "$B/ok-base.xplane.pb" "$B/ok-hlo.hlo.pb" "$B/md-dangling-event.xplane.
 	one "$c"
 done
 echo "$n captures, $fails failures"
+[ "$n" -gt 0 ] || { echo "FAIL: no capture was checked"; exit 1; }
 [ "$fails" -eq 0 ]
