@@ -106,12 +106,6 @@ enum xpf_link {
 	XPF_LINK_KERNELS,      /* program_id / hlo_module of the first kernels */
 };
 
-/* An allocation of an execution matched to the module's plan. */
-typedef struct xpf_rt_match {
-	long event;             /* the MemoryAllocation event */
-	long buffer_allocation; /* BufferAllocationProto index */
-	enum xpf_rt_role role;  /* TEMP or OUTPUT */
-} xpf_rt_match;
 
 /* One run of a module on one device. */
 typedef struct xpf_rt_execution {

@@ -325,9 +325,9 @@ static void link_execution(xpf_host *h, xpf_runtime *rt, struct mod_plan *mp, si
 
 /* evs: the execution's Build buffer allocation events; used: scratch, one
  * flag per buffer allocation of the largest plan, all false (and left so);
- * mt: scratch of nev matches. */
+ * the events it matches get their buffer_allocation and role. */
 static void join_plan(xpf_host *h, xpf_runtime *rt, struct mod_plan *mp, size_t xi,
-		      const size_t *evs, size_t nev, bool *used, xpf_rt_match *mt)
+		      const size_t *evs, size_t nev, bool *used)
 {
 	xpf_rt_execution *x = &rt->executions[xi];
 	if (x->module < 0 || nev == 0)
@@ -346,9 +346,7 @@ static void join_plan(xpf_host *h, xpf_runtime *rt, struct mod_plan *mp, size_t 
 			used[i] = true;
 			e->buffer_allocation = (long)i;
 			e->role = a->maybe_live_out ? XPF_RT_ROLE_OUTPUT : XPF_RT_ROLE_TEMP;
-			mt[nmt].event = (long)evs[k];
-			mt[nmt].buffer_allocation = (long)i;
-			mt[nmt++].role = e->role;
+			nmt++;
 			if (e->role == XPF_RT_ROLE_OUTPUT)
 				x->output_bytes += e->bytes;
 			else
@@ -356,8 +354,9 @@ static void join_plan(xpf_host *h, xpf_runtime *rt, struct mod_plan *mp, size_t 
 			break;
 		}
 	}
-	for (size_t k = 0; k < nmt; k++)
-		used[mt[k].buffer_allocation] = false;
+	for (size_t k = 0; k < nev; k++) /* used[] back to all false */
+		if (rt->events[evs[k]].buffer_allocation >= 0)
+			used[rt->events[evs[k]].buffer_allocation] = false;
 	x->nmatched = nmt;
 }
 
@@ -471,7 +470,6 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	uint64_t *seen_v = xpf_realloc_array(NULL, maxcnt + 1, sizeof *seen_v);
 	uint64_t *seen_sorted = xpf_realloc_array(NULL, maxcnt + 1, sizeof *seen_sorted);
 	size_t *build_evs = xpf_realloc_array(NULL, maxcnt + 1, sizeof *build_evs);
-	xpf_rt_match *mt = xpf_realloc_array(NULL, maxcnt + 1, sizeof *mt);
 	bool *cand = xpf_calloc(nm, sizeof *cand), *hit = xpf_calloc(nm, sizeof *hit);
 	bool *used = NULL;
 	for (size_t xi = 0; xi < nx; xi++) {
@@ -508,7 +506,7 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 				maxba = p->ba->n_buffer_allocations + 1;
 				used = xpf_calloc(maxba, sizeof *used);
 			}
-			join_plan(h, rt, mp, xi, build_evs, nseen, used, mt);
+			join_plan(h, rt, mp, xi, build_evs, nseen, used);
 		}
 	}
 	mod_plans_free(mp, nm);
@@ -516,7 +514,6 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	free(seen_v);
 	free(seen_sorted);
 	free(build_evs);
-	free(mt);
 	free(cand);
 	free(hit);
 	free(xend);
