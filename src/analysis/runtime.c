@@ -598,8 +598,8 @@ static size_t push_execution(struct scan *s)
 
 /* A new execution of the event name (dev, [t0, t1]) on line: its index,
  * with nothing yet known of it beyond that. */
-static size_t new_execution(struct scan *s, size_t line, const char *name, int dev, int64_t t0,
-			    int64_t t1, const char *pjit)
+static size_t new_execution(struct scan *s, uint32_t line, int64_t thread, const char *name,
+			    int dev, int64_t t0, int64_t t1, const char *pjit)
 {
 	xpf_runtime *rt = s->rt;
 	struct xpf_rt_priv *pv = rt->priv;
@@ -611,7 +611,7 @@ static size_t new_execution(struct scan *s, size_t line, const char *name, int d
 	x->prev = -1;
 	x->event_name = name;
 	x->line = line;
-	x->thread = s->p->lines[line].id;
+	x->thread = thread;
 	x->start_ps = t0;
 	x->end_ps = t1;
 	pv->exec_program_id[xi] = -1;
@@ -673,8 +673,8 @@ static int exec_walk_end(struct scan *s, size_t xi, const struct exec_walk *w, i
 static int add_execution(struct scan *s, size_t line, long r, xpf_error *err)
 {
 	struct span *root = &s->sp[r];
-	size_t xi = new_execution(s, line, root->ev.name, root->dev, root->t0, root->t1,
-				  root->pjit >= 0 ? s->sp[root->pjit].ev.name : NULL);
+	size_t xi = new_execution(s, (uint32_t)line, s->p->lines[line].id, root->ev.name, root->dev,
+				  root->t0, root->t1, root->pjit >= 0 ? s->sp[root->pjit].ev.name : NULL);
 
 	/* Walk the subtree: names, device, thunks, where it stops. */
 	struct exec_walk w = { NULL, NULL, NULL, -1 };
@@ -882,7 +882,8 @@ static int add_execution_node(struct scan *s, size_t line, struct knode *nd, siz
 			      xpf_error *err)
 {
 	struct knode *root = &nd[r];
-	size_t xi = new_execution(s, line, root->ev.name, root->dev, root->t0, root->t1, root->pjit);
+	size_t xi = new_execution(s, (uint32_t)line, s->p->lines[line].id, root->ev.name, root->dev,
+				  root->t0, root->t1, root->pjit);
 	struct exec_walk w = { NULL, NULL, NULL, -1 };
 	size_t last_seq = root->last_seq;
 	int last_kind = root->last_kind;
@@ -1243,38 +1244,16 @@ bool xpf_rt_has_kernel(const struct xpf_rt_priv *pv, int dev, long module, int64
 	return lo < k->npairs && k->pairs[lo].module == module && k->pairs[lo].bucket < j;
 }
 
-/* Every execution start, and the starts of the TPU "XLA Modules" events that
- * scan_devices will make executions of: the bucket boundaries.  A read-only
- * look; a malformed plane is left to scan_devices to report. */
+/* Every execution start (the host's and the TPU "XLA Modules" ones): the
+ * bucket boundaries, sorted and unique. */
 static void collect_times(struct scan *s)
 {
-	xpf_host *h = s->h;
 	xpf_runtime *rt = s->rt;
 	struct xpf_rt_priv *pv = rt->priv;
 	size_t n = 0, cap = 0;
 	int64_t *t = NULL;
 	for (size_t x = 0; x < rt->nexecutions; x++)
 		*XPF_VEC_PUSH(t, n, cap) = rt->executions[x].start_ps;
-	for (size_t i = 0; i < xpf_capture_nplanes(h->cap); i++) {
-		const char *pn = xpf_capture_plane_head(h->cap, i)->name;
-		unsigned d;
-		if (sscanf(pn, "/device:TPU:%u", &d) != 1)
-			continue;
-		const xpf_plane *p;
-		xpf_error e = { 0 };
-		if (xpf_capture_plane(h->cap, i, &p, &e) != XPF_OK)
-			continue;
-		for (size_t l = 0; l < p->nlines; l++) {
-			if (strcmp(p->lines[l].name, "XLA Modules") != 0)
-				continue;
-			xpf_event_iter it;
-			xpf_event_head ev;
-			xpf_events_begin(p, l, &it);
-			while (xpf_events_next_head(&it, &ev, &e) == 1)
-				*XPF_VEC_PUSH(t, n, cap) = rel_ps(p->lines[l].timestamp_ns, s->base,
-								 ev.offset_ps);
-		}
-	}
 	xpf_qsort(t, n, sizeof *t, i64_cmp);
 	size_t u = 0;
 	for (size_t k = 0; k < n; k++)
@@ -1384,27 +1363,16 @@ static int scan_modules_line(struct scan *s, const xpf_plane *p, size_t l, unsig
 	while ((rc = xpf_events_next_head(&it, &eh, err)) == 1) {
 		int64_t t0 = rel_ps(p->lines[l].timestamp_ns, s->base, eh.offset_ps);
 		xpf_event_of_head(p, l, &eh, &ev);
-		size_t xi = push_execution(s);
+		size_t xi = new_execution(s, UINT32_MAX, p->lines[l].id, ev.name, (int)d, t0,
+					  t0 + (ev.duration_ps > 0 ? ev.duration_ps : 0), NULL);
 		xpf_rt_execution *x = &rt->executions[xi];
-		x->device = (int)d;
-		x->module = -1;
-		x->allocator = -1;
-		x->prev = -1;
-		x->event_name = ev.name;
 		x->host_name = ev.name;
-		x->line = UINT32_MAX;
-		x->thread = p->lines[l].id;
-		x->start_ps = t0;
-		x->end_ps = t0 + (ev.duration_ps > 0 ? ev.duration_ps : 0);
-		x->launched = XPF_LAUNCHED_YES;
+		x->launched = XPF_LAUNCHED_YES;   /* the device ran it */
+		pv->exec_thunk[xi] = true;
 		xpf_stat st;
 		int64_t pid;
-		pv->exec_program_id[xi] = -1;
 		if (xpf_event_stat(p, &ev, "program_id", &st, err) == 1 && xpf_stat_i64(&st, &pid))
 			pv->exec_program_id[xi] = pid;
-		pv->exec_pjit[xi] = NULL;
-		pv->exec_thunk[xi] = true;
-		pv->exec_retry_end[xi] = false;
 	}
 	return rc < 0 ? err->code : XPF_OK;
 }
@@ -1547,7 +1515,6 @@ static int scan_devices(struct scan *s, xpf_error *err)
 {
 	xpf_host *h = s->h;
 	struct xpf_rt_priv *pv = s->rt->priv;
-	collect_times(s);
 	size_t np = xpf_capture_nplanes(h->cap);
 	struct dev_jobs j;
 	memset(&j, 0, sizeof j);
@@ -1573,13 +1540,16 @@ static int scan_devices(struct scan *s, xpf_error *err)
 				rc = scan_modules_line(s, p, l, d, err);
 		if (rc != XPF_OK)
 			break;
-		kdev_init(pv, d);
 		for (size_t k = 0; k < j.n; k++)
 			dup |= j.dev[k] == d;
 		j.plane[j.n] = i;
 		j.dev[j.n] = d;
 		j.tpu[j.n++] = tpu;
 	}
+	/* The buckets: every execution's start (the TPU ones made just now). */
+	collect_times(s);
+	for (size_t k = 0; rc == XPF_OK && k < j.n; k++)
+		kdev_init(pv, j.dev[k]);
 	/* Then the kernels, plane by plane on as many threads (one when two
 	 * planes share an ordinal: they would write the same kdev). */
 	size_t nt = rc == XPF_OK ? (dup ? 1 : scan_threads(j.n, NULL)) : 0;
