@@ -301,6 +301,19 @@ static void keep_interns(struct xpf_rt_priv *pv, xpf_intern **set)
 	*set = NULL;
 }
 
+/* A candidate for a's in-window peak, met after the ones taken so far in
+ * scan order: taken when it has more in use, or as much but earlier. */
+static void peak_take(xpf_rt_allocator *a, uint64_t in_use, int64_t t_ps, uint64_t available)
+{
+	if (!a->scan_peak_set || in_use > a->scan_peak_in_use ||
+	    (in_use == a->scan_peak_in_use && t_ps < a->scan_peak_t_ps)) {
+		a->scan_peak_set = true;
+		a->scan_peak_in_use = in_use;
+		a->scan_peak_t_ps = t_ps;
+		a->scan_peak_available = available;
+	}
+}
+
 /* An event of allocator a (at t_ps, in use after it, available): the
  * capacity range, and bytes_available at the in-window peak, which replay
  * meets as the first event in time order (then scan order) with the most
@@ -313,13 +326,7 @@ static void scan_capacity(xpf_rt_allocator *a, int64_t t_ps, uint64_t in_use, ui
 		a->capacity_lo_bytes = cap;
 	if (cap > a->capacity_hi_bytes)
 		a->capacity_hi_bytes = cap;
-	if (!a->scan_peak_set || in_use > a->scan_peak_in_use ||
-	    (in_use == a->scan_peak_in_use && t_ps < a->scan_peak_t_ps)) {
-		a->scan_peak_set = true;
-		a->scan_peak_in_use = in_use;
-		a->scan_peak_t_ps = t_ps;
-		a->scan_peak_available = available;
-	}
+	peak_take(a, in_use, t_ps, available);
 }
 
 /* Room for n allocator events, reserved but not yet backed (a fresh 4 KiB
@@ -342,7 +349,7 @@ static xpf_rt_event *events_reserve(size_t n, size_t *map_len)
 		munmap(p, (size_t)(a - p));
 	if (a + len < p + len + huge)
 		munmap(a + len, (size_t)(p + len + huge - (a + len)));
-	(void)madvise(a, len, MADV_HUGEPAGE);
+	xpf_advise_huge(a, len);
 	*map_len = len;
 	return (xpf_rt_event *)a;
 }
@@ -1832,15 +1839,8 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 		if (ba->capacity_hi_bytes > m->capacity_hi_bytes)
 			m->capacity_hi_bytes = ba->capacity_hi_bytes;
 		/* the shard's events come after the main one's in scan order */
-		if (ba->scan_peak_set &&
-		    (!m->scan_peak_set || ba->scan_peak_in_use > m->scan_peak_in_use ||
-		     (ba->scan_peak_in_use == m->scan_peak_in_use &&
-		      ba->scan_peak_t_ps < m->scan_peak_t_ps))) {
-			m->scan_peak_set = true;
-			m->scan_peak_in_use = ba->scan_peak_in_use;
-			m->scan_peak_t_ps = ba->scan_peak_t_ps;
-			m->scan_peak_available = ba->scan_peak_available;
-		}
+		if (ba->scan_peak_set)
+			peak_take(m, ba->scan_peak_in_use, ba->scan_peak_t_ps, ba->scan_peak_available);
 		free(br->allocators[a].name);
 	}
 	free(br->allocators);

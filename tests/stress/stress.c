@@ -134,6 +134,10 @@ static int stress_one(const char *path)
 		return -1;
 	walk ref = { 0 };
 	walk_seq(xpf_report_root(r1), &ref);
+	if (ref.n == 0) { /* nothing listed: nothing would be compared */
+		fprintf(stderr, "%s: the tree lists no file\n", path);
+		return -1;
+	}
 	if (open_report(path, &in2, &r2) != 0)
 		return -1;
 
