@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "analysis/runtime.h"
@@ -1384,6 +1385,56 @@ static int scan_modules_line(struct scan *s, const xpf_plane *p, size_t l, unsig
 	return rc < 0 ? err->code : XPF_OK;
 }
 
+/* Two stats of a kind other than STR or BYTES that read the same. */
+static bool same_number(const xpf_raw_stat *a, const xpf_raw_stat *b)
+{
+	return a->metadata_id == b->metadata_id && a->kind == b->kind && a->u == b->u &&
+	       a->i == b->i && a->dbits == b->dbits;
+}
+
+/* The last program_id and hlo_module a kernel named, and their modules. */
+struct kernel_cache {
+	uint64_t pid;
+	long pid_m;               /* -2: none */
+	char mod[256];
+	size_t mod_n;
+	long mod_m;               /* -2: none */
+};
+
+/* The module a kernel's program_id (is_pid) or hlo_module stat names (-1:
+ * none we know); *any: the stat holds a value of its kind. */
+static long kernel_stat_module(xpf_host *h, struct xpf_rt_priv *pv, const xpf_stat *st,
+			       bool is_pid, bool *any, struct kernel_cache *kc)
+{
+	uint64_t u;
+	xpf_str t;
+	*any = false;
+	if (is_pid) {
+		if (!xpf_stat_u64(st, &u))
+			return -1;
+		*any = true;
+		if (kc->pid_m == -2 || u != kc->pid) {
+			kc->pid = u;
+			kc->pid_m = module_by_program_id(h, u);
+		}
+		return kc->pid_m;
+	}
+	if (!xpf_stat_text(st, &t))
+		return -1;
+	*any = true;
+	/* kernels repeat their module's name */
+	if (kc->mod_m != -2 && t.n == kc->mod_n && memcmp(t.p, kc->mod, t.n) == 0)
+		return kc->mod_m;
+	long m = module_by_hlo_name(h, pv, t);
+	kc->mod_m = -2;
+	if (t.n < sizeof kc->mod) {
+		memcpy(kc->mod, t.p, t.n);
+		kc->mod_n = t.n;
+		kc->mod_m = m;
+	}
+	return m;
+}
+
 /* The kernels of device plane p (ordinal d) into its kdev, read through w. */
 static int scan_kernels(struct scan *s, const xpf_plane *p, unsigned d, bool tpu, xpf_window *w,
 			xpf_error *err)
@@ -1402,67 +1453,74 @@ static int scan_kernels(struct scan *s, const xpf_plane *p, unsigned d, bool tpu
 		return XPF_OK;
 	struct xpf_rt_kdev *kd = &pv->kdev[d];
 	long bcache = -1;
-	uint64_t last_pid = 0;
-	long last_pid_m = -2;
-	char last_mod[256];       /* the last hlo_module read, and its module */
-	size_t last_mod_n = 0;
-	long last_mod_m = -2;     /* -2: none */
+	struct kernel_cache kc = { 0, -2, "", 0, -2 };
+	/* the last program_id and hlo_module stats as read, and what they gave:
+	 * kernels repeat them, so most are neither looked up nor resolved */
+	struct { bool set; xpf_raw_stat raw; bool any; long m; } memo[2] = { { false }, { false } };
 	for (size_t l = 0; l < p->nlines && rc >= 0; l++) {
 		if (tpu && strcmp(p->lines[l].name, "XLA Modules") == 0)
 			continue;
 		xpf_event_iter it;
 		xpf_event_head eh;
 		xpf_event ev;
+		xpf_raw_stat raw[8];
+		int np = -1;
 		xpf_events_begin_window(p, l, &it, w);
-		while ((rc = xpf_events_next_head(&it, &eh, err)) == 1) {
+		while ((rc = by_id ? xpf_events_next_pick(&it, &eh, ids, nids, raw, 8, &np, err) :
+				     xpf_events_next_head(&it, &eh, err)) == 1) {
 			int64_t t0 = rel_ps(p->lines[l].timestamp_ns, s->base, eh.offset_ps);
 			xpf_stat_iter sit;
-			xpf_stat st, picked[8];
+			xpf_stat st;
 			long m = -1;
 			bool any = false;
-			/* the quick reading when it can vouch for the event */
-			int np = by_id ? xpf_stats_pick(p, &eh, ids, nids, picked, 8) : -1, next = 0;
-			if (np < 0) {
-				xpf_event_of_head(p, l, &eh, &ev);
-				xpf_stats_of_event(p, &ev, &sit);
-			}
-			while ((rc = np >= 0 ? (next < np ? (st = picked[next++], 1) : 0) :
-				     by_id ? xpf_stats_next_of(&sit, ids, nids, &st, err) :
-					     xpf_stats_next(&sit, &st, err)) == 1) {
-				uint64_t u;
-				xpf_str t;
-				/* by id when the ids were taken: ids[0..npid) are
-				 * program_id's, the rest hlo_module's */
-				bool is_pid = by_id ? id_in(st.metadata_id, ids, npid) :
-						      strcmp(st.name, "program_id") == 0;
-				if (is_pid && xpf_stat_u64(&st, &u)) {
-					any = true;
-					if (last_pid_m == -2 || u != last_pid) {
-						last_pid = u;
-						last_pid_m = module_by_program_id(h, u);
+			if (np >= 0) { /* the quick reading vouched for the event's bytes */
+				for (int k = 0; k < np; k++) {
+					/* by id: ids[0..npid) are program_id's, the rest hlo_module's */
+					int c = id_in(raw[k].metadata_id, ids, npid) ? 0 : 1;
+					if (c == 1 && m >= 0)
+						continue;
+					bool plain = raw[k].kind != XPF_STAT_STR && raw[k].kind != XPF_STAT_BYTES;
+					if (plain && memo[c].set && same_number(&memo[c].raw, &raw[k])) {
+						any |= memo[c].any;
+						if (memo[c].m >= 0)
+							m = memo[c].m;
+						continue;
 					}
-					if (last_pid_m >= 0)
-						m = last_pid_m;
-				} else if (!is_pid && (by_id || strcmp(st.name, "hlo_module") == 0) && m < 0 &&
-					   xpf_stat_text(&st, &t)) {
-					any = true;
-					/* kernels repeat their module's name */
-					if (last_mod_m != -2 && t.n == last_mod_n &&
-					    memcmp(t.p, last_mod, t.n) == 0) {
-						m = last_mod_m;
-					} else {
-						m = module_by_hlo_name(h, pv, t);
-						last_mod_m = -2;
-						if (t.n < sizeof last_mod) {
-							memcpy(last_mod, t.p, t.n);
-							last_mod_n = t.n;
-							last_mod_m = m;
-						}
+					if (!xpf_stat_resolve(p, &raw[k], &st)) {
+						np = -1; /* an unknown id: the iterator words it */
+						break;
 					}
+					bool a = false;
+					long mk = kernel_stat_module(h, pv, &st, c == 0, &a, &kc);
+					any |= a;
+					if (mk >= 0)
+						m = mk;
+					memo[c].set = plain;
+					memo[c].raw = raw[k];
+					memo[c].any = a;
+					memo[c].m = mk;
 				}
 			}
-			if (rc < 0)
-				break;
+			if (np < 0) {
+				m = -1;
+				any = false;
+				xpf_event_of_head(p, l, &eh, &ev);
+				xpf_stats_of_event(p, &ev, &sit);
+				while ((rc = by_id ? xpf_stats_next_of(&sit, ids, nids, &st, err) :
+						     xpf_stats_next(&sit, &st, err)) == 1) {
+					bool is_pid = by_id ? id_in(st.metadata_id, ids, npid) :
+							      strcmp(st.name, "program_id") == 0;
+					if (!is_pid && (m >= 0 || (!by_id && strcmp(st.name, "hlo_module") != 0)))
+						continue;
+					bool a = false;
+					long mk = kernel_stat_module(h, pv, &st, is_pid, &a, &kc);
+					any |= a;
+					if (mk >= 0)
+						m = mk;
+				}
+				if (rc < 0)
+					break;
+			}
 			if (!any)
 				continue;
 			add_kernel(pv, kd, &bcache, t0, m);
@@ -2089,14 +2147,34 @@ static void index_planes(xpf_capture *cap)
 		pthread_join(tid[t], NULL);
 }
 
+/* XPF_PHASES=1 prints when each phase of the build ends (seconds since it
+ * began) on stderr: how bench/README.md's "Where the time goes" is read. */
+struct phases {
+	bool on;
+	struct timespec t0;
+};
+
+static void phase(const struct phases *ph, const char *what)
+{
+	if (!ph->on)
+		return;
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	fprintf(stderr, "xplanefs: runtime phase %-8s %.3f s\n", what,
+		(double)(t.tv_sec - ph->t0.tv_sec) + (double)(t.tv_nsec - ph->t0.tv_nsec) * 1e-9);
+}
+
 static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 {
+	struct phases ph = { getenv("XPF_PHASES") != NULL, { 0, 0 } };
+	clock_gettime(CLOCK_MONOTONIC, &ph.t0);
 	struct scan s;
 	memset(&s, 0, sizeof s);
 	s.h = h;
 	s.rt = rt;
 	s.last_alloc = -1;
 	index_planes(h->cap);
+	phase(&ph, "index");
 	int rc = xpf_capture_time_base(h->cap, &s.base, err);
 	if (rc != XPF_OK)
 		return rc;
@@ -2150,6 +2228,7 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		if (rt->events)
 			s.cap_events = s.p->nevents;
 		rc = scan_host(&s, err);
+		phase(&ph, "host");
 		if (rc != XPF_OK)
 			goto out;
 	}
@@ -2160,11 +2239,14 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	if (!ordering)
 		order_and_replay(rt);
 	rc = scan_devices(&s, err);
+	phase(&ph, "devices");
 	if (ordering)
 		pthread_join(ot, NULL);
+	phase(&ph, "order");
 	if (rc != XPF_OK)
 		goto out;
 	rc = xpf_rt_finish_executions(h, rt, err);
+	phase(&ph, "finish");
 out:
 	free(s.sp);
 	free(s.md_flags);

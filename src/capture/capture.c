@@ -1634,9 +1634,132 @@ static inline int hot_next_len(const uint8_t **p, const uint8_t *end, uint32_t n
 	}
 }
 
-int xpf_events_next_head(xpf_event_iter *it, xpf_event_head *h, xpf_error *err)
+static bool id_in(int64_t id, const int64_t *ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+
+/* One XStat message [q, e) as xpf_stats_next reads it (every value field:
+ * the last of its field seen, whatever the final kind); false when it is
+ * malformed or unusual (the caller then asks xpf_stats_next). */
+static inline bool parse_stat(const uint8_t *q, const uint8_t *e, xpf_raw_stat *r)
+{
+	uint64_t x;
+	r->metadata_id = r->i = 0;
+	r->u = r->dbits = 0;
+	r->s.p = NULL;
+	r->s.n = 0;
+	r->kind = XPF_STAT_NONE;
+	while (q < e) {
+		wire_field g;
+		switch (*q) {
+		case 0x08: /* metadata_id */
+			q++;
+			if (hot_varint(&q, e, &x) != WIRE_OK)
+				return false;
+			r->metadata_id = (int64_t)x;
+			continue;
+		case 0x11: /* double_value */
+			if (e - q < 9)
+				return false;
+			r->dbits = 0;
+			for (int b = 8; b >= 1; b--)
+				r->dbits = (r->dbits << 8) | q[b];
+			q += 9;
+			r->kind = XPF_STAT_DOUBLE;
+			continue;
+		case 0x18: case 0x20: case 0x38: { /* uint64, int64, ref */
+			uint8_t t = *q++;
+			if (hot_varint(&q, e, &x) != WIRE_OK)
+				return false;
+			r->kind = t == 0x20 ? XPF_STAT_I64 : t == 0x18 ? XPF_STAT_U64 : XPF_STAT_REF;
+			if (t != 0x20)
+				r->u = x;
+			else
+				r->i = (int64_t)x;
+			continue;
+		}
+		case 0x2a: case 0x32: { /* str, bytes */
+			uint8_t t = *q++;
+			if (hot_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
+				return false;
+			r->s.p = (const char *)q;
+			r->s.n = (size_t)x;
+			q += x;
+			r->kind = t == 0x2a ? XPF_STAT_STR : XPF_STAT_BYTES;
+			continue;
+		}
+		}
+		if (wire_next(&q, e, &g) != WIRE_OK)
+			return false;
+		switch (g.num) {
+		case 1: r->metadata_id = (int64_t)g.v; break;
+		case 2: if (g.wt == WT_I64) { r->dbits = g.v; r->kind = XPF_STAT_DOUBLE; } break;
+		case 3: if (g.wt == WT_VARINT) { r->u = g.v; r->kind = XPF_STAT_U64; } break;
+		case 4: if (g.wt == WT_VARINT) { r->i = (int64_t)g.v; r->kind = XPF_STAT_I64; } break;
+		case 5: if (g.wt == WT_LEN) { r->s.p = (const char *)g.data; r->s.n = g.len; r->kind = XPF_STAT_STR; } break;
+		case 6: if (g.wt == WT_LEN) { r->s.p = (const char *)g.data; r->s.n = g.len; r->kind = XPF_STAT_BYTES; } break;
+		case 7: if (g.wt == WT_VARINT) { r->u = g.v; r->kind = XPF_STAT_REF; } break;
+		}
+	}
+	return true;
+}
+
+bool xpf_stat_resolve(const xpf_plane *pl, const xpf_raw_stat *r, xpf_stat *st)
+{
+	const char *nm = xpf_plane_stat_name(pl, r->metadata_id), *rv = NULL;
+	if (r->kind == XPF_STAT_REF)
+		rv = r->u <= INT64_MAX ? xpf_plane_stat_name(pl, (int64_t)r->u) : NULL;
+	if (nm == NULL || (r->kind == XPF_STAT_REF && rv == NULL))
+		return false;
+	memset(st, 0, sizeof *st);
+	st->metadata_id = r->metadata_id;
+	st->name = nm;
+	st->kind = r->kind;
+	memcpy(&st->d, &r->dbits, 8);
+	st->u = r->u;
+	st->i = r->i;
+	st->s = r->s;
+	if (r->kind == XPF_STAT_REF) {
+		st->s.p = rv;
+		st->s.n = strlen(rv);
+	}
+	return true;
+}
+
+/* The metadata id of stat [q, e) when it is written as every writer does,
+ * one id field (below 128) then one value field, and -1 otherwise (then
+ * parse_stat reads it): the id of a stat nobody wants, at little cost. */
+static inline int64_t plain_stat_id(const uint8_t *q, const uint8_t *e)
+{
+	if (e - q < 3 || q[0] != 0x08 || (q[1] & 0x80))
+		return -1;
+	int64_t id = q[1];
+	uint64_t x;
+	q += 2;
+	switch (*q++) {
+	case 0x18: case 0x20: case 0x38:
+		return hot_varint(&q, e, &x) == WIRE_OK && q == e ? id : -1;
+	case 0x2a: case 0x32:
+		return hot_varint(&q, e, &x) == WIRE_OK && x == (uint64_t)(e - q) ? id : -1;
+	case 0x11:
+		return e - q == 8 ? id : -1;
+	}
+	return -1;
+}
+
+/* xpf_events_next_head, and when n > 0 the pick of xpf_stats_pick in the
+ * same pass over the event's bytes (*np: its result). */
+static inline __attribute__((always_inline)) int
+next_head(xpf_event_iter *it, xpf_event_head *h, const int64_t *ids, size_t n, xpf_raw_stat *out,
+	  size_t max, int *np, xpf_error *err)
 {
 	const xpf_plane *pl = it->plane;
+	int k = 0;
 	if (it->p == NULL)
 		return 0;
 	const uint8_t *p, *data;
@@ -1677,10 +1800,24 @@ int xpf_events_next_head(xpf_event_iter *it, xpf_event_head *h, xpf_error *err)
 			v[t >> 3] = (int64_t)x;
 			continue;
 		}
-		if (t == 0x22) { /* a stat: skipped */
+		if (t == 0x22) { /* a stat: skipped, or picked */
 			q++;
 			if (hot_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
 				goto slow;
+			if (n > 0 && k >= 0) {
+				int64_t id = plain_stat_id(q, q + x);
+				if (id < 0 || id_in(id, ids, n)) {
+					xpf_raw_stat r;
+					if (!parse_stat(q, q + x, &r))
+						k = -1;
+					else if (id_in(r.metadata_id, ids, n)) {
+						if ((size_t)k < max)
+							out[k++] = r;
+						else
+							k = -1;
+					}
+				}
+			}
 			q += x;
 			continue;
 		}
@@ -1689,6 +1826,7 @@ int xpf_events_next_head(xpf_event_iter *it, xpf_event_head *h, xpf_error *err)
 			goto slow;
 		if (g.wt == WT_VARINT && g.num <= 5 && g.num != 4)
 			v[g.num] = (int64_t)g.v;
+		k = -1; /* unusual: the pick is left to xpf_stats_next_of */
 	}
 	const xpf_event_md *md = xpf_plane_event_md(pl, v[1]);
 	if (md == NULL)
@@ -1708,8 +1846,12 @@ int xpf_events_next_head(xpf_event_iter *it, xpf_event_head *h, xpf_error *err)
 	h->msg_len = len;
 	h->offset = it->w ? it->w->off + (uint64_t)(data - it->w->buf) : off_of(pl->cap, data);
 	it->p = p;
+	if (np)
+		*np = k;
 	return 1;
 slow:;
+	if (np)
+		*np = -1;
 	/* Malformed (or unusual): the reference decoder says what and where. */
 	xpf_event ev;
 	rc = xpf_events_next(it, &ev, err);
@@ -1725,6 +1867,17 @@ slow:;
 	h->msg_len = ev.msg_len;
 	h->offset = ev.offset;
 	return 1;
+}
+
+int xpf_events_next_head(xpf_event_iter *it, xpf_event_head *h, xpf_error *err)
+{
+	return next_head(it, h, NULL, 0, NULL, 0, NULL, err);
+}
+
+int xpf_events_next_pick(xpf_event_iter *it, xpf_event_head *h, const int64_t *ids, size_t n,
+			 xpf_raw_stat *out, size_t max, int *np, xpf_error *err)
+{
+	return next_head(it, h, ids, n, out, max, np, err);
 }
 
 void xpf_event_of_head(const xpf_plane *p, size_t line, const xpf_event_head *h, xpf_event *ev)
@@ -1745,121 +1898,6 @@ void xpf_event_of_head(const xpf_plane *p, size_t line, const xpf_event_head *h,
 	ev->offset = h->offset;
 }
 
-static bool id_in(int64_t id, const int64_t *ids, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (ids[i] == id)
-			return true;
-	return false;
-}
-
-
-/* One XStat message [q, e) as xpf_stats_next reads it (every value field:
- * the last of its field seen, whatever the final kind); false when it is
- * malformed or unusual (the caller then asks xpf_stats_next). */
-struct raw_stat {
-	int64_t id, iv;
-	uint64_t u, dv;
-	xpf_str sv;
-	enum xpf_stat_kind kind;
-};
-
-static inline bool parse_stat(const uint8_t *q, const uint8_t *e, struct raw_stat *r)
-{
-	uint64_t x;
-	r->id = r->iv = 0;
-	r->u = r->dv = 0;
-	r->sv.p = NULL;
-	r->sv.n = 0;
-	r->kind = XPF_STAT_NONE;
-	while (q < e) {
-		wire_field g;
-		switch (*q) {
-		case 0x08: /* metadata_id */
-			q++;
-			if (hot_varint(&q, e, &x) != WIRE_OK)
-				return false;
-			r->id = (int64_t)x;
-			continue;
-		case 0x11: /* double_value */
-			if (e - q < 9)
-				return false;
-			r->dv = 0;
-			for (int b = 8; b >= 1; b--)
-				r->dv = (r->dv << 8) | q[b];
-			q += 9;
-			r->kind = XPF_STAT_DOUBLE;
-			continue;
-		case 0x18: case 0x20: case 0x38: { /* uint64, int64, ref */
-			uint8_t t = *q++;
-			if (hot_varint(&q, e, &x) != WIRE_OK)
-				return false;
-			r->kind = t == 0x20 ? XPF_STAT_I64 : t == 0x18 ? XPF_STAT_U64 : XPF_STAT_REF;
-			if (t != 0x20)
-				r->u = x;
-			else
-				r->iv = (int64_t)x;
-			continue;
-		}
-		case 0x2a: case 0x32: { /* str, bytes */
-			uint8_t t = *q++;
-			if (hot_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
-				return false;
-			r->sv.p = (const char *)q;
-			r->sv.n = (size_t)x;
-			q += x;
-			r->kind = t == 0x2a ? XPF_STAT_STR : XPF_STAT_BYTES;
-			continue;
-		}
-		}
-		if (wire_next(&q, e, &g) != WIRE_OK)
-			return false;
-		switch (g.num) {
-		case 1: r->id = (int64_t)g.v; break;
-		case 2: if (g.wt == WT_I64) { r->dv = g.v; r->kind = XPF_STAT_DOUBLE; } break;
-		case 3: if (g.wt == WT_VARINT) { r->u = g.v; r->kind = XPF_STAT_U64; } break;
-		case 4: if (g.wt == WT_VARINT) { r->iv = (int64_t)g.v; r->kind = XPF_STAT_I64; } break;
-		case 5: if (g.wt == WT_LEN) { r->sv.p = (const char *)g.data; r->sv.n = g.len; r->kind = XPF_STAT_STR; } break;
-		case 6: if (g.wt == WT_LEN) { r->sv.p = (const char *)g.data; r->sv.n = g.len; r->kind = XPF_STAT_BYTES; } break;
-		case 7: if (g.wt == WT_VARINT) { r->u = g.v; r->kind = XPF_STAT_REF; } break;
-		}
-	}
-	return true;
-}
-
-/* The xpf_stat xpf_stats_next gives for a raw stat whose ids are known;
- * false if a name is missing after all. */
-static inline bool stat_of_raw(const xpf_plane *pl, const struct raw_stat *r, xpf_stat *st)
-{
-	const char *nm = xpf_plane_stat_name(pl, r->id), *rv = NULL;
-	if (r->kind == XPF_STAT_REF)
-		rv = xpf_plane_stat_name(pl, (int64_t)r->u);
-	if (nm == NULL || (r->kind == XPF_STAT_REF && rv == NULL))
-		return false;
-	memset(st, 0, sizeof *st);
-	st->metadata_id = r->id;
-	st->name = nm;
-	st->kind = r->kind;
-	memcpy(&st->d, &r->dv, 8);
-	st->u = r->u;
-	st->i = r->iv;
-	st->s = r->sv;
-	if (r->kind == XPF_STAT_REF) {
-		st->s.p = rv;
-		st->s.n = strlen(rv);
-	}
-	return true;
-}
-
-/* The raw stat's metadata id (and a ref_value's) are the plane's. */
-static inline bool raw_known(const xpf_plane *pl, const struct raw_stat *r)
-{
-	if (xpf_plane_stat_name(pl, r->id) == NULL)
-		return false;
-	return r->kind != XPF_STAT_REF ||
-	       (r->u <= INT64_MAX && xpf_plane_stat_name(pl, (int64_t)r->u) != NULL);
-}
-
 int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, xpf_stat *st,
 		      xpf_error *err)
 {
@@ -1872,16 +1910,16 @@ int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, xpf_stat 
 			it->p = p;
 			return 0;
 		}
-		struct raw_stat r;
-		if (rc != WIRE_OK || !parse_stat(data, data + len, &r) || !raw_known(pl, &r))
+		xpf_raw_stat r;
+		if (rc != WIRE_OK || !parse_stat(data, data + len, &r))
 			goto slow;
-		if (!id_in(r.id, ids, n)) {
+		if (!id_in(r.metadata_id, ids, n)) { /* not read: not checked */
 			it->p = p;
 			it->next_index++;
 			continue;
 		}
 		/* a wanted one: what xpf_stats_next gives */
-		if (!stat_of_raw(pl, &r, st))
+		if (!xpf_stat_resolve(pl, &r, st))
 			goto slow;
 		it->p = p;
 		it->next_index++;
@@ -1908,13 +1946,13 @@ int xpf_stats_pick(const xpf_plane *pl, const xpf_event_head *h, const int64_t *
 			q++;
 			if (hot_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
 				return -1;
-			struct raw_stat r;
-			if (!parse_stat(q, q + x, &r) || !raw_known(pl, &r))
+			xpf_raw_stat r;
+			if (!parse_stat(q, q + x, &r))
 				return -1;
 			q += x;
-			if (!id_in(r.id, ids, n))
+			if (!id_in(r.metadata_id, ids, n)) /* not read: not checked */
 				continue;
-			if (k == max || !stat_of_raw(pl, &r, &out[k]))
+			if (k == max || !xpf_stat_resolve(pl, &r, &out[k]))
 				return -1;
 			k++;
 			continue;

@@ -63,6 +63,17 @@ typedef struct xpf_stat {
 	xpf_str s;    /* STR, BYTES, REF (the referenced metadata's name) */
 } xpf_stat;
 
+/* A stat as its bytes say, before its ids are looked up: metadata_id and
+ * a REF's u may name no stat metadata (xpf_stat_resolve checks). */
+typedef struct xpf_raw_stat {
+	int64_t metadata_id;
+	enum xpf_stat_kind kind;
+	uint64_t u;      /* U64, REF */
+	int64_t i;       /* I64 */
+	uint64_t dbits;  /* DOUBLE: its bits */
+	xpf_str s;       /* STR, BYTES: into the event's bytes */
+} xpf_raw_stat;
+
 /* Numeric value of any numeric kind (a double only when integral and in
  * range).  Return false when the stat holds no number. */
 bool xpf_stat_i64(const xpf_stat *s, int64_t *out);
@@ -212,17 +223,26 @@ int xpf_events_next_head(xpf_event_iter *it, xpf_event_head *h, xpf_error *err);
 /* The xpf_event xpf_events_next would have given for that head. */
 void xpf_event_of_head(const xpf_plane *p, size_t line, const xpf_event_head *h, xpf_event *ev);
 /* Like xpf_stats_next, but yields only the stats whose metadata id is one of
- * ids[0..n); the others are decoded and validated (same errors) but skipped. */
+ * ids[0..n); the others are decoded (a malformed one is an error) but their
+ * ids are not looked up: a stat nobody reads may name an unknown id. */
 int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, xpf_stat *st,
 		      xpf_error *err);
 /* The stats of event h whose metadata id is one of ids[0..n), in order, as
  * xpf_stats_next would give them, into out[0..max): how many (0 or more),
  * or -1 when this quick reading cannot vouch for the event (a stat that is
- * malformed, unusual or names an unknown id, or more than max wanted); the
+ * malformed or unusual, a wanted one that names an unknown id, or more than
+ * max wanted); the
  * caller then reads the event with xpf_stats_next_of, which words any
  * error. */
 int xpf_stats_pick(const xpf_plane *p, const xpf_event_head *h, const int64_t *ids, size_t n,
 		   xpf_stat *out, size_t max);
+/* xpf_events_next_head and a pick in one pass over the event's bytes: the
+ * wanted stats as their bytes say (*np of them; -1 as for xpf_stats_pick),
+ * ids not looked up: xpf_stat_resolve gives the xpf_stat, or false where
+ * xpf_stats_next_of would give an error. */
+int xpf_events_next_pick(xpf_event_iter *it, xpf_event_head *h, const int64_t *ids, size_t n,
+			 xpf_raw_stat *out, size_t max, int *np, xpf_error *err);
+bool xpf_stat_resolve(const xpf_plane *p, const xpf_raw_stat *r, xpf_stat *st);
 /* Every stat metadata id with that name, ascending: how many there are (at
  * most max are written to out). */
 size_t xpf_plane_stat_ids(const xpf_plane *p, const char *name, int64_t *out, size_t max);

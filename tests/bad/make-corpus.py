@@ -199,6 +199,16 @@ def device_plane():
                  smd=[(1, 'memory_size'), (2, 'device_vendor'), (3, 'core_count')],
                  stats=[stat(1, 'u', 80 << 30), stat(2, 's', 'Nvidia'), stat(3, 'i', 132)])
 
+def kernel_plane(kernel_stats):
+    """A device plane with one kernel event holding kernel_stats (ids: 4
+    hlo_module, 5 program_id)."""
+    return plane(0, '/device:GPU:0',
+                 lines=[line(1, 'Stream #1', 2000, [event(1, 20_000, 1000, kernel_stats)])],
+                 emd=[(1, (1, 'fusion.1'))],
+                 smd=[(1, 'memory_size'), (2, 'device_vendor'), (3, 'core_count'),
+                      (4, 'hlo_module'), (5, 'program_id'), (6, 'module_name')],
+                 stats=[stat(1, 'u', 80 << 30), stat(2, 's', 'Nvidia'), stat(3, 'i', 132)])
+
 def xspace(planes, errors=(), warnings=(), hosts=('h',)):
     return msg(*[f_bytes(1, p) for p in planes], *[f_bytes(2, e) for e in errors],
                *[f_bytes(3, w) for w in warnings], *[f_bytes(4, h) for h in hosts])
@@ -297,6 +307,14 @@ def cases():
     c['md-dangling-ref.xplane.pb'] = base(cpu=cpu_plane(events=[
         event(1, 1_000_000, 0, [stat(S['allocator_name'], 'r', 4242)] +
               alloc_stats(1024, 1024, 0x7000)[1:])]))
+    # A kernel's stats: the one read (program_id, hlo_module) is checked; an
+    # unknown id on a stat no file reads is for --check and errors.txt only.
+    c['md-kernel-dangling-ref.xplane.pb'] = xspace([
+        metadata_plane([('jit_f(1)', 1, hlo)]), cpu_plane(),
+        kernel_plane([stat(4, 'r', 4242), stat(5, 'u', 1)])])
+    c['md-kernel-dangling-stat.xplane.pb'] = xspace([
+        metadata_plane([('jit_f(1)', 1, hlo)]), cpu_plane(),
+        kernel_plane([stat(77, 'i', 3), stat(5, 'u', 1)])])
     c['md-dup-event.xplane.pb'] = base(cpu=cpu_plane(emd=[
         (1, (1, 'MemoryAllocation')), (1, (1, 'MemoryDeallocation')),
         (2, (2, 'MemoryDeallocation')), (3, (3, 'jit_f(1):XLA GPU module'))]))
