@@ -102,6 +102,7 @@ enum {
 	F_TRANSFER = 1 << 8,
 	F_GPUMOD = 1 << 9,    /* "<module>:XLA GPU module" */
 	F_THUNKS = 1 << 10,   /* GpuExecutable::ExecuteThunks */
+	F_NOT_THUNK = 1 << 11, /* bookkeeping inside an execution, not a thunk run */
 };
 
 static const char *const transfer_names[] = {
@@ -168,6 +169,9 @@ static unsigned classify(const char *name, int *dev)
 	for (size_t i = 0; i < sizeof transfer_parts / sizeof *transfer_parts; i++)
 		if (strstr(name, transfer_parts[i]))
 			f |= F_TRANSFER;
+	if (strncmp(name, "Thunks::", 8) == 0 || strcmp(name, "Resolve constant globals") == 0 ||
+	    strncmp(name, "ComputeSemaphoreAcquire", 23) == 0)
+		f |= F_NOT_THUNK;
 	return f;
 }
 
@@ -569,20 +573,16 @@ static const char *host_module_name(struct scan *s, const xpf_event *ev, unsigne
 /* A thunk: what `<module>:XLA GPU module` / ExecuteThunks run once the
  * buffers are allocated (one event per HLO instruction), as opposed to the
  * set-up events that also nest in them. */
-static bool thunk_of(unsigned parent_flags, unsigned flags, const char *name)
+static bool thunk_of(unsigned parent_flags, unsigned flags)
 {
-	if (!(parent_flags & (F_GPUMOD | F_THUNKS)))
-		return false;
-	if (flags & (F_GPUMOD | F_THUNKS | F_ALLOC | F_DEALLOC | F_BUILD | F_RETRY | F_EXEC))
-		return false;
-	return strncmp(name, "Thunks::", 8) != 0 &&
-	       strcmp(name, "Resolve constant globals") != 0 &&
-	       strncmp(name, "ComputeSemaphoreAcquire", 23) != 0;
+	return (parent_flags & (F_GPUMOD | F_THUNKS)) &&
+	       !(flags & (F_GPUMOD | F_THUNKS | F_ALLOC | F_DEALLOC | F_BUILD | F_RETRY | F_EXEC |
+			  F_NOT_THUNK));
 }
 
 static bool is_thunk(const struct scan *s, const struct span *e)
 {
-	return e->parent >= 0 && thunk_of(s->sp[e->parent].flags, e->flags, e->ev.name);
+	return e->parent >= 0 && thunk_of(s->sp[e->parent].flags, e->flags);
 }
 
 /* A zeroed execution at the end of the runtime's (its per-execution
@@ -954,7 +954,7 @@ static int scan_line_stream(struct scan *s, size_t line, xpf_error *err)
 		bool retry = (flags & F_RETRY) || (pa && pa->retry);
 		int kind = retry ? 2 : ((flags & F_BUILD) || bnode >= 0) ? 1 : 0;
 		const char *pjit = pa ? ((pa->flags & F_PJIT) ? pa->name : pa->pjit) : NULL;
-		bool thunk = pa && thunk_of(pa->flags, flags, name);
+		bool thunk = pa && thunk_of(pa->flags, flags);
 		uint32_t transfer = pa && pa->transfer ? pa->transfer :
 				    (flags & F_TRANSFER) ? (uint32_t)k + 1 : 0;
 		uint32_t enclosing = pa ? pa->md1 : 0;
@@ -2160,8 +2160,17 @@ static void phase(const struct phases *ph, const char *what)
 		return;
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	fprintf(stderr, "xplanefs: runtime phase %-8s %.3f s\n", what,
-		(double)(t.tv_sec - ph->t0.tv_sec) + (double)(t.tv_nsec - ph->t0.tv_nsec) * 1e-9);
+	long anon_kb = -1;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "RssAnon: %ld", &anon_kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	fprintf(stderr, "xplanefs: runtime phase %-8s %.3f s, RssAnon %ld MiB\n", what,
+		(double)(t.tv_sec - ph->t0.tv_sec) + (double)(t.tv_nsec - ph->t0.tv_nsec) * 1e-9,
+		anon_kb / 1024);
 }
 
 static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
