@@ -334,17 +334,19 @@ static void scan_capacity(xpf_rt_allocator *a, int64_t t_ps, uint64_t in_use, ui
 	peak_take(a, in_use, t_ps, available);
 }
 
-/* Room for n allocator events, reserved but not yet backed (a fresh 4 KiB
- * page costs a fault each, ~20 us on this project's VMs: the room is 2 MiB
- * aligned and asks for huge pages, and it never moves, so no realloc splits
- * them).  n bounds what a scan can find: every event of the lines scanned.
- * NULL when the room cannot be mapped (the caller grows an array instead). */
-static xpf_rt_event *events_reserve(size_t n, size_t *map_len)
+/* Room for n records of size bytes, reserved but not yet backed, that never
+ * moves (a fresh page costs a fault, ~20 us per 4 KiB on this project's
+ * VMs, and a realloc that moves touches fresh pages for a whole copy).
+ * huge: 2 MiB aligned, asking for huge pages (for the big rooms only: each
+ * rounds up to 2 MiB).  n bounds what a scan can find: every event of the
+ * lines scanned.  NULL when the room cannot be mapped (the caller grows an
+ * array instead). */
+static void *room_reserve(size_t n, size_t size, bool huge_pages, size_t *map_len)
 {
-	const size_t huge = (size_t)2 << 20;
-	if (n == 0 || n > SIZE_MAX / sizeof(xpf_rt_event) / 2)
+	const size_t huge = huge_pages ? (size_t)2 << 20 : 4096;
+	if (n == 0 || n > SIZE_MAX / size / 2)
 		return NULL;
-	size_t len = (n * sizeof(xpf_rt_event) + huge - 1) & ~(huge - 1);
+	size_t len = (n * size + huge - 1) & ~(huge - 1);
 	uint8_t *p = mmap(NULL, len + huge, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
@@ -354,17 +356,45 @@ static xpf_rt_event *events_reserve(size_t n, size_t *map_len)
 		munmap(p, (size_t)(a - p));
 	if (a + len < p + len + huge)
 		munmap(a + len, (size_t)(p + len + huge - (a + len)));
-	xpf_advise_huge(a, len);
+	if (huge_pages)
+		xpf_advise_huge(a, len);
 	*map_len = len;
-	return (xpf_rt_event *)a;
+	return a;
 }
 
-static void events_release(xpf_rt_event *ev, size_t map_len)
+static void room_release(void *p, size_t map_len)
 {
 	if (map_len)
-		munmap(ev, map_len);
+		munmap(p, map_len);
 	else
-		free(ev);
+		free(p);
+}
+
+/* Copy n bytes of room or array src to dst; a room's copied 2 MiB steps
+ * are given back as it goes (their pages then back dst's).  The caller
+ * still releases src (munmap of what is gone is harmless). */
+static void room_append(void *dst, const void *src, size_t n, size_t src_map_len)
+{
+	const size_t step = (size_t)2 << 20;
+	for (size_t done = 0; done < n; done += step) {
+		size_t k = n - done < step ? n - done : step;
+		memcpy((uint8_t *)dst + done, (const uint8_t *)src + done, k);
+		if (src_map_len && k == step)
+			munmap((uint8_t *)src + done, step);
+	}
+}
+
+/* Room or array p of n_used records grown to cap records: an array from
+ * then on (*map_len 0). */
+static void *room_grow(void *p, size_t *map_len, size_t n_used, size_t cap, size_t size)
+{
+	if (!*map_len)
+		return xpf_realloc_array(p, cap, size);
+	void *a = xpf_realloc_array(NULL, cap, size);
+	memcpy(a, p, n_used * size);
+	room_release(p, *map_len);
+	*map_len = 0;
+	return a;
 }
 
 /* Fill s's alloc_ids/alloc_code from the plane's stat metadata. */
@@ -591,17 +621,36 @@ static size_t push_execution(struct scan *s)
 {
 	xpf_runtime *rt = s->rt;
 	struct xpf_rt_priv *pv = rt->priv;
-	size_t cap = s->cap_exec;
-	xpf_rt_execution *x = XPF_VEC_PUSH(rt->executions, rt->nexecutions, s->cap_exec);
-	if (s->cap_exec != cap) {
-		size_t c = s->cap_exec;
-		pv->exec_program_id = xpf_realloc_array(pv->exec_program_id, c, sizeof *pv->exec_program_id);
-		pv->exec_pjit = xpf_realloc_array(pv->exec_pjit, c, sizeof *pv->exec_pjit);
-		pv->exec_thunk = xpf_realloc_array(pv->exec_thunk, c, sizeof *pv->exec_thunk);
-		pv->exec_retry_end = xpf_realloc_array(pv->exec_retry_end, c, sizeof *pv->exec_retry_end);
+	size_t n = rt->nexecutions;
+	if (n == s->cap_exec) { /* arrays (rooms are bounded by the events read) */
+		size_t c = n ? n * 2 : 64;
+		rt->executions = room_grow(rt->executions, &pv->exec_map_len, n, c, sizeof *rt->executions);
+		pv->xb = room_grow(pv->xb, &pv->xb_map_len, n, c, sizeof *pv->xb);
+		s->cap_exec = c;
 	}
-	memset(x, 0, sizeof *x);
-	return rt->nexecutions - 1;
+	memset(&rt->executions[n], 0, sizeof *rt->executions);
+	rt->nexecutions = n + 1;
+	return n;
+}
+
+/* Rooms for up to n executions and their xpf_rt_xbuild (n: the events the
+ * scan reads, each makes at most one), or arrays that grow when they
+ * cannot be mapped. */
+static void exec_rooms(struct scan *s, size_t n)
+{
+	xpf_runtime *rt = s->rt;
+	struct xpf_rt_priv *pv = rt->priv;
+	rt->executions = room_reserve(n, sizeof *rt->executions, true, &pv->exec_map_len);
+	pv->xb = room_reserve(n, sizeof *pv->xb, false, &pv->xb_map_len);
+	s->cap_exec = n;
+	if (rt->executions && pv->xb)
+		return;
+	room_release(rt->executions, pv->exec_map_len);
+	room_release(pv->xb, pv->xb_map_len);
+	rt->executions = NULL;
+	pv->xb = NULL;
+	pv->exec_map_len = pv->xb_map_len = 0;
+	s->cap_exec = 0;
 }
 
 /* A new execution of the event name (dev, [t0, t1]) on line: its index,
@@ -622,10 +671,10 @@ static size_t new_execution(struct scan *s, uint32_t line, int64_t thread, const
 	x->thread = thread;
 	x->start_ps = t0;
 	x->end_ps = t1;
-	pv->exec_program_id[xi] = -1;
-	pv->exec_pjit[xi] = pjit;
-	pv->exec_thunk[xi] = false;
-	pv->exec_retry_end[xi] = false;
+	pv->xb[xi].program_id = -1;
+	pv->xb[xi].pjit = pjit;
+	pv->xb[xi].thunk = false;
+	pv->xb[xi].retry_end = false;
 	return xi;
 }
 
@@ -653,10 +702,10 @@ static void exec_walk_event(struct scan *s, size_t xi, struct exec_walk *w, cons
 	if (flags & (F_EXEC | F_ANCHOR)) {
 		xpf_stat st;
 		int64_t pid;
-		if (pv->exec_program_id[xi] < 0 &&
+		if (pv->xb[xi].program_id < 0 &&
 		    xpf_event_stat(s->p, ev, "program_id", &st, err) == 1 &&
 		    xpf_stat_i64(&st, &pid))
-			pv->exec_program_id[xi] = pid;
+			pv->xb[xi].program_id = pid;
 	}
 	if (flags & F_BUILD)
 		w->build_end = t1;
@@ -672,8 +721,8 @@ static int exec_walk_end(struct scan *s, size_t xi, const struct exec_walk *w, i
 	if (err->code != XPF_OK)
 		return err->code;
 	x->host_name = w->name_gpumod ? w->name_gpumod : w->name_thunks ? w->name_thunks : w->name_exec;
-	x->stopped_in_build = w->build_end >= 0 && !pv->exec_thunk[xi] && last_kind != 0;
-	pv->exec_retry_end[xi] = last_kind == 2;
+	x->stopped_in_build = w->build_end >= 0 && !pv->xb[xi].thunk && last_kind != 0;
+	pv->xb[xi].retry_end = last_kind == 2;
 	return XPF_OK;
 }
 
@@ -694,7 +743,7 @@ static int add_execution(struct scan *s, size_t line, long r, xpf_error *err)
 			continue;
 		exec_walk_event(s, xi, &w, &e->ev, e->flags, e->dev, e->t1, err);
 		if (is_thunk(s, e))
-			s->rt->priv->exec_thunk[xi] = true;
+			s->rt->priv->xb[xi].thunk = true;
 		if (e->t0 >= last_t) {
 			last_t = e->t0;
 			last_kind = (e->flags & F_RETRY) || e->retry >= 0 ? 2 : e->build >= 0 ? 1 : 0;
@@ -901,7 +950,7 @@ static int add_execution_node(struct scan *s, size_t line, struct knode *nd, siz
 			continue;
 		exec_walk_event(s, xi, &w, &e->ev, e->flags, e->dev, e->t1, err);
 		if (e->thunk)
-			s->rt->priv->exec_thunk[xi] = true;
+			s->rt->priv->xb[xi].thunk = true;
 		if (e->last_seq >= last_seq) {
 			last_seq = e->last_seq;
 			last_kind = e->last_kind;
@@ -1376,11 +1425,11 @@ static int scan_modules_line(struct scan *s, const xpf_plane *p, size_t l, unsig
 		xpf_rt_execution *x = &rt->executions[xi];
 		x->host_name = ev.name;
 		x->launched = XPF_LAUNCHED_YES;   /* the device ran it */
-		pv->exec_thunk[xi] = true;
+		pv->xb[xi].thunk = true;
 		xpf_stat st;
 		int64_t pid;
 		if (xpf_event_stat(p, &ev, "program_id", &st, err) == 1 && xpf_stat_i64(&st, &pid))
-			pv->exec_program_id[xi] = pid;
+			pv->xb[xi].program_id = pid;
 	}
 	return rc < 0 ? err->code : XPF_OK;
 }
@@ -1907,21 +1956,17 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 		rt->end_ns = br->end_ns;
 	long xoff = (long)rt->nexecutions;
 	size_t nx = rt->nexecutions + br->nexecutions;
-	if (br->nexecutions) {
-		rt->executions = xpf_realloc_array(rt->executions, nx, sizeof *rt->executions);
-		memcpy(rt->executions + rt->nexecutions, br->executions,
-		       br->nexecutions * sizeof *br->executions);
-#define APPEND(f) do { \
-		pv->f = xpf_realloc_array(pv->f, nx, sizeof *pv->f); \
-		memcpy(pv->f + rt->nexecutions, bv->f, br->nexecutions * sizeof *bv->f); \
-	} while (0)
-		APPEND(exec_program_id);
-		APPEND(exec_pjit);
-		APPEND(exec_thunk);
-		APPEND(exec_retry_end);
-#undef APPEND
-		rt->nexecutions = s->cap_exec = nx;
+	if (nx > s->cap_exec) { /* arrays (the main rooms bound every host event) */
+		rt->executions = room_grow(rt->executions, &pv->exec_map_len, rt->nexecutions, nx,
+					   sizeof *rt->executions);
+		pv->xb = room_grow(pv->xb, &pv->xb_map_len, rt->nexecutions, nx, sizeof *pv->xb);
+		s->cap_exec = nx;
 	}
+	room_append(rt->executions + rt->nexecutions, br->executions,
+		    br->nexecutions * sizeof *br->executions, bv->exec_map_len);
+	room_append(pv->xb + rt->nexecutions, bv->xb, br->nexecutions * sizeof *bv->xb,
+		    bv->xb_map_len);
+	rt->nexecutions = nx;
 	if (br->nevents && pv->events_map_len && rt->nevents + br->nevents <= s->cap_events) {
 		/* into the main room, giving the shard's back 2 MiB at a time */
 		const size_t huge = (size_t)2 << 20;
@@ -1946,7 +1991,7 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 		if (pv->events_map_len) { /* cannot happen: the room bounds every line */
 			xpf_rt_event *m = xpf_realloc_array(NULL, ne, sizeof *m);
 			memcpy(m, rt->events, rt->nevents * sizeof *m);
-			events_release(rt->events, pv->events_map_len);
+			room_release(rt->events, pv->events_map_len);
 			pv->events_map_len = 0;
 			rt->events = m;
 		}
@@ -1977,13 +2022,10 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 		}
 		rt->nretries = s->cap_retry = nr;
 	}
-	free(br->executions);
-	events_release(br->events, bv->events_map_len);
+	room_release(br->executions, bv->exec_map_len);
+	room_release(bv->xb, bv->xb_map_len);
+	room_release(br->events, bv->events_map_len);
 	free(br->retries);
-	free(bv->exec_program_id);
-	free(bv->exec_pjit);
-	free(bv->exec_thunk);
-	free(bv->exec_retry_end);
 	/* its strings live on with the main runtime's */
 	while (bv->strings) {
 		struct xpf_rt_chunk *c = bv->strings;
@@ -2043,9 +2085,10 @@ static int scan_host(struct scan *s, xpf_error *err)
 		size_t bound = 0;
 		for (size_t k = b->from; k < b->to; k++)
 			bound += p->lines[k].nevents;
-		b->rt.events = events_reserve(bound, &b->pv.events_map_len);
+		b->rt.events = room_reserve(bound, sizeof(xpf_rt_event), true, &b->pv.events_map_len);
 		if (b->rt.events)
 			b->s.cap_events = bound;
+		exec_rooms(&b->s, bound);
 		b->s.sp = NULL;
 		b->s.nsp = b->s.capsp = 0;
 		memset(&b->s.win, 0, sizeof b->s.win);
@@ -2173,6 +2216,24 @@ static void phase(const struct phases *ph, const char *what)
 		anon_kb / 1024);
 }
 
+/* Every execution is made from one event: of /host:CPU, or of a TPU
+ * plane's XLA Modules line.  (Planes that fail to index count nothing:
+ * their scan fails.) */
+static size_t exec_bound(const xpf_host *h)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < xpf_capture_nplanes(h->cap); i++) {
+		unsigned d;
+		bool tpu;
+		const xpf_plane *p;
+		if ((strcmp(xpf_capture_plane_head(h->cap, i)->name, "/host:CPU") == 0 ||
+		     (device_plane(h, i, &d, &tpu) && tpu)) &&
+		    xpf_capture_plane(h->cap, i, &p, NULL) == XPF_OK)
+			n += p->nevents;
+	}
+	return n;
+}
+
 static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 {
 	struct phases ph = { getenv("XPF_PHASES") != NULL, { 0, 0 } };
@@ -2188,6 +2249,7 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	if (rc != XPF_OK)
 		return rc;
 	struct xpf_rt_priv *pv = rt->priv;
+	exec_rooms(&s, exec_bound(h));
 	pv->nmodules = h->nmodules;
 	pv->base = calloc(h->nmodules ? h->nmodules : 1, sizeof *pv->base);
 	pv->module_names = calloc(h->nmodules ? h->nmodules : 1, sizeof *pv->module_names);
@@ -2233,7 +2295,7 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		}
 		s.line_t0 = pv->line_t0;
 		s.line_t1 = pv->line_t1;
-		rt->events = events_reserve(s.p->nevents, &pv->events_map_len);
+		rt->events = room_reserve(s.p->nevents, sizeof(xpf_rt_event), true, &pv->events_map_len);
 		if (rt->events)
 			s.cap_events = s.p->nevents;
 		rc = scan_host(&s, err);
@@ -2305,8 +2367,8 @@ void xpf_runtime_free(void *p)
 	for (size_t a = 0; a < rt->nallocators; a++)
 		free(rt->allocators[a].name);
 	free(rt->allocators);
-	events_release(rt->events, rt->priv ? rt->priv->events_map_len : 0);
-	free(rt->executions);
+	room_release(rt->events, rt->priv ? rt->priv->events_map_len : 0);
+	room_release(rt->executions, rt->priv ? rt->priv->exec_map_len : 0);
 	free(rt->retries);
 	xpf_rt_between_release(&rt->between);
 	struct xpf_rt_priv *pv = rt->priv;
@@ -2325,10 +2387,7 @@ void xpf_runtime_free(void *p)
 		}
 		free(pv->kdev);
 		free(pv->times);
-		free(pv->exec_program_id);
-		free(pv->exec_pjit);
-		free(pv->exec_thunk);
-		free(pv->exec_retry_end);
+		room_release(pv->xb, pv->xb_map_len);
 		free(pv->line_t0);
 		free(pv->line_t1);
 		for (size_t i = 0; i < pv->ninterns; i++)

@@ -94,26 +94,18 @@ static idx32 *order_executions(xpf_runtime *rt)
 		if (key[i].i == i)
 			continue;
 		xpf_rt_execution tx = ex[i];
-		int64_t tpid = pv->exec_program_id[i];
-		const char *tpjit = pv->exec_pjit[i];
-		bool tthunk = pv->exec_thunk[i], tretry = pv->exec_retry_end[i];
+		struct xpf_rt_xbuild tb = pv->xb[i];
 		size_t j = i;
 		for (;;) {
 			size_t s = key[j].i;
 			key[j].i = (idx32)j;
 			if (s == i) {
 				ex[j] = tx;
-				pv->exec_program_id[j] = tpid;
-				pv->exec_pjit[j] = tpjit;
-				pv->exec_thunk[j] = tthunk;
-				pv->exec_retry_end[j] = tretry;
+				pv->xb[j] = tb;
 				break;
 			}
 			ex[j] = ex[s];
-			pv->exec_program_id[j] = pv->exec_program_id[s];
-			pv->exec_pjit[j] = pv->exec_pjit[s];
-			pv->exec_thunk[j] = pv->exec_thunk[s];
-			pv->exec_retry_end[j] = pv->exec_retry_end[s];
+			pv->xb[j] = pv->xb[s];
 			j = s;
 		}
 	}
@@ -263,9 +255,9 @@ static void link_execution(xpf_host *h, xpf_runtime *rt, struct mod_plan *mp, si
 		cand[m] = true;
 	long r;
 
-	if (pv->exec_program_id[xi] >= 0) {
+	if (pv->xb[xi].program_id >= 0) {
 		for (size_t m = 0; m < nm; m++)
-			hit[m] = xpf_capture_module(h->cap, m)->program_id == (uint64_t)pv->exec_program_id[xi];
+			hit[m] = xpf_capture_module(h->cap, m)->program_id == (uint64_t)pv->xb[xi].program_id;
 		if (narrow(cand, hit, nm) && (r = only(cand, nm)) >= 0) {
 			x->module = r;
 			x->link = XPF_LINK_PROGRAM_ID;
@@ -296,8 +288,8 @@ static void link_execution(xpf_host *h, xpf_runtime *rt, struct mod_plan *mp, si
 			return;
 		}
 	}
-	if (pv->exec_pjit[xi]) {
-		const char *f = pv->exec_pjit[xi] + strlen("PjitFunction(");
+	if (pv->xb[xi].pjit) {
+		const char *f = pv->xb[xi].pjit + strlen("PjitFunction(");
 		size_t fl = strlen(f);
 		if (fl > 0 && f[fl - 1] == ')')
 			fl--;
@@ -602,7 +594,7 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		}
 		if (x->launched == XPF_LAUNCHED_YES)
 			continue;
-		if (pv->exec_thunk[xi]) {
+		if (pv->xb[xi].thunk) {
 			x->launched = XPF_LAUNCHED_YES;
 			continue;
 		}
@@ -618,7 +610,7 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		bool after;
 		if (xpf_rt_has_kernel(pv, x->device, x->module, x->start_ps, until, &after))
 			x->launched = XPF_LAUNCHED_YES;
-		else if (x->stopped_in_build || pv->exec_retry_end[xi])
+		else if (x->stopped_in_build || pv->xb[xi].retry_end)
 			x->launched = XPF_LAUNCHED_NO;
 		else if (after && x->module >= 0)
 			x->launched = XPF_LAUNCHED_NO;

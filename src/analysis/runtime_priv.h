@@ -25,6 +25,13 @@ struct xpf_rt_kdev {
 	size_t npairs, cappairs;
 };
 
+struct xpf_rt_xbuild {
+	int64_t program_id;           /* -1: none seen on the host side */
+	const char *pjit;             /* "PjitFunction(f)" around it, or NULL */
+	bool thunk;                   /* a thunk event nested in it */
+	bool retry_end;               /* it ends inside an AllocatorRetry wait */
+};
+
 struct xpf_rt_priv {
 	/* Strings copied out of the capture (shapes, names): chunks that never
 	 * move, freed with the runtime. */
@@ -34,11 +41,10 @@ struct xpf_rt_priv {
 	struct xpf_rt_kdev *kdev;
 	int64_t *times;      /* sorted, unique: every execution start */
 	size_t ntimes;       /* = the number of buckets */
-	/* Per execution, while building: */
-	int64_t *exec_program_id;     /* -1: none seen on the host side */
-	const char **exec_pjit;       /* "PjitFunction(f)" around it, or NULL */
-	bool *exec_thunk;             /* a thunk event nested in it */
-	bool *exec_retry_end;         /* it ends inside an AllocatorRetry wait */
+	/* Per execution, what building it needs beside rt->executions (a room
+	 * of xb_map_len bytes, see room_reserve, when not 0) */
+	struct xpf_rt_xbuild *xb;
+	size_t xb_map_len;
 	/* Module base names ("jit_f" for "jit_f(12)"), malloc'd. */
 	char **base;
 	const char **module_names;    /* the capture's, not owned */
@@ -48,9 +54,9 @@ struct xpf_rt_priv {
 	 * of a time window skips the lines outside it.  NULL: none. */
 	int64_t *line_t0, *line_t1;
 	size_t nlines;
-	/* rt->events is a mapping of this many bytes (events_reserve), not
-	 * malloc'd, when not 0. */
-	size_t events_map_len;
+	/* rt->events and rt->executions are rooms of this many bytes
+	 * (room_reserve), not malloc'd, when not 0. */
+	size_t events_map_len, exec_map_len;
 	/* For xpf_runtime_live_at: allocator a's allocation events in time
 	 * order are live_ev[live_beg[a] .. live_beg[a + 1]), cut in blocks of
 	 * XPF_RT_LIVE_BLOCK; live_blk_end[live_blk_beg[a] + k] is the latest
