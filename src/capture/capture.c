@@ -1807,15 +1807,13 @@ next_head(xpf_event_iter *it, xpf_event_head *h, const int64_t *ids, size_t n, x
 			if (n > 0 && k >= 0) {
 				int64_t id = plain_stat_id(q, q + x);
 				if (id < 0 || id_in(id, ids, n)) {
-					xpf_raw_stat r;
-					if (!parse_stat(q, q + x, &r))
+					/* into the next slot (no copy); one past max
+					 * means the pick cannot vouch */
+					xpf_raw_stat spare, *r = (size_t)k < max ? &out[k] : &spare;
+					if (!parse_stat(q, q + x, r))
 						k = -1;
-					else if (id_in(r.metadata_id, ids, n)) {
-						if ((size_t)k < max)
-							out[k++] = r;
-						else
-							k = -1;
-					}
+					else if (id_in(r->metadata_id, ids, n))
+						k = r == &spare ? -1 : k + 1;
 				}
 			}
 			q += x;
