@@ -621,7 +621,18 @@ static inline int hot_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 		}
 		return WIRE_BAD_VARINT;
 	}
-	return wire_varint(p, end, v);
+	/* fewer than 10 bytes left (a value at the end of its message) */
+	uint64_t x = 0;
+	for (int i = 0; q + i < end; i++) {
+		uint8_t b = q[i];
+		x |= (uint64_t)(b & 0x7f) << (7 * i);
+		if (b < 0x80) {
+			*v = x;
+			*p = q + i + 1;
+			return WIRE_OK;
+		}
+	}
+	return WIRE_BAD_VARINT;
 }
 
 /* Lines repeat a few names (threads, streams) hundreds of thousands of
