@@ -335,15 +335,15 @@ static void scan_capacity(xpf_rt_allocator *a, int64_t t_ps, uint64_t in_use, ui
 }
 
 /* Room for n records of size bytes, reserved but not yet backed, that never
- * moves (a fresh page costs a fault, ~20 us per 4 KiB on this project's
- * VMs, and a realloc that moves touches fresh pages for a whole copy).
- * huge: 2 MiB aligned, asking for huge pages (for the big rooms only: each
- * rounds up to 2 MiB).  n bounds what a scan can find: every event of the
- * lines scanned.  NULL when the room cannot be mapped (the caller grows an
- * array instead). */
-static void *room_reserve(size_t n, size_t size, bool huge_pages, size_t *map_len)
+ * moves: 2 MiB aligned, asking for huge pages (a fresh 4 KiB page costs a
+ * fault, ~17 us on this project's VMs, a huge page ~0.15 ms, and a realloc
+ * that moves touches fresh pages for a whole copy: bench/coldmem.c).  Each
+ * room rounds what it holds up to 2 MiB.  n bounds what a scan can find:
+ * every event of the lines scanned.  NULL when the room cannot be mapped
+ * (the caller grows an array instead). */
+static void *room_reserve(size_t n, size_t size, size_t *map_len)
 {
-	const size_t huge = huge_pages ? (size_t)2 << 20 : 4096;
+	const size_t huge = (size_t)2 << 20;
 	if (n == 0 || n > SIZE_MAX / size / 2)
 		return NULL;
 	size_t len = (n * size + huge - 1) & ~(huge - 1);
@@ -356,8 +356,7 @@ static void *room_reserve(size_t n, size_t size, bool huge_pages, size_t *map_le
 		munmap(p, (size_t)(a - p));
 	if (a + len < p + len + huge)
 		munmap(a + len, (size_t)(p + len + huge - (a + len)));
-	if (huge_pages)
-		xpf_advise_huge(a, len);
+	xpf_advise_huge(a, len);
 	*map_len = len;
 	return a;
 }
@@ -640,8 +639,8 @@ static void exec_rooms(struct scan *s, size_t n)
 {
 	xpf_runtime *rt = s->rt;
 	struct xpf_rt_priv *pv = rt->priv;
-	rt->executions = room_reserve(n, sizeof *rt->executions, true, &pv->exec_map_len);
-	pv->xb = room_reserve(n, sizeof *pv->xb, false, &pv->xb_map_len);
+	rt->executions = room_reserve(n, sizeof *rt->executions, &pv->exec_map_len);
+	pv->xb = room_reserve(n, sizeof *pv->xb, &pv->xb_map_len);
 	s->cap_exec = n;
 	if (rt->executions && pv->xb)
 		return;
@@ -2085,7 +2084,7 @@ static int scan_host(struct scan *s, xpf_error *err)
 		size_t bound = 0;
 		for (size_t k = b->from; k < b->to; k++)
 			bound += p->lines[k].nevents;
-		b->rt.events = room_reserve(bound, sizeof(xpf_rt_event), true, &b->pv.events_map_len);
+		b->rt.events = room_reserve(bound, sizeof(xpf_rt_event), &b->pv.events_map_len);
 		if (b->rt.events)
 			b->s.cap_events = bound;
 		exec_rooms(&b->s, bound);
@@ -2295,7 +2294,7 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		}
 		s.line_t0 = pv->line_t0;
 		s.line_t1 = pv->line_t1;
-		rt->events = room_reserve(s.p->nevents, sizeof(xpf_rt_event), true, &pv->events_map_len);
+		rt->events = room_reserve(s.p->nevents, sizeof(xpf_rt_event), &pv->events_map_len);
 		if (rt->events)
 			s.cap_events = s.p->nevents;
 		rc = scan_host(&s, err);
