@@ -1781,12 +1781,20 @@ static int alloc_name_cmp(const void *a, const void *b)
 	return natural_cmp(((const xpf_rt_allocator *)a)->name, ((const xpf_rt_allocator *)b)->name);
 }
 
-/* Open-addressing map (allocator, addr) -> allocation event index. */
+/* (allocator, addr) -> the index of its live allocation event: linear
+ * probing, kept at most half full, deletion by shifting back (no
+ * tombstones), so that it holds the live allocations only (thousands where
+ * the events are millions: a map sized by the events would touch tens of
+ * MiB of fresh pages). */
+struct am_slot {
+	uint64_t addr;
+	int alloc;
+	long val;     /* -1: empty */
+};
+
 struct addr_map {
 	size_t cap, n;
-	uint64_t *key;
-	int *alloc;
-	long *val;    /* -1 empty, -2 deleted */
+	struct am_slot *s;
 };
 
 static size_t am_hash(uint64_t addr, int a, size_t cap)
@@ -1796,24 +1804,64 @@ static size_t am_hash(uint64_t addr, int a, size_t cap)
 	return (size_t)(x & (cap - 1));
 }
 
-static long *am_slot(struct addr_map *m, uint64_t addr, int a, bool insert)
+static void am_init(struct addr_map *m, size_t cap)
+{
+	m->cap = cap;
+	m->n = 0;
+	m->s = xpf_realloc_array(NULL, cap, sizeof *m->s);
+	for (size_t i = 0; i < cap; i++)
+		m->s[i].val = -1;
+}
+
+/* The slot of (addr, a), or the empty one where it would go. */
+static size_t am_find(const struct addr_map *m, uint64_t addr, int a)
 {
 	size_t i = am_hash(addr, a, m->cap);
-	long *tomb = NULL;
-	for (;;) {
-		if (m->val[i] == -1)
-			return insert ? (tomb ? tomb : (m->key[i] = addr, m->alloc[i] = a, &m->val[i])) : NULL;
-		if (m->val[i] == -2) {
-			if (!tomb && insert) {
-				m->key[i] = addr;
-				m->alloc[i] = a;
-				tomb = &m->val[i];
-			}
-		} else if (m->key[i] == addr && m->alloc[i] == a) {
-			return &m->val[i];
-		}
+	while (m->s[i].val != -1 && !(m->s[i].addr == addr && m->s[i].alloc == a))
 		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+/* Map (addr, a) to v: the value it replaces, or -1. */
+static long am_put(struct addr_map *m, uint64_t addr, int a, long v)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		struct addr_map g;
+		am_init(&g, m->cap * 2);
+		for (size_t k = 0; k < m->cap; k++)
+			if (m->s[k].val != -1)
+				g.s[am_find(&g, m->s[k].addr, m->s[k].alloc)] = m->s[k];
+		g.n = m->n;
+		free(m->s);
+		*m = g;
 	}
+	size_t i = am_find(m, addr, a);
+	long old = m->s[i].val;
+	if (old == -1) {
+		m->s[i].addr = addr;
+		m->s[i].alloc = a;
+		m->n++;
+	}
+	m->s[i].val = v;
+	return old;
+}
+
+/* Empty slot i, moving back the entries after it that would no longer be
+ * found (Knuth's algorithm R). */
+static void am_del(struct addr_map *m, size_t i)
+{
+	for (size_t j = i;;) {
+		j = (j + 1) & (m->cap - 1);
+		if (m->s[j].val == -1)
+			break;
+		size_t h = am_hash(m->s[j].addr, m->s[j].alloc, m->cap);
+		if (i < j ? (h <= i || h > j) : (h <= i && h > j)) {
+			m->s[i] = m->s[j];
+			i = j;
+		}
+	}
+	m->s[i].val = -1;
+	m->n--;
 }
 
 /* Pair allocations with deallocations by address, per allocator, in time
@@ -1821,17 +1869,7 @@ static long *am_slot(struct addr_map *m, uint64_t addr, int a, bool insert)
 static void replay(xpf_runtime *rt)
 {
 	struct addr_map m;
-	m.cap = 64;
-	while (m.cap < rt->nevents * 2 + 2)
-		m.cap *= 2;
-	m.n = 0;
-	m.key = malloc(m.cap * sizeof *m.key);
-	m.alloc = malloc(m.cap * sizeof *m.alloc);
-	m.val = malloc(m.cap * sizeof *m.val);
-	if (!m.key || !m.alloc || !m.val)
-		abort();
-	for (size_t i = 0; i < m.cap; i++)
-		m.val[i] = -1;
+	am_init(&m, 1024);
 	for (size_t i = 0; i < rt->nevents; i++) {
 		xpf_rt_event *e = &rt->events[i];
 		xpf_rt_allocator *a = &rt->allocators[e->allocator];
@@ -1850,19 +1888,19 @@ static void replay(xpf_runtime *rt)
 		a->live_at_end_bytes = e->in_use_after;
 		if (e->kind == XPF_RT_ALLOC) {
 			a->allocations++;
-			long *v = am_slot(&m, e->addr, e->allocator, true);
-			if (*v >= 0) /* an address reused without a seen free */
-				rt->events[*v].match = -1;
-			*v = (long)i;
+			long old = am_put(&m, e->addr, e->allocator, (long)i);
+			if (old >= 0) /* an address reused without a seen free */
+				rt->events[old].match = -1;
 		} else {
 			a->deallocations++;
-			long *v = am_slot(&m, e->addr, e->allocator, false);
-			if (v && *v >= 0) {
-				e->match = *v;
-				rt->events[*v].match = (long)i;
+			size_t k = am_find(&m, e->addr, e->allocator);
+			long v = m.s[k].val;
+			if (v >= 0) {
+				e->match = v;
+				rt->events[v].match = (long)i;
 				if (e->bytes == 0)
-					e->bytes = rt->events[*v].bytes;
-				*v = -2;
+					e->bytes = rt->events[v].bytes;
+				am_del(&m, k);
 			} else {
 				a->unmatched_deallocations++;
 				a->unmatched_deallocated_bytes += e->bytes;
@@ -1876,9 +1914,7 @@ static void replay(xpf_runtime *rt)
 			rt->allocators[e->allocator].seen_live_at_end_blocks++;
 		}
 	}
-	free(m.key);
-	free(m.alloc);
-	free(m.val);
+	free(m.s);
 }
 
 /* ---- the host lines, shared out between threads ------------------------- */

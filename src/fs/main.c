@@ -51,6 +51,8 @@ static const char usage_text[] =
 "README (what every file holds).\n"
 "\n"
 "Environment: XPF_THREADS=N  threads for the big scans (default: the CPUs, at most 8).\n"
+"             XPF_PHASES=1  print how long each phase of reading the runtime took,\n"
+"                           and the memory held, on stderr (see bench/README.md).\n"
 "\n"
 "Exit status:\n"
 "  0  ok\n"
