@@ -334,39 +334,16 @@ static void scan_capacity(xpf_rt_allocator *a, int64_t t_ps, uint64_t in_use, ui
 	peak_take(a, in_use, t_ps, available);
 }
 
-/* Room for n records of size bytes, reserved but not yet backed, that never
- * moves: 2 MiB aligned, asking for huge pages (a fresh 4 KiB page costs a
- * fault, ~17 us on this project's VMs, a huge page ~0.15 ms, and a realloc
- * that moves touches fresh pages for a whole copy: bench/coldmem.c).  Each
- * room rounds what it holds up to 2 MiB.  n bounds what a scan can find:
- * every event of the lines scanned.  NULL when the room cannot be mapped
- * (the caller grows an array instead). */
+/* Room for n records of size bytes that never moves (xpf_map_huge; a
+ * realloc that moves would touch fresh pages for a whole copy).  n bounds
+ * what a scan can find: every event of the lines scanned.  NULL when the
+ * room cannot be mapped (the caller grows an array instead). */
 static void *room_reserve(size_t n, size_t size, size_t *map_len)
 {
-	const size_t huge = (size_t)2 << 20;
+	*map_len = 0;
 	if (n == 0 || n > SIZE_MAX / size / 2)
 		return NULL;
-	size_t len = (n * size + huge - 1) & ~(huge - 1);
-	uint8_t *p = mmap(NULL, len + huge, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	uint8_t *a = (uint8_t *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
-	if (a > p)
-		munmap(p, (size_t)(a - p));
-	if (a + len < p + len + huge)
-		munmap(a + len, (size_t)(p + len + huge - (a + len)));
-	xpf_advise_huge(a, len);
-	*map_len = len;
-	return a;
-}
-
-static void room_release(void *p, size_t map_len)
-{
-	if (map_len)
-		munmap(p, map_len);
-	else
-		free(p);
+	return xpf_map_huge(n * size, map_len);
 }
 
 /* Copy n bytes of room or array src to dst; a room's copied 2 MiB steps
@@ -391,7 +368,7 @@ static void *room_grow(void *p, size_t *map_len, size_t n_used, size_t cap, size
 		return xpf_realloc_array(p, cap, size);
 	void *a = xpf_realloc_array(NULL, cap, size);
 	memcpy(a, p, n_used * size);
-	room_release(p, *map_len);
+	xpf_big_free(p, *map_len);
 	*map_len = 0;
 	return a;
 }
@@ -644,8 +621,8 @@ static void exec_rooms(struct scan *s, size_t n)
 	s->cap_exec = n;
 	if (rt->executions && pv->xb)
 		return;
-	room_release(rt->executions, pv->exec_map_len);
-	room_release(pv->xb, pv->xb_map_len);
+	xpf_big_free(rt->executions, pv->exec_map_len);
+	xpf_big_free(pv->xb, pv->xb_map_len);
 	rt->executions = NULL;
 	pv->xb = NULL;
 	pv->exec_map_len = pv->xb_map_len = 0;
@@ -1744,7 +1721,8 @@ static void sort_events(xpf_rt_event *ev, size_t n)
 	}
 	for (size_t i = nr / 2; i-- > 0;)
 		heap_down(heap, nr, i);
-	uint32_t *perm = xpf_calloc(n, sizeof *perm);
+	size_t perm_len;
+	uint32_t *perm = xpf_big_calloc(n, sizeof *perm, &perm_len);
 	size_t hn = nr;
 	for (size_t k = 0; k < n; k++) {
 		size_t r = heap[0].run;
@@ -1773,7 +1751,7 @@ static void sort_events(xpf_rt_event *ev, size_t n)
 		ev[j] = tmp;
 		perm[j] = (uint32_t)j;
 	}
-	free(perm);
+	xpf_big_free(perm, perm_len);
 }
 
 static int alloc_name_cmp(const void *a, const void *b)
@@ -2026,7 +2004,7 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 		if (pv->events_map_len) { /* cannot happen: the room bounds every line */
 			xpf_rt_event *m = xpf_realloc_array(NULL, ne, sizeof *m);
 			memcpy(m, rt->events, rt->nevents * sizeof *m);
-			room_release(rt->events, pv->events_map_len);
+			xpf_big_free(rt->events, pv->events_map_len);
 			pv->events_map_len = 0;
 			rt->events = m;
 		}
@@ -2057,9 +2035,9 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 		}
 		rt->nretries = s->cap_retry = nr;
 	}
-	room_release(br->executions, bv->exec_map_len);
-	room_release(bv->xb, bv->xb_map_len);
-	room_release(br->events, bv->events_map_len);
+	xpf_big_free(br->executions, bv->exec_map_len);
+	xpf_big_free(bv->xb, bv->xb_map_len);
+	xpf_big_free(br->events, bv->events_map_len);
 	free(br->retries);
 	/* its strings live on with the main runtime's */
 	while (bv->strings) {
@@ -2402,8 +2380,8 @@ void xpf_runtime_free(void *p)
 	for (size_t a = 0; a < rt->nallocators; a++)
 		free(rt->allocators[a].name);
 	free(rt->allocators);
-	room_release(rt->events, rt->priv ? rt->priv->events_map_len : 0);
-	room_release(rt->executions, rt->priv ? rt->priv->exec_map_len : 0);
+	xpf_big_free(rt->events, rt->priv ? rt->priv->events_map_len : 0);
+	xpf_big_free(rt->executions, rt->priv ? rt->priv->exec_map_len : 0);
 	free(rt->retries);
 	xpf_rt_between_release(&rt->between);
 	struct xpf_rt_priv *pv = rt->priv;
@@ -2422,7 +2400,7 @@ void xpf_runtime_free(void *p)
 		}
 		free(pv->kdev);
 		free(pv->times);
-		room_release(pv->xb, pv->xb_map_len);
+		xpf_big_free(pv->xb, pv->xb_map_len);
 		free(pv->line_t0);
 		free(pv->line_t1);
 		for (size_t i = 0; i < pv->ninterns; i++)

@@ -74,7 +74,8 @@ static idx32 *order_executions(xpf_runtime *rt)
 	if (k >= n)
 		return NULL;
 
-	struct exec_key *key = xpf_realloc_array(NULL, n, sizeof *key);
+	size_t key_len;
+	struct exec_key *key = xpf_big_calloc(n, sizeof *key, &key_len);
 	for (size_t i = 0; i < n; i++)
 		key[i] = (struct exec_key){ ex[i].start_ps, ex[i].device, (idx32)i };
 	/* qsort has no context argument; the runtime is built under its lazy
@@ -109,7 +110,7 @@ static idx32 *order_executions(xpf_runtime *rt)
 			j = s;
 		}
 	}
-	free(key);
+	xpf_big_free(key, key_len);
 	for (size_t i = 0; i < rt->nretries; i++)
 		if (rt->retries[i].execution >= 0)
 			rt->retries[i].execution = inv[rt->retries[i].execution];
@@ -412,7 +413,8 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	 * inside an execution as "other" (join_plan overwrites those it matches
 	 * to the plan); the second lists them: each execution's own events
 	 * (nested on its line) and each allocator's, in event (time) order. */
-	idx32 *xend = xpf_calloc(nx + 1, sizeof *xend);   /* counts, then ends */
+	size_t xend_len, own_len, aev_len;
+	idx32 *xend = xpf_big_calloc(nx + 1, sizeof *xend, &xend_len); /* counts, then ends */
 	size_t *aend = xpf_calloc(na + 1, sizeof *aend);
 	for (size_t i = 0; i < ne; i++) {
 		xpf_rt_event *e = &rt->events[i];
@@ -440,8 +442,8 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		abeg[a] = aend[a] = s;   /* aend: advanced to the end by the fill */
 		s += c;
 	}
-	idx32 *own = xpf_realloc_array(NULL, nown + 1, sizeof *own);
-	idx32 *aev = xpf_realloc_array(NULL, ne + 1, sizeof *aev);
+	idx32 *own = xpf_big_calloc(nown + 1, sizeof *own, &own_len);
+	idx32 *aev = xpf_big_calloc(ne + 1, sizeof *aev, &aev_len);
 	for (size_t i = 0; i < ne; i++) {
 		const xpf_rt_event *e = &rt->events[i];
 		if (e->execution >= 0)
@@ -508,8 +510,8 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	free(build_evs);
 	free(cand);
 	free(hit);
-	free(xend);
-	free(own);
+	xpf_big_free(xend, xend_len);
+	xpf_big_free(own, own_len);
 
 	/* Numbers per (module, device); in use; growth.  The executions are in
 	 * start order, so each allocator's first event at or after a start
@@ -574,7 +576,7 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	live_index(rt, aev, abeg, aend);
 	free(abeg);
 	free(aend);
-	free(aev);
+	xpf_big_free(aev, aev_len);
 
 	/* launched: any kernel of the module before its next execution on the
 	 * device (any execution there when the module is unknown), walking

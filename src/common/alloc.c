@@ -57,3 +57,40 @@ void xpf_advise_huge(void *p, size_t n)
 	(void)n;
 #endif
 }
+
+void *xpf_map_huge(size_t n, size_t *len)
+{
+	const size_t huge = (size_t)2 << 20;
+	*len = 0;
+	if (n > SIZE_MAX / 2 - huge)
+		return NULL;
+	size_t l = n ? (n + huge - 1) & ~(huge - 1) : huge;
+	uint8_t *p = mmap(NULL, l + huge, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	uint8_t *a = (uint8_t *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (a + l < p + l + huge)
+		munmap(a + l, (size_t)(p + l + huge - (a + l)));
+	xpf_advise_huge(a, l);
+	*len = l;
+	return a;
+}
+
+void *xpf_big_calloc(size_t n, size_t size, size_t *len)
+{
+	if (size && n > SIZE_MAX / size)
+		abort();
+	void *p = xpf_map_huge(n * size, len);
+	return p ? p : xpf_calloc(n, size);
+}
+
+void xpf_big_free(void *p, size_t len)
+{
+	if (len)
+		munmap(p, len);
+	else
+		free(p);
+}

@@ -21,4 +21,17 @@ char *xpf_strndup(const void *p, size_t n);
  * failures are ignored. */
 void xpf_advise_huge(void *p, size_t n);
 
+/* Address space of at least n bytes of its own that never moves: zeroed,
+ * 2 MiB aligned, asking for huge pages, backed as it is touched (a fresh
+ * 4 KiB page costs a fault each, ~17 us on this project's VMs:
+ * bench/coldmem.c), so what is touched rounds up to 2 MiB.  n may be a bound
+ * far above what is used.  *len: what to give xpf_big_free.  NULL when it
+ * cannot be mapped. */
+void *xpf_map_huge(size_t n, size_t *len);
+/* A big array (millions of records) of n elements of size bytes, zeroed:
+ * xpf_map_huge, else (*len 0) xpf_calloc.  Aborts when n * size overflows. */
+void *xpf_big_calloc(size_t n, size_t size, size_t *len);
+/* Free either: len 0 is a malloc'd block. */
+void xpf_big_free(void *p, size_t len);
+
 #endif
