@@ -481,7 +481,20 @@ static void check_cross_host(struct rep *p, const char *name, json_t *hosts)
 		json_array_foreach(list, k, e)
 			if (strcmp(json_string_value(json_object_get(e, "host")), host) == 0) {
 				seen = true;
-				assert_true(json_array_size(json_object_get(e, "findings")) > 0);
+				/* the host's own findings, code for code */
+				char path[512];
+				snprintf(path, sizeof path, "hosts/%s/diagnosis.json", host);
+				json_t *own = json_loads(cat(p, path), 0, &je);
+				if (own == NULL)
+					fail_msg("%s %s: %s (line %d)", name, path, je.text, je.line);
+				json_t *a = json_object_get(e, "findings"), *b = json_object_get(own, "findings");
+				assert_true(json_array_size(a) > 0);
+				assert_int_equal(json_array_size(a), json_array_size(b));
+				for (size_t f = 0; f < json_array_size(a); f++)
+					assert_string_equal(
+						json_string_value(json_object_get(json_array_get(a, f), "code")),
+						json_string_value(json_object_get(json_array_get(b, f), "code")));
+				json_decref(own);
 			}
 		if (!seen)
 			fail_msg("%s: host %s is not in the top diagnosis.json", name, host);
