@@ -596,7 +596,8 @@ int xpf_events_next(xpf_event_iter *it, xpf_event *ev, xpf_error *err)
 	return 1;
 }
 
-/* A varint at *p: one byte inline, else wire_varint (same checks). */
+/* A varint at *p, inline, with wire_varint's checks (at most 10 bytes, the
+ * tenth 0 or 1, not past end). */
 static inline int hot_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
 	const uint8_t *q = *p;
@@ -605,28 +606,14 @@ static inline int hot_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 		*p = q + 1;
 		return WIRE_OK;
 	}
-	if (end - q >= 10) {
-		/* room for the longest: no bounds check per byte */
-		uint64_t x = 0;
-		for (int i = 0; i < 10; i++) {
-			uint8_t b = q[i];
-			x |= (uint64_t)(b & 0x7f) << (7 * i);
-			if (b < 0x80) {
-				if (i == 9 && b > 1)
-					break;
-				*v = x;
-				*p = q + i + 1;
-				return WIRE_OK;
-			}
-		}
-		return WIRE_BAD_VARINT;
-	}
-	/* fewer than 10 bytes left (a value at the end of its message) */
+	size_t left = q < end ? (size_t)(end - q) : 0, lim = left < 10 ? left : 10;
 	uint64_t x = 0;
-	for (int i = 0; q + i < end; i++) {
+	for (size_t i = 0; i < lim; i++) {
 		uint8_t b = q[i];
 		x |= (uint64_t)(b & 0x7f) << (7 * i);
 		if (b < 0x80) {
+			if (i == 9 && b > 1)
+				break;
 			*v = x;
 			*p = q + i + 1;
 			return WIRE_OK;
