@@ -346,18 +346,28 @@ static void *room_reserve(size_t n, size_t size, size_t *map_len)
 	return xpf_map_huge(n * size, map_len);
 }
 
-/* Copy n bytes of room or array src to dst; a room's copied 2 MiB steps
- * are given back as it goes (their pages then back dst's).  The caller
- * still releases src (munmap of what is gone is harmless). */
-static void room_append(void *dst, const void *src, size_t n, size_t src_map_len)
+/* Move n bytes of room or array *src (of *src_len bytes; 0: an array) to
+ * dst, and free it: a room is given back 2 MiB at a time as it is copied
+ * (its pages then back dst's), then its rest.  *src is NULL after. */
+static void room_move(void *dst, void **src, size_t n, size_t *src_len)
 {
 	const size_t step = (size_t)2 << 20;
+	uint8_t *from = *src;
+	size_t gone = 0;
 	for (size_t done = 0; done < n; done += step) {
 		size_t k = n - done < step ? n - done : step;
-		memcpy((uint8_t *)dst + done, (const uint8_t *)src + done, k);
-		if (src_map_len && k == step)
-			munmap((uint8_t *)src + done, step);
+		memcpy((uint8_t *)dst + done, from + done, k);
+		if (*src_len && k == step && done + step <= *src_len) {
+			munmap(from + done, step);
+			gone = done + step;
+		}
 	}
+	if (*src_len)
+		munmap(from + gone, *src_len - gone);
+	else
+		free(from);
+	*src = NULL;
+	*src_len = 0;
 }
 
 /* Room or array p of n_used records grown to cap records: an array from
@@ -371,6 +381,30 @@ static void *room_grow(void *p, size_t *map_len, size_t n_used, size_t cap, size
 	xpf_big_free(p, *map_len);
 	*map_len = 0;
 	return a;
+}
+
+/* Room for the events of n host events (each makes at most one), or an
+ * array that grows when it cannot be mapped. */
+static void events_room(struct scan *s, size_t n)
+{
+	struct xpf_rt_priv *pv = s->rt->priv;
+	s->rt->events = room_reserve(n, sizeof *s->rt->events, &pv->events_map_len);
+	s->cap_events = s->rt->events ? n : 0;
+}
+
+/* A zeroed event at the end of the runtime's. */
+static xpf_rt_event *push_event(struct scan *s)
+{
+	xpf_runtime *rt = s->rt;
+	size_t n = rt->nevents;
+	if (n == s->cap_events) { /* an array (a room bounds the events read) */
+		size_t c = n ? n * 2 : 64;
+		rt->events = room_grow(rt->events, &rt->priv->events_map_len, n, c, sizeof *rt->events);
+		s->cap_events = c;
+	}
+	memset(&rt->events[n], 0, sizeof *rt->events);
+	rt->nevents = n + 1;
+	return &rt->events[n];
 }
 
 /* Fill s's alloc_ids/alloc_code from the plane's stat metadata. */
@@ -517,11 +551,7 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 		return xpf_fail(err, XPF_EMALFORMED,
 				"%s: more than %d allocator events: not supported",
 				xpf_capture_label(s->h->cap), INT32_MAX);
-	if (rt->priv->events_map_len && rt->nevents == s->cap_events)
-		return xpf_fail(err, XPF_EMALFORMED, "%s: internal error: more allocator events than events",
-				xpf_capture_label(s->h->cap));
-	xpf_rt_event *ev = XPF_VEC_PUSH(rt->events, rt->nevents, s->cap_events);
-	memset(ev, 0, sizeof *ev);
+	xpf_rt_event *ev = push_event(s);
 	ev->allocator = a;
 	ev->kind = (flags & F_ALLOC) ? XPF_RT_ALLOC : XPF_RT_DEALLOC;
 	ev->t_ps = t0;
@@ -540,7 +570,7 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 	ev->shape = shape.p ? intern(s, shape.p, shape.n) : NULL;
 	ev->match = -1;
 	ev->execution = -1;
-	ev->buffer_allocation = (int32_t)(rt->nevents - 1); /* scan order, for sorting */
+	ev->buffer_allocation = -1;
 	return XPF_OK;
 }
 
@@ -1929,19 +1959,6 @@ static void *shard_worker(void *arg)
 	return NULL;
 }
 
-/* A shard's event as event k of the main runtime: its allocator and
- * execution renumbered (amap, xoff), its scan order k. */
-static void append_event(xpf_runtime *rt, size_t k, const xpf_rt_event *src, const int *amap,
-			 long xoff)
-{
-	xpf_rt_event *e = &rt->events[k];
-	*e = *src;
-	e->allocator = amap[e->allocator];
-	if (e->execution >= 0)
-		e->execution += (int32_t)xoff;
-	e->buffer_allocation = (int32_t)k; /* scan order, for sorting */
-}
-
 /* Append shard b's findings to the main runtime of s (emptying b). */
 static void shard_merge(struct scan *s, struct host_shard *b)
 {
@@ -1975,53 +1992,26 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 		pv->xb = room_grow(pv->xb, &pv->xb_map_len, rt->nexecutions, nx, sizeof *pv->xb);
 		s->cap_exec = nx;
 	}
-	room_append(rt->executions + rt->nexecutions, br->executions,
-		    br->nexecutions * sizeof *br->executions, bv->exec_map_len);
-	room_append(pv->xb + rt->nexecutions, bv->xb, br->nexecutions * sizeof *bv->xb,
-		    bv->xb_map_len);
+	room_move(rt->executions + rt->nexecutions, (void **)&br->executions,
+		  br->nexecutions * sizeof *br->executions, &bv->exec_map_len);
+	room_move(pv->xb + rt->nexecutions, (void **)&bv->xb, br->nexecutions * sizeof *bv->xb,
+		  &bv->xb_map_len);
 	rt->nexecutions = nx;
-	if (br->nevents && pv->events_map_len && rt->nevents + br->nevents <= s->cap_events) {
-		/* into the main room, giving the shard's back 2 MiB at a time */
-		const size_t huge = (size_t)2 << 20;
-		size_t ne = rt->nevents + br->nevents, done = 0;
-		for (size_t i = 0; i < br->nevents; i++) {
-			append_event(rt, rt->nevents + i, &br->events[i], amap, xoff);
-			size_t used = (i + 1) * sizeof *br->events;
-			if (bv->events_map_len && used - done >= huge) {
-				munmap((uint8_t *)br->events + done, huge);
-				done += huge;
-			}
-		}
-		if (bv->events_map_len)
-			munmap((uint8_t *)br->events + done, bv->events_map_len - done);
-		else
-			free(br->events);
-		br->events = NULL;
-		bv->events_map_len = 0;
-		rt->nevents = ne;
-	} else if (br->nevents) {
-		size_t ne = rt->nevents + br->nevents;
-		if (pv->events_map_len) { /* cannot happen: the room bounds every line */
-			xpf_rt_event *m = xpf_realloc_array(NULL, ne, sizeof *m);
-			memcpy(m, rt->events, rt->nevents * sizeof *m);
-			xpf_big_free(rt->events, pv->events_map_len);
-			pv->events_map_len = 0;
-			rt->events = m;
-		}
-		rt->events = xpf_realloc_array(rt->events, ne, sizeof *rt->events);
-		xpf_advise_huge(rt->events, ne * sizeof *rt->events);
-		/* from the end, giving back the shard's memory as it goes: never
-		 * both copies whole */
-		for (size_t left = br->nevents; left > 0;) {
-			size_t from = left > 32768 ? left - 32768 : 0;
-			for (size_t i = from; i < left; i++)
-				append_event(rt, rt->nevents + i, &br->events[i], amap, xoff);
-			left = from;
-			if (left && !bv->events_map_len)
-				br->events = xpf_realloc_array(br->events, left, sizeof *br->events);
-		}
-		rt->nevents = s->cap_events = ne;
+	size_t ne = rt->nevents + br->nevents;
+	if (ne > s->cap_events) { /* an array (the main room bounds every host event) */
+		rt->events = room_grow(rt->events, &pv->events_map_len, rt->nevents, ne,
+				       sizeof *rt->events);
+		s->cap_events = ne;
 	}
+	room_move(rt->events + rt->nevents, (void **)&br->events,
+		  br->nevents * sizeof *br->events, &bv->events_map_len);
+	for (size_t k = rt->nevents; k < ne; k++) {
+		xpf_rt_event *e = &rt->events[k];
+		e->allocator = amap[e->allocator];
+		if (e->execution >= 0)
+			e->execution += (int32_t)xoff;
+	}
+	rt->nevents = ne;
 	if (br->nretries) {
 		size_t nr = rt->nretries + br->nretries;
 		rt->retries = xpf_realloc_array(rt->retries, nr, sizeof *rt->retries);
@@ -2035,9 +2025,6 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 		}
 		rt->nretries = s->cap_retry = nr;
 	}
-	xpf_big_free(br->executions, bv->exec_map_len);
-	xpf_big_free(bv->xb, bv->xb_map_len);
-	xpf_big_free(br->events, bv->events_map_len);
 	free(br->retries);
 	/* its strings live on with the main runtime's */
 	while (bv->strings) {
@@ -2098,9 +2085,7 @@ static int scan_host(struct scan *s, xpf_error *err)
 		size_t bound = 0;
 		for (size_t k = b->from; k < b->to; k++)
 			bound += p->lines[k].nevents;
-		b->rt.events = room_reserve(bound, sizeof(xpf_rt_event), &b->pv.events_map_len);
-		if (b->rt.events)
-			b->s.cap_events = bound;
+		events_room(&b->s, bound);
 		exec_rooms(&b->s, bound);
 		b->s.sp = NULL;
 		b->s.nsp = b->s.capsp = 0;
@@ -2137,13 +2122,9 @@ static void order_and_replay(xpf_runtime *rt)
 	rt->has_events = rt->nevents > 0;
 	/* Sort events in time order, keeping each line's order; remember the
 	 * allocator order so indexes can be remapped after sorting by name. */
-	if (rt->nevents) /* xpf_qsort(NULL, 0) is undefined (UBSan) */
+	if (rt->nevents) /* nothing to sort (and no 2 MiB to map for it) */
 		sort_events(rt->events, rt->nevents);
-	for (size_t i = 0; i < rt->nevents; i++)
-		rt->events[i].buffer_allocation = -1;
-	int *remap = malloc((rt->nallocators + 1) * sizeof *remap);
-	if (!remap)
-		abort();
+	int *remap = xpf_realloc_array(NULL, rt->nallocators + 1, sizeof *remap);
 	for (size_t a = 0; a < rt->nallocators; a++)
 		rt->allocators[a].nevents = a; /* old index, temporarily */
 	if (rt->nallocators)
@@ -2308,9 +2289,7 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		}
 		s.line_t0 = pv->line_t0;
 		s.line_t1 = pv->line_t1;
-		rt->events = room_reserve(s.p->nevents, sizeof(xpf_rt_event), &pv->events_map_len);
-		if (rt->events)
-			s.cap_events = s.p->nevents;
+		events_room(&s, s.p->nevents);
 		rc = scan_host(&s, err);
 		phase(&ph, "host");
 		if (rc != XPF_OK)
