@@ -388,7 +388,7 @@ static void test_bad_handmade(void **state)
 		{ "length past end", b_len_past, sizeof b_len_past, "past end of file", 0 },
 		{ "wrong wire type", b_wiretype, sizeof b_wiretype, "wire type", 0 },
 		{ "group wire type", b_group, sizeof b_group, "wire type", 0 },
-		{ "field number 0", b_tag0, sizeof b_tag0, "field number 0", 0 },
+		{ "field number 0", b_tag0, sizeof b_tag0, "invalid field number (0,", 0 },
 		{ "unnamed plane", b_unnamed, sizeof b_unnamed, "none named", 0 },
 		{ "unknown plane", b_unknown_plane, sizeof b_unknown_plane, "no /host: or /device: plane", 0 },
 		{ "invalid UTF-8 name", b_bad_utf8_name, sizeof b_bad_utf8_name, "UTF-8", 0 },

@@ -903,7 +903,8 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, const char *where,
 		size_t avail = e - o < 24 ? (size_t)(e - o) : 24;
 		const uint8_t *q0 = window_at(c, &w, o, avail, e), *q = q0;
 		uint64_t tag, v;
-		if (q0 == NULL || hot_varint(&q, q0 + avail, &tag) != WIRE_OK || (tag >> 3) == 0) {
+		if (q0 == NULL || hot_varint(&q, q0 + avail, &tag) != WIRE_OK || (tag >> 3) == 0 ||
+		    (tag >> 3) > 0x1fffffff) {
 			ok = false;
 			break;
 		}

@@ -96,7 +96,7 @@ const char *wire_strerror(int status)
 	case WIRE_BAD_VARINT: return "truncated or over-long varint";
 	case WIRE_PAST_END: return "length past end";
 	case WIRE_BAD_WIRETYPE: return "unsupported wire type";
-	case WIRE_BAD_TAG: return "invalid field number 0";
+	case WIRE_BAD_TAG: return "invalid field number (0, or above 2^29 - 1)";
 	}
 	return "wire error";
 }

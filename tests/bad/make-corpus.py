@@ -282,6 +282,11 @@ def cases():
     c['len-plane-4g.xplane.pb'] = tag(1, 2) + varint(0xFFFFFFFF) + good[:40]
     c['len-plane-u64max.xplane.pb'] = tag(1, 2) + varint(2**64 - 1) + good[:40]
     c['varint-overlong.xplane.pb'] = b'\x8a' + b'\x80' * 10 + b'\x01' + good
+    # A field number past 2^29 - 1 inside a plane (the plane's own walk
+    # must refuse it as the reference reader does, not index it as a line).
+    c['field-huge-plane.xplane.pb'] = xspace([metadata_plane([('jit_f(1)', 1, hlo_proto())]),
+                                              cpu_plane() + f_bytes((1 << 32) + 3, line(7, 'x', 1000, [])),
+                                              device_plane()])
     c['wiretype-group.xplane.pb'] = good + tag(7, 3)
     c['wiretype-7.xplane.pb'] = good + bytes([0x0F])
     c['field-zero.xplane.pb'] = bytes([0x02, 0x00]) + good
