@@ -62,9 +62,9 @@ void *xpf_map_huge(size_t n, size_t *len)
 {
 	const size_t huge = (size_t)2 << 20;
 	*len = 0;
-	if (n > SIZE_MAX / 2 - huge)
+	if (n < ((size_t)1 << 20) || n > SIZE_MAX / 2 - huge)
 		return NULL;
-	size_t l = n ? (n + huge - 1) & ~(huge - 1) : huge;
+	size_t l = (n + huge - 1) & ~(huge - 1);
 	uint8_t *p = mmap(NULL, l + huge, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
@@ -72,8 +72,7 @@ void *xpf_map_huge(size_t n, size_t *len)
 	uint8_t *a = (uint8_t *)(((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1));
 	if (a > p)
 		munmap(p, (size_t)(a - p));
-	if (a + l < p + l + huge)
-		munmap(a + l, (size_t)(p + l + huge - (a + l)));
+	munmap(a + l, (size_t)(p + huge - a));
 	xpf_advise_huge(a, l);
 	*len = l;
 	return a;
