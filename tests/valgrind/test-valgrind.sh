@@ -25,41 +25,52 @@ vg() { # LOG ARGS...
 		--log-file="$log" "$XPF" "$@" >/dev/null 2>"$log.stderr"
 }
 
-checked() { # LABEL LOG ARGS...: one memcheck run and its verdict
-	local label=$1 log=$2 rc
-	shift 2
+checked() { # LABEL LOG WANT ARGS...: one memcheck run and its verdict
+	local label=$1 log=$2 want=$3 rc
+	shift 3
 	vg "$log" "$@"
 	rc=$?
 	if [ "$rc" -eq 99 ] || [ "$rc" -ge 128 ] || [ -s "$log" ]; then
 		echo "FAIL: $label (exit $rc):"
 		head -n 40 "$log"
 		fails=$((fails + 1))
+	elif [ "$rc" != "$want" ]; then
+		echo "FAIL: $label exits $rc, want $want: $(head -c 300 "$log.stderr")"
+		fails=$((fails + 1))
 	else
 		echo "ok: $label (exit $rc; memcheck clean)"
 	fi
 }
 
-one() { # CAPTURE
-	local c=$1 name
+one() { # CAPTURE EXIT: the exit code of both --check and --export
+	local c=$1 want=$2 name
 	name=$(basename "$c")
 	if [ ! -e "$c" ]; then
 		echo "skipping $name: absent"
 		return
 	fi
 	n=$((n + 1))
-	checked "--export $name" "$tmp/$name.export.log" --export "$tmp/out-$n" "$c"
+	checked "--export $name" "$tmp/$name.export.log" "$want" --export "$tmp/out-$n" "$c"
 	rm -rf "$tmp/out-$n"
-	checked "--check $name" "$tmp/$name.check.log" --check "$c"
+	checked "--check $name" "$tmp/$name.check.log" "$want" --check "$c"
 }
 
 B=$here/bad/cases
-for c in "$B/ok-base.xplane.pb" "$B/ok-hlo.hlo.pb" "$B/md-dangling-event.xplane.pb" \
-	"$B/trunc-hlo-half.xplane.pb" "$B/ba-negative-sizes.xplane.pb" "$B/name-collide.xplane.pb" \
-	"$B/hlo-deep-shape-100.xplane.pb" "$B/trunc-file-half.xplane.pb" \
-	"$S/mi300x-jax08-gemm.xplane.pb" "$S/mi300x-conv-run/jit_forward_3d_conv_15_.hlo_proto.pb" \
-	"$S/bad/op-stats-not-xspace.pb"; do
-	one "$c"
-done
+while read -r c want; do
+	one "$c" "$want"
+done <<EOF
+$B/ok-base.xplane.pb 0
+$B/ok-hlo.hlo.pb 0
+$B/md-dangling-event.xplane.pb 3
+$B/trunc-hlo-half.xplane.pb 3
+$B/ba-negative-sizes.xplane.pb 0
+$B/name-collide.xplane.pb 0
+$B/hlo-deep-shape-100.xplane.pb 3
+$B/trunc-file-half.xplane.pb 3
+$S/mi300x-jax08-gemm.xplane.pb 0
+$S/mi300x-conv-run/jit_forward_3d_conv_15_.hlo_proto.pb 0
+$S/bad/op-stats-not-xspace.pb 3
+EOF
 echo "$n captures, $fails failures"
 [ "$n" -gt 0 ] || { echo "FAIL: no capture was checked"; exit 1; }
 [ "$fails" -eq 0 ]
