@@ -507,7 +507,7 @@ static void test_all_scenarios(void **state)
 {
 	const char *build = getenv("XPF_BUILD"), *src = getenv("XPF_SOURCE");
 	char exe[4096], cmd[8192], line[1024];
-	size_t checked = 0;
+	size_t checked = 0, listed = 0;
 
 	snprintf(exe, sizeof exe, "%s/tests/mkcapture/xplane-mkcapture", build ? build : "build");
 	if (access(exe, X_OK) != 0) {
@@ -524,6 +524,7 @@ static void test_all_scenarios(void **state)
 		line[strcspn(line, "\n")] = 0;
 		if (!*line)
 			continue;
+		listed++;
 		const char *path = scenario(line);
 		struct rep p;
 		assert_true(open_rep(&p, path, 0));
@@ -554,8 +555,11 @@ static void test_all_scenarios(void **state)
 		json_decref(sj);
 		close_rep(&p);
 	}
-	pclose(ls);
-	fprintf(stderr, "%zu scenarios checked against their intended codes\n", checked);
+	assert_int_equal(pclose(ls), 0);
+	fprintf(stderr, "%zu of %zu scenarios checked against their intended codes\n", checked, listed);
+	/* every scenario states its diagnosis */
+	assert_true(listed > 0);
+	assert_int_equal(checked, listed);
 }
 
 /* ---- the real captures --------------------------------------------------- */
