@@ -596,32 +596,6 @@ int xpf_events_next(xpf_event_iter *it, xpf_event *ev, xpf_error *err)
 	return 1;
 }
 
-/* A varint at *p, inline, with wire_varint's checks (at most 10 bytes, the
- * tenth 0 or 1, not past end). */
-static inline int hot_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	const uint8_t *q = *p;
-	if (q < end && *q < 0x80) {
-		*v = *q;
-		*p = q + 1;
-		return WIRE_OK;
-	}
-	size_t left = q < end ? (size_t)(end - q) : 0, lim = left < 10 ? left : 10;
-	uint64_t x = 0;
-	for (size_t i = 0; i < lim; i++) {
-		uint8_t b = q[i];
-		x |= (uint64_t)(b & 0x7f) << (7 * i);
-		if (b < 0x80) {
-			if (i == 9 && b > 1)
-				break;
-			*v = x;
-			*p = q + i + 1;
-			return WIRE_OK;
-		}
-	}
-	return WIRE_BAD_VARINT;
-}
-
 /* Lines repeat a few names (threads, streams) hundreds of thousands of
  * times: each is kept once per plane.  A NUL-terminated copy of s[0..n)
  * ("" for NULL), owned by p. */
@@ -677,7 +651,7 @@ static int index_line(xpf_capture *c, xpf_plane *p, const wire_field *lf, xpf_li
 		if (q < e && *q == 0x22) {
 			const uint8_t *r = q + 1;
 			uint64_t n;
-			if (hot_varint(&r, e, &n) == WIRE_OK && n <= (uint64_t)(e - r)) {
+			if (wire_varint(&r, e, &n) == WIRE_OK && n <= (uint64_t)(e - r)) {
 				q = r + n;
 				ln->nevents++;
 				continue;
@@ -837,7 +811,7 @@ static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint6
 			uint64_t n;
 			if (r < lim && *r < 0x80) {
 				n = *r++;
-			} else if (hot_varint(&r, lim, &n) != WIRE_OK) {
+			} else if (wire_varint(&r, lim, &n) != WIRE_OK) {
 				break;
 			}
 			if (n > (uint64_t)(lim - r))
@@ -850,12 +824,12 @@ static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint6
 			continue;
 		}
 		uint64_t tag, v;
-		if (hot_varint(&q, qe, &tag) != WIRE_OK || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff)
+		if (wire_varint(&q, qe, &tag) != WIRE_OK || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff)
 			return false;
 		uint32_t num = (uint32_t)(tag >> 3);
 		int wt = (int)(tag & 7);
 		if (wt == WT_LEN) {
-			if (hot_varint(&q, qe, &v) != WIRE_OK)
+			if (wire_varint(&q, qe, &v) != WIRE_OK)
 				return false;
 			uint64_t d = o + (uint64_t)(q - q0);
 			if (d > e || v > e - d)
@@ -903,7 +877,7 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, const char *where,
 		size_t avail = e - o < 24 ? (size_t)(e - o) : 24;
 		const uint8_t *q0 = window_at(c, &w, o, avail, e), *q = q0;
 		uint64_t tag, v;
-		if (q0 == NULL || hot_varint(&q, q0 + avail, &tag) != WIRE_OK || (tag >> 3) == 0 ||
+		if (q0 == NULL || wire_varint(&q, q0 + avail, &tag) != WIRE_OK || (tag >> 3) == 0 ||
 		    (tag >> 3) > 0x1fffffff) {
 			ok = false;
 			break;
@@ -916,7 +890,7 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, const char *where,
 			o += (uint64_t)(r - q0);
 			continue;
 		}
-		if (hot_varint(&q, q0 + avail, &v) != WIRE_OK || v > e - (o + (uint64_t)(q - q0))) {
+		if (wire_varint(&q, q0 + avail, &v) != WIRE_OK || v > e - (o + (uint64_t)(q - q0))) {
 			ok = false;
 			break;
 		}
@@ -1610,7 +1584,7 @@ static inline int hot_next_len(const uint8_t **p, const uint8_t *end, uint32_t n
 		if (want && *q == want) {
 			uint64_t n;
 			q++;
-			int rc = hot_varint(&q, end, &n);
+			int rc = wire_varint(&q, end, &n);
 			if (rc != WIRE_OK)
 				return rc;
 			if (n > (uint64_t)(end - q))
@@ -1658,7 +1632,7 @@ static inline bool parse_stat(const uint8_t *q, const uint8_t *e, xpf_raw_stat *
 		switch (*q) {
 		case 0x08: /* metadata_id */
 			q++;
-			if (hot_varint(&q, e, &x) != WIRE_OK)
+			if (wire_varint(&q, e, &x) != WIRE_OK)
 				return false;
 			r->metadata_id = (int64_t)x;
 			continue;
@@ -1673,7 +1647,7 @@ static inline bool parse_stat(const uint8_t *q, const uint8_t *e, xpf_raw_stat *
 			continue;
 		case 0x18: case 0x20: case 0x38: { /* uint64, int64, ref */
 			uint8_t t = *q++;
-			if (hot_varint(&q, e, &x) != WIRE_OK)
+			if (wire_varint(&q, e, &x) != WIRE_OK)
 				return false;
 			r->kind = t == 0x20 ? XPF_STAT_I64 : t == 0x18 ? XPF_STAT_U64 : XPF_STAT_REF;
 			if (t != 0x20)
@@ -1684,7 +1658,7 @@ static inline bool parse_stat(const uint8_t *q, const uint8_t *e, xpf_raw_stat *
 		}
 		case 0x2a: case 0x32: { /* str, bytes */
 			uint8_t t = *q++;
-			if (hot_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
+			if (wire_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
 				return false;
 			r->s.p = (const char *)q;
 			r->s.n = (size_t)x;
@@ -1742,9 +1716,9 @@ static inline int64_t plain_stat_id(const uint8_t *q, const uint8_t *e)
 	q += 2;
 	switch (*q++) {
 	case 0x18: case 0x20: case 0x38:
-		return hot_varint(&q, e, &x) == WIRE_OK && q == e ? id : -1;
+		return wire_varint(&q, e, &x) == WIRE_OK && q == e ? id : -1;
 	case 0x2a: case 0x32:
-		return hot_varint(&q, e, &x) == WIRE_OK && x == (uint64_t)(e - q) ? id : -1;
+		return wire_varint(&q, e, &x) == WIRE_OK && x == (uint64_t)(e - q) ? id : -1;
 	case 0x11:
 		return e - q == 8 ? id : -1;
 	}
@@ -1794,14 +1768,14 @@ next_head(xpf_event_iter *it, xpf_event_head *h, const int64_t *ids, size_t n, x
 		uint64_t x;
 		if (t == 0x08 || t == 0x10 || t == 0x18 || t == 0x28) {
 			q++;
-			if (hot_varint(&q, e, &x) != WIRE_OK)
+			if (wire_varint(&q, e, &x) != WIRE_OK)
 				goto slow;
 			v[t >> 3] = (int64_t)x;
 			continue;
 		}
 		if (t == 0x22) { /* a stat: skipped, or picked */
 			q++;
-			if (hot_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
+			if (wire_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
 				goto slow;
 			if (n > 0 && k >= 0) {
 				int64_t id = plain_stat_id(q, q + x);
@@ -1941,7 +1915,7 @@ int xpf_stats_pick(const xpf_plane *pl, const xpf_event_head *h, const int64_t *
 		uint64_t x;
 		if (t == 0x22) { /* a stat */
 			q++;
-			if (hot_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
+			if (wire_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
 				return -1;
 			xpf_raw_stat r;
 			if (!parse_stat(q, q + x, &r))
@@ -1956,7 +1930,7 @@ int xpf_stats_pick(const xpf_plane *pl, const xpf_event_head *h, const int64_t *
 		}
 		if (t == 0x08 || t == 0x10 || t == 0x18 || t == 0x28) { /* the head's varints */
 			q++;
-			if (hot_varint(&q, e, &x) != WIRE_OK)
+			if (wire_varint(&q, e, &x) != WIRE_OK)
 				return -1;
 			continue;
 		}

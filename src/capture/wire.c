@@ -1,31 +1,5 @@
 #include "capture/wire.h"
 
-int wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
-{
-	uint64_t v = 0;
-	const uint8_t *q = *p;
-	/* Tags, ids, lengths of small messages: mostly one byte. */
-	if (q < end && *q < 0x80) {
-		*out = *q;
-		*p = q + 1;
-		return WIRE_OK;
-	}
-	for (int shift = 0; shift < 70; shift += 7) {
-		if (q >= end)
-			return WIRE_BAD_VARINT;
-		uint8_t b = *q++;
-		if (shift == 63 && b > 1)
-			return WIRE_BAD_VARINT;
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			*p = q;
-			*out = v;
-			return WIRE_OK;
-		}
-	}
-	return WIRE_BAD_VARINT;
-}
-
 int wire_next(const uint8_t **p, const uint8_t *end, wire_field *f)
 {
 	if (*p >= end)
