@@ -472,8 +472,9 @@ static unsigned md_class(struct scan *s, size_t k, const char *name)
 	return s->md_flags[k];
 }
 
-/* ev: the allocator event (flags: its class, t0: its start); enclosing: the
- * name of the host event around it, transfer: of the transfer around it. */
+/* ev: the allocator event (flags: its class, t0: its start); enclosing and
+ * transfer: the host event around it and the transfer-family event around
+ * it, as 1 + their event metadata index (0: none). */
 static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head *head,
 		      unsigned flags, int64_t t0, uint32_t enclosing, uint32_t transfer,
 		      size_t line, xpf_error *err)
@@ -621,8 +622,8 @@ static bool is_thunk(const struct scan *s, const struct span *e)
 	return e->parent >= 0 && thunk_of(s->sp[e->parent].flags, e->flags);
 }
 
-/* A zeroed execution at the end of the runtime's (its per-execution
- * scratch arrays grown with it): its index. */
+/* A zeroed execution at the end of the runtime's (its xpf_rt_xbuild grown
+ * with it): its index. */
 static size_t push_execution(struct scan *s)
 {
 	xpf_runtime *rt = s->rt;
@@ -2230,7 +2231,8 @@ static size_t exec_bound(const xpf_host *h)
 
 static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 {
-	struct phases ph = { getenv("XPF_PHASES") != NULL, { 0, 0 } };
+	const char *pv_env = getenv("XPF_PHASES");
+	struct phases ph = { pv_env && *pv_env && strcmp(pv_env, "0") != 0, { 0, 0 } };
 	clock_gettime(CLOCK_MONOTONIC, &ph.t0);
 	struct scan s;
 	memset(&s, 0, sizeof s);

@@ -56,7 +56,7 @@ static int key_cmp(const void *a, const void *b)
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* Sort the executions (and the per-execution scratch arrays) by (start,
+/* Sort the executions (and their xpf_rt_xbuild) by (start,
  * device, line, scan order).  Returns the old index -> new index map, or
  * NULL when they were in order already (nothing moved).  The caller
  * renumbers the events' `execution`; the retries' are renumbered here. */
