@@ -193,20 +193,15 @@ def cpu_plane(events=None, ts=1000, extra_lines=(), emd=None):
                         *extra_lines],
                  emd=emd, smd=[(v, k) for k, v in S.items()])
 
-def device_plane():
-    return plane(0, '/device:GPU:0', lines=[line(1, 'Stream #1', 2000, [event(1, 20_000, 1000)])],
-                 emd=[(1, (1, 'fusion.1'))],
-                 smd=[(1, 'memory_size'), (2, 'device_vendor'), (3, 'core_count')],
-                 stats=[stat(1, 'u', 80 << 30), stat(2, 's', 'Nvidia'), stat(3, 'i', 132)])
-
-def kernel_plane(kernel_stats):
-    """A device plane with one kernel event holding kernel_stats (ids: 4
-    hlo_module, 5 program_id)."""
+def device_plane(kernel_stats=None):
+    """One kernel event; with kernel_stats, those stats on it and the kernel
+    stat names (4 hlo_module, 5 program_id, 6 module_name) in the metadata."""
+    extra = [] if kernel_stats is None else [(4, 'hlo_module'), (5, 'program_id'),
+                                             (6, 'module_name')]
     return plane(0, '/device:GPU:0',
-                 lines=[line(1, 'Stream #1', 2000, [event(1, 20_000, 1000, kernel_stats)])],
+                 lines=[line(1, 'Stream #1', 2000, [event(1, 20_000, 1000, kernel_stats or ())])],
                  emd=[(1, (1, 'fusion.1'))],
-                 smd=[(1, 'memory_size'), (2, 'device_vendor'), (3, 'core_count'),
-                      (4, 'hlo_module'), (5, 'program_id'), (6, 'module_name')],
+                 smd=[(1, 'memory_size'), (2, 'device_vendor'), (3, 'core_count')] + extra,
                  stats=[stat(1, 'u', 80 << 30), stat(2, 's', 'Nvidia'), stat(3, 'i', 132)])
 
 def xspace(planes, errors=(), warnings=(), hosts=('h',)):
@@ -214,11 +209,14 @@ def xspace(planes, errors=(), warnings=(), hosts=('h',)):
                *[f_bytes(3, w) for w in warnings], *[f_bytes(4, h) for h in hosts])
 
 def base(modules=None, cpu=None, dev=True):
+    """dev: True (device_plane()), False (none) or a device plane's bytes."""
     if modules is None:
         modules = [('jit_f(1)', 1, hlo_proto())]
     planes = [metadata_plane(modules), cpu if cpu is not None else cpu_plane()]
-    if dev:
+    if dev is True:
         planes.append(device_plane())
+    elif dev:
+        planes.append(dev)
     return xspace(planes)
 
 def nested_shape(depth):
@@ -314,12 +312,10 @@ def cases():
               alloc_stats(1024, 1024, 0x7000)[1:])]))
     # A kernel's stats: the one read (program_id, hlo_module) is checked; an
     # unknown id on a stat no file reads is for --check and errors.txt only.
-    c['md-kernel-dangling-ref.xplane.pb'] = xspace([
-        metadata_plane([('jit_f(1)', 1, hlo)]), cpu_plane(),
-        kernel_plane([stat(4, 'r', 4242), stat(5, 'u', 1)])])
-    c['md-kernel-dangling-stat.xplane.pb'] = xspace([
-        metadata_plane([('jit_f(1)', 1, hlo)]), cpu_plane(),
-        kernel_plane([stat(77, 'i', 3), stat(5, 'u', 1)])])
+    c['md-kernel-dangling-ref.xplane.pb'] = base(
+        dev=device_plane([stat(4, 'r', 4242), stat(5, 'u', 1)]))
+    c['md-kernel-dangling-stat.xplane.pb'] = base(
+        dev=device_plane([stat(77, 'i', 3), stat(5, 'u', 1)]))
     c['md-dup-event.xplane.pb'] = base(cpu=cpu_plane(emd=[
         (1, (1, 'MemoryAllocation')), (1, (1, 'MemoryDeallocation')),
         (2, (2, 'MemoryDeallocation')), (3, (3, 'jit_f(1):XLA GPU module'))]))

@@ -104,7 +104,7 @@ static int eager_op(mk_scn *s, int k)
 	static const char *const kind[3] = { "add", "multiply", "dot_general" };
 	static const char *const root[3] = { "add", "multiply", "dot" };
 	const int c = k % 3;
-	char name[64], fn[32];
+	char name[64];
 	snprintf(name, sizeof name, "jit_%s", kind[c]);
 	hb_module *m = hb_new(name, 1000 + 2 * (uint64_t)k);
 	hb_arr a = hb_a(ET_F32, 2, 4096, 4096);
@@ -119,8 +119,7 @@ static int eager_op(mk_scn *s, int k)
 	snprintf(name, sizeof name, "%s_fusion", c == 2 ? "gemm" : c ? "loop_multiply" : "loop_add");
 	int64_t out = mk_ofusion(m, name, root[c], a, ops, 2, &md);
 	mk_root(m, &out, 1);
-	snprintf(fn, sizeof fn, "%s", kind[c]);
-	return mk_add_module(s, m, c == 2 ? "dot_general" : c ? "multiply" : "add", 0);
+	return mk_add_module(s, m, kind[c], 0);
 }
 
 static int eager_einsum(mk_scn *s)
