@@ -113,6 +113,11 @@ while IFS=$'\t' read -r case check_rc check_msg export_rc errors_msg; do
 				fail "capture/errors.txt lacks '$errors_msg'"
 				ok=0
 			fi
+			# a file that failed is named in errors.txt as "<part> error: <path>: ..."
+			if [ "$rc" -eq 0 ] && grep -Eq '^[a-z]+ error: [^ ]+/' "$errs"; then
+				fail "--export exits 0 but capture/errors.txt names a failed file: $(grep -Em1 '^[a-z]+ error: [^ ]+/' "$errs")"
+				ok=0
+			fi
 		elif [ "$rc" -eq 0 ]; then
 			fail "--export exits 0 but wrote no capture/errors.txt"
 			ok=0
