@@ -32,24 +32,6 @@
 
 /* ---- small helpers ---------------------------------------------------- */
 
-void xpf_rt_grow(void **arr, size_t *cap, size_t elem)
-{
-	size_t ncap = *cap ? *cap * 2 : 16;
-	void *p = realloc(*arr, ncap * elem);
-	if (p == NULL)
-		abort();
-	*arr = p;
-	*cap = ncap;
-}
-
-char *xpf_rt_strdup(const char *s)
-{
-	char *d = strdup(s ? s : "");
-	if (d == NULL)
-		abort();
-	return d;
-}
-
 struct xpf_rt_chunk {
 	struct xpf_rt_chunk *next;
 	size_t used, cap;
@@ -204,7 +186,7 @@ static int find_allocator(xpf_runtime *rt, size_t *cap, const char *name, bool b
 			return (int)i;
 	xpf_rt_allocator *a = XPF_VEC_PUSH(rt->allocators, rt->nallocators, *cap);
 	memset(a, 0, sizeof *a);
-	a->name = xpf_rt_strdup(name);
+	a->name = xpf_strdup(name);
 	a->keyed_by_index = by_index;
 	a->device = -1;
 	a->peak_event = -1;

@@ -771,7 +771,7 @@ int xpf_runtime_between(xpf_host *h, const xpf_runtime *rt, size_t from, size_t 
 		while (j < n && strcmp(v[j].name, v[i].name) == 0)
 			tot += v[j++].dur_ps;
 		xpf_rt_between_row *r = XPF_VEC_PUSH(out->rows, out->nrows, rcap);
-		r->name = xpf_rt_strdup(v[i].name);
+		r->name = xpf_strdup(v[i].name);
 		r->count = j - i;
 		r->total_ns = tot / 1000;
 		i = j;
@@ -836,7 +836,7 @@ static void origin_of(const xpf_runtime *rt, const xpf_rt_event *e, xpf_rt_block
 		if (e->shape)
 			xpf_buf_printf(t, "(%s)", e->shape);
 	}
-	blk->origin_text = xpf_rt_strdup(t->data ? t->data : "");
+	blk->origin_text = xpf_strdup(t->data ? t->data : "");
 }
 
 /* Blocks of allocations that xpf_runtime_live_at skips whole when none is
@@ -932,7 +932,7 @@ int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, si
 		xpf_rt_block *b = XPF_VEC_PUSH(v, n, cap);
 		memset(b, 0, sizeof *b);
 		b->origin = XPF_ORIGIN_BEFORE;
-		b->origin_text = xpf_rt_strdup("allocated before the capture started");
+		b->origin_text = xpf_strdup("allocated before the capture started");
 		b->bytes = x->in_use_at_start_bytes - sum;
 		b->event = -1;
 		b->execution = -1;

@@ -71,13 +71,6 @@ struct xpf_rt_priv {
 	size_t nmodules;
 };
 
-/* Growable arrays. */
-#define XPF_VEC_PUSH(arr, n, cap) \
-	(((n) == (cap) ? xpf_rt_grow((void **)&(arr), &(cap), sizeof *(arr)) : (void)0), \
-	 &(arr)[(n)++])
-void xpf_rt_grow(void **arr, size_t *cap, size_t elem);
-
-char *xpf_rt_strdup(const char *s);
 /* A NUL-terminated copy of s (n bytes) owned by the runtime. */
 const char *xpf_rt_keep(struct xpf_rt_priv *pv, const char *s, size_t n);
 

@@ -608,19 +608,28 @@ static const char *plane_name(xpf_plane *p, const uint8_t *s, size_t n)
 
 /* ---- plane index ------------------------------------------------------ */
 
+/* Drop what a walk indexed, for another walk. */
+static void plane_clear(xpf_plane *p)
+{
+	xpf_intern_free(p->line_names);
+	p->line_names = NULL;
+	for (size_t i = 0; i < p->n_event_md; i++) {
+		free((char *)p->event_md[i].name);
+	}
+	for (size_t i = 0; i < p->n_stat_md; i++)
+		free((char *)p->stat_md[i].name);
+	p->nlines = p->n_event_md = p->n_stat_md = 0;
+	p->nevents = 0;
+}
+
 static void plane_free(void *v)
 {
 	xpf_plane *p = v;
 	if (p == NULL)
 		return;
-	xpf_intern_free(p->line_names);
+	plane_clear(p);
 	free(p->lines);
-	for (size_t i = 0; i < p->n_event_md; i++) {
-		free((char *)p->event_md[i].name);
-	}
 	free(p->event_md);
-	for (size_t i = 0; i < p->n_stat_md; i++)
-		free((char *)p->stat_md[i].name);
 	free(p->stat_md);
 	free(p->event_md_by_id.slot);
 	free(p->stat_md_by_id.slot);
@@ -663,7 +672,7 @@ static int index_line(xpf_capture *c, xpf_plane *p, const wire_field *lf, xpf_li
 		if (rc != WIRE_OK) {
 			plane_where(c, p->index, where, 300);
 			snprintf(where + strlen(where), sizeof where - strlen(where),
-				 ", line %zu, event %zu", p->nlines, ln->nevents);
+				 ", line %zu, event %zu", (size_t)(ln - p->lines), ln->nevents);
 			return wire_fail(err, c, where, rc, &g, at);
 		}
 		switch (g.num) {
@@ -712,75 +721,55 @@ struct plane_caps {
 };
 
 /* One event (field 4) or stat (field 5) metadata map entry of plane p. */
-static int plane_md_entry(xpf_capture *c, xpf_plane *p, const wire_field *fp, const char *where,
+static int plane_md_entry(xpf_capture *c, xpf_plane *p, const wire_field *f, const char *where,
 			  struct plane_caps *caps, xpf_error *err)
 {
-	const wire_field f = *fp;
-	int rc;
-		int64_t key = 0;
-		bool has_key;
-		const uint8_t *val, *bad_at;
-		size_t val_n;
-		wire_field bad;
-		rc = map_entry(&f, &key, &has_key, &val, &val_n, &bad, &bad_at);
+	const char *kind = f->num == 4 ? "event" : "stat";
+	char w2[500];
+	int64_t key = 0;
+	bool has_key;
+	const uint8_t *val, *bad_at;
+	size_t val_n;
+	wire_field g;
+	int rc = map_entry(f, &key, &has_key, &val, &val_n, &g, &bad_at);
+	if (rc != WIRE_OK) {
+		snprintf(w2, sizeof w2, "%s, %s metadata entry", where, kind);
+		return wire_fail(err, c, w2, rc, &g, bad_at);
+	}
+	/* The value: id (1), name (2). */
+	int64_t id = 0;
+	const uint8_t *nm = NULL, *r = val, *re = val ? val + val_n : NULL;
+	size_t nm_n = 0;
+	while (val) {
+		const uint8_t *gat = r;
+		rc = wire_next(&r, re, &g);
+		if (rc == WIRE_END)
+			break;
 		if (rc != WIRE_OK) {
-			char w2[500];
-			snprintf(w2, sizeof w2, "%s, %s metadata entry", where,
-				 f.num == 4 ? "event" : "stat");
-			wire_fail(err, c, w2, rc, &bad, bad_at);
-			return err && err->code ? err->code : XPF_EMALFORMED;
+			snprintf(w2, sizeof w2, "%s, %s metadata %lld", where, kind, (long long)key);
+			return wire_fail(err, c, w2, rc, &g, gat);
 		}
-		/* Parse the value: id (1), name (2). */
-		int64_t id = 0;
-		bool has_id = false;
-		const uint8_t *nm = NULL;
-		size_t nm_n = 0;
-		if (val) {
-			const uint8_t *r = val, *re = val + val_n;
-			wire_field g;
-			for (;;) {
-				const uint8_t *gat = r;
-				rc = wire_next(&r, re, &g);
-				if (rc == WIRE_END)
-					break;
-				if (rc != WIRE_OK) {
-					char w2[500];
-					snprintf(w2, sizeof w2, "%s, %s metadata %lld", where,
-						 f.num == 4 ? "event" : "stat", (long long)key);
-					wire_fail(err, c, w2, rc, &g, gat);
-					return err && err->code ? err->code : XPF_EMALFORMED;
-				}
-				if (g.num == 1 && g.wt == WT_VARINT) {
-					id = (int64_t)g.v;
-					has_id = true;
-				} else if (g.num == 2 && g.wt == WT_LEN) {
-					nm = g.data;
-					nm_n = g.len;
-				}
-			}
+		if (g.num == 1 && g.wt == WT_VARINT) {
+			id = (int64_t)g.v;
+		} else if (g.num == 2 && g.wt == WT_LEN) {
+			nm = g.data;
+			nm_n = g.len;
 		}
-		if (!has_key)
-			key = id;
-		(void)has_id;
-		if (f.num == 4) {
-			if (p->n_event_md == caps->emd) {
-				caps->emd = caps->emd ? caps->emd * 2 : 16;
-				p->event_md = xpf_realloc_array(p->event_md, caps->emd, sizeof *p->event_md);
-			}
-			xpf_event_md *m = &p->event_md[p->n_event_md++];
-			m->id = key;
-			m->name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm_n);
-			m->offset = val ? off_of(c, val) : off_of(c, f.data);
-			m->length = val ? val_n : 0;
-		} else {
-			if (p->n_stat_md == caps->smd) {
-				caps->smd = caps->smd ? caps->smd * 2 : 16;
-				p->stat_md = xpf_realloc_array(p->stat_md, caps->smd, sizeof *p->stat_md);
-			}
-			struct xpf_stat_md *m = &p->stat_md[p->n_stat_md++];
-			m->id = key;
-			m->name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm_n);
-		}
+	}
+	if (!has_key)
+		key = id;
+	char *name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm_n);
+	if (f->num == 4) {
+		xpf_event_md *m = XPF_VEC_PUSH(p->event_md, p->n_event_md, caps->emd);
+		m->id = key;
+		m->name = name;
+		m->offset = val ? off_of(c, val) : off_of(c, f->data);
+		m->length = val ? val_n : 0;
+	} else {
+		struct xpf_stat_md *m = XPF_VEC_PUSH(p->stat_md, p->n_stat_md, caps->smd);
+		m->id = key;
+		m->name = name;
+	}
 	return XPF_OK;
 }
 
@@ -865,10 +854,9 @@ static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint6
 }
 
 /* plane_build's walk of the plane's fields through a window (big planes,
- * see xpf_window); false on anything unusual, with p emptied of lines, and
- * plane_build walks the mapping instead (which words any error). */
-static bool plane_walk_window(xpf_capture *c, xpf_plane *p, const char *where,
-			      struct plane_caps *caps, xpf_error *err)
+ * see xpf_window); false on anything unusual: plane_build then clears p
+ * and walks the mapping instead (which words any error). */
+static bool plane_walk_window(xpf_capture *c, xpf_plane *p, struct plane_caps *caps)
 {
 	xpf_window w = { 0 };
 	uint64_t o = p->offset, e = p->offset + p->length;
@@ -897,22 +885,18 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, const char *where,
 		uint64_t d = o + (uint64_t)(q - q0);
 		uint32_t num = (uint32_t)(tag >> 3);
 		if (num == 3) {
-			if (p->nlines == caps->lines) {
-				caps->lines = caps->lines ? caps->lines * 2 : 8;
-				p->lines = xpf_realloc_array(p->lines, caps->lines, sizeof *p->lines);
-			}
-			xpf_line *ln = &p->lines[p->nlines];
+			xpf_line *ln = XPF_VEC_PUSH(p->lines, p->nlines, caps->lines);
 			if (!index_line_window(c, p, &w, d, v, ln)) {
+				p->nlines--;
 				ok = false;
 				break;
 			}
 			p->nevents += ln->nevents;
-			p->nlines++;
 		} else if (num == 4 || num == 5) {
 			/* metadata: small, read where it lies */
 			wire_field f = { .num = num, .wt = WT_LEN, .data = c->data + d, .len = (size_t)v,
 					 .at = c->data + o };
-			if (plane_md_entry(c, p, &f, where, caps, err) != XPF_OK) {
+			if (plane_md_entry(c, p, &f, "", caps, NULL) != XPF_OK) {
 				ok = false;
 				break;
 			}
@@ -921,20 +905,6 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, const char *where,
 	}
 	xpf_window_release(&w);
 	return ok;
-}
-
-/* Drop what a walk indexed, for another walk. */
-static void plane_clear(xpf_plane *p)
-{
-	xpf_intern_free(p->line_names);
-	p->line_names = NULL;
-	for (size_t i = 0; i < p->n_event_md; i++) {
-		free((char *)p->event_md[i].name);
-	}
-	for (size_t i = 0; i < p->n_stat_md; i++)
-		free((char *)p->stat_md[i].name);
-	p->nlines = p->n_event_md = p->n_stat_md = 0;
-	p->nevents = 0;
 }
 
 static int plane_build(void *ctxv, void **out, xpf_error *err)
@@ -957,8 +927,7 @@ static int plane_build(void *ctxv, void **out, xpf_error *err)
 
 	/* Through a window (see xpf_window); the mapping when that fails. */
 	if (c->fd >= 0) {
-		xpf_error werr = { 0 };
-		if (plane_walk_window(c, p, where, &caps, &werr))
+		if (plane_walk_window(c, p, &caps))
 			goto done;
 		plane_clear(p);
 	}
@@ -976,13 +945,8 @@ static int plane_build(void *ctxv, void **out, xpf_error *err)
 		if (f.wt != WT_LEN)
 			continue;
 		if (f.num == 3) {
-			if (p->nlines == caps.lines) {
-				caps.lines = caps.lines ? caps.lines * 2 : 8;
-				p->lines = xpf_realloc_array(p->lines, caps.lines, sizeof *p->lines);
-			}
-			if (index_line(c, p, &f, &p->lines[p->nlines], err) != XPF_OK)
+			if (index_line(c, p, &f, XPF_VEC_PUSH(p->lines, p->nlines, caps.lines), err) != XPF_OK)
 				goto fail;
-			p->nlines++;
 		} else if (f.num == 4 || f.num == 5) {
 			if (plane_md_entry(c, p, &f, where, &caps, err) != XPF_OK)
 				goto fail;

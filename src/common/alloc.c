@@ -45,6 +45,13 @@ char *xpf_strdup(const char *s)
 	return xpf_strndup(s ? s : "", s ? strlen(s) : 0);
 }
 
+void xpf_grow(void **arr, size_t *cap, size_t elem)
+{
+	size_t ncap = *cap ? *cap * 2 : 16;
+	*arr = xpf_realloc_array(*arr, ncap, elem);
+	*cap = ncap;
+}
+
 void xpf_advise_huge(void *p, size_t n)
 {
 #ifdef MADV_HUGEPAGE
