@@ -1689,6 +1689,20 @@ static inline int64_t plain_stat_id(const uint8_t *q, const uint8_t *e)
 	return -1;
 }
 
+/* Stat [q, e) for a pick of ids[0..n): 1 read into *r (one of ids), 0 not
+ * wanted (and not decoded when written plainly: not checked either), -1
+ * malformed or unusual (the pick cannot vouch). */
+static inline int pick_stat(const uint8_t *q, const uint8_t *e, const int64_t *ids, size_t n,
+			    xpf_raw_stat *r)
+{
+	int64_t id = plain_stat_id(q, e);
+	if (id >= 0 && !id_in(id, ids, n))
+		return 0;
+	if (!parse_stat(q, e, r))
+		return -1;
+	return id_in(r->metadata_id, ids, n) ? 1 : 0;
+}
+
 /* xpf_events_next_head, and when n > 0 the pick of xpf_stats_pick in the
  * same pass over the event's bytes (*np: its result). */
 static inline __attribute__((always_inline)) int
@@ -1742,16 +1756,11 @@ next_head(xpf_event_iter *it, xpf_event_head *h, const int64_t *ids, size_t n, x
 			if (wire_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
 				goto slow;
 			if (n > 0 && k >= 0) {
-				int64_t id = plain_stat_id(q, q + x);
-				if (id < 0 || id_in(id, ids, n)) {
-					/* into the next slot (no copy); one past max
-					 * means the pick cannot vouch */
-					xpf_raw_stat spare, *r = (size_t)k < max ? &out[k] : &spare;
-					if (!parse_stat(q, q + x, r))
-						k = -1;
-					else if (id_in(r->metadata_id, ids, n))
-						k = r == &spare ? -1 : k + 1;
-				}
+				/* into the next slot (no copy); one past max means
+				 * the pick cannot vouch */
+				xpf_raw_stat spare, *r = (size_t)k < max ? &out[k] : &spare;
+				int got = pick_stat(q, q + x, ids, n, r);
+				k = got < 0 || (got && r == &spare) ? -1 : k + got;
 			}
 			q += x;
 			continue;
@@ -1882,14 +1891,10 @@ int xpf_stats_pick(const xpf_plane *pl, const xpf_event_head *h, const int64_t *
 			if (wire_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
 				return -1;
 			xpf_raw_stat r;
-			if (!parse_stat(q, q + x, &r))
-				return -1;
+			int got = pick_stat(q, q + x, ids, n, &r);
 			q += x;
-			if (!id_in(r.metadata_id, ids, n)) /* not read: not checked */
-				continue;
-			if (k == max || !xpf_stat_resolve(pl, &r, &out[k]))
+			if (got < 0 || (got && (k == max || !xpf_stat_resolve(pl, &r, &out[k++]))))
 				return -1;
-			k++;
 			continue;
 		}
 		if (t == 0x08 || t == 0x10 || t == 0x18 || t == 0x28) { /* the head's varints */
