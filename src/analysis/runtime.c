@@ -748,6 +748,7 @@ static int scan_line_sorted(struct scan *s, size_t line, xpf_error *err)
 	xpf_event_iter it;
 	xpf_event_head ev;
 	int rc;
+	size_t first_retry = rt->nretries; /* this line's retries follow */
 	s->nsp = 0;
 	xpf_events_begin(p, line, &it);
 	while ((rc = xpf_events_next_head(&it, &ev, err)) == 1) {
@@ -855,8 +856,8 @@ static int scan_line_sorted(struct scan *s, size_t line, xpf_error *err)
 				}
 		}
 	}
-	/* resolve retry allocators from the events just read */
-	for (size_t k = 0; k < rt->nretries; k++) {
+	/* resolve this line's retry allocators from the events just read */
+	for (size_t k = first_retry; k < rt->nretries; k++) {
 		xpf_rt_retry *r = &rt->retries[k];
 		if (r->allocator > -2)
 			continue;
