@@ -843,7 +843,7 @@ static int scan_line_sorted(struct scan *s, size_t line, xpf_error *err)
 			re->in_build = x >= 0 && e->build >= 0 && s->sp[e->build].root == e->root;
 		} else if (e->flags & F_RETRY) {
 			xpf_rt_retry *r = XPF_VEC_PUSH(rt->retries, rt->nretries, s->cap_retry);
-			r->time_ns = e->t0 / 1000;
+			r->time_ns = xpf_rt_floor_ns(e->t0);
 			r->duration_ns = (e->t1 - e->t0) / 1000;
 			r->thread = p->lines[line].id;
 			r->execution = x;
@@ -1046,7 +1046,7 @@ static int scan_line_stream(struct scan *s, size_t line, xpf_error *err)
 				}
 		} else if (flags & F_RETRY) {
 			xpf_rt_retry *r = XPF_VEC_PUSH(rt->retries, rt->nretries, s->cap_retry);
-			r->time_ns = t0 / 1000;
+			r->time_ns = xpf_rt_floor_ns(t0);
 			r->duration_ns = (t1 - t0) / 1000;
 			r->thread = p->lines[line].id;
 			r->execution = -1;

@@ -179,10 +179,17 @@ typedef struct xpf_runtime {
 	struct xpf_rt_priv *priv;
 } xpf_runtime;
 
-/* An allocator event's time in integer ns (floor of t_ps / 1000). */
+/* A time in ps as integer ns: the floor of ps / 1000 (SPEC §4), for
+ * events, executions and retries alike. */
+static inline int64_t xpf_rt_floor_ns(int64_t ps)
+{
+	return ps >= 0 ? ps / 1000 : -((-ps + 999) / 1000);
+}
+
+/* An allocator event's time in integer ns. */
 static inline int64_t xpf_rt_ev_ns(const xpf_rt_event *e)
 {
-	return e->t_ps >= 0 ? e->t_ps / 1000 : -((-e->t_ps + 999) / 1000);
+	return xpf_rt_floor_ns(e->t_ps);
 }
 
 /* The name of the innermost host event around an allocator event, or NULL. */

@@ -19,11 +19,6 @@
 #include "analysis/runtime_priv.h"
 #include "common/alloc.h"
 
-static int64_t floor_ns(int64_t ps)
-{
-	return ps >= 0 ? ps / 1000 : -((-ps + 999) / 1000);
-}
-
 /* ---- ordering --------------------------------------------------------- */
 
 /* Event and execution indexes in the scratch arrays below: 32 bits, to keep
@@ -471,8 +466,8 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		const idx32 *mine = &own[xi ? xend[xi - 1] : 0];
 		size_t cnt = (size_t)(&own[xend[xi]] - mine);
 		x->n = xi + 1;
-		x->start_ns = floor_ns(x->start_ps);
-		x->end_ns = floor_ns(x->end_ps);
+		x->start_ns = xpf_rt_floor_ns(x->start_ps);
+		x->end_ns = xpf_rt_floor_ns(x->end_ps);
 		for (size_t k = 0; k < cnt && x->device < 0; k++) {
 			const xpf_rt_event *e = &rt->events[mine[k]];
 			const xpf_rt_allocator *a = &rt->allocators[e->allocator];
