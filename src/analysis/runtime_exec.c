@@ -10,7 +10,6 @@
  * (next) execution of the same module on the same device" comes from a
  * table filled walking forward (backward). */
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,11 +31,9 @@ static void live_index(xpf_runtime *rt, const idx32 *aev, const size_t *abeg, co
 struct exec_key {
 	int64_t start_ps;
 	int32_t device;
+	uint32_t line;
 	idx32 i;
 };
-
-static const xpf_rt_execution *key_ex; /* for key_cmp's ties; set under key_mu */
-static pthread_mutex_t key_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static int key_cmp(const void *a, const void *b)
 {
@@ -45,9 +42,8 @@ static int key_cmp(const void *a, const void *b)
 		return x->start_ps < y->start_ps ? -1 : 1;
 	if (x->device != y->device)
 		return x->device < y->device ? -1 : 1;
-	size_t lx = key_ex[x->i].line, ly = key_ex[y->i].line;
-	if (lx != ly)
-		return lx < ly ? -1 : 1;
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
@@ -72,14 +68,8 @@ static idx32 *order_executions(xpf_runtime *rt)
 	size_t key_len;
 	struct exec_key *key = xpf_big_calloc(n, sizeof *key, &key_len);
 	for (size_t i = 0; i < n; i++)
-		key[i] = (struct exec_key){ ex[i].start_ps, ex[i].device, (idx32)i };
-	/* qsort has no context argument; the runtime is built under its lazy
-	 * slot's lock, but two hosts may build at once, so guard the global. */
-	pthread_mutex_lock(&key_mu);
-	key_ex = ex;
+		key[i] = (struct exec_key){ ex[i].start_ps, ex[i].device, ex[i].line, (idx32)i };
 	xpf_qsort(key, n, sizeof *key, key_cmp);
-	key_ex = NULL;
-	pthread_mutex_unlock(&key_mu);
 	idx32 *inv = xpf_realloc_array(NULL, n, sizeof *inv);
 	for (size_t i = 0; i < n; i++)
 		inv[key[i].i] = (idx32)i;
