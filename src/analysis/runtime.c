@@ -1568,38 +1568,6 @@ static int scan_kernels(struct scan *s, const xpf_plane *p, unsigned d, bool tpu
 	return rc < 0 ? err->code : XPF_OK;
 }
 
-/* The device planes' kernel scans, shared out between threads. */
-struct dev_jobs {
-	struct scan *s;
-	size_t n;
-	size_t *plane;
-	unsigned *dev;
-	bool *tpu;
-	int *rc;
-	xpf_error *err;
-	size_t next;
-	pthread_mutex_t mu;
-};
-
-static void *dev_worker(void *arg)
-{
-	struct dev_jobs *j = arg;
-	xpf_window w = { 0 };
-	for (;;) {
-		pthread_mutex_lock(&j->mu);
-		size_t k = j->next++;
-		pthread_mutex_unlock(&j->mu);
-		if (k >= j->n)
-			break;
-		const xpf_plane *p;
-		j->rc[k] = xpf_capture_plane(j->s->h->cap, j->plane[k], &p, &j->err[k]);
-		if (j->rc[k] == XPF_OK)
-			j->rc[k] = scan_kernels(j->s, p, j->dev[k], j->tpu[k], &w, &j->err[k]);
-	}
-	xpf_window_release(&w);
-	return NULL;
-}
-
 /* How many threads the scans use: XPF_THREADS (1-8; it also drops the
  * minimum size below which the host lines are read by one thread, for
  * tests), else the online CPUs, at most 8; never more than njobs. */
@@ -1615,20 +1583,78 @@ static size_t scan_threads(size_t njobs, bool *forced)
 	return n < njobs ? n : njobs;
 }
 
+/* Jobs 0..n-1 shared out between nt threads (this one among them), each
+ * taking the next from a counter; fn(ctx, k, w), w a window of the
+ * thread's own for reading planes. */
+struct jobs {
+	size_t n, next;
+	pthread_mutex_t mu;
+	void (*fn)(void *ctx, size_t k, xpf_window *w);
+	void *ctx;
+};
+
+static void *jobs_worker(void *arg)
+{
+	struct jobs *j = arg;
+	xpf_window w = { 0 };
+	for (;;) {
+		pthread_mutex_lock(&j->mu);
+		size_t k = j->next++;
+		pthread_mutex_unlock(&j->mu);
+		if (k >= j->n)
+			break;
+		j->fn(j->ctx, k, &w);
+	}
+	xpf_window_release(&w);
+	return NULL;
+}
+
+static void run_jobs(size_t n, size_t nt, void (*fn)(void *ctx, size_t k, xpf_window *w),
+		     void *ctx)
+{
+	struct jobs j = { n, 0, PTHREAD_MUTEX_INITIALIZER, fn, ctx };
+	pthread_t tid[8];
+	size_t started = 0;
+	for (size_t t = 1; t < nt && t <= 8; t++)
+		if (pthread_create(&tid[started], NULL, jobs_worker, &j) == 0)
+			started++;
+	jobs_worker(&j);
+	for (size_t t = 0; t < started; t++)
+		pthread_join(tid[t], NULL);
+	pthread_mutex_destroy(&j.mu);
+}
+
+/* The device planes' kernel scans, shared out between threads. */
+struct dev_job {
+	size_t plane;
+	unsigned dev;
+	bool tpu;
+	int rc;
+	xpf_error err;
+};
+
+struct dev_jobs {
+	struct scan *s;
+	struct dev_job *job;
+};
+
+static void dev_job_run(void *ctx, size_t k, xpf_window *w)
+{
+	struct dev_jobs *j = ctx;
+	struct dev_job *d = &j->job[k];
+	const xpf_plane *p;
+	d->rc = xpf_capture_plane(j->s->h->cap, d->plane, &p, &d->err);
+	if (d->rc == XPF_OK)
+		d->rc = scan_kernels(j->s, p, d->dev, d->tpu, w, &d->err);
+}
+
 static int scan_devices(struct scan *s, xpf_error *err)
 {
 	xpf_host *h = s->h;
 	struct xpf_rt_priv *pv = s->rt->priv;
 	size_t np = xpf_capture_nplanes(h->cap);
-	struct dev_jobs j;
-	memset(&j, 0, sizeof j);
-	j.s = s;
-	j.plane = xpf_calloc(np ? np : 1, sizeof *j.plane);
-	j.dev = xpf_calloc(np ? np : 1, sizeof *j.dev);
-	j.tpu = xpf_calloc(np ? np : 1, sizeof *j.tpu);
-	j.rc = xpf_calloc(np ? np : 1, sizeof *j.rc);
-	j.err = xpf_calloc(np ? np : 1, sizeof *j.err);
-	pthread_mutex_init(&j.mu, NULL);
+	struct dev_jobs j = { s, xpf_calloc(np, sizeof *j.job) };
+	size_t nj = 0;
 	int rc = XPF_OK;
 	bool dup = false;
 	/* In order, one thread: index the planes, make the TPU executions. */
@@ -1644,40 +1670,26 @@ static int scan_devices(struct scan *s, xpf_error *err)
 				rc = scan_modules_line(s, p, l, d, err);
 		if (rc != XPF_OK)
 			break;
-		for (size_t k = 0; k < j.n; k++)
-			dup |= j.dev[k] == d;
-		j.plane[j.n] = i;
-		j.dev[j.n] = d;
-		j.tpu[j.n++] = tpu;
+		for (size_t k = 0; k < nj; k++)
+			dup |= j.job[k].dev == d;
+		j.job[nj++] = (struct dev_job){ .plane = i, .dev = d, .tpu = tpu };
 	}
 	/* The buckets: every execution's start (the TPU ones made just now). */
 	collect_times(s);
-	for (size_t k = 0; rc == XPF_OK && k < j.n; k++)
-		kdev_init(pv, j.dev[k]);
+	for (size_t k = 0; rc == XPF_OK && k < nj; k++)
+		kdev_init(pv, j.job[k].dev);
 	/* Then the kernels, plane by plane on as many threads (one when two
 	 * planes share an ordinal: they would write the same kdev). */
-	size_t nt = rc == XPF_OK ? (dup ? 1 : scan_threads(j.n, NULL)) : 0;
-	pthread_t tid[8];
-	size_t started = 0;
-	for (size_t t = 1; t < nt; t++)
-		if (pthread_create(&tid[started], NULL, dev_worker, &j) == 0)
-			started++;
-	if (nt > 0)
-		dev_worker(&j);
-	for (size_t t = 0; t < started; t++)
-		pthread_join(tid[t], NULL);
-	/* the first plane's error, as one thread in plane order would say */
-	for (size_t k = 0; k < j.n && rc == XPF_OK && nt > 0; k++)
-		if (j.rc[k] != XPF_OK) {
-			*err = j.err[k];
-			rc = j.rc[k];
-		}
-	pthread_mutex_destroy(&j.mu);
-	free(j.plane);
-	free(j.dev);
-	free(j.tpu);
-	free(j.rc);
-	free(j.err);
+	if (rc == XPF_OK) {
+		run_jobs(nj, dup ? 1 : scan_threads(nj, NULL), dev_job_run, &j);
+		/* the first plane's error, as one thread in plane order would say */
+		for (size_t k = 0; k < nj && rc == XPF_OK; k++)
+			if (j.job[k].rc != XPF_OK) {
+				*err = j.job[k].err;
+				rc = j.job[k].rc;
+			}
+	}
+	free(j.job);
 	if (rc != XPF_OK)
 		return rc;
 	kdev_finish(pv);
@@ -2135,37 +2147,18 @@ static void *order_worker(void *rt)
 /* Index every plane (xpf_capture_plane) on as many threads: the time base
  * needs them all.  Errors stay with the planes and are met again, in plane
  * order, by whoever asks next. */
-struct index_jobs {
-	xpf_capture *cap;
-	size_t n, next;
-	pthread_mutex_t mu;
-};
-
-static void *index_worker(void *arg)
+static void index_job_run(void *ctx, size_t k, xpf_window *w)
 {
-	struct index_jobs *j = arg;
-	for (;;) {
-		pthread_mutex_lock(&j->mu);
-		size_t i = j->next++;
-		pthread_mutex_unlock(&j->mu);
-		if (i >= j->n)
-			return NULL;
-		const xpf_plane *p;
-		(void)xpf_capture_plane(j->cap, i, &p, NULL);
-	}
+	const xpf_plane *p;
+	(void)w;
+	(void)xpf_capture_plane(ctx, k, &p, NULL);
 }
 
+/* Every plane indexed, on as many threads as there are CPUs. */
 static void index_planes(xpf_capture *cap)
 {
-	struct index_jobs j = { cap, xpf_capture_nplanes(cap), 0, PTHREAD_MUTEX_INITIALIZER };
-	size_t nt = scan_threads(j.n, NULL), started = 0;
-	pthread_t tid[8];
-	for (size_t t = 1; t < nt; t++)
-		if (pthread_create(&tid[started], NULL, index_worker, &j) == 0)
-			started++;
-	index_worker(&j);
-	for (size_t t = 0; t < started; t++)
-		pthread_join(tid[t], NULL);
+	size_t n = xpf_capture_nplanes(cap);
+	run_jobs(n, scan_threads(n, NULL), index_job_run, cap);
 }
 
 /* XPF_PHASES=1 prints when each phase of the build ends (seconds since it
