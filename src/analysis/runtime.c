@@ -208,20 +208,13 @@ static int find_allocator(xpf_runtime *rt, size_t *cap, const char *name, bool b
 
 /* ---- one line ---------------------------------------------------------- */
 
-struct span {
-	xpf_event ev;
+/* An event head of an unordered line and its times (ps from the base), to
+ * be sorted into the order scan_line_stream nests in. */
+struct order_head {
+	xpf_event_head h;
 	int64_t t0, t1;
-	long parent;
-	unsigned flags;
-	int dev;
-	long root;      /* the execution root this event belongs to, or -1 */
-	long build;     /* nearest Build buffer allocations ancestor (or self) */
-	long transfer;  /* outermost transfer ancestor (or self) */
-	uint32_t md1;   /* 1 + its event metadata index */
-	long pjit;      /* nearest PjitFunction ancestor */
-	long retry;     /* nearest AllocatorRetry ancestor */
-	long xid;       /* roots: the execution's index */
 };
+
 
 struct scan {
 	xpf_host *h;
@@ -229,8 +222,8 @@ struct scan {
 	const xpf_plane *p;
 	int64_t base;
 	size_t cap_alloc, cap_events, cap_exec, cap_retry;
-	struct span *sp;
-	size_t nsp, capsp;
+	struct order_head *oh;   /* an unordered line's heads, sorted */
+	size_t noh, capoh;
 	/* classify() of each event metadata of p, by index (UINT_MAX: not yet):
 	 * names repeat, so each is classified once, not once per event. */
 	unsigned *md_flags;
@@ -403,14 +396,15 @@ static void alloc_stat_ids(struct scan *s)
 	}
 }
 
-static int span_cmp(const void *a, const void *b)
+/* By start, longest first, then place in the line. */
+static int order_cmp(const void *a, const void *b)
 {
-	const struct span *x = a, *y = b;
+	const struct order_head *x = a, *y = b;
 	if (x->t0 != y->t0)
 		return x->t0 < y->t0 ? -1 : 1;
 	if (x->t1 != y->t1)
 		return x->t1 > y->t1 ? -1 : 1;
-	return x->ev.index < y->ev.index ? -1 : x->ev.index > y->ev.index;
+	return x->h.index < y->h.index ? -1 : x->h.index > y->h.index;
 }
 
 /* Times in ps relative to the base, clamped to +-2^61 so that a hostile
@@ -599,11 +593,6 @@ static bool thunk_of(unsigned parent_flags, unsigned flags)
 			  F_NOT_THUNK));
 }
 
-static bool is_thunk(const struct scan *s, const struct span *e)
-{
-	return e->parent >= 0 && thunk_of(s->sp[e->parent].flags, e->flags);
-}
-
 /* A zeroed execution at the end of the runtime's (its xpf_rt_xbuild grown
  * with it): its index. */
 static size_t push_execution(struct scan *s)
@@ -715,166 +704,6 @@ static int exec_walk_end(struct scan *s, size_t xi, const struct exec_walk *w, i
 	return XPF_OK;
 }
 
-/* Make span r an execution. */
-static int add_execution(struct scan *s, size_t line, long r, xpf_error *err)
-{
-	struct span *root = &s->sp[r];
-	size_t xi = new_execution(s, (uint32_t)line, s->p->lines[line].id, root->ev.name, root->dev,
-				  root->t0, root->t1, root->pjit >= 0 ? s->sp[root->pjit].ev.name : NULL);
-
-	/* Walk the subtree: names, device, thunks, where it stops. */
-	struct exec_walk w = { NULL, NULL, NULL, -1 };
-	int64_t last_t = root->t0;
-	int last_kind = 0;
-	for (size_t j = (size_t)r; j < s->nsp && s->sp[j].t0 <= root->t1; j++) {
-		struct span *e = &s->sp[j];
-		if ((long)j != r && e->root != r)
-			continue;
-		exec_walk_event(s, xi, &w, &e->ev, e->flags, e->dev, e->t1, err);
-		if (is_thunk(s, e))
-			s->rt->priv->xb[xi].thunk = true;
-		if (e->t0 >= last_t) {
-			last_t = e->t0;
-			last_kind = (e->flags & F_RETRY) || e->retry >= 0 ? 2 : e->build >= 0 ? 1 : 0;
-		}
-	}
-	return exec_walk_end(s, xi, &w, last_kind, err);
-}
-
-static int scan_line_sorted(struct scan *s, size_t line, xpf_error *err)
-{
-	const xpf_plane *p = s->p;
-	xpf_runtime *rt = s->rt;
-	xpf_event_iter it;
-	xpf_event_head ev;
-	int rc;
-	size_t first_retry = rt->nretries; /* this line's retries follow */
-	s->nsp = 0;
-	xpf_events_begin(p, line, &it);
-	while ((rc = xpf_events_next_head(&it, &ev, err)) == 1) {
-		struct span *e = XPF_VEC_PUSH(s->sp, s->nsp, s->capsp);
-		xpf_event_of_head(p, line, &ev, &e->ev);
-		head_times(s, line, &ev, &e->t0, &e->t1);
-		line_bounds(s, line, e->t0, e->t1);
-		e->flags = md_class(s, ev.md, e->ev.name);
-		e->md1 = (uint32_t)ev.md + 1;
-		e->dev = s->md_dev[ev.md];
-	}
-	if (rc < 0)
-		return err->code;
-	if (s->nsp)
-		xpf_qsort(s->sp, s->nsp, sizeof *s->sp, span_cmp);
-
-	/* Nest with a stack; inherit the ancestors' context. */
-	long *stack = NULL;
-	size_t ns = 0, cs = 0;
-	for (size_t i = 0; i < s->nsp; i++) {
-		struct span *e = &s->sp[i];
-		while (ns > 0 && !(e->t0 < s->sp[stack[ns - 1]].t1 ||
-				   (e->t0 == s->sp[stack[ns - 1]].t0 && e->t1 <= s->sp[stack[ns - 1]].t1 &&
-				    s->sp[stack[ns - 1]].t1 > s->sp[stack[ns - 1]].t0)))
-			ns--;
-		/* an instant event at a parent's very end is still inside it */
-		e->parent = ns > 0 ? stack[ns - 1] : -1;
-		struct span *pa = e->parent >= 0 ? &s->sp[e->parent] : NULL;
-		e->build = (e->flags & F_BUILD) ? (long)i : pa ? pa->build : -1;
-		e->transfer = pa && pa->transfer >= 0 ? pa->transfer : (e->flags & F_TRANSFER) ? (long)i : -1;
-		e->pjit = pa ? ((pa->flags & F_PJIT) ? e->parent : pa->pjit) : -1;
-		e->retry = (e->flags & F_RETRY) ? (long)i : pa ? pa->retry : -1;
-		e->root = -1;
-		if (e->t1 > e->t0 || (e->flags & (F_EXEC | F_BUILD | F_RETRY | F_PJIT | F_TRANSFER | F_ANCHOR)))
-			*XPF_VEC_PUSH(stack, ns, cs) = (long)i;
-	}
-	free(stack);
-
-	/* Execution roots: the outermost execute-family event above an anchor;
-	 * when that event holds runs for several devices ("[0] …", "[1] …"),
-	 * each per-device event is its own execution. */
-	for (size_t i = 0; i < s->nsp; i++) {
-		struct span *e = &s->sp[i];
-		if (!(e->flags & F_ANCHOR))
-			continue;
-		long r = (e->flags & F_EXEC) ? (long)i : -1, pd = (e->flags & F_PERDEV) ? (long)i : -1;
-		for (long a = e->parent; a >= 0; a = s->sp[a].parent) {
-			if (s->sp[a].flags & F_EXEC)
-				r = a;
-			if (s->sp[a].flags & F_PERDEV)
-				pd = a;
-		}
-		if (r < 0)
-			r = (long)i;
-		if (pd >= 0 && pd != r) {
-			/* another device's run under the same root? */
-			for (size_t j = (size_t)r + 1; j < s->nsp && s->sp[j].t0 < s->sp[r].t1; j++)
-				if ((s->sp[j].flags & F_PERDEV) && s->sp[j].dev != s->sp[pd].dev) {
-					r = pd;
-					break;
-				}
-		}
-		s->sp[r].root = r; /* mark */
-	}
-	for (size_t i = 0; i < s->nsp; i++) {
-		struct span *e = &s->sp[i];
-		e->xid = -1;
-		if (e->root == (long)i)
-			continue;
-		e->root = e->parent >= 0 ? s->sp[e->parent].root : -1;
-	}
-	for (size_t i = 0; i < s->nsp; i++)
-		if (s->sp[i].root == (long)i) {
-			rc = add_execution(s, line, (long)i, err);
-			if (rc != XPF_OK)
-				return rc;
-			s->sp[i].xid = (long)rt->nexecutions - 1;
-		}
-
-	/* Allocator events and retries. */
-	for (size_t i = 0; i < s->nsp; i++) {
-		struct span *e = &s->sp[i];
-		long x = e->root >= 0 ? s->sp[e->root].xid : -1;
-		if (e->flags & (F_ALLOC | F_DEALLOC)) {
-			rc = read_alloc(s, &e->ev, NULL, e->flags, e->t0,
-					e->parent >= 0 ? s->sp[e->parent].md1 : 0,
-					e->transfer >= 0 ? s->sp[e->transfer].md1 : 0, line, err);
-			if (rc != XPF_OK)
-				return rc;
-			xpf_rt_event *re = &rt->events[rt->nevents - 1];
-			re->execution = x;
-			re->in_build = x >= 0 && e->build >= 0 && s->sp[e->build].root == e->root;
-		} else if (e->flags & F_RETRY) {
-			xpf_rt_retry *r = XPF_VEC_PUSH(rt->retries, rt->nretries, s->cap_retry);
-			r->time_ns = xpf_rt_floor_ns(e->t0);
-			r->duration_ns = (e->t1 - e->t0) / 1000;
-			r->thread = p->lines[line].id;
-			r->execution = x;
-			r->allocator = -1;
-			/* the allocator of the next allocation on this line */
-			for (size_t j = i + 1; j < s->nsp; j++)
-				if (s->sp[j].flags & F_ALLOC) {
-					r->allocator = -2 - (int)j; /* resolved below */
-					break;
-				}
-		}
-	}
-	/* resolve this line's retry allocators from the events just read */
-	for (size_t k = first_retry; k < rt->nretries; k++) {
-		xpf_rt_retry *r = &rt->retries[k];
-		if (r->allocator > -2)
-			continue;
-		size_t j = (size_t)(-2 - r->allocator);
-		r->allocator = -1;
-		for (size_t q = rt->nevents; q-- > 0;) {
-			if (rt->events[q].line != line)
-				break;
-			if (rt->events[q].t_ps == s->sp[j].t0 && rt->events[q].kind == XPF_RT_ALLOC) {
-				r->allocator = rt->events[q].allocator;
-				break;
-			}
-		}
-	}
-	return XPF_OK;
-}
-
 /* ---- one line, streaming ------------------------------------------------ */
 
 /* The usual case: the line's events are already in the order the sort above
@@ -953,7 +782,8 @@ static int add_execution_node(struct scan *s, size_t line, struct knode *nd, siz
  * allocator events, retries and allocators, for scan_line to drop or keep. */
 #define SCAN_UNORDERED (-1)
 
-static int scan_line_stream(struct scan *s, size_t line, xpf_error *err)
+static int scan_line_stream(struct scan *s, size_t line, const struct order_head *sorted,
+			    size_t nsorted, xpf_error *err)
 {
 	const xpf_plane *p = s->p;
 	xpf_runtime *rt = s->rt;
@@ -967,8 +797,18 @@ static int scan_line_stream(struct scan *s, size_t line, xpf_error *err)
 	size_t seq = 0;
 	s->kbuf_n = 0;
 	int64_t pt0 = 0, pt1 = 0;
-	xpf_events_begin_window(p, line, &it, &s->win);
-	while ((rc = xpf_events_next_head(&it, &ev, err)) == 1) {
+	if (!sorted)
+		xpf_events_begin_window(p, line, &it, &s->win);
+	for (;;) {
+		if (!sorted) {
+			if ((rc = xpf_events_next_head(&it, &ev, err)) != 1)
+				break;
+		} else if (seq < nsorted) {
+			ev = sorted[seq].h;
+		} else {
+			rc = 0;
+			break;
+		}
 		size_t i = seq++;
 		int64_t t0, t1;
 		head_times(s, line, &ev, &t0, &t1);
@@ -1156,12 +996,33 @@ static int line_done(struct scan *s, size_t first, int rc)
 	return rc;
 }
 
+/* A line whose events are not in the order the stream nests in: its heads
+ * (read through the mapping, which stays) sorted into that order, then
+ * streamed. */
+static int scan_line_sorted(struct scan *s, size_t line, xpf_error *err)
+{
+	xpf_event_iter it;
+	xpf_event_head h;
+	int rc;
+	s->noh = 0;
+	xpf_events_begin(s->p, line, &it);
+	while ((rc = xpf_events_next_head(&it, &h, err)) == 1) {
+		struct order_head *o = XPF_VEC_PUSH(s->oh, s->noh, s->capoh);
+		o->h = h;
+		head_times(s, line, &h, &o->t0, &o->t1);
+	}
+	if (rc < 0)
+		return err->code;
+	if (s->noh)
+		xpf_qsort(s->oh, s->noh, sizeof *s->oh, order_cmp);
+	return scan_line_stream(s, line, s->oh, s->noh, err);
+}
+
 static int scan_line(struct scan *s, size_t line, xpf_error *err)
 {
 	size_t nevents = s->rt->nevents, nretries = s->rt->nretries;
-	s->nsp = 0;
 	s->navail = 0;
-	int rc = scan_line_stream(s, line, err);
+	int rc = scan_line_stream(s, line, NULL, 0, err);
 	if (rc != SCAN_UNORDERED)
 		return line_done(s, nevents, rc);
 	/* Drop what the stream read of the line before it found it out of
@@ -1941,9 +1802,6 @@ static int scan_lines(struct scan *s, size_t from, size_t to, xpf_error *err)
 		int rc = scan_line(s, l, err);
 		if (rc != XPF_OK)
 			return rc;
-		for (size_t i = 0; i < s->nsp; i++)
-			if (s->sp[i].t1 / 1000 > s->rt->end_ns)
-				s->rt->end_ns = s->sp[i].t1 / 1000;
 	}
 	return XPF_OK;
 }
@@ -2034,7 +1892,7 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 			pv->strings = c;
 		}
 	}
-	free(b->s.sp);
+	free(b->s.oh);
 	keep_interns(pv, &b->s.interned);
 	free(b->s.kbuf);
 	free(b->s.avail);
@@ -2083,8 +1941,8 @@ static int scan_host(struct scan *s, xpf_error *err)
 			bound += p->lines[k].nevents;
 		events_room(&b->s, bound);
 		exec_rooms(&b->s, bound);
-		b->s.sp = NULL;
-		b->s.nsp = b->s.capsp = 0;
+		b->s.oh = NULL;
+		b->s.noh = b->s.capoh = 0;
 		memset(&b->s.win, 0, sizeof b->s.win);
 		b->s.last_alloc = -1;
 		b->s.interned = NULL;
@@ -2289,7 +2147,7 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	rc = xpf_rt_finish_executions(h, rt, err);
 	phase(&ph, "finish");
 out:
-	free(s.sp);
+	free(s.oh);
 	free(s.md_flags);
 	free(s.md_dev);
 	keep_interns(rt->priv, &s.interned);
