@@ -1362,6 +1362,11 @@ int xpf_capture_open_hlo(const char *path, xpf_capture **out, xpf_error *err)
 	int rc = map_file(path, c, err);
 	if (rc != XPF_OK)
 		goto fail;
+	/* no plane is read through a window: the mapping is enough */
+	if (c->fd >= 0) {
+		close(c->fd);
+		c->fd = -1;
+	}
 	if (c->size == 0) {
 		rc = xpf_fail(err, XPF_EMALFORMED, "%s: not an HloProto: empty file", c->label);
 		goto fail;

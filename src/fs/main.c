@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -223,6 +224,18 @@ static int default_mountpoint(const char *capture, char **out, xpf_error *err)
 	return XPF_OK;
 }
 
+/* Each capture keeps its file open (big planes are read with pread): a run
+ * directory of a thousand hosts needs more than the usual soft limit of
+ * 1024 descriptors, so take the hard limit.  A hint: failure is ignored. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -244,6 +257,7 @@ int main(int argc, char **argv)
 	bool check = false;
 	int c;
 
+	raise_fd_limit();
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "fdso:u:hV", longopts, NULL)) != -1) {
 		uint64_t v;
