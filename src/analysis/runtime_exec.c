@@ -348,39 +348,40 @@ static int pool_allocator(const xpf_runtime *rt, int device)
 	return -1;
 }
 
-/* A table by (module, device) of execution indexes, when small enough. */
-struct md_table {
-	long *v;           /* NULL: too big, search instead */
-	int64_t dlo;
-	size_t nd;
+/* For each execution, the next one in index (start) order with the same
+ * (module, device), or with the same device when any_module; nx: none. */
+struct next_key {
+	int64_t module, device;
+	idx32 i;
 };
 
-static void md_table_init(struct md_table *t, const xpf_runtime *rt, size_t nrows)
+static int next_key_cmp(const void *a, const void *b)
 {
-	t->v = NULL;
-	t->nd = 0;
-	t->dlo = 0;
-	if (rt->nexecutions == 0)
-		return;
-	int64_t lo = INT64_MAX, hi = INT64_MIN;
-	for (size_t xi = 0; xi < rt->nexecutions; xi++) {
-		int64_t d = rt->executions[xi].device;
-		lo = d < lo ? d : lo;
-		hi = d > hi ? d : hi;
-	}
-	uint64_t nd = (uint64_t)(hi - lo) + 1;
-	if (nd > 4096 || nrows * nd > 4 * (uint64_t)rt->nexecutions + 65536)
-		return;
-	t->dlo = lo;
-	t->nd = (size_t)nd;
-	t->v = xpf_realloc_array(NULL, nrows * t->nd, sizeof *t->v);
-	for (size_t i = 0; i < nrows * t->nd; i++)
-		t->v[i] = -1;
+	const struct next_key *x = a, *y = b;
+	if (x->module != y->module)
+		return x->module < y->module ? -1 : 1;
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
 }
 
-static long *md_slot(const struct md_table *t, size_t row, int device)
+static idx32 *next_same(const xpf_runtime *rt, bool any_module)
 {
-	return &t->v[row * t->nd + (size_t)((int64_t)device - t->dlo)];
+	size_t nx = rt->nexecutions;
+	struct next_key *k = xpf_realloc_array(NULL, nx ? nx : 1, sizeof *k);
+	idx32 *next = xpf_realloc_array(NULL, nx ? nx : 1, sizeof *next);
+	for (size_t i = 0; i < nx; i++) {
+		const xpf_rt_execution *x = &rt->executions[i];
+		k[i] = (struct next_key){ any_module ? 0 : x->module, x->device, (idx32)i };
+		next[i] = (idx32)nx;
+	}
+	if (nx)
+		xpf_qsort(k, nx, sizeof *k, next_key_cmp);
+	for (size_t j = 1; j < nx; j++)
+		if (k[j - 1].module == k[j].module && k[j - 1].device == k[j].device)
+			next[k[j - 1].i] = k[j].i;
+	free(k);
+	return next;
 }
 
 /* ---- finishing ------------------------------------------------------------ */
@@ -501,35 +502,20 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	/* Numbers per (module, device); in use; growth.  The executions are in
 	 * start order, so each allocator's first event at or after a start
 	 * only moves forward. */
-	struct md_table last;
-	md_table_init(&last, rt, nm);
+	/* prev: the execution before of the same module on the same device */
+	idx32 *next_md = next_same(rt, false);
+	for (size_t xi = 0; xi < nx; xi++)
+		if (next_md[xi] < nx && rt->executions[xi].module >= 0)
+			rt->executions[next_md[xi]].prev = (long)xi;
 	/* Allocator a's events are aev[abeg[a] .. aend[a]); cursor[a]: the
 	 * first at or after the last start asked. */
 	size_t *cursor = xpf_calloc(na + 1, sizeof *cursor);
 	memcpy(cursor, abeg, na * sizeof *cursor);
 	for (size_t xi = 0; xi < nx; xi++) {
 		xpf_rt_execution *x = &rt->executions[xi];
-		if (x->module >= 0) {
-			if (last.v) {
-				long *s = md_slot(&last, (size_t)x->module, x->device);
-				if (*s >= 0) {
-					x->prev = *s;
-					x->module_execution = rt->executions[*s].module_execution + 1;
-				}
-				*s = (long)xi;
-			} else {
-				for (size_t k = xi; k-- > 0;) {
-					const xpf_rt_execution *y = &rt->executions[k];
-					if (y->module == x->module && y->device == x->device) {
-						x->prev = (long)k;
-						x->module_execution = y->module_execution + 1;
-						break;
-					}
-				}
-			}
-			if (x->prev < 0)
-				x->module_execution = 1;
-		}
+		if (x->module >= 0)
+			x->module_execution = x->prev >= 0 ?
+				rt->executions[x->prev].module_execution + 1 : 1;
 		int a = x->allocator;
 		size_t n = a >= 0 ? aend[a] : 0, i0 = a >= 0 ? cursor[a] : 0;
 		if (a >= 0 && abeg[a] < n) {
@@ -556,7 +542,6 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 			x->growth_bytes = (int64_t)x->in_use_at_start_bytes -
 					  (int64_t)rt->executions[x->prev].in_use_at_start_bytes;
 	}
-	free(last.v);
 	free(cursor);
 	live_index(rt, aev, abeg, aend);
 	free(abeg);
@@ -564,35 +549,17 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	xpf_big_free(aev, aev_len);
 
 	/* launched: any kernel of the module before its next execution on the
-	 * device (any execution there when the module is unknown), walking
-	 * backward with the next ones in a table. */
-	struct md_table next;
-	md_table_init(&next, rt, nm + 1);   /* row nm: any module */
+	 * device (any execution there when the module is unknown). */
+	idx32 *next_dev = next_same(rt, true);
 	for (size_t xi = nx; xi-- > 0;) {
 		xpf_rt_execution *x = &rt->executions[xi];
-		int64_t until = INT64_MAX;
-		if (next.v) {
-			long k = *md_slot(&next, x->module < 0 ? nm : (size_t)x->module, x->device);
-			if (k >= 0)
-				until = rt->executions[k].start_ps;
-			*md_slot(&next, nm, x->device) = (long)xi;
-			if (x->module >= 0)
-				*md_slot(&next, (size_t)x->module, x->device) = (long)xi;
-		}
+		size_t k = x->module < 0 ? next_dev[xi] : next_md[xi];
+		int64_t until = k < nx ? rt->executions[k].start_ps : INT64_MAX;
 		if (x->launched == XPF_LAUNCHED_YES)
 			continue;
 		if (pv->xb[xi].thunk) {
 			x->launched = XPF_LAUNCHED_YES;
 			continue;
-		}
-		if (!next.v) {
-			for (size_t k = xi + 1; k < nx; k++) {
-				const xpf_rt_execution *y = &rt->executions[k];
-				if (y->device == x->device && (x->module < 0 || y->module == x->module)) {
-					until = y->start_ps;
-					break;
-				}
-			}
 		}
 		bool after;
 		if (xpf_rt_has_kernel(pv, x->device, x->module, x->start_ps, until, &after))
@@ -604,7 +571,8 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		else
 			x->launched = XPF_LAUNCHED_UNKNOWN;
 	}
-	free(next.v);
+	free(next_md);
+	free(next_dev);
 
 	/* Retries: the allocator of the execution when the wait had none. */
 	for (size_t i = 0; i < rt->nretries; i++) {
