@@ -4,53 +4,18 @@ order (the other bytes as they were): such lines are out of the order the
 runtime's stream nests in, so they take its sorted path.
 
 Usage: reverse-host-lines.py IN OUT   (prints how many lines it reversed)"""
+import os
 import sys
 
-
-def varint(b, i):
-    v = shift = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << shift
-        shift += 7
-        if c < 0x80:
-            return v, i
-
-
-def enc_varint(v):
-    out = bytearray()
-    while True:
-        c = v & 0x7F
-        v >>= 7
-        out.append(c | (0x80 if v else 0))
-        if not v:
-            return bytes(out)
+# the wire reader and writer bench/grow.py already has
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+from grow import fields as grow_fields, varint as enc_varint  # noqa: E402
 
 
 def fields(b):
-    """(number, wire type, raw bytes of the whole field, payload) in order."""
-    i = 0
-    while i < len(b):
-        start = i
-        tag, i = varint(b, i)
-        num, wt = tag >> 3, tag & 7
-        if wt == 0:
-            _, i = varint(b, i)
-            payload = None
-        elif wt == 1:
-            i += 8
-            payload = None
-        elif wt == 5:
-            i += 4
-            payload = None
-        elif wt == 2:
-            n, i = varint(b, i)
-            payload = b[i:i + n]
-            i += n
-        else:
-            raise SystemExit("unsupported wire type %d" % wt)
-        yield num, wt, b[start:i], payload
+    """(number, wire type, raw bytes of the whole field, payload of a LEN)."""
+    for num, wt, v, start, end in grow_fields(b):
+        yield num, wt, b[start:end], v if wt == 2 else None
 
 
 def len_field(num, payload):
