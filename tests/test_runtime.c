@@ -164,6 +164,17 @@ static void check_invariants(struct fixture *f)
 			assert_true(rt->executions[i - 1].start_ps <= x->start_ps);
 		if (x->in_use_known)
 			assert_true(x->peak_during_bytes >= x->in_use_at_start_bytes);
+		/* prev and the per-(module, device) number, searched plainly */
+		long prev = -1;
+		for (size_t j = i; x->module >= 0 && j-- > 0;)
+			if (rt->executions[j].module == x->module && rt->executions[j].device == x->device) {
+				prev = (long)j;
+				break;
+			}
+		assert_int_equal(x->prev, prev);
+		if (x->module >= 0)
+			assert_int_equal(x->module_execution,
+					 prev >= 0 ? rt->executions[prev].module_execution + 1 : 1);
 		/* live.tsv explains exactly the in-use bytes at the start */
 		xpf_rt_block *b;
 		size_t nb;
