@@ -1068,12 +1068,6 @@ static long module_by_hlo_name(xpf_host *h, const struct xpf_rt_priv *pv, xpf_st
 	return found;
 }
 
-static int i64_cmp(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 static int kpair_cmp(const void *a, const void *b)
 {
 	const struct xpf_rt_kpair *x = a, *y = b;
@@ -1154,19 +1148,17 @@ bool xpf_rt_has_kernel(const struct xpf_rt_priv *pv, int dev, long module, int64
 
 /* Every execution start (the host's and the TPU "XLA Modules" ones): the
  * bucket boundaries, sorted and unique. */
+/* The buckets' bounds: every execution's start, once, in order (the
+ * executions are in start order: xpf_rt_finish_begin). */
 static void collect_times(struct scan *s)
 {
 	xpf_runtime *rt = s->rt;
 	struct xpf_rt_priv *pv = rt->priv;
-	size_t n = 0, cap = 0;
-	int64_t *t = NULL;
-	for (size_t x = 0; x < rt->nexecutions; x++)
-		*XPF_VEC_PUSH(t, n, cap) = rt->executions[x].start_ps;
-	xpf_qsort(t, n, sizeof *t, i64_cmp);
+	int64_t *t = xpf_realloc_array(NULL, rt->nexecutions + 1, sizeof *t);
 	size_t u = 0;
-	for (size_t k = 0; k < n; k++)
-		if (u == 0 || t[u - 1] != t[k])
-			t[u++] = t[k];
+	for (size_t x = 0; x < rt->nexecutions; x++)
+		if (u == 0 || t[u - 1] != rt->executions[x].start_ps)
+			t[u++] = rt->executions[x].start_ps;
 	pv->times = t;
 	pv->ntimes = u;
 }
@@ -1445,10 +1437,12 @@ static size_t scan_threads(size_t njobs, bool *forced)
 }
 
 /* Jobs 0..n-1 shared out between nt threads (this one among them), each
- * taking the next from a counter; fn(ctx, k, w), w a window of the
- * thread's own for reading planes. */
+ * taking the next from a counter, the largest first (size[k]: job k's
+ * bytes), so that a big one is not left for last while the other threads
+ * idle; fn(ctx, k, w), w a window of the thread's own for reading planes. */
 struct jobs {
 	size_t n, next;
+	const size_t *order;   /* the jobs, largest first */
 	pthread_mutex_t mu;
 	void (*fn)(void *ctx, size_t k, xpf_window *w);
 	void *ctx;
@@ -1464,16 +1458,37 @@ static void *jobs_worker(void *arg)
 		pthread_mutex_unlock(&j->mu);
 		if (k >= j->n)
 			break;
-		j->fn(j->ctx, k, &w);
+		j->fn(j->ctx, j->order[k], &w);
 	}
 	xpf_window_release(&w);
 	return NULL;
 }
 
-static void run_jobs(size_t n, size_t nt, void (*fn)(void *ctx, size_t k, xpf_window *w),
-		     void *ctx)
+struct job_size {
+	uint64_t size;
+	size_t k;
+};
+
+static int job_size_cmp(const void *a, const void *b)
 {
-	struct jobs j = { n, 0, PTHREAD_MUTEX_INITIALIZER, fn, ctx };
+	const struct job_size *x = a, *y = b;
+	if (x->size != y->size)
+		return x->size > y->size ? -1 : 1;
+	return x->k < y->k ? -1 : x->k > y->k;
+}
+
+static void run_jobs(size_t n, const uint64_t *size, size_t nt,
+		     void (*fn)(void *ctx, size_t k, xpf_window *w), void *ctx)
+{
+	struct job_size *js = xpf_realloc_array(NULL, n ? n : 1, sizeof *js);
+	size_t *order = xpf_realloc_array(NULL, n ? n : 1, sizeof *order);
+	for (size_t k = 0; k < n; k++)
+		js[k] = (struct job_size){ size[k], k };
+	xpf_qsort(js, n, sizeof *js, job_size_cmp);
+	for (size_t k = 0; k < n; k++)
+		order[k] = js[k].k;
+	free(js);
+	struct jobs j = { n, 0, order, PTHREAD_MUTEX_INITIALIZER, fn, ctx };
 	pthread_t tid[8];
 	size_t started = 0;
 	for (size_t t = 1; t < nt && t <= 8; t++)
@@ -1483,6 +1498,7 @@ static void run_jobs(size_t n, size_t nt, void (*fn)(void *ctx, size_t k, xpf_wi
 	for (size_t t = 0; t < started; t++)
 		pthread_join(tid[t], NULL);
 	pthread_mutex_destroy(&j.mu);
+	free(order);
 }
 
 /* The device planes' kernel scans, shared out between threads. */
@@ -1509,50 +1525,53 @@ static void dev_job_run(void *ctx, size_t k, xpf_window *w)
 		d->rc = scan_kernels(j->s, p, d->dev, d->tpu, w, &d->err);
 }
 
-static int scan_devices(struct scan *s, xpf_error *err)
+/* The device planes, in order on one thread: index them, make the TPU
+ * executions (XLA Modules lines), list the kernel scans to run. */
+static int devices_prepare(struct scan *s, struct dev_jobs *j, size_t *nj, bool *dup,
+			   xpf_error *err)
 {
 	xpf_host *h = s->h;
-	struct xpf_rt_priv *pv = s->rt->priv;
 	size_t np = xpf_capture_nplanes(h->cap);
-	struct dev_jobs j = { s, xpf_calloc(np, sizeof *j.job) };
-	size_t nj = 0;
-	int rc = XPF_OK;
-	bool dup = false;
-	/* In order, one thread: index the planes, make the TPU executions. */
-	for (size_t i = 0; i < np && rc == XPF_OK; i++) {
+	j->s = s;
+	j->job = xpf_calloc(np ? np : 1, sizeof *j->job);
+	*nj = 0;
+	*dup = false;
+	for (size_t i = 0; i < np; i++) {
 		unsigned d;
 		bool tpu;
 		if (!device_plane(h, i, &d, &tpu))
 			continue;
 		const xpf_plane *p;
-		rc = xpf_capture_plane(h->cap, i, &p, err);
+		int rc = xpf_capture_plane(h->cap, i, &p, err);
 		for (size_t l = 0; rc == XPF_OK && tpu && l < p->nlines; l++)
 			if (strcmp(p->lines[l].name, "XLA Modules") == 0)
 				rc = scan_modules_line(s, p, l, d, err);
 		if (rc != XPF_OK)
-			break;
-		for (size_t k = 0; k < nj; k++)
-			dup |= j.job[k].dev == d;
-		j.job[nj++] = (struct dev_job){ .plane = i, .dev = d, .tpu = tpu };
+			return rc;
+		for (size_t k = 0; k < *nj; k++)
+			*dup |= j->job[k].dev == d;
+		j->job[(*nj)++] = (struct dev_job){ .plane = i, .dev = d, .tpu = tpu };
 	}
-	/* The buckets: every execution's start (the TPU ones made just now). */
-	collect_times(s);
-	for (size_t k = 0; rc == XPF_OK && k < nj; k++)
-		kdev_init(pv, j.job[k].dev);
-	/* Then the kernels, plane by plane on as many threads (one when two
-	 * planes share an ordinal: they would write the same kdev). */
-	if (rc == XPF_OK) {
-		run_jobs(nj, dup ? 1 : scan_threads(nj, NULL), dev_job_run, &j);
-		/* the first plane's error, as one thread in plane order would say */
-		for (size_t k = 0; k < nj && rc == XPF_OK; k++)
-			if (j.job[k].rc != XPF_OK) {
-				*err = j.job[k].err;
-				rc = j.job[k].rc;
-			}
-	}
-	free(j.job);
-	if (rc != XPF_OK)
-		return rc;
+	return XPF_OK;
+}
+
+/* The kernel scans, once every execution is made (their starts cut the
+ * buckets), plane by plane on as many threads (one when two planes share an
+ * ordinal: they would write the same kdev). */
+static int devices_run(struct scan *s, struct dev_jobs *j, size_t nj, bool dup, xpf_error *err)
+{
+	struct xpf_rt_priv *pv = s->rt->priv;
+	uint64_t *size = xpf_realloc_array(NULL, nj ? nj : 1, sizeof *size);
+	for (size_t k = 0; k < nj; k++)
+		size[k] = xpf_capture_plane_head(s->h->cap, j->job[k].plane)->length;
+	run_jobs(nj, size, dup ? 1 : scan_threads(nj, NULL), dev_job_run, j);
+	free(size);
+	/* the first plane's error, as one thread in plane order would say */
+	for (size_t k = 0; k < nj; k++)
+		if (j->job[k].rc != XPF_OK) {
+			*err = j->job[k].err;
+			return j->job[k].rc;
+		}
 	kdev_finish(pv);
 	return XPF_OK;
 }
@@ -1996,9 +2015,18 @@ static void order_and_replay(xpf_runtime *rt)
 	replay(rt);
 }
 
-static void *order_worker(void *rt)
+/* Beside the kernel scans: the events ordered and replayed, then what the
+ * executions need of them. */
+struct order_job {
+	xpf_runtime *rt;
+	struct xpf_rt_finish *fin;
+};
+
+static void *order_worker(void *arg)
 {
-	order_and_replay(rt);
+	struct order_job *o = arg;
+	order_and_replay(o->rt);
+	xpf_rt_finish_events(o->rt, o->fin);
 	return NULL;
 }
 
@@ -2016,7 +2044,11 @@ static void index_job_run(void *ctx, size_t k, xpf_window *w)
 static void index_planes(xpf_capture *cap)
 {
 	size_t n = xpf_capture_nplanes(cap);
-	run_jobs(n, scan_threads(n, NULL), index_job_run, cap);
+	uint64_t *size = xpf_realloc_array(NULL, n ? n : 1, sizeof *size);
+	for (size_t k = 0; k < n; k++)
+		size[k] = xpf_capture_plane_head(cap, k)->length;
+	run_jobs(n, size, scan_threads(n, NULL), index_job_run, cap);
+	free(size);
 }
 
 /* XPF_PHASES=1 prints when each phase of the build ends (seconds since it
@@ -2069,6 +2101,7 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	struct phases ph = { pv_env && *pv_env && strcmp(pv_env, "0") != 0, { 0, 0 } };
 	clock_gettime(CLOCK_MONOTONIC, &ph.t0);
 	struct scan s;
+	struct dev_jobs dj = { 0 };
 	memset(&s, 0, sizeof s);
 	s.h = h;
 	s.rt = rt;
@@ -2131,22 +2164,35 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		if (rc != XPF_OK)
 			goto out;
 	}
-	/* The events' order and replay touch only events, allocators and
-	 * retries; the device scan only executions and kernels: side by side. */
+	/* Every execution made (the TPU ones now) and sorted, their starts cut
+	 * the kernels' buckets.  Then side by side: the kernel scans (they
+	 * write only the buckets) and the events' order, replay and what the
+	 * executions need of them (events, allocators, retries, executions). */
+	size_t nj;
+	bool dup;
+	rc = devices_prepare(&s, &dj, &nj, &dup, err);
+	if (rc != XPF_OK)
+		goto out;
+	struct xpf_rt_finish fin;
+	xpf_rt_finish_begin(rt, &fin);
+	collect_times(&s);
+	for (size_t k = 0; k < nj; k++)
+		kdev_init(pv, dj.job[k].dev);
+	struct order_job oj = { rt, &fin };
 	pthread_t ot;
-	bool ordering = scan_threads(2, NULL) > 1 && pthread_create(&ot, NULL, order_worker, rt) == 0;
+	bool ordering = scan_threads(2, NULL) > 1 && pthread_create(&ot, NULL, order_worker, &oj) == 0;
 	if (!ordering)
-		order_and_replay(rt);
-	rc = scan_devices(&s, err);
+		order_worker(&oj);
+	rc = devices_run(&s, &dj, nj, dup, err);
 	phase(&ph, "devices");
 	if (ordering)
 		pthread_join(ot, NULL);
 	phase(&ph, "order");
-	if (rc != XPF_OK)
-		goto out;
-	rc = xpf_rt_finish_executions(h, rt, err);
+	rc = rc == XPF_OK ? xpf_rt_finish_end(h, rt, &fin, err) : rc;
+	xpf_rt_finish_release(&fin);
 	phase(&ph, "finish");
 out:
+	free(dj.job);
 	free(s.oh);
 	free(s.md_flags);
 	free(s.md_dev);

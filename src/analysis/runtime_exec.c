@@ -406,21 +406,28 @@ static idx32 *next_same(const xpf_runtime *rt, bool any_module)
 
 /* ---- finishing ------------------------------------------------------------ */
 
-int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
+/* Step 1, before the events are ordered: the executions sorted. */
+void xpf_rt_finish_begin(xpf_runtime *rt, struct xpf_rt_finish *f)
 {
-	struct xpf_rt_priv *pv = rt->priv;
-	size_t nx = rt->nexecutions, na = rt->nallocators, nm = h->nmodules, ne = rt->nevents;
-	if (nx >= UINT32_MAX || ne >= UINT32_MAX)
+	memset(f, 0, sizeof *f);
+	if (rt->nexecutions >= UINT32_MAX || rt->nevents >= UINT32_MAX)
 		abort();
-	idx32 *inv = order_executions(rt);
+	f->inv = order_executions(rt);
+}
+
+/* Step 2, once the events are ordered and replayed (nothing here reads a
+ * kernel, so it runs beside the kernel scans). */
+void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f)
+{
+	size_t nx = rt->nexecutions, na = rt->nallocators, ne = rt->nevents;
 
 	/* Two passes over the events.  The first renumbers their executions,
 	 * counts each execution's and each allocator's, and marks allocations
 	 * inside an execution as "other" (join_plan overwrites those it matches
 	 * to the plan); the second lists them: each execution's own events
 	 * (nested on its line) and each allocator's, in event (time) order. */
-	size_t xend_len, own_len, aev_len;
-	idx32 *xend = xpf_big_calloc(nx + 1, sizeof *xend, &xend_len); /* counts, then ends */
+	idx32 *inv = f->inv;
+	idx32 *xend = f->xend = xpf_big_calloc(nx + 1, sizeof *xend, &f->xend_len); /* counts, then ends */
 	size_t *aend = xpf_calloc(na + 1, sizeof *aend);
 	for (size_t i = 0; i < ne; i++) {
 		xpf_rt_event *e = &rt->events[i];
@@ -435,10 +442,11 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		aend[e->allocator]++;
 	}
 	free(inv);
-	size_t maxcnt = 0, nown = 0;
+	f->inv = NULL;
+	size_t nown = 0;
 	for (size_t x = 0; x < nx; x++) {
 		size_t c = xend[x];
-		maxcnt = c > maxcnt ? c : maxcnt;
+		f->maxcnt = c > f->maxcnt ? c : f->maxcnt;
 		xend[x] = (idx32)nown;     /* start, advanced to the end by the fill */
 		nown += c;
 	}
@@ -448,7 +456,8 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		abeg[a] = aend[a] = s;   /* aend: advanced to the end by the fill */
 		s += c;
 	}
-	idx32 *own = xpf_big_calloc(nown + 1, sizeof *own, &own_len);
+	size_t aev_len;
+	idx32 *own = f->own = xpf_big_calloc(nown + 1, sizeof *own, &f->own_len);
 	idx32 *aev = xpf_big_calloc(ne + 1, sizeof *aev, &aev_len);
 	for (size_t i = 0; i < ne; i++) {
 		const xpf_rt_event *e = &rt->events[i];
@@ -457,6 +466,8 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		aev[aend[e->allocator]++] = (idx32)i;
 	}
 
+	/* Each execution's device: its first allocation on a device pool (the
+	 * only pool's when there is one). */
 	size_t npool = 0;
 	int single_pool = -1;
 	for (size_t a = 0; a < na; a++)
@@ -464,7 +475,78 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 			npool++;
 			single_pool = rt->allocators[a].device;
 		}
+	for (size_t xi = 0; xi < nx; xi++) {
+		xpf_rt_execution *x = &rt->executions[xi];
+		const idx32 *mine = &own[xi ? xend[xi - 1] : 0];
+		size_t cnt = (size_t)(&own[xend[xi]] - mine);
+		x->n = xi + 1;
+		x->start_ns = xpf_rt_floor_ns(x->start_ps);
+		x->end_ns = xpf_rt_floor_ns(x->end_ps);
+		for (size_t k = 0; k < cnt && x->device < 0; k++) {
+			const xpf_rt_event *e = &rt->events[mine[k]];
+			const xpf_rt_allocator *al = &rt->allocators[e->allocator];
+			if (al->is_pool && e->kind == XPF_RT_ALLOC)
+				x->device = al->device;
+		}
+		if (x->device < 0 && npool == 1)
+			x->device = single_pool;
+		x->allocator = x->device >= 0 ? pool_allocator(rt, x->device) : -1;
+	}
 
+	/* In use at the start, the peak during, the events in it.  The
+	 * executions are in start order, so each allocator's first event at or
+	 * after a start only moves forward.  Allocator a's events are
+	 * aev[abeg[a] .. aend[a]); cursor[a]: the first at or after the last
+	 * start asked. */
+	size_t *cursor = xpf_calloc(na + 1, sizeof *cursor);
+	memcpy(cursor, abeg, na * sizeof *cursor);
+	for (size_t xi = 0; xi < nx; xi++) {
+		xpf_rt_execution *x = &rt->executions[xi];
+		int a = x->allocator;
+		size_t n = a >= 0 ? aend[a] : 0, i0 = a >= 0 ? cursor[a] : 0;
+		if (a >= 0 && abeg[a] < n) {
+			const xpf_rt_event *ev = rt->events;
+			while (i0 < n && ev[aev[i0]].t_ps < x->start_ps)
+				i0++;
+			cursor[a] = i0;
+			x->in_use_known = true;
+			x->in_use_at_start_bytes = i0 > abeg[a] ? ev[aev[i0 - 1]].in_use_after :
+								  rt->allocators[a].first_in_use_bytes;
+			uint64_t peak = x->in_use_at_start_bytes;
+			size_t k = i0, nalloc = 0;
+			for (; k < n && ev[aev[k]].t_ps <= x->end_ps; k++) {
+				const xpf_rt_event *e = &ev[aev[k]];
+				nalloc += e->kind == XPF_RT_ALLOC;
+				if (e->in_use_after > peak)
+					peak = e->in_use_after;
+			}
+			x->peak_during_bytes = peak;
+			x->allocations += nalloc;
+			x->deallocations += (k - i0) - nalloc;
+		}
+	}
+	free(cursor);
+	live_index(rt, aev, abeg, aend);
+	free(abeg);
+	free(aend);
+	xpf_big_free(aev, aev_len);
+}
+
+void xpf_rt_finish_release(struct xpf_rt_finish *f)
+{
+	free(f->inv);
+	xpf_big_free(f->xend, f->xend_len);
+	xpf_big_free(f->own, f->own_len);
+	memset(f, 0, sizeof *f);
+}
+
+/* Step 3, after the kernel scans: link to modules (the last rule reads the
+ * kernels), join to the plans, number per module, launched, between. */
+int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf_error *err)
+{
+	struct xpf_rt_priv *pv = rt->priv;
+	size_t nx = rt->nexecutions, nm = h->nmodules, maxcnt = f->maxcnt;
+	const idx32 *xend = f->xend, *own = f->own;
 	struct mod_plan *mp = xpf_calloc(nm, sizeof *mp);
 	size_t maxba = 0;
 	uint64_t *seen_v = xpf_realloc_array(NULL, maxcnt + 1, sizeof *seen_v);
@@ -476,18 +558,6 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		xpf_rt_execution *x = &rt->executions[xi];
 		const idx32 *mine = &own[xi ? xend[xi - 1] : 0];
 		size_t cnt = (size_t)(&own[xend[xi]] - mine);
-		x->n = xi + 1;
-		x->start_ns = xpf_rt_floor_ns(x->start_ps);
-		x->end_ns = xpf_rt_floor_ns(x->end_ps);
-		for (size_t k = 0; k < cnt && x->device < 0; k++) {
-			const xpf_rt_event *e = &rt->events[mine[k]];
-			const xpf_rt_allocator *a = &rt->allocators[e->allocator];
-			if (a->is_pool && e->kind == XPF_RT_ALLOC)
-				x->device = a->device;
-		}
-		if (x->device < 0 && npool == 1)
-			x->device = single_pool;
-		x->allocator = x->device >= 0 ? pool_allocator(rt, x->device) : -1;
 		size_t nseen = 0;
 		for (size_t k = 0; k < cnt; k++) {
 			const xpf_rt_event *e = &rt->events[mine[k]];
@@ -516,57 +586,23 @@ int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	free(build_evs);
 	free(cand);
 	free(hit);
-	xpf_big_free(xend, xend_len);
-	xpf_big_free(own, own_len);
+	xpf_rt_finish_release(f);
 
-	/* Numbers per (module, device); in use; growth.  The executions are in
-	 * start order, so each allocator's first event at or after a start
-	 * only moves forward. */
-	/* prev: the execution before of the same module on the same device */
+	/* prev: the execution before of the same module on the same device;
+	 * numbers per (module, device); growth */
 	idx32 *next_md = next_same(rt, false);
 	for (size_t xi = 0; xi < nx; xi++)
 		if (next_md[xi] < nx && rt->executions[xi].module >= 0)
 			rt->executions[next_md[xi]].prev = (long)xi;
-	/* Allocator a's events are aev[abeg[a] .. aend[a]); cursor[a]: the
-	 * first at or after the last start asked. */
-	size_t *cursor = xpf_calloc(na + 1, sizeof *cursor);
-	memcpy(cursor, abeg, na * sizeof *cursor);
 	for (size_t xi = 0; xi < nx; xi++) {
 		xpf_rt_execution *x = &rt->executions[xi];
 		if (x->module >= 0)
 			x->module_execution = x->prev >= 0 ?
 				rt->executions[x->prev].module_execution + 1 : 1;
-		int a = x->allocator;
-		size_t n = a >= 0 ? aend[a] : 0, i0 = a >= 0 ? cursor[a] : 0;
-		if (a >= 0 && abeg[a] < n) {
-			const xpf_rt_event *ev = rt->events;
-			while (i0 < n && ev[aev[i0]].t_ps < x->start_ps)
-				i0++;
-			cursor[a] = i0;
-			x->in_use_known = true;
-			x->in_use_at_start_bytes = i0 > abeg[a] ? ev[aev[i0 - 1]].in_use_after :
-								  rt->allocators[a].first_in_use_bytes;
-			uint64_t peak = x->in_use_at_start_bytes;
-			size_t k = i0, nalloc = 0;
-			for (; k < n && ev[aev[k]].t_ps <= x->end_ps; k++) {
-				const xpf_rt_event *e = &ev[aev[k]];
-				nalloc += e->kind == XPF_RT_ALLOC;
-				if (e->in_use_after > peak)
-					peak = e->in_use_after;
-			}
-			x->peak_during_bytes = peak;
-			x->allocations += nalloc;
-			x->deallocations += (k - i0) - nalloc;
-		}
 		if (x->prev >= 0 && x->in_use_known && rt->executions[x->prev].in_use_known)
 			x->growth_bytes = (int64_t)x->in_use_at_start_bytes -
 					  (int64_t)rt->executions[x->prev].in_use_at_start_bytes;
 	}
-	free(cursor);
-	live_index(rt, aev, abeg, aend);
-	free(abeg);
-	free(aend);
-	xpf_big_free(aev, aev_len);
 
 	/* launched: any kernel of the module before its next execution on the
 	 * device (any execution there when the module is unknown). */

@@ -74,9 +74,25 @@ struct xpf_rt_priv {
 /* A NUL-terminated copy of s (n bytes) owned by the runtime. */
 const char *xpf_rt_keep(struct xpf_rt_priv *pv, const char *s, size_t n);
 
-/* runtime_exec.c: after the scan, link executions to modules, number them,
- * compute in use at start, launched, matches and the default between. */
-int xpf_rt_finish_executions(xpf_host *h, xpf_runtime *rt, xpf_error *err);
+/* runtime_exec.c: the executions finished after the scan, in three steps
+ * (runtime.c's build runs the second beside the kernel scans):
+ * xpf_rt_finish_begin sorts them (start, device, line) before the events
+ * are ordered; xpf_rt_finish_events, once they are, numbers them, finds
+ * their devices, in use at start and the peak during, and indexes what is
+ * live when; xpf_rt_finish_end, after the kernel scans, links them to
+ * modules, joins them to the plans, numbers them per module and finds
+ * launched and the default between.  xpf_rt_finish_release frees what a
+ * step left for the next when the build stops early. */
+struct xpf_rt_finish {
+	uint32_t *inv;             /* old execution index -> new, NULL: unmoved */
+	uint32_t *xend, *own;      /* each execution's events: own[xend[x-1] .. xend[x]) */
+	size_t xend_len, own_len;  /* their xpf_big_calloc lengths */
+	size_t maxcnt;             /* the most events of one execution */
+};
+void xpf_rt_finish_begin(xpf_runtime *rt, struct xpf_rt_finish *f);
+void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f);
+int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf_error *err);
+void xpf_rt_finish_release(struct xpf_rt_finish *f);
 
 /* Device dev's kernels (runtime.c). */
 /* The module of the first kernel at or after t that names one, or -1. */
