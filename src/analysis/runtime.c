@@ -1921,7 +1921,7 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 
 /* Scan every host line, on up to as many threads as CPUs (cut where the
  * lines' bytes are shared evenly). */
-static int scan_host(struct scan *s, xpf_error *err)
+static int scan_host(struct scan *s, size_t *nshards, xpf_error *err)
 {
 	const xpf_plane *p = s->p;
 	/* classify every metadata now: the threads only read the table */
@@ -1932,17 +1932,20 @@ static int scan_host(struct scan *s, xpf_error *err)
 	uint64_t total = 0;
 	for (size_t l = 0; l < p->nlines; l++)
 		total += p->lines[l].length;
+	*nshards = 1;
 	if (nt < 2 || (!forced && total < ((uint64_t)8 << 20)))
 		return scan_lines(s, 0, p->nlines, err);
 	struct host_shard *sh = xpf_calloc(nt, sizeof *sh);
 	size_t l = 0;
 	uint64_t acc = 0;
+	*nshards = 0;
 	for (size_t t = 0; t < nt; t++) {
 		sh[t].from = l;
 		uint64_t goal = total / nt * (t + 1);
 		while (l < p->nlines && (t + 1 == nt || acc < goal))
 			acc += p->lines[l++].length;
 		sh[t].to = l;
+		*nshards += sh[t].to > sh[t].from;
 	}
 	pthread_t tid[8];
 	bool started[8] = { false };
@@ -2159,8 +2162,12 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		s.line_t0 = pv->line_t0;
 		s.line_t1 = pv->line_t1;
 		events_room(&s, s.p->nevents);
-		rc = scan_host(&s, err);
+		size_t nshards;
+		rc = scan_host(&s, &nshards, err);
 		phase(&ph, "host");
+		if (ph.on)
+			fprintf(stderr, "xplanefs: runtime host lines: %zu, read in %zu shard(s)\n",
+				s.p->nlines, nshards);
 		if (rc != XPF_OK)
 			goto out;
 	}

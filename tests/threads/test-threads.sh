@@ -7,7 +7,8 @@
 # Captures: the scenarios of xplane-mkcapture at scale 12 (12x the events
 # on their lines), each of which must export (exit 0), and every real
 # capture in $XPF_SHARED/captures (skipped, saying so, when absent); only a
-# tree compared counts.
+# tree compared counts, and at least one capture must have had its host lines
+# read in two or more shards (XPF_PHASES=1 says how many).
 # Usage: test-threads.sh XPLANEFS [XPLANE-MKCAPTURE]
 set -u
 XPF=$1
@@ -17,21 +18,30 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 checked=0
+sharded=0
 
 # Export f with 1 and 3 threads and compare exit codes, messages (the
 # output folder's name taken out) and trees.  want: the exit code one
 # thread must give ("" for any); a tree compared counts in $checked.
 compare() {
 	local f=$1 label=$2 want=$3 t rc1 rc
-	XPF_THREADS=1 "$XPF" --export "$tmp/t1" "$f" 2>&1 | sed "s|$tmp/t1|OUT|g" >"$tmp/t1.out"
+	XPF_THREADS=1 XPF_PHASES=1 "$XPF" --export "$tmp/t1" "$f" 2>&1 | sed "s|$tmp/t1|OUT|g" >"$tmp/t1.all"
 	rc1=${PIPESTATUS[0]}
+	grep -v '^xplanefs: runtime ' "$tmp/t1.all" >"$tmp/t1.out"
 	if [ -n "$want" ] && [ "$rc1" != "$want" ]; then
 		echo "FAIL: $label: one thread exits $rc1, want $want: $(head -c 300 "$tmp/t1.out")"
 		fails=$((fails + 1))
 	fi
 	for t in 3; do
-		XPF_THREADS=$t "$XPF" --export "$tmp/t$t" "$f" 2>&1 | sed "s|$tmp/t$t|OUT|g" >"$tmp/t$t.out"
+		XPF_THREADS=$t XPF_PHASES=1 "$XPF" --export "$tmp/t$t" "$f" 2>&1 |
+			sed "s|$tmp/t$t|OUT|g" >"$tmp/t$t.all"
 		rc=${PIPESTATUS[0]}
+		grep -v '^xplanefs: runtime ' "$tmp/t$t.all" >"$tmp/t$t.out"
+		# XPF_PHASES=1 says how many shards the host lines were read in
+		if grep -Eq '^xplanefs: runtime host lines: [0-9]+, read in ([2-9]|[1-9][0-9]+) shard' \
+			"$tmp/t$t.all"; then
+			sharded=$((sharded + 1))
+		fi
 		if [ "$rc" != "$rc1" ] || ! cmp -s "$tmp/t1.out" "$tmp/t$t.out"; then
 			echo "FAIL: $label: XPF_THREADS=$t exits $rc ($(head -c 300 "$tmp/t$t.out")), one thread $rc1"
 			fails=$((fails + 1))
@@ -74,6 +84,11 @@ else
 	echo "note: $SHARED/captures is absent: real captures skipped"
 fi
 
-echo "$checked trees compared, $fails failures"
+echo "$checked trees compared ($sharded with the host lines read in 2 or more shards), $fails failures"
 [ "$fails" -eq 0 ] || exit 1
 [ "$checked" -gt 0 ] || { echo "SKIP: nothing to compare"; exit 77; }
+# a run where no capture's host lines were shared out proved nothing about it
+if [ "$sharded" -eq 0 ]; then
+	echo "FAIL: no capture had its host lines read in more than one shard"
+	exit 1
+fi
