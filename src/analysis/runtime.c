@@ -32,32 +32,6 @@
 
 /* ---- small helpers ---------------------------------------------------- */
 
-struct xpf_rt_chunk {
-	struct xpf_rt_chunk *next;
-	size_t used, cap;
-	char data[];
-};
-
-const char *xpf_rt_keep(struct xpf_rt_priv *pv, const char *s, size_t n)
-{
-	struct xpf_rt_chunk *c = pv->strings;
-	if (c == NULL || c->cap - c->used < n + 1) {
-		size_t cap = n + 1 > 65536 ? n + 1 : 65536;
-		c = malloc(sizeof *c + cap);
-		if (c == NULL)
-			abort();
-		c->used = 0;
-		c->cap = cap;
-		c->next = pv->strings;
-		pv->strings = c;
-	}
-	char *d = c->data + c->used;
-	memcpy(d, s, n);
-	d[n] = '\0';
-	c->used += n + 1;
-	return d;
-}
-
 const char *xpf_launched_name(enum xpf_launched l)
 {
 	return l == XPF_LAUNCHED_YES ? "yes" : l == XPF_LAUNCHED_NO ? "no" : "unknown";
@@ -262,8 +236,9 @@ static const char *const alloc_stat_names[AS_N] = {
 };
 
 /* A copy of s[0..n) kept by the runtime, the same pointer for the same
- * bytes (shapes: a few distinct ones, millions of events).  Each scan (one
- * a thread) has its own set; the runtime keeps them all (keep_interns). */
+ * bytes (shapes and module names: a few distinct ones, millions of events
+ * and executions).  Each scan (one a thread) has its own set; the runtime
+ * keeps them all (keep_interns). */
 static const char *intern(struct scan *sc, const char *str, size_t n)
 {
 	if (sc->interned == NULL)
@@ -557,7 +532,7 @@ static const char *span_text(struct scan *s, const xpf_event *ev, const char *st
 	xpf_stat st;
 	xpf_str t;
 	if (xpf_event_stat(s->p, ev, stat, &st, err) == 1 && xpf_stat_text(&st, &t))
-		return xpf_rt_keep(s->rt->priv, t.p, t.n);
+		return intern(s, t.p, t.n);
 	return NULL;
 }
 
@@ -568,8 +543,7 @@ static const char *host_module_name(struct scan *s, const xpf_event *ev, unsigne
 	const char *rest;
 	perdev_prefix(ev->name, &rest);
 	if (flags & F_GPUMOD)
-		return xpf_rt_keep(s->rt->priv, ev->name,
-				   strlen(ev->name) - strlen(":XLA GPU module"));
+		return intern(s, ev->name, strlen(ev->name) - strlen(":XLA GPU module"));
 	if (flags & F_THUNKS)
 		return span_text(s, ev, "module_name", err);
 	if (flags & F_EXEC) {
@@ -577,7 +551,7 @@ static const char *host_module_name(struct scan *s, const xpf_event *ev, unsigne
 		o = o ? strstr(o, " (") : NULL;
 		const char *c = o ? strrchr(o, ')') : NULL;
 		if (o && c && c > o + 2)
-			return xpf_rt_keep(s->rt->priv, o + 2, (size_t)(c - o - 2));
+			return intern(s, o + 2, (size_t)(c - o - 2));
 		return span_text(s, ev, "name", err);
 	}
 	return NULL;
@@ -1899,18 +1873,6 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 		rt->nretries = s->cap_retry = nr;
 	}
 	free(br->retries);
-	/* its strings live on with the main runtime's */
-	while (bv->strings) {
-		struct xpf_rt_chunk *c = bv->strings;
-		bv->strings = c->next;
-		if (pv->strings) {
-			c->next = pv->strings->next;
-			pv->strings->next = c;
-		} else {
-			c->next = NULL;
-			pv->strings = c;
-		}
-	}
 	free(b->s.oh);
 	keep_interns(pv, &b->s.interned);
 	free(b->s.kbuf);
@@ -2254,11 +2216,6 @@ void xpf_runtime_free(void *p)
 	xpf_rt_between_release(&rt->between);
 	struct xpf_rt_priv *pv = rt->priv;
 	if (pv) {
-		while (pv->strings) {
-			struct xpf_rt_chunk *c = pv->strings;
-			pv->strings = c->next;
-			free(c);
-		}
 		for (size_t d = 0; d < pv->ndev; d++) {
 			free(pv->kdev[d].first_t);
 			free(pv->kdev[d].first_mod);

@@ -33,9 +33,6 @@ struct xpf_rt_xbuild {
 };
 
 struct xpf_rt_priv {
-	/* Strings copied out of the capture (shapes, names): chunks that never
-	 * move, freed with the runtime. */
-	struct xpf_rt_chunk *strings;
 	/* Per device (index = ordinal): its kernels, by bucket of times[]. */
 	size_t ndev;
 	struct xpf_rt_kdev *kdev;
@@ -65,14 +62,12 @@ struct xpf_rt_priv {
 	uint32_t *live_ev;
 	size_t *live_beg, *live_blk_beg;
 	int64_t *live_blk_end;
-	/* Sets of interned strings (shapes) the events point into. */
+	/* Sets of interned strings (shapes, module and span names) the events
+	 * and executions point into, one a scan (keep_interns). */
 	struct xpf_intern **interns;
 	size_t ninterns;
 	size_t nmodules;
 };
-
-/* A NUL-terminated copy of s (n bytes) owned by the runtime. */
-const char *xpf_rt_keep(struct xpf_rt_priv *pv, const char *s, size_t n);
 
 /* runtime_exec.c: the executions finished after the scan, in three steps
  * (runtime.c's build runs the second beside the kernel scans):
