@@ -1120,10 +1120,9 @@ bool xpf_rt_has_kernel(const struct xpf_rt_priv *pv, int dev, long module, int64
 	return lo < k->npairs && k->pairs[lo].module == module && k->pairs[lo].bucket < j;
 }
 
-/* Every execution start (the host's and the TPU "XLA Modules" ones): the
- * bucket boundaries, sorted and unique. */
-/* The buckets' bounds: every execution's start, once, in order (the
- * executions are in start order: xpf_rt_finish_begin). */
+/* The buckets' bounds: every execution's start (the host's and the TPU
+ * "XLA Modules" ones), once, in order (the executions are in start order:
+ * xpf_rt_finish_begin). */
 static void collect_times(struct scan *s)
 {
 	xpf_runtime *rt = s->rt;
@@ -1413,7 +1412,8 @@ static size_t scan_threads(size_t njobs, bool *forced)
 /* Jobs 0..n-1 shared out between nt threads (this one among them), each
  * taking the next from a counter, the largest first (size[k]: job k's
  * bytes), so that a big one is not left for last while the other threads
- * idle; fn(ctx, k, w), w a window of the thread's own for reading planes. */
+ * idle (size NULL: in order); fn(ctx, k, w), w a window of the thread's own
+ * for reading planes. */
 struct jobs {
 	size_t n, next;
 	const size_t *order;   /* the jobs, largest first */
@@ -1457,7 +1457,7 @@ static void run_jobs(size_t n, const uint64_t *size, size_t nt,
 	struct job_size *js = xpf_realloc_array(NULL, n ? n : 1, sizeof *js);
 	size_t *order = xpf_realloc_array(NULL, n ? n : 1, sizeof *order);
 	for (size_t k = 0; k < n; k++)
-		js[k] = (struct job_size){ size[k], k };
+		js[k] = (struct job_size){ size ? size[k] : 0, k };
 	xpf_qsort(js, n, sizeof *js, job_size_cmp);
 	for (size_t k = 0; k < n; k++)
 		order[k] = js[k].k;
@@ -1538,7 +1538,9 @@ static int devices_run(struct scan *s, struct dev_jobs *j, size_t nj, bool dup, 
 	uint64_t *size = xpf_realloc_array(NULL, nj ? nj : 1, sizeof *size);
 	for (size_t k = 0; k < nj; k++)
 		size[k] = xpf_capture_plane_head(s->h->cap, j->job[k].plane)->length;
-	run_jobs(nj, size, dup ? 1 : scan_threads(nj, NULL), dev_job_run, j);
+	/* two planes of one ordinal write the same kdev: one thread, in plane
+	 * order (their kernels at the same time: the first plane's counts) */
+	run_jobs(nj, dup ? NULL : size, dup ? 1 : scan_threads(nj, NULL), dev_job_run, j);
 	free(size);
 	/* the first plane's error, as one thread in plane order would say */
 	for (size_t k = 0; k < nj; k++)
