@@ -32,16 +32,9 @@ struct fixture {
 	json_t *scn_rt;    /* its "runtime" section */
 };
 
-/* Open a capture of the shared folder; false (and a skip message) if absent. */
-static bool open_capture(struct fixture *f, const char *name)
+/* Open the capture at path and compute its runtime. */
+static void open_path(struct fixture *f, const char *path)
 {
-	const char *shared = getenv("XPF_SHARED");
-	char path[4096];
-	snprintf(path, sizeof path, "%s/captures/%s", shared ? shared : "../shared", name);
-	if (access(path, R_OK) != 0) {
-		fprintf(stderr, "skip: %s is absent (set XPF_SHARED)\n", path);
-		return false;
-	}
 	xpf_error err = { 0 };
 	xpf_options opt = XPF_OPTIONS_INIT;
 	f->opt = opt;
@@ -53,6 +46,19 @@ static bool open_capture(struct fixture *f, const char *name)
 	if (rc != XPF_OK)
 		fprintf(stderr, "runtime: %s\n", err.msg);
 	assert_int_equal(rc, XPF_OK);
+}
+
+/* Open a capture of the shared folder; false (and a skip message) if absent. */
+static bool open_capture(struct fixture *f, const char *name)
+{
+	const char *shared = getenv("XPF_SHARED");
+	char path[4096];
+	snprintf(path, sizeof path, "%s/captures/%s", shared ? shared : "../shared", name);
+	if (access(path, R_OK) != 0) {
+		fprintf(stderr, "skip: %s is absent (set XPF_SHARED)\n", path);
+		return false;
+	}
+	open_path(f, path);
 	return true;
 }
 
@@ -627,6 +633,26 @@ static void test_foreign_arrays(void **state)
 	close_capture(&f);
 }
 
+/* Two device planes of one ordinal (tests/bad's dev-dup-ordinal): a kernel of
+ * each at the same time, naming jit_f(1) (the first plane) and jit_g(2) (the
+ * second, bigger one), and an execution that names no module: the kernels
+ * rule links it to the first plane's. */
+static void test_dup_ordinal(void **state)
+{
+	struct fixture f;
+	char path[4096];
+	const char *src = getenv("XPF_SOURCE");
+	(void)state;
+	snprintf(path, sizeof path, "%s/tests/bad/cases/dev-dup-ordinal.xplane.pb", src ? src : ".");
+	open_path(&f, path);
+	assert_int_equal(f.rt->nexecutions, 1);
+	assert_int_equal(f.rt->executions[0].module, module_index(&f, "jit_f(1)"));
+	assert_int_equal(f.rt->executions[0].link, XPF_LINK_KERNELS);
+	assert_int_equal(f.rt->executions[0].launched, XPF_LAUNCHED_YES);
+	check_invariants(&f);
+	close_capture(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -638,6 +664,7 @@ int main(void)
 		cmocka_unit_test(test_grads_kept),
 		cmocka_unit_test(test_attention_too_big),
 		cmocka_unit_test(test_foreign_arrays),
+		cmocka_unit_test(test_dup_ordinal),
 	};
 	int rc = cmocka_run_group_tests_name("runtime", tests, NULL, NULL);
 	if (scn_dir[0])

@@ -328,6 +328,21 @@ def cases():
     c['md-negative-ids.xplane.pb'] = base(cpu=cpu_plane(events=[
         event(-1, 1_000_000, 0, [stat(-3, 'i', 5)])]))
     c['md-dup-program-id.xplane.pb'] = base(modules=[('jit_f(1)', 1, hlo), ('jit_g(1)', 1, hlo)])
+    # Two device planes of one ordinal, a kernel of each at the same time
+    # naming two modules, and an execution that names neither: the kernels
+    # link rule takes the first plane's (jit_f(1); tests/cli checks it).
+    def dev0(events):
+        return plane(0, '/device:GPU:0', lines=[line(1, 'Stream #1', 2000, events)],
+                     emd=[(1, (1, 'fusion.1'))],
+                     smd=[(4, 'hlo_module'), (5, 'program_id'), (6, 'module_name')])
+    c['dev-dup-ordinal.xplane.pb'] = xspace([
+        metadata_plane([('jit_f(1)', 1, hlo), ('jit_g(2)', 2, hlo)]),
+        cpu_plane(events=[event(1, 0, 5_000_000)],
+                  emd=[(1, (1, '[0] PjRtStreamExecutorLoadedExecutable::Execute'))]),
+        dev0([event(1, 20_000, 1000, [stat(5, 'u', 1)])]),
+        # the second plane is the bigger one
+        dev0([event(1, 20_000, 1000, [stat(5, 'u', 2)]),
+              event(1, 900_000_000, 1000, [stat(5, 'u', 2)])])])
 
     # Inconsistent buffer assignments.
     c['ba-lb-missing.xplane.pb'] = base(modules=[('jit_f(1)', 1, hlo_proto(allocs=[
