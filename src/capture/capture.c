@@ -1608,9 +1608,7 @@ static inline bool parse_stat(const uint8_t *q, const uint8_t *e, xpf_raw_stat *
 		case 0x11: /* double_value */
 			if (e - q < 9)
 				return false;
-			r->dbits = 0;
-			for (int b = 8; b >= 1; b--)
-				r->dbits = (r->dbits << 8) | q[b];
+			r->dbits = wire_le64(q + 1);
 			q += 9;
 			r->kind = XPF_STAT_DOUBLE;
 			continue;

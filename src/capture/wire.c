@@ -31,9 +31,7 @@ int wire_next(const uint8_t **p, const uint8_t *end, wire_field *f)
 	case WT_I64:
 		if (end - q < 8)
 			return WIRE_PAST_END;
-		f->v = 0;
-		for (int i = 7; i >= 0; i--)
-			f->v = (f->v << 8) | q[i];
+		f->v = wire_le64(q);
 		q += 8;
 		break;
 	case WT_I32:

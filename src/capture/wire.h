@@ -53,6 +53,15 @@ static inline int wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *o
 	}
 	return WIRE_BAD_VARINT;
 }
+/* The 8 bytes at q as a little-endian value (fixed64, double). */
+static inline uint64_t wire_le64(const uint8_t *q)
+{
+	uint64_t v = 0;
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | q[i];
+	return v;
+}
+
 /* Read the next field at *p; advance *p past it. */
 int wire_next(const uint8_t **p, const uint8_t *end, wire_field *f);
 const char *wire_strerror(int status);
