@@ -158,7 +158,11 @@ static int find_allocator(xpf_runtime *rt, size_t *cap, const char *name, bool b
 	for (size_t i = 0; i < rt->nallocators; i++)
 		if (strcmp(rt->allocators[i].name, name) == 0)
 			return (int)i;
+	size_t old_cap = *cap;
 	xpf_rt_allocator *a = XPF_VEC_PUSH(rt->allocators, rt->nallocators, *cap);
+	if (*cap != old_cap)
+		rt->priv->peak = xpf_realloc_array(rt->priv->peak, *cap, sizeof *rt->priv->peak);
+	memset(&rt->priv->peak[rt->nallocators - 1], 0, sizeof *rt->priv->peak);
 	memset(a, 0, sizeof *a);
 	a->name = xpf_strdup(name);
 	a->keyed_by_index = by_index;
@@ -256,16 +260,17 @@ static void keep_interns(struct xpf_rt_priv *pv, xpf_intern **set)
 	*set = NULL;
 }
 
-/* A candidate for a's in-window peak, met after the ones taken so far in
- * scan order: taken when it has more in use, or as much but earlier. */
-static void peak_take(xpf_rt_allocator *a, uint64_t in_use, int64_t t_ps, uint64_t available)
+/* A candidate for an allocator's in-window peak, met after the ones taken
+ * so far in scan order: taken when it has more in use, or as much but
+ * earlier. */
+static void peak_take(struct xpf_rt_scan_peak *pk, uint64_t in_use, int64_t t_ps,
+		      uint64_t available)
 {
-	if (!a->scan_peak_set || in_use > a->scan_peak_in_use ||
-	    (in_use == a->scan_peak_in_use && t_ps < a->scan_peak_t_ps)) {
-		a->scan_peak_set = true;
-		a->scan_peak_in_use = in_use;
-		a->scan_peak_t_ps = t_ps;
-		a->scan_peak_available = available;
+	if (!pk->set || in_use > pk->in_use || (in_use == pk->in_use && t_ps < pk->t_ps)) {
+		pk->set = true;
+		pk->in_use = in_use;
+		pk->t_ps = t_ps;
+		pk->available = available;
 	}
 }
 
@@ -274,14 +279,15 @@ static void peak_take(xpf_rt_allocator *a, uint64_t in_use, int64_t t_ps, uint64
  * meets as the first event in time order (then scan order) with the most
  * in use, so: more in use, or as much but earlier.  Events come in scan
  * order here, shards merged in order (shard_merge). */
-static void scan_capacity(xpf_rt_allocator *a, int64_t t_ps, uint64_t in_use, uint64_t available)
+static void scan_capacity(xpf_rt_allocator *a, struct xpf_rt_scan_peak *pk, int64_t t_ps,
+			  uint64_t in_use, uint64_t available)
 {
 	uint64_t cap = in_use + available;
 	if (cap < a->capacity_lo_bytes)
 		a->capacity_lo_bytes = cap;
 	if (cap > a->capacity_hi_bytes)
 		a->capacity_hi_bytes = cap;
-	peak_take(a, in_use, t_ps, available);
+	peak_take(pk, in_use, t_ps, available);
 }
 
 /* Room for n records of size bytes that never moves (xpf_map_huge; a
@@ -964,8 +970,8 @@ static int line_done(struct scan *s, size_t first, int rc)
 	xpf_runtime *rt = s->rt;
 	for (size_t i = first; i < rt->nevents && i - first < s->navail; i++) {
 		const xpf_rt_event *e = &rt->events[i];
-		scan_capacity(&rt->allocators[e->allocator], e->t_ps, e->in_use_after,
-			      s->avail[i - first]);
+		scan_capacity(&rt->allocators[e->allocator], &rt->priv->peak[e->allocator], e->t_ps,
+			      e->in_use_after, s->avail[i - first]);
 	}
 	return rc;
 }
@@ -1726,7 +1732,7 @@ static void am_del(struct addr_map *m, size_t i)
 
 /* Pair allocations with deallocations by address, per allocator, in time
  * order; fill the allocators' figures. */
-static void replay(xpf_runtime *rt)
+static void replay(xpf_runtime *rt, const uint64_t *peak_avail)
 {
 	struct addr_map m;
 	am_init(&m, 1024);
@@ -1743,7 +1749,7 @@ static void replay(xpf_runtime *rt)
 			a->peak_in_window_bytes = e->in_use_after;
 			a->peak_event = (long)i;
 			a->peak_ns = xpf_rt_ev_ns(e);
-			a->capacity_bytes = e->in_use_after + a->scan_peak_available;
+			a->capacity_bytes = e->in_use_after + peak_avail[e->allocator];
 		}
 		a->live_at_end_bytes = e->in_use_after;
 		if (e->kind == XPF_RT_ALLOC) {
@@ -1825,11 +1831,13 @@ static void shard_merge(struct scan *s, struct host_shard *b)
 		if (ba->capacity_hi_bytes > m->capacity_hi_bytes)
 			m->capacity_hi_bytes = ba->capacity_hi_bytes;
 		/* the shard's events come after the main one's in scan order */
-		if (ba->scan_peak_set)
-			peak_take(m, ba->scan_peak_in_use, ba->scan_peak_t_ps, ba->scan_peak_available);
+		const struct xpf_rt_scan_peak *bp = &bv->peak[a];
+		if (bp->set)
+			peak_take(&pv->peak[amap[a]], bp->in_use, bp->t_ps, bp->available);
 		free(br->allocators[a].name);
 	}
 	free(br->allocators);
+	free(bv->peak);
 	rt->keyed_by_index |= br->keyed_by_index;
 	if (br->end_ns > rt->end_ns)
 		rt->end_ns = br->end_ns;
@@ -1973,13 +1981,18 @@ static void order_and_replay(xpf_runtime *rt)
 		remap[rt->allocators[a].nevents] = (int)a;
 		rt->allocators[a].nevents = 0;
 	}
+	/* bytes_available at each allocator's peak, by its new index */
+	uint64_t *peak_avail = xpf_calloc(rt->nallocators + 1, sizeof *peak_avail);
+	for (size_t a = 0; a < rt->nallocators; a++)
+		peak_avail[remap[a]] = rt->priv->peak[a].available;
 	for (size_t i = 0; i < rt->nevents; i++)
 		rt->events[i].allocator = remap[rt->events[i].allocator];
 	for (size_t i = 0; i < rt->nretries; i++)
 		if (rt->retries[i].allocator >= 0)
 			rt->retries[i].allocator = remap[rt->retries[i].allocator];
 	free(remap);
-	replay(rt);
+	replay(rt, peak_avail);
+	free(peak_avail);
 }
 
 /* Beside the kernel scans: the events ordered and replayed, then what the
@@ -2227,6 +2240,7 @@ void xpf_runtime_free(void *p)
 		}
 		free(pv->kdev);
 		free(pv->times);
+		free(pv->peak);
 		xpf_big_free(pv->xb, pv->xb_map_len);
 		free(pv->line_t0);
 		free(pv->line_t1);

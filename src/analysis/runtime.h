@@ -50,11 +50,6 @@ typedef struct xpf_rt_allocator {
 	size_t nevents;
 	uint64_t capacity_lo_bytes, capacity_hi_bytes; /* min / max over its events of
 							  in use + available */
-	/* Private to runtime.c: bytes_available of the in-window peak event,
-	 * found as the events are read (the events do not keep it). */
-	uint64_t scan_peak_in_use, scan_peak_available;
-	int64_t scan_peak_t_ps;
-	bool scan_peak_set;
 } xpf_rt_allocator;
 
 enum xpf_rt_kind { XPF_RT_ALLOC = 0, XPF_RT_DEALLOC = 1 };

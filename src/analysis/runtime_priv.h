@@ -32,7 +32,18 @@ struct xpf_rt_xbuild {
 	bool retry_end;               /* it ends inside an AllocatorRetry wait */
 };
 
+/* An allocator's in-window peak as the scan meets its events (scan order):
+ * bytes_available then, which the events do not keep (capacity_bytes). */
+struct xpf_rt_scan_peak {
+	uint64_t in_use, available;
+	int64_t t_ps;
+	bool set;
+};
+
 struct xpf_rt_priv {
+	/* Per allocator, in the order the scan found them (before the sort
+	 * by name): its peak as scanned. */
+	struct xpf_rt_scan_peak *peak;
 	/* Per device (index = ordinal): its kernels, by bucket of times[]. */
 	size_t ndev;
 	struct xpf_rt_kdev *kdev;
