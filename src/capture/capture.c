@@ -798,12 +798,7 @@ static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint6
 		while (q < lim && *q == 0x22) {
 			const uint8_t *r = q + 1;
 			uint64_t n;
-			if (r < lim && *r < 0x80) {
-				n = *r++;
-			} else if (wire_varint(&r, lim, &n) != WIRE_OK) {
-				break;
-			}
-			if (n > (uint64_t)(lim - r))
+			if (wire_varint(&r, lim, &n) != WIRE_OK || n > (uint64_t)(lim - r))
 				break;
 			q = r + n;
 			ln->nevents++;
