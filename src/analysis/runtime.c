@@ -1420,9 +1420,14 @@ static size_t scan_threads(size_t njobs, bool *forced)
  * bytes), so that a big one is not left for last while the other threads
  * idle (size NULL: in order); fn(ctx, k, w), w a window of the thread's own
  * for reading planes. */
+struct job_size {
+	uint64_t size;
+	size_t k;
+};
+
 struct jobs {
 	size_t n, next;
-	const size_t *order;   /* the jobs, largest first */
+	const struct job_size *order;   /* the jobs, largest first */
 	pthread_mutex_t mu;
 	void (*fn)(void *ctx, size_t k, xpf_window *w);
 	void *ctx;
@@ -1438,16 +1443,11 @@ static void *jobs_worker(void *arg)
 		pthread_mutex_unlock(&j->mu);
 		if (k >= j->n)
 			break;
-		j->fn(j->ctx, j->order[k], &w);
+		j->fn(j->ctx, j->order[k].k, &w);
 	}
 	xpf_window_release(&w);
 	return NULL;
 }
-
-struct job_size {
-	uint64_t size;
-	size_t k;
-};
 
 static int job_size_cmp(const void *a, const void *b)
 {
@@ -1460,14 +1460,10 @@ static int job_size_cmp(const void *a, const void *b)
 static void run_jobs(size_t n, const uint64_t *size, size_t nt,
 		     void (*fn)(void *ctx, size_t k, xpf_window *w), void *ctx)
 {
-	struct job_size *js = xpf_realloc_array(NULL, n ? n : 1, sizeof *js);
-	size_t *order = xpf_realloc_array(NULL, n ? n : 1, sizeof *order);
+	struct job_size *order = xpf_realloc_array(NULL, n ? n : 1, sizeof *order);
 	for (size_t k = 0; k < n; k++)
-		js[k] = (struct job_size){ size ? size[k] : 0, k };
-	xpf_qsort(js, n, sizeof *js, job_size_cmp);
-	for (size_t k = 0; k < n; k++)
-		order[k] = js[k].k;
-	free(js);
+		order[k] = (struct job_size){ size ? size[k] : 0, k };
+	xpf_qsort(order, n, sizeof *order, job_size_cmp);
 	struct jobs j = { n, 0, order, PTHREAD_MUTEX_INITIALIZER, fn, ctx };
 	pthread_t tid[8];
 	size_t started = 0;
