@@ -564,6 +564,9 @@ static void test_grads_kept(void **state)
 		fail_msg("'%s' not in runtime/executions/2/summary.txt:\n%s", want, sum2);
 	/* between the last two steps (check_invariants counts every row): the
 	 * scenario's own host events there, the list.append too */
+	assert_int_equal(rt->between.from_execution, (long)rt->nexecutions - 2);
+	assert_int_equal(rt->between.to_execution, (long)rt->nexecutions - 1);
+	assert_int_equal(rt->between.nrows, 7);
 	const char *k;
 	json_t *v;
 	const char *between = file(&f, "runtime/between.tsv");
@@ -572,6 +575,7 @@ static void test_grads_kept(void **state)
 		if (strstr(between, want) == NULL)
 			fail_msg("'%s' not in runtime/between.tsv:\n%s", want, between);
 	}
+	assert_non_null(strstr(between, "append\t1\t"));
 	check_invariants(&f);
 	close_capture(&f);
 }
