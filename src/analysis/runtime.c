@@ -800,8 +800,8 @@ static int scan_line_stream(struct scan *s, size_t line, const struct order_head
 		}
 		pt0 = t0;
 		pt1 = t1;
-		if (t1 / 1000 > rt->end_ns)
-			rt->end_ns = t1 / 1000;
+		if (xpf_rt_floor_ns(t1) > rt->end_ns)
+			rt->end_ns = xpf_rt_floor_ns(t1);
 		size_t k = ev.md;
 		const char *name = p->event_md[k].name;
 		unsigned flags = md_class(s, k, name);
