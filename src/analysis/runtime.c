@@ -29,6 +29,7 @@
 #include "analysis/runtime_priv.h"
 #include "common/alloc.h"
 #include "common/intern.h"
+#include "common/map.h"
 
 /* ---- small helpers ---------------------------------------------------- */
 
@@ -1643,95 +1644,17 @@ static int alloc_name_cmp(const void *a, const void *b)
 	return natural_cmp(((const xpf_rt_allocator *)a)->name, ((const xpf_rt_allocator *)b)->name);
 }
 
-/* (allocator, addr) -> the index of its live allocation event: linear
- * probing, kept at most half full, deletion by shifting back (no
- * tombstones), so that it holds the live allocations only (thousands where
- * the events are millions: a map sized by the events would touch tens of
- * MiB of fresh pages). */
-struct am_slot {
-	uint64_t addr;
-	int alloc;
-	long val;     /* -1: empty */
-};
-
-struct addr_map {
-	size_t cap, n;
-	struct am_slot *s;
-};
-
-static size_t am_hash(uint64_t addr, int a, size_t cap)
-{
-	uint64_t x = addr * 0x9E3779B97F4A7C15ull ^ (uint64_t)a * 0xC2B2AE3D27D4EB4Full;
-	x ^= x >> 29;
-	return (size_t)(x & (cap - 1));
-}
-
-static void am_init(struct addr_map *m, size_t cap)
-{
-	m->cap = cap;
-	m->n = 0;
-	m->s = xpf_realloc_array(NULL, cap, sizeof *m->s);
-	for (size_t i = 0; i < cap; i++)
-		m->s[i].val = -1;
-}
-
-/* The slot of (addr, a), or the empty one where it would go. */
-static size_t am_find(const struct addr_map *m, uint64_t addr, int a)
-{
-	size_t i = am_hash(addr, a, m->cap);
-	while (m->s[i].val != -1 && !(m->s[i].addr == addr && m->s[i].alloc == a))
-		i = (i + 1) & (m->cap - 1);
-	return i;
-}
-
-/* Map (addr, a) to v: the value it replaces, or -1. */
-static long am_put(struct addr_map *m, uint64_t addr, int a, long v)
-{
-	if ((m->n + 1) * 2 > m->cap) {
-		struct addr_map g;
-		am_init(&g, m->cap * 2);
-		for (size_t k = 0; k < m->cap; k++)
-			if (m->s[k].val != -1)
-				g.s[am_find(&g, m->s[k].addr, m->s[k].alloc)] = m->s[k];
-		g.n = m->n;
-		free(m->s);
-		*m = g;
-	}
-	size_t i = am_find(m, addr, a);
-	long old = m->s[i].val;
-	if (old == -1) {
-		m->s[i].addr = addr;
-		m->s[i].alloc = a;
-		m->n++;
-	}
-	m->s[i].val = v;
-	return old;
-}
-
-/* Empty slot i, moving back the entries after it that would no longer be
- * found (Knuth's algorithm R). */
-static void am_del(struct addr_map *m, size_t i)
-{
-	for (size_t j = i;;) {
-		j = (j + 1) & (m->cap - 1);
-		if (m->s[j].val == -1)
-			break;
-		size_t h = am_hash(m->s[j].addr, m->s[j].alloc, m->cap);
-		if (i < j ? (h <= i || h > j) : (h <= i && h > j)) {
-			m->s[i] = m->s[j];
-			i = j;
-		}
-	}
-	m->s[i].val = -1;
-	m->n--;
-}
+/* The replay's map (address, allocator) -> the index of its live
+ * allocation event holds the live allocations only (thousands where the
+ * events are millions: a map sized by the events would touch tens of MiB of
+ * fresh pages). */
 
 /* Pair allocations with deallocations by address, per allocator, in time
  * order; fill the allocators' figures. */
 static void replay(xpf_runtime *rt, const uint64_t *peak_avail)
 {
-	struct addr_map m;
-	am_init(&m, 1024);
+	xpf_map m;
+	xpf_map_init(&m, 1024);
 	for (size_t i = 0; i < rt->nevents; i++) {
 		xpf_rt_event *e = &rt->events[i];
 		xpf_rt_allocator *a = &rt->allocators[e->allocator];
@@ -1750,19 +1673,19 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail)
 		a->live_at_end_bytes = e->in_use_after;
 		if (e->kind == XPF_RT_ALLOC) {
 			a->allocations++;
-			long old = am_put(&m, e->addr, e->allocator, (long)i);
+			int64_t old = xpf_map_put(&m, e->addr, (uint64_t)e->allocator, (int64_t)i);
 			if (old >= 0) /* an address reused without a seen free */
 				rt->events[old].match = -1;
 		} else {
 			a->deallocations++;
-			size_t k = am_find(&m, e->addr, e->allocator);
-			long v = m.s[k].val;
+			size_t k = xpf_map_find(&m, e->addr, (uint64_t)e->allocator);
+			int64_t v = m.s[k].val;
 			if (v >= 0) {
 				e->match = v;
 				rt->events[v].match = (long)i;
 				if (e->bytes == 0)
 					e->bytes = rt->events[v].bytes;
-				am_del(&m, k);
+				xpf_map_del(&m, k);
 			} else {
 				a->unmatched_deallocations++;
 				a->unmatched_deallocated_bytes += e->bytes;
@@ -1776,7 +1699,7 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail)
 			rt->allocators[e->allocator].seen_live_at_end_blocks++;
 		}
 	}
-	free(m.s);
+	xpf_map_free(&m);
 }
 
 /* ---- the host lines, shared out between threads ------------------------- */

@@ -17,6 +17,7 @@
 #include "analysis/runtime.h"
 #include "analysis/runtime_priv.h"
 #include "common/alloc.h"
+#include "common/map.h"
 
 /* ---- ordering --------------------------------------------------------- */
 
@@ -350,57 +351,20 @@ static int pool_allocator(const xpf_runtime *rt, int device)
 
 /* For each execution, the next one in index (start) order with the same
  * (module, device), or with the same device when any_module; nx: none.
- * One walk backward, remembering the last execution seen of each key in a
- * small open-addressing table (a capture has few (module, device) pairs;
- * it doubles when half full, so most scenarios grow it). */
-struct last_of {
-	uint64_t key;
-	idx32 x;                  /* UINT32_MAX: empty slot */
-};
-
-static size_t last_slot(const struct last_of *t, size_t cap, uint64_t key)
-{
-	size_t i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
-	while (t[i].x != UINT32_MAX && t[i].key != key)
-		i = (i + 1) & (cap - 1);
-	return i;
-}
-
+ * One walk backward, remembering the last execution seen of each key. */
 static idx32 *next_same(const xpf_runtime *rt, bool any_module)
 {
-	size_t nx = rt->nexecutions, cap = 8, used = 0;
+	size_t nx = rt->nexecutions;
 	idx32 *next = xpf_realloc_array(NULL, nx ? nx : 1, sizeof *next);
-	struct last_of *t = xpf_realloc_array(NULL, cap, sizeof *t);
-	for (size_t i = 0; i < cap; i++)
-		t[i].x = UINT32_MAX;
+	xpf_map last;
+	xpf_map_init(&last, 8);
 	for (size_t xi = nx; xi-- > 0;) {
 		const xpf_rt_execution *x = &rt->executions[xi];
-		uint64_t key = (uint64_t)(uint32_t)(any_module ? 0 : x->module) << 32 |
-			       (uint32_t)x->device;
-		size_t i = last_slot(t, cap, key);
-		if (t[i].x == UINT32_MAX) {
-			if (2 * (used + 1) > cap) { /* rehash into twice the slots */
-				size_t ncap = 2 * cap;
-				struct last_of *nt = xpf_realloc_array(NULL, ncap, sizeof *nt);
-				for (size_t k = 0; k < ncap; k++)
-					nt[k].x = UINT32_MAX;
-				for (size_t k = 0; k < cap; k++)
-					if (t[k].x != UINT32_MAX)
-						nt[last_slot(nt, ncap, t[k].key)] = t[k];
-				free(t);
-				t = nt;
-				cap = ncap;
-				i = last_slot(t, cap, key);
-			}
-			used++;
-			t[i].key = key;
-			next[xi] = (idx32)nx;
-		} else {
-			next[xi] = t[i].x;
-		}
-		t[i].x = (idx32)xi;
+		int64_t k = xpf_map_put(&last, any_module ? 0 : (uint32_t)x->module,
+					(uint32_t)x->device, (int64_t)xi);
+		next[xi] = k < 0 ? (idx32)nx : (idx32)k;
 	}
-	free(t);
+	xpf_map_free(&last);
 	return next;
 }
 

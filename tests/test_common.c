@@ -1,0 +1,98 @@
+/* The common layer's map (src/common/map.h) against a plain array model:
+ * puts, replacements and deletions in a random order over few keys, so
+ * that probes collide, wrap around the table's end and are moved back by
+ * deletion; the table's growth; the keys' two parts kept apart. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/map.h"
+
+static uint64_t rng = 0x243F6A8885A308D3ull;
+
+static uint64_t next_rand(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static int64_t get(const xpf_map *m, uint64_t a, uint64_t b)
+{
+	return m->s[xpf_map_find(m, a, b)].val;
+}
+
+static void test_put_get_grow(void **state)
+{
+	(void)state;
+	xpf_map m;
+	xpf_map_init(&m, 3);
+	assert_int_equal(m.cap, 4);
+	assert_int_equal(get(&m, 1, 2), -1);
+	assert_int_equal(xpf_map_put(&m, 1, 2, 10), -1);
+	assert_int_equal(xpf_map_put(&m, 2, 1, 20), -1); /* the parts are not swapped */
+	assert_int_equal(xpf_map_put(&m, 1, 2, 11), 10);
+	assert_int_equal(m.n, 2);
+	assert_int_equal(get(&m, 1, 2), 11);
+	assert_int_equal(get(&m, 2, 1), 20);
+	for (uint64_t k = 0; k < 1000; k++)
+		assert_int_equal(xpf_map_put(&m, k << 32, UINT64_MAX - k, (int64_t)k), -1);
+	assert_int_equal(m.n, 1002);
+	assert_true(m.cap >= 2 * m.n && (m.cap & (m.cap - 1)) == 0);
+	for (uint64_t k = 0; k < 1000; k++)
+		assert_int_equal(get(&m, k << 32, UINT64_MAX - k), (int64_t)k);
+	assert_int_equal(get(&m, 1, 2), 11);
+	xpf_map_free(&m);
+	assert_null(m.s);
+}
+
+/* 40 keys in a table that stays small: random puts and deletions, every
+ * key checked after each step. */
+static void test_against_model(void **state)
+{
+	(void)state;
+	enum { NK = 40 };
+	int64_t model[NK];
+	for (size_t k = 0; k < NK; k++)
+		model[k] = -1;
+	size_t live = 0;
+	xpf_map m;
+	xpf_map_init(&m, 2);
+	for (int step = 0; step < 20000; step++) {
+		size_t k = (size_t)(next_rand() % NK);
+		uint64_t a = k % 7, b = k / 7; /* small parts: clustered hashes */
+		if (next_rand() % 3 == 0) {
+			size_t i = xpf_map_find(&m, a, b);
+			assert_int_equal(m.s[i].val, model[k]);
+			if (model[k] >= 0) {
+				xpf_map_del(&m, i);
+				model[k] = -1;
+				live--;
+			}
+		} else {
+			int64_t v = (int64_t)(next_rand() % 1000000);
+			assert_int_equal(xpf_map_put(&m, a, b, v), model[k]);
+			live += model[k] < 0;
+			model[k] = v;
+		}
+		assert_int_equal(m.n, live);
+		for (size_t j = 0; j < NK; j++)
+			assert_int_equal(get(&m, j % 7, j / 7), model[j]);
+	}
+	xpf_map_free(&m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_put_get_grow),
+		cmocka_unit_test(test_against_model),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
