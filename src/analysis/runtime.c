@@ -291,18 +291,6 @@ static void scan_capacity(xpf_rt_allocator *a, struct xpf_rt_scan_peak *pk, int6
 	peak_take(pk, in_use, t_ps, available);
 }
 
-/* Room for n records of size bytes that never moves (xpf_map_huge; a
- * realloc that moves would touch fresh pages for a whole copy).  n bounds
- * what a scan can find: every event of the lines scanned.  NULL when the
- * room cannot be mapped (the caller grows an array instead). */
-static void *room_reserve(size_t n, size_t size, size_t *map_len)
-{
-	*map_len = 0;
-	if (n == 0 || n > SIZE_MAX / size / 2)
-		return NULL;
-	return xpf_map_huge(n * size, map_len);
-}
-
 /* Move n bytes of room or array *src (of *src_len bytes; 0: an array) to
  * dst, and free it: a room is given back 2 MiB at a time as it is copied
  * (its pages then back dst's), then its rest.  *src is NULL after. */
@@ -340,12 +328,14 @@ static void *room_grow(void *p, size_t *map_len, size_t n_used, size_t cap, size
 	return a;
 }
 
-/* Room for the events of n host events (each makes at most one), or an
- * array that grows when it cannot be mapped. */
+/* Room for the events of n host events (each makes at most one; n bounds
+ * what a scan can find), or an array that grows when it cannot be mapped.
+ * A room never moves: a realloc that moves would touch fresh pages for a
+ * whole copy. */
 static void events_room(struct scan *s, size_t n)
 {
 	struct xpf_rt_priv *pv = s->rt->priv;
-	s->rt->events = room_reserve(n, sizeof *s->rt->events, &pv->events_map_len);
+	s->rt->events = xpf_map_huge(n, sizeof *s->rt->events, &pv->events_map_len);
 	s->cap_events = s->rt->events ? n : 0;
 }
 
@@ -599,8 +589,8 @@ static void exec_rooms(struct scan *s, size_t n)
 {
 	xpf_runtime *rt = s->rt;
 	struct xpf_rt_priv *pv = rt->priv;
-	rt->executions = room_reserve(n, sizeof *rt->executions, &pv->exec_map_len);
-	pv->xb = room_reserve(n, sizeof *pv->xb, &pv->xb_map_len);
+	rt->executions = xpf_map_huge(n, sizeof *rt->executions, &pv->exec_map_len);
+	pv->xb = xpf_map_huge(n, sizeof *pv->xb, &pv->xb_map_len);
 	s->cap_exec = n;
 	if (rt->executions && pv->xb)
 		return;

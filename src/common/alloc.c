@@ -65,11 +65,14 @@ void xpf_advise_huge(void *p, size_t n)
 #endif
 }
 
-void *xpf_map_huge(size_t n, size_t *len)
+void *xpf_map_huge(size_t count, size_t size, size_t *len)
 {
 	const size_t huge = (size_t)2 << 20;
 	*len = 0;
-	if (n < ((size_t)1 << 20) || n > SIZE_MAX / 2 - huge)
+	if (size == 0 || count > (SIZE_MAX / 2 - huge) / size)
+		return NULL;
+	size_t n = count * size;
+	if (n < ((size_t)1 << 20))
 		return NULL;
 	size_t l = (n + huge - 1) & ~(huge - 1);
 	uint8_t *p = mmap(NULL, l + huge, PROT_READ | PROT_WRITE,
@@ -87,10 +90,8 @@ void *xpf_map_huge(size_t n, size_t *len)
 
 void *xpf_big_calloc(size_t n, size_t size, size_t *len)
 {
-	if (size && n > SIZE_MAX / size)
-		abort();
-	void *p = xpf_map_huge(n * size, len);
-	return p ? p : xpf_calloc(n, size);
+	void *p = xpf_map_huge(n, size, len);
+	return p ? p : xpf_calloc(n, size); /* which aborts when n * size overflows */
 }
 
 void xpf_big_free(void *p, size_t len)
