@@ -271,24 +271,32 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	fuse_reply_buf(req, data + off, size < left ? size : left);
 }
 
-static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* Directory ino and its children, or NULL once the error is replied. */
+static xpf_node *dir_children(fuse_req_t req, fuse_ino_t ino, xpf_node ***kids, size_t *k)
 {
 	xpf_node *n = node_of(req, ino);
 	xpf_error err = { 0 };
-	xpf_node **kids;
-	size_t k;
 	if (n == NULL) {
 		fuse_reply_err(req, ENOENT);
-		return;
+		return NULL;
 	}
 	if (n->type != XPF_NODE_DIR) {
 		fuse_reply_err(req, ENOTDIR);
-		return;
+		return NULL;
 	}
-	if (xpf_node_children(n, &kids, &k, &err) != XPF_OK) {
+	if (xpf_node_children(n, kids, k, &err) != XPF_OK) {
 		reply_xpf_error(req, n, &err);
-		return;
+		return NULL;
 	}
+	return n;
+}
+
+static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	xpf_node **kids;
+	size_t k;
+	if (dir_children(req, ino, &kids, &k) == NULL)
+		return;
 	fi->cache_readdir = 1;
 	fi->keep_cache = 1;
 	fuse_reply_open(req, fi);
@@ -299,23 +307,12 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	xpf_node *n = node_of(req, ino);
-	xpf_error err = { 0 };
 	xpf_node **kids;
 	size_t k;
 	(void)fi;
-	if (n == NULL) {
-		fuse_reply_err(req, ENOENT);
+	xpf_node *n = dir_children(req, ino, &kids, &k);
+	if (n == NULL)
 		return;
-	}
-	if (n->type != XPF_NODE_DIR) {
-		fuse_reply_err(req, ENOTDIR);
-		return;
-	}
-	if (xpf_node_children(n, &kids, &k, &err) != XPF_OK) {
-		reply_xpf_error(req, n, &err);
-		return;
-	}
 	char *buf = malloc(size ? size : 1);
 	if (buf == NULL) {
 		fuse_reply_err(req, ENOMEM);
