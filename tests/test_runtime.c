@@ -18,6 +18,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "analysis/diagnosis.h"
 #include "analysis/report.h"
 #include "analysis/runtime.h"
 #include "capture/input.h"
@@ -148,6 +149,16 @@ static size_t count_lines(const char *s)
 	return n;
 }
 
+/* The diagnosis's between (runtime/between.tsv), with its focus module. */
+static const xpf_rt_between *focus_between(struct fixture *f)
+{
+	const xpf_diagnosis *d;
+	xpf_error err = { 0 };
+	assert_int_equal(xpf_host_diagnosis(f->h, &d, &err), XPF_OK);
+	assert_int_equal(d->between.module, d->module);
+	return &d->between;
+}
+
 /* between.tsv against a plain count: the focus module's last two executions
  * on its device bound the window (SPEC §4.3); every /host:CPU event wholly
  * inside it, read with the reference decoder, by name: how many and their
@@ -155,8 +166,8 @@ static size_t count_lines(const char *s)
 static void check_between(struct fixture *f)
 {
 	const xpf_runtime *rt = f->rt;
-	const xpf_rt_between *bt = &rt->between;
-	long fm = xpf_runtime_focus(f->h, rt), last = -1, before = -1;
+	const xpf_rt_between *bt = focus_between(f);
+	long fm = bt->module, last = -1, before = -1;
 	for (size_t x = rt->nexecutions; fm >= 0 && x-- > 0;) {
 		const xpf_rt_execution *e = &rt->executions[x];
 		if (e->module != fm || (last >= 0 && e->device != rt->executions[last].device))
@@ -276,7 +287,7 @@ static void check_invariants(struct fixture *f)
 	assert_int_equal(count_lines(file(f, "runtime/events.tsv")), rt->nevents + 1);
 	assert_int_equal(count_lines(file(f, "runtime/executions.tsv")), rt->nexecutions + 1);
 	assert_int_equal(count_lines(file(f, "runtime/retries.tsv")), rt->nretries + 1);
-	assert_int_equal(count_lines(file(f, "runtime/between.tsv")), rt->between.nrows + 1);
+	assert_int_equal(count_lines(file(f, "runtime/between.tsv")), focus_between(f)->nrows + 1);
 	check_between(f);
 	assert_non_null(strstr(file(f, "runtime/summary.txt"), "allocator"));
 	if (rt->nexecutions) {
@@ -286,6 +297,30 @@ static void check_invariants(struct fixture *f)
 		snprintf(p, sizeof p, "runtime/executions/%zu/summary.txt", rt->nexecutions);
 		assert_non_null(strstr(file(f, p), "execution"));
 	}
+}
+
+static long module_index(struct fixture *f, const char *name)
+{
+	for (size_t m = 0; m < f->h->nmodules; m++)
+		if (strcmp(xpf_capture_module(f->h->cap, m)->name, name) == 0)
+			return (long)m;
+	fail_msg("module %s not found", name);
+	return -1;
+}
+
+/* between.tsv's window: module name, the executions' numbers, the events. */
+static void check_focus_between(struct fixture *f, const char *module, unsigned from_n,
+				unsigned to_n, uint64_t events)
+{
+	const xpf_rt_between *bt = focus_between(f);
+	assert_int_equal(bt->module, module_index(f, module));
+	assert_true(bt->from_execution >= 0 && bt->to_execution >= 0);
+	assert_int_equal(f->rt->executions[bt->from_execution].n, from_n);
+	assert_int_equal(f->rt->executions[bt->to_execution].n, to_n);
+	uint64_t count = 0;
+	for (size_t i = 0; i < bt->nrows; i++)
+		count += bt->rows[i].count;
+	assert_int_equal(count, events);
 }
 
 static void test_attention(void **state)
@@ -317,17 +352,11 @@ static void test_attention(void **state)
 		assert_int_equal(f.rt->executions[i].launched, XPF_LAUNCHED_YES);
 		assert_int_equal(f.rt->executions[i].device, 0);
 	}
+	/* the focus is the biggest module by need that ran (SPEC §5.1), not
+	 * the most executed one (jit_matmul(19)) */
+	check_focus_between(&f, "jit_matmul(59)", 41, 68, 1397);
 	check_invariants(&f);
 	close_capture(&f);
-}
-
-static long module_index(struct fixture *f, const char *name)
-{
-	for (size_t m = 0; m < f->h->nmodules; m++)
-		if (strcmp(xpf_capture_module(f->h->cap, m)->name, name) == 0)
-			return (long)m;
-	fail_msg("module %s not found", name);
-	return -1;
 }
 
 static void test_gemm(void **state)
@@ -370,6 +399,7 @@ static void test_gemm(void **state)
 	}
 	assert_int_equal(ndot, 18);
 	assert_int_equal(yes, 42);
+	check_focus_between(&f, "jit_dot(49)", 27, 28, 13);
 	/* the output of jit_dot(5) execution 1 is live when execution 2 starts */
 	assert_non_null(strstr(file(&f, "runtime/executions/6/live.tsv"),
 			       "outputs of jit_dot(5) execution 1\t131072\t128.0 KiB"));
@@ -564,9 +594,10 @@ static void test_grads_kept(void **state)
 		fail_msg("'%s' not in runtime/executions/2/summary.txt:\n%s", want, sum2);
 	/* between the last two steps (check_invariants counts every row): the
 	 * scenario's own host events there, the list.append too */
-	assert_int_equal(rt->between.from_execution, (long)rt->nexecutions - 2);
-	assert_int_equal(rt->between.to_execution, (long)rt->nexecutions - 1);
-	assert_int_equal(rt->between.nrows, 7);
+	const xpf_rt_between *bt = focus_between(&f);
+	assert_int_equal(bt->from_execution, (long)rt->nexecutions - 2);
+	assert_int_equal(bt->to_execution, (long)rt->nexecutions - 1);
+	assert_int_equal(bt->nrows, 7);
 	const char *k;
 	json_t *v;
 	const char *between = file(&f, "runtime/between.tsv");

@@ -653,9 +653,10 @@ static void rule_growth(xpf_diag_ctx *c)
 			xpf_error e = { 0 };
 			bool have_bt = false;
 			size_t from = idx[n - 2], to = idx[n - 1];
-			if (rt->between.module == (long)m && rt->between.from_execution == (long)from &&
-			    rt->between.to_execution == (long)to) {
-				bt = rt->between;
+			const xpf_rt_between *fb = &c->d->between;
+			if (fb->module == (long)m && fb->from_execution == (long)from &&
+			    fb->to_execution == (long)to) {
+				bt = *fb;
 				have_bt = true;
 			} else if (xpf_runtime_between(h, rt, from, to, &bt, &e) == XPF_OK) {
 				have_bt = true;
@@ -666,7 +667,7 @@ static void rule_growth(xpf_diag_ctx *c)
 				xpf_buf_adds(&b, "; host events between the last two executions: ");
 				between_text(&bt, &b);
 			}
-			if (have_bt && bt.rows != rt->between.rows)
+			if (have_bt && bt.rows != fb->rows)
 				xpf_rt_between_release(&bt);
 			uint64_t kept = last->in_use_at_start_bytes - first->in_use_at_start_bytes;
 			uint64_t cap = c->d->capacity_bytes;

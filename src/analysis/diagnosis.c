@@ -347,6 +347,31 @@ static void choose_capacity(xpf_diag_ctx *c)
 	}
 }
 
+/* ---- between (SPEC §4.3) --------------------------------------------------- */
+
+/* The host events between the focus execution and the one before it of the
+ * same module on the same device. */
+static void choose_between(xpf_diag_ctx *c)
+{
+	xpf_diagnosis *d = c->d;
+	const xpf_runtime *rt = c->rt;
+	xpf_rt_between *b = &d->between;
+	xpf_error e = { 0 };
+
+	b->module = d->module;
+	b->device = -1;
+	b->from_execution = b->to_execution = -1;
+	if (rt == NULL || d->execution < 0)
+		return;
+	const xpf_rt_execution *to = &rt->executions[d->execution];
+	b->device = to->device;
+	if (to->prev >= 0 &&
+	    xpf_runtime_between(c->h, rt, (size_t)to->prev, (size_t)d->execution, b, &e) != XPF_OK) {
+		xpf_host_note_error(c->h, "diagnosis: between", &e);
+		b->from_execution = b->to_execution = -1;
+	}
+}
+
 /* ---- the whole diagnosis ---------------------------------------------------- */
 
 static int finding_cmp(const void *a, const void *b)
@@ -376,6 +401,7 @@ static int compute(void *ctx, void **value, xpf_error *err)
 	}
 	choose_module(&c);
 	choose_capacity(&c);
+	choose_between(&c);
 	if (d->module >= 0) {
 		c.p = xpf_diag_plan(h, d->module);
 		c.dir = h->module_dirs[d->module];
@@ -418,6 +444,7 @@ void xpf_diagnosis_free(void *ptr)
 	}
 	free(d->findings);
 	free(d->capacity_source);
+	xpf_rt_between_release(&d->between);
 	xpf_buf_release(&d->checks);
 	free(d);
 }

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "analysis/report.h"
+#include "analysis/runtime.h"
 
 /* Where a figure came from (SPEC §4). */
 enum xpf_tag { XPF_TAG_READ = 0, XPF_TAG_MEASURED, XPF_TAG_INFERRED };
@@ -65,6 +66,9 @@ typedef struct xpf_diagnosis {
 	char *capacity_source;    /* "GPU_0_bfc", "--capacity", "memory_size of /device:GPU:0" */
 	uint64_t memory_bytes;    /* the device's memory_size, 0 when absent */
 	bool fraction_set;        /* capacity is not 0.75 × memory_size (±1%) */
+	/* host events between the focus module's last two executions on the
+	 * focus execution's device (runtime/between.tsv); module -1: none */
+	xpf_rt_between between;
 	size_t nfindings;         /* most important first */
 	xpf_finding *findings;
 	xpf_buf checks;           /* checks.txt, rendered with the diagnosis */

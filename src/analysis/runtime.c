@@ -2105,8 +2105,6 @@ static int compute(void *ctx, void **value, xpf_error *err)
 	rt->priv = calloc(1, sizeof *rt->priv);
 	if (!rt->priv)
 		abort();
-	rt->between.module = -1;
-	rt->between.from_execution = rt->between.to_execution = -1;
 	int rc = build(h, rt, err);
 	if (rc != XPF_OK) {
 		xpf_runtime_free(rt);
@@ -2137,7 +2135,6 @@ void xpf_runtime_free(void *p)
 	xpf_big_free(rt->events, rt->priv ? rt->priv->events_map_len : 0);
 	xpf_big_free(rt->executions, rt->priv ? rt->priv->exec_map_len : 0);
 	free(rt->retries);
-	xpf_rt_between_release(&rt->between);
 	struct xpf_rt_priv *pv = rt->priv;
 	if (pv) {
 		for (size_t d = 0; d < pv->ndev; d++) {

@@ -167,7 +167,6 @@ typedef struct xpf_runtime {
 	xpf_rt_execution *executions;
 	size_t nretries;
 	xpf_rt_retry *retries;
-	xpf_rt_between between;    /* for the runtime's focus (xpf_runtime_focus) */
 	int64_t end_ns;            /* the last event end seen on /host:CPU */
 	const xpf_plane *host_plane; /* the /host:CPU plane, or NULL */
 	/* private to runtime*.c */
@@ -250,11 +249,6 @@ void xpf_rt_blocks_free(xpf_rt_block *b, size_t n);
 int xpf_runtime_between(xpf_host *h, const xpf_runtime *rt, size_t from, size_t to,
 			xpf_rt_between *out, xpf_error *err);
 void xpf_rt_between_release(xpf_rt_between *b);
-
-/* The runtime's own choice of module for between.tsv: --module if given and
- * it ran, else the module of the last execution that never launched, else
- * the module with the most executions (ties: latest).  -1 when none ran. */
-long xpf_runtime_focus(const xpf_host *h, const xpf_runtime *rt);
 
 /* Names for the enums, as written in the TSV files. */
 const char *xpf_launched_name(enum xpf_launched l);   /* "yes" "no" "unknown" */

@@ -601,69 +601,10 @@ int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf
 			r->allocator = rt->executions[r->execution].allocator;
 	}
 
-	long fm = xpf_runtime_focus(h, rt);
-	if (fm >= 0) {
-		long lastx = -1, before = -1;
-		int dev = -2;
-		for (size_t xi = nx; xi-- > 0;) {
-			const xpf_rt_execution *x = &rt->executions[xi];
-			if (x->module != fm || (dev != -2 && x->device != dev))
-				continue;
-			if (lastx < 0) {
-				lastx = (long)xi;
-				dev = x->device;
-			} else {
-				before = (long)xi;
-				break;
-			}
-		}
-		rt->between.module = fm;
-		rt->between.device = dev;
-		if (before >= 0) {
-			int rc = xpf_runtime_between(h, rt, (size_t)before, (size_t)lastx, &rt->between, err);
-			if (rc != XPF_OK)
-				return rc;
-		}
-	}
 	return XPF_OK;
 }
 
 /* ---- focus, between ------------------------------------------------------- */
-
-long xpf_runtime_focus(const xpf_host *h, const xpf_runtime *rt)
-{
-	if (h->opt && h->opt->module) {
-		for (size_t m = 0; m < h->nmodules; m++)
-			if (strcmp(xpf_capture_module(h->cap, m)->name, h->opt->module) == 0 ||
-			    strcmp(h->module_dirs[m], h->opt->module) == 0)
-				return (long)m;
-	}
-	for (size_t xi = rt->nexecutions; xi-- > 0;)
-		if (rt->executions[xi].launched == XPF_LAUNCHED_NO && rt->executions[xi].module >= 0)
-			return rt->executions[xi].module;
-	/* The most executed module; ties go to the one that ran last. */
-	size_t *count = calloc(h->nmodules ? h->nmodules : 1, sizeof *count);
-	if (count == NULL)
-		abort();
-	for (size_t k = 0; k < rt->nexecutions; k++) {
-		long m = rt->executions[k].module;
-		if (m >= 0 && (size_t)m < h->nmodules)
-			count[m]++;
-	}
-	long best = -1;
-	size_t best_n = 0;
-	for (size_t xi = rt->nexecutions; xi-- > 0;) {
-		long m = rt->executions[xi].module;
-		if (m < 0 || (size_t)m >= h->nmodules)
-			continue;
-		if (count[m] > best_n) {
-			best_n = count[m];
-			best = m;
-		}
-	}
-	free(count);
-	return best;
-}
 
 struct name_dur {
 	const char *name;

@@ -87,8 +87,8 @@ struct xpf_rt_priv {
  * their devices, in use at start and the peak during, and indexes what is
  * live when; xpf_rt_finish_end, after the kernel scans, links them to
  * modules, joins them to the plans, numbers them per module and finds
- * launched and the default between.  xpf_rt_finish_release frees what a
- * step left for the next when the build stops early. */
+ * launched.  xpf_rt_finish_release frees what a step left for the next
+ * when the build stops early. */
 struct xpf_rt_finish {
 	uint32_t *inv;             /* old execution index -> new, NULL: unmoved */
 	uint32_t *xend, *own;      /* each execution's events: own[xend[x-1] .. xend[x]) */

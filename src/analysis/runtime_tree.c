@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/diagnosis.h"
 #include "analysis/runtime.h"
 #include "analysis/svg.h"
 
@@ -125,7 +126,11 @@ static int render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 				       xpf_launched_name(rt->executions[r->execution].launched));
 		xpf_buf_adds(out, " [measured]\n");
 	}
-	const xpf_rt_between *b = &rt->between;
+	const xpf_diagnosis *d;
+	rc = xpf_host_diagnosis(h, &d, err);
+	if (rc != XPF_OK)
+		return rc;
+	const xpf_rt_between *b = &d->between;
 	if (b->module >= 0 && b->from_execution >= 0) {
 		uint64_t cnt = 0;
 		for (size_t i = 0; i < b->nrows; i++)
@@ -294,15 +299,20 @@ static int render_retries(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 	return XPF_OK;
 }
 
+/* The diagnosis chooses the focus module whose executions bound the window;
+ * the runtime is read first so that its errors are this file's. */
 static int render_between(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
 	const xpf_runtime *rt;
+	const xpf_diagnosis *d;
 	int rc = xpf_host_runtime(h, &rt, err);
+	if (rc == XPF_OK)
+		rc = xpf_host_diagnosis(h, &d, err);
 	if (rc != XPF_OK)
 		return rc;
 	xpf_buf_adds(out, "name\tcount\ttotal_ns\n");
-	for (size_t i = 0; i < rt->between.nrows; i++) {
-		const xpf_rt_between_row *r = &rt->between.rows[i];
+	for (size_t i = 0; i < d->between.nrows; i++) {
+		const xpf_rt_between_row *r = &d->between.rows[i];
 		xpf_buf_tsv(out, r->name);
 		xpf_buf_printf(out, "\t%" PRIu64 "\t%" PRId64 "\n", r->count, r->total_ns);
 	}
