@@ -273,7 +273,9 @@ int xpf_render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 		if (rt->nretries)
 			xpf_buf_printf(out, "allocator retries: %zu\n", rt->nretries);
 	} else {
-		xpf_buf_adds(out, "executions: none recorded (no /host:CPU plane)\n");
+		xpf_buf_printf(out, "executions: none recorded (%s)\n",
+			       d->runtime_error ? "the runtime could not be read: capture/errors.txt" :
+						  "no /host:CPU plane");
 	}
 	if (d->module >= 0)
 		xpf_buf_printf(out, "focus: modules/%s (%s)\n", h->module_dirs[d->module], d->module_why);

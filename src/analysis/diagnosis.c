@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analysis/diag_priv.h"
+#include "common/alloc.h"
 
 const char *xpf_tag_name(enum xpf_tag t)
 {
@@ -271,7 +272,10 @@ static void choose_module(xpf_diag_ctx *c)
 			d->module = (long)m;
 		}
 	}
-	if (d->module >= 0)
+	if (d->module >= 0 && d->runtime_error)
+		d->module_why = unmatched ? "--module matched no module; the biggest module (the runtime could not be read)" :
+					    "the biggest module (the runtime could not be read)";
+	else if (d->module >= 0)
 		d->module_why = unmatched ? "--module matched no module; the biggest module (nothing ran)" :
 					    "the biggest module (nothing ran in the capture)";
 }
@@ -397,6 +401,7 @@ static int compute(void *ctx, void **value, xpf_error *err)
 	c.d = d;
 	if (xpf_capture_nplanes(h->cap) > 0 && xpf_host_runtime(h, &c.rt, &e) != XPF_OK) {
 		xpf_host_note_error(h, "diagnosis: runtime", &e);
+		d->runtime_error = xpf_strdup(e.msg);
 		c.rt = NULL;
 	}
 	choose_module(&c);
@@ -444,6 +449,7 @@ void xpf_diagnosis_free(void *ptr)
 	}
 	free(d->findings);
 	free(d->capacity_source);
+	free(d->runtime_error);
 	xpf_rt_between_release(&d->between);
 	xpf_buf_release(&d->checks);
 	free(d);

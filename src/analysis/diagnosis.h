@@ -69,6 +69,7 @@ typedef struct xpf_diagnosis {
 	/* host events between the focus module's last two executions on the
 	 * focus execution's device (runtime/between.tsv); module -1: none */
 	xpf_rt_between between;
+	char *runtime_error;      /* why the runtime could not be read, or NULL */
 	size_t nfindings;         /* most important first */
 	xpf_finding *findings;
 	xpf_buf checks;           /* checks.txt, rendered with the diagnosis */

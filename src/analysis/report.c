@@ -273,7 +273,24 @@ void xpf_host_note_error(xpf_host *h, const char *what, const xpf_error *err)
 {
 	pthread_mutex_lock(&h->err_mu);
 	xpf_buf_printf(&h->late_errors, "%s: %s\n", what ? what : "", err ? err->msg : "");
+	if (h->first_late.code == XPF_OK && err && err->code != XPF_OK)
+		h->first_late = *err;
 	pthread_mutex_unlock(&h->err_mu);
+}
+
+bool xpf_report_first_late_error(xpf_report *r, xpf_error *out)
+{
+	for (size_t i = 0; i < xpf_report_nhosts(r); i++) {
+		xpf_host *h = xpf_report_host(r, i);
+		pthread_mutex_lock(&h->err_mu);
+		bool got = h->first_late.code != XPF_OK;
+		if (got)
+			*out = h->first_late;
+		pthread_mutex_unlock(&h->err_mu);
+		if (got)
+			return true;
+	}
+	return false;
 }
 
 /* ---- names ------------------------------------------------------------ */

@@ -84,6 +84,7 @@ struct xpf_host {
 	/* Late errors for capture/errors.txt (guarded by err_mu). */
 	pthread_mutex_t err_mu;
 	xpf_buf late_errors;
+	xpf_error first_late;  /* the first of them (code 0: none) */
 };
 
 int xpf_report_open(xpf_input *in, const xpf_options *opt, xpf_report **out, xpf_error *err);
@@ -129,6 +130,9 @@ void xpf_node_host_path(const xpf_node *n, xpf_buf *out);
 
 /* Record an error found late (shown in capture/errors.txt). */
 void xpf_host_note_error(xpf_host *h, const char *what, const xpf_error *err);
+/* The first error any host noted, into *out: false when none (for --cat
+ * and --export, which say it on stderr). */
+bool xpf_report_first_late_error(xpf_report *r, xpf_error *out);
 
 /* The builders of each part of a host's tree, one per analysis module. */
 void xpf_tree_capture(xpf_host *h, xpf_node *dir);   /* capture/ (tree.c) */

@@ -59,7 +59,8 @@ static const char usage_text[] =
 "  0  ok\n"
 "  1  usage error\n"
 "  2  the capture cannot be read (I/O, permissions)\n"
-"  3  not a capture, or malformed\n"
+"  3  not a capture, or malformed (--cat/--export: also when a part needed\n"
+"     was found broken; the line says which, capture/errors.txt lists all)\n"
 "  4  a capture kind that is not supported (e.g. .xplane.riegeli)\n"
 "  5  the mount failed\n";
 
@@ -113,7 +114,35 @@ static int do_cat(xpf_report *r, const char *path, xpf_error *err)
 	return XPF_OK;
 }
 
-static int export_dir(xpf_node *dir, const char *path, xpf_error *err, int *failures)
+/* Files --export could not make (EIO in the mount): how many, the first. */
+struct export_soft {
+	int n;
+	int code;               /* the first's */
+	char first[PATH_MAX + sizeof ((xpf_error *)0)->msg + 2];   /* "PATH: what" */
+};
+
+static void export_soft_fail(struct export_soft *s, const char *path, const xpf_error *e)
+{
+	if (s->n++ == 0) {
+		s->code = e->code;
+		snprintf(s->first, sizeof s->first, "%s: %s", path, e->msg);
+	}
+}
+
+/* After --cat or --export: a part found broken while the files were made
+ * (the diagnosis made without the runtime, say) is said in one line, and
+ * the exit status is its error's.  0 when nothing was found broken. */
+static int late_error(xpf_report *r, const char *made)
+{
+	xpf_error late;
+	if (!xpf_report_first_late_error(r, &late))
+		return 0;
+	fprintf(stderr, "xplanefs: %s (%s without that part; capture/errors.txt lists it)\n",
+		late.msg, made);
+	return late.code;
+}
+
+static int export_dir(xpf_node *dir, const char *path, xpf_error *err, struct export_soft *soft)
 {
 	xpf_node **kids;
 	size_t n;
@@ -121,10 +150,7 @@ static int export_dir(xpf_node *dir, const char *path, xpf_error *err, int *fail
 	int rc = xpf_node_children(dir, &kids, &n, &e1);
 	if (rc != XPF_OK) {
 		/* Like the mount (EIO on this directory): not written, the rest goes on. */
-		fprintf(stderr, "xplanefs: %s: %s\n", path, e1.msg);
-		(*failures)++;
-		if (err->code == XPF_OK)
-			*err = e1;
+		export_soft_fail(soft, path, &e1);
 		return XPF_OK;
 	}
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
@@ -135,7 +161,7 @@ static int export_dir(xpf_node *dir, const char *path, xpf_error *err, int *fail
 		char *p = xpf_malloc(plen);
 		snprintf(p, plen, "%s/%s", path, k->name);
 		if (k->type == XPF_NODE_DIR) {
-			rc = export_dir(k, p, err, failures);
+			rc = export_dir(k, p, err, soft);
 		} else {
 			const char *data;
 			size_t len;
@@ -143,10 +169,7 @@ static int export_dir(xpf_node *dir, const char *path, xpf_error *err, int *fail
 			rc = xpf_node_content(k, &data, &len, &e2);
 			if (rc != XPF_OK) {
 				/* Like the mount: one broken part does not stop the rest. */
-				fprintf(stderr, "xplanefs: %s: %s\n", p, e2.msg);
-				(*failures)++;
-				if (err->code == XPF_OK)
-					*err = e2;
+				export_soft_fail(soft, p, &e2);
 				rc = XPF_OK;
 			} else if (k->type == XPF_NODE_LINK) {
 				unlink(p);
@@ -343,12 +366,22 @@ int main(int argc, char **argv)
 	if (cat_path) {
 		if (do_cat(r, cat_path, &err) != XPF_OK)
 			rc = fail(&err);
+		else
+			rc = late_error(r, "the file was made");
 	} else if (export_dir_path) {
-		int failures = 0;
-		if (export_dir(xpf_report_root(r), export_dir_path, &err, &failures) != XPF_OK)
+		struct export_soft soft = { 0 };
+		if (export_dir(xpf_report_root(r), export_dir_path, &err, &soft) != XPF_OK) {
 			rc = fail(&err);
-		else if (failures)
-			rc = err.code ? err.code : XPF_EMALFORMED;
+		} else if (soft.n) {
+			if (soft.n > 1)
+				fprintf(stderr, "xplanefs: %s; %d more files not written (capture/errors.txt "
+					"lists why)\n", soft.first, soft.n - 1);
+			else
+				fprintf(stderr, "xplanefs: %s\n", soft.first);
+			rc = soft.code ? soft.code : XPF_EMALFORMED;
+		} else {
+			rc = late_error(r, "the tree was made");
+		}
 	} else {
 		if (!xpf_fs_available()) {
 			xpf_fail(&err, XPF_EMOUNT,

@@ -7,7 +7,11 @@
 #    for files whose renderers may or may not need the broken part), and
 #    nothing is lost: every file it reports broken is absent from DIR, and its
 #    message (or its path) is in DIR/capture/errors.txt; when --check failed
-#    but the export got through, errors.txt carries --check's message;
+#    but the export got through, errors.txt carries --check's message; its
+#    stderr is one line (the first file it could not make, and how many more);
+#  - `xplanefs --cat diagnosis.txt CASE`: stderr is empty when it exits 0 and
+#    one "xplanefs: ..." line otherwise (a diagnosis made without a broken
+#    part says so);
 #  - never a crash, a hang (30 s), or a sanitizer report.
 #   test-bad.sh XPLANEFS [CASE-NAME...]
 set -u
@@ -85,6 +89,10 @@ while IFS=$'\t' read -r case check_rc check_msg export_rc errors_msg; do
 			fail "--export exits $rc, want $export_rc: $(head -c 300 "$tmp/x.err")"
 			ok=0
 		fi
+		if [ "$(grep -c . "$tmp/x.err")" -gt 1 ]; then
+			fail "--export says more than one line: $(head -c 400 "$tmp/x.err")"
+			ok=0
+		fi
 		errs=$out/capture/errors.txt
 		if [ -f "$errs" ]; then
 			# Every broken file: absent, and named (or its message shown) in errors.txt.
@@ -93,6 +101,7 @@ while IFS=$'\t' read -r case check_rc check_msg export_rc errors_msg; do
 				[ "$rest" = "$l" ] && continue
 				path=${rest%%: *}
 				msg=${rest#*: }
+				msg=${msg%; [0-9]* more files not written (capture/errors.txt lists why)}
 				if [ -e "$out/$path" ]; then
 					fail "--export wrote $path although it reports it broken"
 					ok=0
@@ -129,6 +138,17 @@ while IFS=$'\t' read -r case check_rc check_msg export_rc errors_msg; do
 		ok=0
 	fi
 	rm -rf "$out"
+	# --cat diagnosis.txt
+	if run "$tmp/d" --cat diagnosis.txt "$f"; then
+		lines=$(grep -c . "$tmp/d.err")
+		if { [ "$rc" -eq 0 ] && [ "$lines" -ne 0 ]; } || { [ "$rc" -ne 0 ] && { [ "$lines" -ne 1 ] ||
+			[[ $(head -n 1 "$tmp/d.err") != "xplanefs: "* ]]; }; }; then
+			fail "--cat diagnosis.txt exits $rc with $lines line(s) on stderr: $(head -c 300 "$tmp/d.err")"
+			ok=0
+		fi
+	else
+		ok=0
+	fi
 	[ "$ok" = 1 ] && echo "ok: $case (check $check_rc, export $export_rc)"
 done <"$here/expect.tsv"
 

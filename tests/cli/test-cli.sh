@@ -94,4 +94,19 @@ else
 	echo "skipping the 1100-host case: the hard limit of descriptors is $(ulimit -H -n)"
 fi
 
+# A /host:CPU plane broken in the middle (found late): diagnosis.txt is made
+# from the plan and quotes the error; --cat says it in one line and exits 3.
+broken="$here/bad/cases/flip-0.xplane.pb"
+where="plane 1 '/host:CPU', line 0, event 1, stat 3"
+expect 3 "$where" -- --cat diagnosis.txt "$broken"
+if grep -qF "(the file was made without that part" "$tmp/err" &&
+	grep -qF "missing-runtime: the allocator events and executions could not be read: flip-0.xplane.pb: malformed capture: $where" "$tmp/out" &&
+	grep -qF "(the biggest module (the runtime could not be read))" "$tmp/out"; then
+	echo "ok: a diagnosis without the broken runtime says why"
+else
+	echo "FAIL: diagnosis.txt of $broken: $(head -c 300 "$tmp/err") / $(head -c 600 "$tmp/out")"
+	fails=$((fails + 1))
+fi
+expect 3 "; 7 more files not written (capture/errors.txt lists why)" -- --export "$tmp/broken" "$broken"
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
