@@ -1186,10 +1186,11 @@ static int index_modules(xpf_capture *c, xpf_error *err)
 
 static int map_file(const char *path, xpf_capture *c, xpf_error *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer (it is then
+	 * refused below as not a regular file); no effect on a regular file */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
-		return xpf_fail(err, errno == ENOENT ? XPF_EIO : XPF_EIO, "%s: cannot open: %s", path,
-				strerror(errno));
+		return xpf_fail(err, XPF_EIO, "%s: cannot open: %s", path, strerror(errno));
 	struct stat sb;
 	if (fstat(fd, &sb) < 0) {
 		int e = errno;

@@ -200,7 +200,7 @@ static bool parse_u64(const char *s, uint64_t *out)
 {
 	char *end;
 	errno = 0;
-	if (s == NULL || *s == '\0' || *s == '-')
+	if (s == NULL || *s < '0' || *s > '9') /* strtoull would skip spaces and take a sign */
 		return false;
 	unsigned long long v = strtoull(s, &end, 10);
 	if (errno || *end)
@@ -282,7 +282,7 @@ int main(int argc, char **argv)
 
 	raise_fd_limit();
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "fdso:u:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":fdso:u:hV", longopts, NULL)) != -1) {
 		uint64_t v;
 		switch (c) {
 		case 'f': mo.foreground = true; break;
@@ -311,13 +311,13 @@ int main(int argc, char **argv)
 			opt.device = (int)v;
 			break;
 		case OPT_RUN: opt.run = optarg; break;
-		default: {
+		default: { /* ':' an option without its argument, '?' an unknown one */
 			char msg[300];
-			if (optopt && strchr("ou", optopt))
-				snprintf(msg, sizeof msg, "option -%c needs an argument", optopt);
+			const char *o = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+			if (c == ':')
+				snprintf(msg, sizeof msg, "option '%s' needs an argument", o);
 			else
-				snprintf(msg, sizeof msg, "unknown option '%s'",
-					 optind > 0 && optind <= argc ? argv[optind - 1] : "?");
+				snprintf(msg, sizeof msg, "unknown option '%s'", o);
 			return usage_error(msg);
 		}
 		}

@@ -34,6 +34,12 @@ expect 0 "Exit status" -- --help
 expect 0 "xplanefs " -- --version
 expect 1 "unknown option" -- --no-such-option
 expect 1 "missing CAPTURE" --
+expect 1 "option '--cat' needs an argument" -- --cat
+expect 1 "option '--export' needs an argument" -- x.xplane.pb --export
+expect 1 "option '-o' needs an argument" -- x.xplane.pb -o
+expect 1 "--capacity wants a number of bytes" -- --capacity ' -5' --cat diagnosis.txt x.xplane.pb
+mkfifo "$tmp/fifo.xplane.pb"
+expect 2 "not a regular file" -- --check "$tmp/fifo.xplane.pb"
 expect 2 "cannot open" -- --check "$tmp/absent.xplane.pb"
 : >"$tmp/x.xplane.riegeli"
 expect 4 "not supported" -- --check "$tmp/x.xplane.riegeli"
