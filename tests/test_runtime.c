@@ -470,6 +470,9 @@ static void test_tpu(void **state)
 		njf += f.rt->executions[i].module == jf;
 	assert_int_equal(njf, 400);
 	assert_non_null(strstr(file(&f, "runtime/summary.txt"), "keyed by index_on_host"));
+	/* TPU planes name their device in device_type_string (no gpu_device_name) */
+	assert_non_null(strstr(file(&f, "capture/devices.tsv"), "0\t/device:TPU:0\tTPU v6 Lite\t"));
+	assert_non_null(strstr(file(&f, "summary.txt"), "/device:TPU:3: name TPU v6 Lite,"));
 	check_invariants(&f);
 	close_capture(&f);
 }

@@ -175,8 +175,12 @@ static void summary_devices(xpf_host *h, xpf_buf *out)
 		uint64_t mem;
 		if (strncmp(hd->name, "/device:", 8) != 0 || xpf_capture_plane(h->cap, i, &p, &e) != XPF_OK)
 			continue;
+		xpf_str dn;
 		xpf_buf_printf(out, "  %s: name ", hd->name);
-		text_stat(p, "gpu_device_name", out);
+		if (xpf_diag_device_name(p, &dn, &e))
+			xpf_buf_add(out, dn.p, dn.n);
+		else
+			xpf_buf_adds(out, "?");
 		xpf_buf_adds(out, ", vendor ");
 		text_stat(p, "device_vendor", out);
 		if (xpf_plane_stat(p, "memory_size", &st, &e) == 1 && xpf_stat_u64(&st, &mem))

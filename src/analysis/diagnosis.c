@@ -161,6 +161,13 @@ const xpf_finding *xpf_diag_find(const xpf_diagnosis *d, const char *code)
 
 /* ---- devices -------------------------------------------------------------- */
 
+bool xpf_diag_device_name(const xpf_plane *p, xpf_str *out, xpf_error *err)
+{
+	xpf_stat st;
+	return (xpf_plane_stat(p, "gpu_device_name", &st, err) == 1 && xpf_stat_text(&st, out)) ||
+	       (xpf_plane_stat(p, "device_type_string", &st, err) == 1 && xpf_stat_text(&st, out));
+}
+
 uint64_t xpf_diag_device_memory(xpf_host *h, int dev)
 {
 	for (size_t i = 0; i < xpf_capture_nplanes(h->cap); i++) {

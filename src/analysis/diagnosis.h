@@ -91,6 +91,10 @@ void xpf_diag_checks(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out);
 /* The device plane's memory_size for device d (d < 0: the first device
  * plane that has one); 0 when absent. */
 uint64_t xpf_diag_device_memory(xpf_host *h, int d);
+/* A device plane's device name: its gpu_device_name stat (GPU), else its
+ * device_type_string ("TPU v6 Lite"); false when it has neither.  Errors
+ * reading them go to *err (kept when already set). */
+bool xpf_diag_device_name(const xpf_plane *p, xpf_str *out, xpf_error *err);
 
 /* A finding by code, or NULL. */
 const xpf_finding *xpf_diag_find(const xpf_diagnosis *d, const char *code);

@@ -55,7 +55,9 @@ static int render_devices(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 		xpf_buf_printf(out, "%zu\t", i);
 		xpf_buf_tsv(out, p->name);
 		xpf_buf_addc(out, '\t');
-		put_text_stat(p, "gpu_device_name", out, &e2);
+		xpf_str dn;
+		if (xpf_diag_device_name(p, &dn, &e2))
+			xpf_buf_tsvn(out, dn.p, dn.n);
 		xpf_buf_addc(out, '\t');
 		put_text_stat(p, "device_vendor", out, &e2);
 		xpf_buf_addc(out, '\t');
