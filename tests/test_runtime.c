@@ -355,6 +355,10 @@ static void test_attention(void **state)
 	/* the focus is the biggest module by need that ran (SPEC §5.1), not
 	 * the most executed one (jit_matmul(19)) */
 	check_focus_between(&f, "jit_matmul(59)", 41, 68, 1397);
+	/* execution 41 asked for the plan's temp, BFC gave it a whole 240 MiB chunk */
+	assert_non_null(strstr(file(&f, "checks.txt"),
+			       "2 of 3 executions allocated exactly that (or its 256-byte rounding); 1 asked for "
+			       "exactly that but was handed a bigger chunk, e.g. execution 41: 251658240 ("));
 	check_invariants(&f);
 	close_capture(&f);
 }

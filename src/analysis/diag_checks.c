@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "analysis/diag_priv.h"
+#include "common/alloc.h"
 
 static void line(xpf_buf *out, const char *status, const char *name, xpf_buf *fig)
 {
@@ -166,18 +167,31 @@ static void check_runtime(xpf_host *h, const xpf_diagnosis *d, const xpf_runtime
 	/* The plan's temp block against what the runtime asked for. */
 	const xpf_plan *p = xpf_diag_plan(h, d->module);
 	if (p && p->has_assignment) {
-		size_t n = 0, same = 0;
-		uint64_t seen = 0;
+		/* what each execution asked for its temp allocations (temp_bytes
+		 * is what the allocator handed out) */
+		uint64_t *asked = xpf_calloc(rt->nexecutions ? rt->nexecutions : 1, sizeof *asked);
+		for (size_t i = 0; i < rt->nevents; i++) {
+			const xpf_rt_event *ev = &rt->events[i];
+			if (ev->role == XPF_RT_ROLE_TEMP && ev->execution >= 0)
+				asked[ev->execution] += ev->requested_bytes;
+		}
+		/* BFC rounds every chunk up to 256 bytes. */
+		uint64_t rounded = (p->temp_bytes + 255) / 256 * 256;
+		size_t n = 0, same = 0, bigger = 0;
+		long other = -1, padded = -1;
 		for (size_t x = 0; x < rt->nexecutions; x++) {
 			const xpf_rt_execution *e = &rt->executions[x];
 			if (e->module != d->module || e->temp_bytes == 0)
 				continue;
 			n++;
-			/* BFC rounds every chunk up to 256 bytes. */
-			if (e->temp_bytes == p->temp_bytes || e->temp_bytes == (p->temp_bytes + 255) / 256 * 256)
+			if (e->temp_bytes == p->temp_bytes || e->temp_bytes == rounded) {
 				same++;
-			else
-				seen = e->temp_bytes;
+			} else if (asked[x] == p->temp_bytes && e->temp_bytes > rounded) {
+				bigger++;
+				padded = (long)x;
+			} else {
+				other = (long)x;
+			}
 		}
 		size_t failed = 0;
 		for (size_t x = 0; x < rt->nexecutions; x++)
@@ -195,11 +209,20 @@ static void check_runtime(xpf_host *h, const xpf_diagnosis *d, const xpf_runtime
 		} else {
 			xpf_buf_printf(&f, "%s: plan temp %llu; %zu of %zu executions allocated exactly that (or its 256-byte rounding)",
 				       p->module, (unsigned long long)p->temp_bytes, same, n);
-			if (same != n)
-				xpf_buf_printf(&f, "; others %llu (an execution that failed before its temp block, or a different shape)",
-					       (unsigned long long)seen);
+			if (bigger) {
+				const xpf_rt_execution *e = &rt->executions[padded];
+				xpf_buf_printf(&f, "; %zu asked for exactly that but %s handed a bigger chunk, e.g. execution %u: %llu (BFC hands out a free chunk whole when it is under twice the request and splitting it would leave under 128 MiB)",
+					       bigger, bigger == 1 ? "was" : "were", e->n, (unsigned long long)e->temp_bytes);
+			}
+			if (other >= 0) {
+				const xpf_rt_execution *e = &rt->executions[other];
+				xpf_buf_printf(&f, "; %zu asked for other temp sizes, e.g. execution %u: %llu asked, %llu handed out (it stopped before its whole temp block, or ran another shape)",
+					       n - same - bigger, e->n, (unsigned long long)asked[other],
+					       (unsigned long long)e->temp_bytes);
+			}
 			line(out, same == n ? "PASS" : "WARN", "plan-vs-runtime-temp", &f);
 		}
+		free(asked);
 	}
 	xpf_buf_release(&f);
 }

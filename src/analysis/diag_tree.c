@@ -105,8 +105,8 @@ static const struct doc docs[] = {
 	  "n, device, module, module_execution, start_ns, end_ns, launched, in_use_at_start_bytes, peak_during_bytes,\n"
 	  "allocations, deallocations, in_use_at_start_human, growth_bytes (since the module's previous execution on\n"
 	  "the device), link (how it was tied to its module: name, requested_bytes, pjit, program_id, kernels, or\n"
-	  "ambiguous), host_name (the module name the host side gave), temp_bytes and output_bytes (its allocations\n"
-	  "matched to the plan), allocator, event (the execute event); by n (start, device, line)" },
+	  "ambiguous), host_name (the module name the host side gave), temp_bytes and output_bytes (the chunks\n"
+	  "handed out for its allocations matched to the plan: BFC may hand out more than was asked), allocator, event (the execute event); by n (start, device, line)" },
 	{ "runtime/executions", "one directory per execution n" },
 	{ "runtime/executions/<n>", "one execution" },
 	{ "runtime/executions/<n>/live.tsv",
