@@ -474,6 +474,17 @@ static void test_tpu(void **state)
 		njf += f.rt->executions[i].module == jf;
 	assert_int_equal(njf, 400);
 	assert_non_null(strstr(file(&f, "runtime/summary.txt"), "keyed by index_on_host"));
+	/* TPU frees carry no requested_bytes or allocation_bytes: empty in
+	 * events.tsv (bytes comes from the matched allocation) */
+	size_t nfree = 0;
+	for (size_t i = 0; i < f.rt->nevents; i++) {
+		const xpf_rt_event *e = &f.rt->events[i];
+		assert_int_equal(e->has_requested, e->kind == XPF_RT_ALLOC);
+		nfree += e->kind == XPF_RT_DEALLOC;
+	}
+	assert_int_equal(nfree, 453);
+	assert_non_null(strstr(file(&f, "runtime/events.tsv"),
+			       "5353468373\ttpu:0\tfree\t512\t\t33550205952\t67072\t"));
 	/* TPU planes name their device in device_type_string (no gpu_device_name) */
 	assert_non_null(strstr(file(&f, "capture/devices.tsv"), "0\t/device:TPU:0\tTPU v6 Lite\t"));
 	assert_non_null(strstr(file(&f, "summary.txt"), "/device:TPU:3: name TPU v6 Lite,"));

@@ -438,6 +438,7 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 	char ibuf[32];
 	bool by_index = false;
 	int64_t reserved = 0, allocated = 0, available = 0, peak = 0, req = 0, abytes = 0;
+	bool has_req = false, has_abytes = false;
 	uint64_t addr = 0;
 	xpf_str shape = { NULL, 0 };
 	/* the quick reading when it can vouch for the event, else the iterator */
@@ -473,8 +474,8 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 		case AS_BYTES_ALLOCATED: xpf_stat_i64(&st, &allocated); break;
 		case AS_BYTES_AVAILABLE: xpf_stat_i64(&st, &available); break;
 		case AS_PEAK_BYTES_IN_USE: xpf_stat_i64(&st, &peak); break;
-		case AS_REQUESTED_BYTES: xpf_stat_i64(&st, &req); break;
-		case AS_ALLOCATION_BYTES: xpf_stat_i64(&st, &abytes); break;
+		case AS_REQUESTED_BYTES: has_req = xpf_stat_i64(&st, &req); break;
+		case AS_ALLOCATION_BYTES: has_abytes = xpf_stat_i64(&st, &abytes); break;
 		case AS_ADDR: xpf_stat_u64(&st, &addr); break;
 		case AS_SHAPE: xpf_stat_text(&st, &shape); break;
 		}
@@ -506,6 +507,8 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 	ev->t_ps = t0;
 	ev->bytes = abytes > 0 ? (uint64_t)abytes : 0;
 	ev->requested_bytes = req > 0 ? (uint64_t)req : 0;
+	ev->has_bytes = has_abytes;
+	ev->has_requested = has_req;
 	ev->addr = addr;
 	ev->in_use_after = (uint64_t)(allocated > 0 ? allocated : 0) + (uint64_t)(reserved > 0 ? reserved : 0);
 	/* for scan_capacity once the line is read (events an unordered line
@@ -1673,8 +1676,10 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail)
 			if (v >= 0) {
 				e->match = v;
 				rt->events[v].match = (long)i;
-				if (e->bytes == 0)
+				if (e->bytes == 0) {
 					e->bytes = rt->events[v].bytes;
+					e->has_bytes = rt->events[v].has_bytes;
+				}
 				xpf_map_del(&m, k);
 			} else {
 				a->unmatched_deallocations++;

@@ -87,6 +87,8 @@ typedef struct xpf_rt_event {
 	uint8_t kind;              /* enum xpf_rt_kind */
 	uint8_t role;              /* enum xpf_rt_role */
 	bool in_build;             /* inside that execution's `Build buffer allocations` */
+	bool has_bytes;            /* allocation_bytes read, or (a free) taken from its match */
+	bool has_requested;        /* requested_bytes read (TPU frees carry none) */
 } xpf_rt_event;
 
 enum xpf_launched { XPF_LAUNCHED_UNKNOWN = 0, XPF_LAUNCHED_YES, XPF_LAUNCHED_NO };
@@ -227,6 +229,7 @@ typedef struct xpf_rt_block {
 	uint64_t addr;             /* 0 for the "before" remainder */
 	uint64_t bytes;
 	uint64_t requested_bytes;
+	bool has_requested;        /* its event carried requested_bytes */
 	long event;                /* allocation event, or -1 */
 	long execution;            /* for OUTPUTS/TEMP/EXEC, else -1 */
 	const char *host_event;    /* the host event that allocated it, or NULL */

@@ -836,6 +836,7 @@ int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, si
 		b->addr = e->addr;
 		b->bytes = e->bytes;
 		b->requested_bytes = e->requested_bytes;
+		b->has_requested = e->has_requested;
 		b->event = (long)i;
 		b->host_event = xpf_rt_ev_enclosing(rt, e);
 		b->shape = e->shape;

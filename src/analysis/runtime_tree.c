@@ -201,9 +201,14 @@ static int render_events(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 		const xpf_rt_event *e = &rt->events[i];
 		xpf_buf_printf(out, "%" PRId64 "\t", xpf_rt_ev_ns(e));
 		xpf_buf_tsv(out, rt->allocators[e->allocator].name);
-		xpf_buf_printf(out, "\t%s\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64 "\t",
-			       e->kind == XPF_RT_ALLOC ? "alloc" : "free", e->bytes, e->requested_bytes,
-			       e->addr, e->in_use_after, xpf_rt_ev_thread(rt, e));
+		xpf_buf_printf(out, "\t%s\t", e->kind == XPF_RT_ALLOC ? "alloc" : "free");
+		if (e->has_bytes) /* missing values are empty */
+			xpf_buf_printf(out, "%" PRIu64, e->bytes);
+		xpf_buf_addc(out, '\t');
+		if (e->has_requested)
+			xpf_buf_printf(out, "%" PRIu64, e->requested_bytes);
+		xpf_buf_printf(out, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64 "\t", e->addr, e->in_use_after,
+			       xpf_rt_ev_thread(rt, e));
 		xpf_buf_tsv(out, xpf_rt_ev_enclosing(rt, e));
 		xpf_buf_addc(out, '\t');
 		if (e->execution >= 0)
@@ -338,10 +343,12 @@ static int render_live(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 		char hb[32];
 		xpf_buf_tsv(out, b[i].origin_text);
 		xpf_buf_printf(out, "\t%" PRIu64 "\t%s\t", b[i].bytes, xpf_human(b[i].bytes, hb));
-		if (b[i].event >= 0)
-			xpf_buf_printf(out, "%" PRIu64 "\t%" PRIu64 "\t%" PRId64, b[i].requested_bytes,
-				       b[i].addr, xpf_rt_ev_ns(&rt->events[b[i].event]));
-		else
+		if (b[i].event >= 0) {
+			if (b[i].has_requested)
+				xpf_buf_printf(out, "%" PRIu64, b[i].requested_bytes);
+			xpf_buf_printf(out, "\t%" PRIu64 "\t%" PRId64, b[i].addr,
+				       xpf_rt_ev_ns(&rt->events[b[i].event]));
+		} else
 			xpf_buf_adds(out, "\t\t");
 		xpf_buf_addc(out, '\t');
 		xpf_buf_tsv(out, b[i].host_event);
