@@ -339,6 +339,9 @@ static void events_room(struct scan *s, size_t n)
 	s->cap_events = s->rt->events ? n : 0;
 }
 
+/* Millions of events: every byte of one is MiBs of fresh pages. */
+_Static_assert(sizeof (xpf_rt_event) <= 80, "xpf_rt_event grew past 80 bytes");
+
 /* A zeroed event at the end of the runtime's. */
 static xpf_rt_event *push_event(struct scan *s)
 {

@@ -86,9 +86,9 @@ typedef struct xpf_rt_event {
 	int allocator;
 	uint8_t kind;              /* enum xpf_rt_kind */
 	uint8_t role;              /* enum xpf_rt_role */
-	bool in_build;             /* inside that execution's `Build buffer allocations` */
-	bool has_bytes;            /* allocation_bytes read, or (a free) taken from its match */
-	bool has_requested;        /* requested_bytes read (TPU frees carry none) */
+	bool in_build : 1;         /* inside that execution's `Build buffer allocations` */
+	bool has_bytes : 1;        /* allocation_bytes read, or (a free) taken from its match */
+	bool has_requested : 1;    /* requested_bytes read (TPU frees carry none) */
 } xpf_rt_event;
 
 enum xpf_launched { XPF_LAUNCHED_UNKNOWN = 0, XPF_LAUNCHED_YES, XPF_LAUNCHED_NO };
