@@ -196,13 +196,23 @@ uint64_t xpf_diag_device_memory(xpf_host *h, int dev)
 
 /* ---- module choice (SPEC §5.1) -------------------------------------------- */
 
+/* --module NAME: a module's full name ("jit_step(12)"), its directory
+ * name, or its name without the program id when one module alone has it
+ * ("jit_step"); -1 when none matches, -2 when several do. */
 static long module_by_name(xpf_host *h, const char *name)
 {
+	size_t n = strlen(name);
+	long found = -1;
 	for (size_t m = 0; m < h->nmodules; m++)
 		if (strcmp(xpf_capture_module(h->cap, m)->name, name) == 0 ||
 		    strcmp(h->module_dirs[m], name) == 0)
 			return (long)m;
-	return -1;
+	for (size_t m = 0; m < h->nmodules; m++) {
+		const char *full = xpf_capture_module(h->cap, m)->name;
+		if (strncmp(full, name, n) == 0 && full[n] == '(')
+			found = found == -1 ? (long)m : -2;
+	}
+	return found;
 }
 
 static uint64_t module_need(xpf_host *h, long m)
@@ -230,16 +240,19 @@ static void choose_module(xpf_diag_ctx *c)
 	xpf_host *h = c->h;
 	xpf_diagnosis *d = c->d;
 	const xpf_runtime *rt = c->rt;
+	const char *miss = NULL, *why = NULL;
 
 	d->module = -1;
 	if (h->opt->module != NULL) {
-		d->module = module_by_name(h, h->opt->module);
-		if (d->module >= 0) {
-			d->module_why = "chosen with --module";
+		long m = module_by_name(h, h->opt->module);
+		if (m >= 0) {
+			d->module = m;
+			d->module_why = xpf_strdup("chosen with --module");
 			return;
 		}
+		miss = m == -2 ? "--module matched several modules (give the full name: modules/index.tsv)" :
+				 "--module matched no module (modules/index.tsv lists them)";
 	}
-	bool unmatched = h->opt->module != NULL;
 	if (rt != NULL) {
 		/* The module whose last execution never launched (the latest such). */
 		long best_x = -1;
@@ -250,13 +263,10 @@ static void choose_module(xpf_diag_ctx *c)
 				d->module = (long)m;
 			}
 		}
-		if (d->module >= 0) {
-			d->module_why = unmatched ? "--module matched no module; its last execution never launched" :
-						    "its last execution never launched";
-			return;
-		}
+		if (d->module >= 0)
+			why = "its last execution never launched";
 		uint64_t best = 0;
-		for (size_t m = 0; m < h->nmodules; m++) {
+		for (size_t m = 0; m < h->nmodules && why == NULL; m++) {
 			if (last_execution(rt, (long)m, -1) < 0)
 				continue;
 			uint64_t need = module_need(h, (long)m);
@@ -265,26 +275,25 @@ static void choose_module(xpf_diag_ctx *c)
 				d->module = (long)m;
 			}
 		}
-		if (d->module >= 0) {
-			d->module_why = unmatched ? "--module matched no module; the biggest module (by need) that ran" :
-						    "the biggest module (by need) that ran";
-			return;
-		}
+		if (d->module >= 0 && why == NULL)
+			why = "the biggest module (by need) that ran";
 	}
 	uint64_t best = 0;
-	for (size_t m = 0; m < h->nmodules; m++) {
+	for (size_t m = 0; m < h->nmodules && why == NULL; m++) {
 		uint64_t need = module_need(h, (long)m);
 		if (d->module < 0 || need > best) {
 			best = need;
 			d->module = (long)m;
 		}
 	}
-	if (d->module >= 0 && d->runtime_error)
-		d->module_why = unmatched ? "--module matched no module; the biggest module (the runtime could not be read)" :
-					    "the biggest module (the runtime could not be read)";
-	else if (d->module >= 0)
-		d->module_why = unmatched ? "--module matched no module; the biggest module (nothing ran)" :
-					    "the biggest module (nothing ran in the capture)";
+	if (d->module >= 0 && why == NULL)
+		why = d->runtime_error ? "the biggest module (the runtime could not be read)" :
+					 "the biggest module (nothing ran in the capture)";
+	if (d->module >= 0) {
+		xpf_buf b = XPF_BUF_INIT;
+		xpf_buf_printf(&b, "%s%s%s", miss ? miss : "", miss ? "; " : "", why);
+		d->module_why = xpf_buf_detach(&b, NULL);
+	}
 }
 
 /* ---- capacity (SPEC §5.1) ------------------------------------------------- */
@@ -312,6 +321,7 @@ static void choose_capacity(xpf_diag_ctx *c)
 	}
 	if (want >= 0)
 		d->device = want;
+	bool want_missing = false;  /* --device names a device without a pool */
 	if (rt != NULL && rt->has_events && (d->allocator < 0 || want >= 0)) {
 		/* The device's pool allocator; without a device, the busiest pool. */
 		long best = -1;
@@ -326,6 +336,8 @@ static void choose_capacity(xpf_diag_ctx *c)
 		}
 		if (best >= 0)
 			d->allocator = (int)best;
+		else if (want >= 0)
+			want_missing = true;
 	}
 	if (d->allocator >= 0 && d->device < 0)
 		d->device = rt->allocators[d->allocator].device;
@@ -336,6 +348,11 @@ static void choose_capacity(xpf_diag_ctx *c)
 		d->capacity_bytes = rt->allocators[d->allocator].capacity_bytes;
 		d->capacity_tag = XPF_TAG_MEASURED;
 		xpf_buf_printf(&src, "allocator %s (in use + available)", rt->allocators[d->allocator].name);
+		if (want_missing)
+			xpf_buf_printf(&src, "; --device %d has no pool allocator in the capture (runtime/allocators.tsv)",
+				       want);
+		if (h->opt->capacity)
+			xpf_buf_adds(&src, "; --capacity is read only without allocator events");
 	} else if (h->opt->capacity) {
 		d->capacity_bytes = h->opt->capacity;
 		d->capacity_tag = XPF_TAG_READ;
@@ -456,6 +473,7 @@ void xpf_diagnosis_free(void *ptr)
 	}
 	free(d->findings);
 	free(d->capacity_source);
+	free(d->module_why);
 	free(d->runtime_error);
 	xpf_rt_between_release(&d->between);
 	xpf_buf_release(&d->checks);

@@ -57,7 +57,7 @@ typedef struct xpf_finding {
 
 typedef struct xpf_diagnosis {
 	long module;              /* the focus module (SPEC §5.1), -1 if none */
-	const char *module_why;   /* how it was chosen, static text */
+	char *module_why;         /* how it was chosen */
 	long execution;           /* its last execution (0-based), or -1 */
 	int device;               /* the device read, or -1 */
 	int allocator;            /* the pool allocator read, or -1 */

@@ -563,7 +563,57 @@ static const char *setup_reason(const char *fallback)
 	return setup_msg[0] ? setup_msg : fallback;
 }
 
+/* fusermount3 (which libfuse runs to mount as a user, and -u runs to
+ * unmount) writes its complaint to our stderr: while it runs, fd 2 goes
+ * into a pipe, and the first line found there goes into our one-line error
+ * (setup_msg when empty).  The pipe does not block a writer. */
+struct stderr_catch {
+	int saved, rd;
+};
+
+static void catch_begin(struct stderr_catch *c)
+{
+	int p[2];
+	c->saved = c->rd = -1;
+	fflush(stderr);
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
+		return;
+	c->saved = fcntl(2, F_DUPFD_CLOEXEC, 3);
+	if (c->saved < 0 || dup2(p[1], 2) < 0) {
+		if (c->saved >= 0)
+			close(c->saved);
+		close(p[0]);
+		close(p[1]);
+		c->saved = -1;
+		return;
+	}
+	close(p[1]);
+	c->rd = p[0];
+}
+
+static void catch_end(struct stderr_catch *c, char *line, size_t size)
+{
+	if (c->saved < 0)
+		return;
+	fflush(stderr);
+	dup2(c->saved, 2);
+	close(c->saved);
+	char buf[512];
+	ssize_t k = read(c->rd, buf, sizeof buf - 1);
+	close(c->rd);
+	if (k <= 0 || line[0] != '\0')
+		return;
+	buf[k] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	snprintf(line, size, "%s", buf);
+}
+
+/* What the mount failure messages end with. */
+#define NO_MOUNT_HINT "; --cat PATH and --export DIR read the report without a mount"
+
 bool xpf_fs_available(void) { return true; }
+
+static bool is_our_mount(const char *path);
 
 int xpf_fs_mount(xpf_report *r, const xpf_mount_opts *opts, xpf_error *err)
 {
@@ -576,8 +626,12 @@ int xpf_fs_mount(xpf_report *r, const xpf_mount_opts *opts, xpf_error *err)
 
 	/* Absolute: fuse_daemonize() changes to "/" and we rmdir it later. */
 	if (realpath(opts->mountpoint, mp) == NULL || stat(mp, &sb) < 0)
-		return xpf_fail(err, XPF_EMOUNT, "%s: bad mount point: %s", opts->mountpoint,
-				strerror(errno));
+		return xpf_fail(err, XPF_EMOUNT, "%s: bad mount point: %s%s", opts->mountpoint,
+				strerror(errno),
+				errno == ENOTCONN ? " (a mount whose xplanefs is gone: xplanefs -u it)" : "");
+	if (is_our_mount(opts->mountpoint))
+		return xpf_fail(err, XPF_EMOUNT, "%s: already an xplanefs mount (xplanefs -u it first)",
+				opts->mountpoint);
 	if (!S_ISDIR(sb.st_mode))
 		return xpf_fail(err, XPF_EMOUNT, "%s: bad mount point: not a directory",
 				opts->mountpoint);
@@ -599,8 +653,8 @@ int xpf_fs_mount(xpf_report *r, const xpf_mount_opts *opts, xpf_error *err)
 		fuse_set_log_func(setup_log);
 	se = fuse_session_new(&args, &xpf_ops, sizeof xpf_ops, &fs);
 	if (se == NULL) {
-		rc = xpf_fail(err, XPF_EMOUNT, "%s: cannot mount: %s", opts->mountpoint,
-			      setup_reason("bad FUSE options"));
+		rc = xpf_fail(err, XPF_EMOUNT, "%s: cannot mount: %s%s", opts->mountpoint,
+			      setup_reason("bad FUSE options"), NO_MOUNT_HINT);
 		goto out_args;
 	}
 	/* A shell starts background commands with SIGINT ignored, and libfuse
@@ -615,9 +669,14 @@ int xpf_fs_mount(xpf_report *r, const xpf_mount_opts *opts, xpf_error *err)
 		rc = xpf_fail(err, XPF_EMOUNT, "cannot install signal handlers");
 		goto out_session;
 	}
-	if (fuse_session_mount(se, mp) != 0) {
-		rc = xpf_fail(err, XPF_EMOUNT, "%s: cannot mount: %s", opts->mountpoint,
-			      setup_reason("is /dev/fuse there and fusermount3 installed?"));
+	struct stderr_catch sc;
+	catch_begin(&sc);
+	res = fuse_session_mount(se, mp);
+	catch_end(&sc, setup_msg, sizeof setup_msg);
+	if (res != 0) {
+		rc = xpf_fail(err, XPF_EMOUNT, "%s: cannot mount: %s%s", opts->mountpoint,
+			      setup_reason("is /dev/fuse there and fusermount3 installed?"),
+			      NO_MOUNT_HINT);
 		goto out_signals;
 	}
 	fuse_set_log_func(NULL);
@@ -690,16 +749,26 @@ int xpf_fs_unmount(const char *mountpoint, xpf_error *err)
 	if (geteuid() == 0 && umount2(mountpoint, UMOUNT_NOFOLLOW) == 0)
 		return XPF_OK;
 	char *const argv[] = { "fusermount3", "-u", "--", (char *)mountpoint, NULL };
+	char said[512] = "";
+	struct stderr_catch sc;
 	pid_t pid;
-	int st, e = posix_spawnp(&pid, "fusermount3", NULL, NULL, argv, environ);
-	if (e != 0)
-		return xpf_fail(err, XPF_EMOUNT, "%s: cannot run fusermount3: %s", mountpoint,
-				strerror(e));
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return xpf_fail(err, XPF_EMOUNT, "%s: waiting for fusermount3: %s",
-					mountpoint, strerror(errno));
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		return xpf_fail(err, XPF_EMOUNT, "%s: fusermount3 -u failed", mountpoint);
-	return XPF_OK;
+	int st = 0, rc = XPF_OK;
+	catch_begin(&sc);
+	int e = posix_spawnp(&pid, "fusermount3", NULL, NULL, argv, environ);
+	if (e != 0) {
+		rc = xpf_fail(err, XPF_EMOUNT, "%s: cannot run fusermount3: %s", mountpoint,
+			      strerror(e));
+	} else {
+		while (waitpid(pid, &st, 0) < 0)
+			if (errno != EINTR) {
+				rc = xpf_fail(err, XPF_EMOUNT, "%s: waiting for fusermount3: %s",
+					      mountpoint, strerror(errno));
+				break;
+			}
+	}
+	catch_end(&sc, said, sizeof said);
+	if (rc == XPF_OK && (!WIFEXITED(st) || WEXITSTATUS(st) != 0))
+		rc = xpf_fail(err, XPF_EMOUNT, "%s: cannot unmount: %s", mountpoint,
+			      said[0] ? said : "fusermount3 -u failed");
+	return rc;
 }

@@ -73,6 +73,13 @@ if [ -d "$S" ]; then
 	expect 1 "no run 'nope'" -- --check --run nope "$tmp/logdir"
 	expect 1 "no such file" -- --cat no/such/file "$S/mi300x-jax08-gemm.xplane.pb"
 	expect 0 "/host:CPU" -- --cat capture/planes.tsv "$S/mi300x-jax08-gemm.xplane.pb"
+	# --module without the program id, when one module alone has the name
+	g="$S/mi300x-jax08-gemm.xplane.pb"
+	expect 0 "focus jit_convert_element_type(1) (chosen with --module)" -- --module jit_convert_element_type --cat diagnosis.txt "$g"
+	expect 0 "focus jit_dot(49) (--module matched several modules (give the full name: modules/index.tsv); the biggest" -- --module jit_dot --cat diagnosis.txt "$g"
+	expect 0 "(--module matched no module (modules/index.tsv lists them); the biggest" -- --module nosuch --cat diagnosis.txt "$g"
+	expect 0 "from allocator GPU_0_bfc (in use + available); --device 99 has no pool allocator in the capture" -- --device 99 --cat diagnosis.txt "$g"
+	expect 0 "; --capacity is read only without allocator events" -- --capacity 1000 --cat diagnosis.txt "$g"
 	# --export writes the tree; the capture's folder is untouched.
 	before=$(ls -la "$S" | md5sum)
 	expect 0 "" -- --export "$tmp/export" "$S/mi300x-jax08-gemm.xplane.pb"
