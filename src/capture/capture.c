@@ -1003,6 +1003,20 @@ static bool known_plane(const char *name)
 
 static int index_modules(xpf_capture *c, xpf_error *err);
 
+/* What a file whose first bytes do not decode as protobuf looks like, or
+ * NULL: nothing we know. */
+static const char *first_bytes_kind(const uint8_t *p, size_t n)
+{
+	if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b)
+		return "a gzip file (*.trace.json.gz is the trace viewer's copy; give the .xplane.pb beside it)";
+	size_t i = 0;
+	while (i < n && (p[i] == ' ' || p[i] == '\n' || p[i] == '\r' || p[i] == '\t'))
+		i++;
+	if (i < n && (p[i] == '{' || p[i] == '['))
+		return "JSON text, not an XSpace protobuf";
+	return NULL;
+}
+
 static int open_xspace(xpf_capture *c, xpf_error *err)
 {
 	const uint8_t *q = c->data, *e = c->data + c->size;
@@ -1020,10 +1034,23 @@ static int open_xspace(xpf_capture *c, xpf_error *err)
 		if (rc != WIRE_OK) {
 			char where[64];
 			snprintf(where, sizeof where, "XSpace, field %u", f.num);
+			/* the first field's tag is none of an XSpace's (planes,
+			 * errors, warnings, hostnames): another kind of file */
+			if (at == c->data && c->data[0] != 0x0a && c->data[0] != 0x12 &&
+			    c->data[0] != 0x1a && c->data[0] != 0x22) {
+				const char *kind = first_bytes_kind(c->data, c->size);
+				if (kind)
+					return xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: %s",
+							c->label, kind);
+				return xpf_fail(err, XPF_EMALFORMED,
+						"%s: not a capture: its first bytes do not decode as an XSpace (%s: %s, byte 0)",
+						c->label, where, wire_strerror(rc));
+			}
 			if (rc == WIRE_PAST_END && f.data)
 				return xpf_fail(err, XPF_EMALFORMED,
-						"%s: malformed capture: XSpace field %u: length %zu past end of file (byte %llu)",
-						c->label, f.num, f.len, (unsigned long long)off_of(c, at));
+						"%s: malformed capture: XSpace, field %u: length %zu past end of file (byte %llu)%s",
+						c->label, f.num, f.len, (unsigned long long)off_of(c, at),
+						f.num == 1 ? ": the file ends inside a plane (cut short, or a corrupt length)" : "");
 			return xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: %s (byte %llu)",
 					c->label, where, wire_strerror(rc),
 					(unsigned long long)off_of(c, at));
