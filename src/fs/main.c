@@ -1,6 +1,7 @@
 /* xplanefs: command line.  See usage() and README.md. */
 #include <errno.h>
 #include <getopt.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,26 +219,55 @@ static bool parse_u64(const char *s, uint64_t *out)
 
 enum { OPT_CAT = 256, OPT_EXPORT, OPT_CHECK, OPT_MODULE, OPT_CAPACITY, OPT_TOP, OPT_DEVICE, OPT_RUN };
 
-/* Default mount point: ./NAME, unless that would put it in the capture's
- * own folder (which we never write to). */
-static int default_mountpoint(const char *capture, char **out, xpf_error *err)
+/* The absolute form of path, which need not exist yet (its folder must). */
+static bool abs_path(const char *path, char out[PATH_MAX])
 {
-	char cwd[PATH_MAX], real_cap[PATH_MAX];
-	if (getcwd(cwd, sizeof cwd) == NULL || realpath(capture, real_cap) == NULL)
-		return xpf_fail(err, XPF_EUSAGE, "cannot resolve the current directory or %s", capture);
-	struct stat sb;
-	if (stat(real_cap, &sb) < 0)
-		return xpf_fail(err, XPF_EIO, "%s: %s", capture, strerror(errno));
-	char folder[PATH_MAX];
-	snprintf(folder, sizeof folder, "%s", real_cap);
-	if (!S_ISDIR(sb.st_mode)) {
-		char *slash = strrchr(folder, '/');
+	if (realpath(path, out))
+		return true;
+	char *c1 = xpf_strdup(path), *c2 = xpf_strdup(path), dir[PATH_MAX];
+	bool ok = realpath(dirname(c1), dir) != NULL &&
+		  snprintf(out, PATH_MAX, "%s/%s", strcmp(dir, "/") ? dir : "", basename(c2)) < PATH_MAX;
+	free(c1);
+	free(c2);
+	return ok;
+}
+
+static bool below(const char *path, const char *folder)
+{
+	size_t n = strlen(folder);
+	return strcmp(folder, "/") == 0 ||
+	       (strncmp(path, folder, n) == 0 && (path[n] == '\0' || path[n] == '/'));
+}
+
+/* Whether path is the input itself or below it (a run directory, a logdir),
+ * or in a folder that holds one of its captures, at any depth: xplanefs
+ * never writes there (SPEC §1). */
+static bool in_capture_folder(const xpf_input *in, const char *path)
+{
+	char target[PATH_MAX], f[PATH_MAX];
+	if (!abs_path(path, target))
+		return false;
+	if (realpath(in->path, f) && below(target, f))
+		return true;
+	for (size_t i = 0; i < in->nhosts; i++) {
+		if (in->hosts[i].path == NULL || realpath(in->hosts[i].path, f) == NULL)
+			continue;
+		char *slash = strrchr(f, '/');
 		if (slash)
-			*(slash == folder ? slash + 1 : slash) = '\0';
+			*(slash == f ? slash + 1 : slash) = '\0';
+		if (below(target, f))
+			return true;
 	}
-	if (strcmp(cwd, folder) == 0 || strcmp(cwd, real_cap) == 0)
-		return xpf_fail(err, XPF_EUSAGE,
-				"the current directory holds the capture, and xplanefs never writes there: give a MOUNTPOINT");
+	return false;
+}
+
+/* Default mount point: ./NAME, unless that would put it in the capture's
+ * own folder. */
+static int default_mountpoint(const xpf_input *in, char **out, xpf_error *err)
+{
+	char real_cap[PATH_MAX];
+	if (realpath(in->path, real_cap) == NULL)
+		return xpf_fail(err, XPF_EUSAGE, "cannot resolve %s", in->path);
 	const char *base = strrchr(real_cap, '/');
 	base = base ? base + 1 : real_cap;
 	char name[PATH_MAX];
@@ -250,6 +280,9 @@ static int default_mountpoint(const char *capture, char **out, xpf_error *err)
 			break;
 		}
 	}
+	if (in_capture_folder(in, name))
+		return xpf_fail(err, XPF_EUSAGE,
+				"the current directory holds the capture, and xplanefs never writes there: give a MOUNTPOINT");
 	*out = xpf_strdup(name);
 	return XPF_OK;
 }
@@ -377,7 +410,14 @@ int main(int argc, char **argv)
 			rc = late_error(r, "the file was made");
 	} else if (export_dir_path) {
 		struct export_soft soft = { 0 };
-		if (export_dir(xpf_report_root(r), export_dir_path, &err, &soft) != XPF_OK) {
+		struct stat sb;
+		if (in_capture_folder(in, export_dir_path)) {
+			rc = usage_error("--export: DIR is in the capture's own folder, which xplanefs never writes to");
+		} else if (stat(export_dir_path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+			xpf_fail(&err, XPF_EUSAGE, "%s: not a directory (--export writes a tree there)",
+				 export_dir_path);
+			rc = fail(&err);
+		} else if (export_dir(xpf_report_root(r), export_dir_path, &err, &soft) != XPF_OK) {
 			rc = fail(&err);
 		} else if (soft.n) {
 			if (soft.n > 1)
@@ -399,7 +439,7 @@ int main(int argc, char **argv)
 		if (nargs == 2) {
 			mo.mountpoint = argv[optind + 1];
 		} else {
-			if (default_mountpoint(capture, &mp_alloc, &err) != XPF_OK) {
+			if (default_mountpoint(in, &mp_alloc, &err) != XPF_OK) {
 				rc = fail(&err);
 				goto out;
 			}

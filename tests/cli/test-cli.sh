@@ -4,6 +4,7 @@ set -u
 XPF=$1
 S=${XPF_SHARED:-../shared}/captures
 tmp=$(mktemp -d)
+here=$(cd "$(dirname "$0")/.." && pwd)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 
@@ -47,6 +48,15 @@ expect 4 "not supported" -- --check "$tmp/x.xplane.riegeli"
 expect 3 "empty file" -- --check "$tmp/empty.xplane.pb"
 head -c 4096 /dev/urandom >"$tmp/random.xplane.pb"
 expect 3 "" -- --check "$tmp/random.xplane.pb"
+# --export never writes into the capture's folder, nor onto a file
+mkdir "$tmp/capdir"
+cp "$here/bad/cases/ok-base.xplane.pb" "$tmp/capdir/c.xplane.pb"
+expect 1 "DIR is in the capture's own folder" -- --export "$tmp/capdir/out" "$tmp/capdir/c.xplane.pb"
+expect 1 "DIR is in the capture's own folder" -- --export "$tmp/capdir" "$tmp/capdir/c.xplane.pb"
+[ "$(ls "$tmp/capdir")" = c.xplane.pb ] || { echo "FAIL: the capture's folder changed: $(ls "$tmp/capdir")"; fails=$((fails + 1)); }
+: >"$tmp/afile"
+expect 1 "afile: not a directory" -- --export "$tmp/afile" "$tmp/capdir/c.xplane.pb"
+
 # files that are not captures say what they look like
 printf '\037\213\010\000xxxx' >"$tmp/h.trace.json.gz"
 expect 3 "not a capture: a gzip file (*.trace.json.gz is the trace viewer's copy" -- --check "$tmp/h.trace.json.gz"
@@ -96,7 +106,6 @@ fi
 
 # A run directory of more hosts than the usual soft limit of descriptors:
 # every capture keeps its file open, so xplanefs takes the hard limit.
-here=$(cd "$(dirname "$0")/.." && pwd)
 if [ "$(ulimit -H -n)" = unlimited ] || [ "$(ulimit -H -n)" -gt 1300 ]; then
 	mkdir "$tmp/many"
 	for i in $(seq 1 1100); do

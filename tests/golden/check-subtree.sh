@@ -26,8 +26,9 @@ for g in "$golden"/*/"$sub" "$golden"/*/hosts/*/"$sub"; do
 	rel=${g#"$golden"/}
 	s=${rel%%/*}
 	if [ ! -d "$tmp/out-$s" ]; then
-		"$gen" "$s" "$tmp/$s" >/dev/null
-		in=$tmp/$s
+		mkdir -p "$tmp/cap" # --export never writes beside a capture
+		"$gen" "$s" "$tmp/cap/$s" >/dev/null
+		in=$tmp/cap/$s
 		[ -e "$in.xplane.pb" ] && in=$in.xplane.pb
 		"$xpf" --export "$tmp/out-$s" "$in"
 	fi

@@ -29,14 +29,16 @@ compare() { # CAPTURE LABEL
 		fails=$((fails + 1))
 		return
 	fi
-	(cd "$tmp/a" && "$XPF" --export tree "$name" >/dev/null 2>&1)
+	# the trees beside the folders (never beside a capture), both read
+	# by the same name
+	(cd "$tmp/a" && "$XPF" --export ../tree-a "$name" >/dev/null 2>&1)
 	local rca=$?
-	(cd "$tmp/b" && "$XPF" --export tree "$name" >/dev/null 2>&1)
+	(cd "$tmp/b" && "$XPF" --export ../tree-b "$name" >/dev/null 2>&1)
 	local rcb=$?
 	if [ "$rca" -ne 0 ] || [ "$rcb" -ne 0 ]; then
 		echo "FAIL: $label: export exits $rca as written, $rcb reversed"
 		fails=$((fails + 1))
-	elif ! diff -r "$tmp/a/tree" "$tmp/b/tree" >"$tmp/diff" 2>&1; then
+	elif ! diff -r "$tmp/tree-a" "$tmp/tree-b" >"$tmp/diff" 2>&1; then
 		echo "FAIL: $label: $n lines reversed give another tree:"
 		head -20 "$tmp/diff"
 		fails=$((fails + 1))
@@ -44,7 +46,7 @@ compare() { # CAPTURE LABEL
 		echo "ok: $label ($n lines reversed)"
 		checked=$((checked + 1))
 	fi
-	rm -rf "$tmp/a" "$tmp/b"
+	rm -rf "$tmp/a" "$tmp/b" "$tmp/tree-a" "$tmp/tree-b"
 }
 
 while IFS=$'\t' read -r sc _; do

@@ -63,7 +63,8 @@ compare() {
 
 if [ -n "$MK" ] && [ -x "$MK" ]; then
 	for sc in grads-kept foreign-arrays scan-fits multi-host attention-too-big eager; do
-		out=$tmp/$sc.xplane.pb
+		mkdir -p "$tmp/cap" # --export never writes beside a capture
+		out=$tmp/cap/$sc.xplane.pb
 		if ! "$MK" "$sc" --scale 12 "$out" >/dev/null 2>&1; then
 			echo "FAIL: $sc: xplane-mkcapture could not write it at scale 12"
 			fails=$((fails + 1))
