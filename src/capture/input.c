@@ -116,7 +116,17 @@ static int open_run_dir(xpf_input *in, const char *dir, xpf_error *err)
 			return xpf_fail(err, XPF_EUNSUPPORTED,
 					"%s: not supported: .xplane.riegeli captures (continuous profiling); capture with jax.profiler.trace to get .xplane.pb",
 					dir);
-		return xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: no *.xplane.pb in this directory", dir);
+		/* a logdir's inner folders, given instead of the logdir */
+		size_t n0 = strlen(dir);
+		while (n0 > 1 && dir[n0 - 1] == '/')
+			n0--;
+		const char *hint = "";
+		if (n0 >= 15 && strncmp(dir + n0 - 15, "plugins/profile", 15) == 0)
+			hint = " (a logdir's plugins/profile: give the logdir, two levels up, or one run's folder)";
+		else if (n0 >= 7 && strncmp(dir + n0 - 7, "plugins", 7) == 0)
+			hint = " (a logdir's plugins: give the logdir, one level up)";
+		return xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: no *.xplane.pb in this directory%s",
+				dir, hint);
 	}
 	in->kind = XPF_INPUT_RUNDIR;
 	in->run_dir = xpf_strdup(dir);
@@ -150,9 +160,18 @@ int xpf_input_open(const char *path, const char *run, xpf_input **out, xpf_error
 					for (size_t i = 0; i < nr; i++)
 						if (strcmp(runs[i], run) == 0)
 							pick = runs[i];
-					if (pick == NULL)
-						rc = xpf_fail(err, XPF_EUSAGE, "%s: no run '%s' in plugins/profile",
-							      path, run);
+					if (pick == NULL) {
+						/* name the newest few */
+						char have[512] = "";
+						size_t k = 0;
+						for (size_t i = nr; i-- > 0 && k < 5; k++)
+							snprintf(have + strlen(have), sizeof have - strlen(have),
+								 "%s%s", k ? ", " : "", runs[i]);
+						rc = xpf_fail(err, XPF_EUSAGE,
+							      "%s: no run '%s' in plugins/profile (%s%s%s)", path,
+							      run, nr ? "newest first: " : "it holds no run", have,
+							      nr > 5 ? ", ..." : "");
+					}
 				} else if (nr == 0) {
 					rc = xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: plugins/profile holds no run",
 						      path);

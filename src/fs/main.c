@@ -109,8 +109,12 @@ static int do_cat(xpf_report *r, const char *path, xpf_error *err)
 		rc = xpf_node_children(n, &kids, &k, err);
 		if (rc != XPF_OK)
 			return rc;
-		return xpf_fail(err, XPF_EUSAGE, "%s: is a directory (%zu entries; try %s/%s)", path, k,
-				path, k ? kids[0]->name : "");
+		/* the path as given without its trailing slashes ("" at the root) */
+		size_t pl = strlen(path);
+		while (pl > 0 && path[pl - 1] == '/')
+			pl--;
+		return xpf_fail(err, XPF_EUSAGE, "%s: is a directory (%zu entries; try %.*s%s%s)", path, k,
+				(int)pl, path, pl ? "/" : "", k ? kids[0]->name : "");
 	}
 	const char *data;
 	size_t len;

@@ -85,7 +85,9 @@ if [ -d "$S" ]; then
 	ln -s "$S/mi300x-jax08-attention.xplane.pb" "$tmp/logdir/plugins/profile/2026_02_01_00_00_00/b.xplane.pb"
 	expect 0 "run 2026_02_01_00_00_00" -- --check "$tmp/logdir"
 	expect 0 "host a:" -- --check --run 2026_01_01_00_00_00 "$tmp/logdir"
-	expect 1 "no run 'nope'" -- --check --run nope "$tmp/logdir"
+	expect 1 "no run 'nope' in plugins/profile (newest first: 2026_02_01_00_00_00, 2026_01_01_00_00_00)" -- --check --run nope "$tmp/logdir"
+	expect 3 "(a logdir's plugins/profile: give the logdir, two levels up, or one run's folder)" -- --check "$tmp/logdir/plugins/profile"
+	expect 1 "is a directory (9 entries; try README)" -- --cat / "$S/mi300x-jax08-gemm.xplane.pb"
 	expect 1 "no such file" -- --cat no/such/file "$S/mi300x-jax08-gemm.xplane.pb"
 	expect 0 "/host:CPU" -- --cat capture/planes.tsv "$S/mi300x-jax08-gemm.xplane.pb"
 	# --module without the program id, when one module alone has the name
