@@ -1129,8 +1129,11 @@ static int open_xspace(xpf_capture *c, xpf_error *err)
 				c->label, c->nplanes);
 	if (known == 0)
 		return xpf_fail(err, XPF_EMALFORMED,
-				"%s: not a capture: no /host: or /device: plane (first plane '%s')",
-				c->label, c->heads[0].name);
+				"%s: not a capture: no /host: or /device: plane (first plane '%s'%s)",
+				c->label, c->heads[0].name,
+				/* an HloProto reads as planes named after its entry computation */
+				c->heads[0].name[0] != '/' ?
+					"; an HloProto? xplanefs reads one named *.hlo.pb or *.hlo_proto.pb" : "");
 	c->planes = xpf_calloc(c->nplanes, sizeof *c->planes);
 	for (size_t i = 0; i < c->nplanes; i++)
 		xpf_lazy_init(&c->planes[i]);

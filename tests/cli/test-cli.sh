@@ -79,6 +79,8 @@ if [ -d "$S" ]; then
 	expect 0 "tpu:0 (keyed by index_on_host): 117 allocations" -- --check "$S/tpu-v6e-inference.xplane.pb"
 	expect 0 "jit_forward_3d_conv(15): program_id 15, buffer assignment yes: 4 allocations, 8 logical buffers, 1158144128 bytes" -- --check "$S/mi300x-conv-run"
 	expect 0 "jit_train_step(16)" -- --check "$S/hlo/h100-maxtext-jit_train_step.hlo.pb"
+	cp "$S/hlo/h100-maxtext-jit_train_step.hlo.pb" "$tmp/plain.pb"
+	expect 3 "(first plane 'main.2076_spmd'; an HloProto? xplanefs reads one named *.hlo.pb or *.hlo_proto.pb)" -- --check "$tmp/plain.pb"
 	# A logdir: plugins/profile/<run>/, newest run unless --run.
 	mkdir -p "$tmp/logdir/plugins/profile/2026_01_01_00_00_00" "$tmp/logdir/plugins/profile/2026_02_01_00_00_00"
 	ln -s "$S/mi300x-jax08-gemm.xplane.pb" "$tmp/logdir/plugins/profile/2026_01_01_00_00_00/a.xplane.pb"
