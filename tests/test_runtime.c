@@ -485,6 +485,10 @@ static void test_tpu(void **state)
 	assert_int_equal(nfree, 453);
 	assert_non_null(strstr(file(&f, "runtime/events.tsv"),
 			       "5353468373\ttpu:0\tfree\t512\t\t33550205952\t67072\t"));
+	/* what no block explains at the focus execution is mostly the reservation */
+	assert_non_null(strstr(file(&f, "runtime/executions/414/live.tsv"),
+			       "\nreserved (bytes_reserved: loaded programs) or allocated before the capture "
+			       "started\t21491712000\t"));
 	/* TPU planes name their device in device_type_string (no gpu_device_name) */
 	assert_non_null(strstr(file(&f, "capture/devices.tsv"), "0\t/device:TPU:0\tTPU v6 Lite\t"));
 	assert_non_null(strstr(file(&f, "summary.txt"), "/device:TPU:3: name TPU v6 Lite,"));

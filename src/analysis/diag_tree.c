@@ -111,7 +111,9 @@ static const struct doc docs[] = {
 	{ "runtime/executions/<n>", "one execution" },
 	{ "runtime/executions/<n>/live.tsv",
 	  "blocks live when execution n started: origin, bytes, human, requested_bytes, addr, allocated_ns,\n"
-	  "host_event (that allocated it), shape; by origin, then bytes (largest first)" },
+	  "host_event (that allocated it), shape; by origin, then bytes (largest first); in-use bytes no seen\n"
+	  "allocation explains are one row 'allocated before the capture started' (on TPU, whose in use counts\n"
+	  "bytes_reserved, 'reserved ... or allocated before the capture started')" },
 	{ "runtime/executions/<n>/summary.txt", "the execution for people" },
 	{ "runtime/retries.tsv",
 	  "every AllocatorRetry::AllocateRaw wait: time_ns, duration_ns, allocator, thread, execution (n), module,\n"

@@ -847,7 +847,11 @@ int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, si
 		xpf_rt_block *b = XPF_VEC_PUSH(v, n, cap);
 		memset(b, 0, sizeof *b);
 		b->origin = XPF_ORIGIN_BEFORE;
-		b->origin_text = xpf_strdup("allocated before the capture started");
+		/* TPU allocators count bytes_reserved (the loaded programs'
+		 * memory) in use: that is no block either */
+		b->origin_text = xpf_strdup(rt->allocators[a].is_pool && rt->keyed_by_index ?
+			"reserved (bytes_reserved: loaded programs) or allocated before the capture started" :
+			"allocated before the capture started");
 		b->bytes = x->in_use_at_start_bytes - sum;
 		b->event = -1;
 		b->execution = -1;
