@@ -1,9 +1,12 @@
 /* The common layer's map (src/common/map.h) against a plain array model:
  * puts, replacements and deletions in a random order over few keys, so
- * that probes collide, wrap around the table's end and are moved back by
- * deletion; the table's growth; the keys' two parts kept apart. */
+ * that probes collide and are moved back by deletion; keys that all hash
+ * to the last slot, so that their probes wrap around the table's end and
+ * deletion moves entries back across it; the table's growth; the keys' two
+ * parts kept apart. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -88,11 +91,48 @@ static void test_against_model(void **state)
 	xpf_map_free(&m);
 }
 
+/* Five keys hashing to slot 15 of 16 sit in 15, 0, 1, 2, 3: deleting the
+ * one in 15 moves the one in 0 back across the end, and so on. */
+static void test_wrap_around(void **state)
+{
+	(void)state;
+	enum { NK = 5 };
+	uint64_t key[NK];
+	size_t nk = 0;
+	for (uint64_t a = 0; nk < NK; a++)
+		if (xpf_map_hash(a, 7, 16) == 15)
+			key[nk++] = a;
+	for (int first = 0; first < NK; first++) { /* delete each one first */
+		xpf_map m;
+		xpf_map_init(&m, 16);
+		for (size_t k = 0; k < NK; k++)
+			assert_int_equal(xpf_map_put(&m, key[k], 7, (int64_t)k), -1);
+		assert_int_equal(m.cap, 16);
+		assert_int_equal(m.s[15].val, 0); /* the first one home, the rest wrapped */
+		assert_int_equal(m.s[0].val, 1);
+		bool gone[NK] = { false };
+		for (int step = 0; step < NK; step++) {
+			int k = (first + step * 2) % NK;
+			while (gone[k])
+				k = (k + 1) % NK;
+			size_t i = xpf_map_find(&m, key[k], 7);
+			assert_int_equal(m.s[i].val, k);
+			xpf_map_del(&m, i);
+			gone[k] = true;
+			for (size_t j = 0; j < NK; j++)
+				assert_int_equal(get(&m, key[j], 7), gone[j] ? -1 : (int64_t)j);
+		}
+		assert_int_equal(m.n, 0);
+		xpf_map_free(&m);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_put_get_grow),
 		cmocka_unit_test(test_against_model),
+		cmocka_unit_test(test_wrap_around),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -395,7 +395,8 @@ static void choose_between(xpf_diag_ctx *c)
 	b->device = to->device;
 	if (to->prev >= 0 &&
 	    xpf_runtime_between(c->h, rt, (size_t)to->prev, (size_t)d->execution, b, &e) != XPF_OK) {
-		xpf_host_note_error(c->h, "diagnosis: between", &e);
+		xpf_host_note_error(c->h, &e);
+		d->between_error = e;
 		b->from_execution = b->to_execution = -1;
 	}
 }
@@ -424,7 +425,7 @@ static int compute(void *ctx, void **value, xpf_error *err)
 	c.h = h;
 	c.d = d;
 	if (xpf_capture_nplanes(h->cap) > 0 && xpf_host_runtime(h, &c.rt, &e) != XPF_OK) {
-		xpf_host_note_error(h, "diagnosis: runtime", &e);
+		xpf_host_note_error(h, &e);
 		d->runtime_error = xpf_strdup(e.msg);
 		c.rt = NULL;
 	}

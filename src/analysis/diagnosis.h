@@ -67,8 +67,10 @@ typedef struct xpf_diagnosis {
 	uint64_t memory_bytes;    /* the device's memory_size, 0 when absent */
 	bool fraction_set;        /* capacity is not 0.75 × memory_size (±1%) */
 	/* host events between the focus module's last two executions on the
-	 * focus execution's device (runtime/between.tsv); module -1: none */
+	 * focus execution's device (runtime/between.tsv): module -1 without a
+	 * focus, from_execution -1 when it did not run twice there */
 	xpf_rt_between between;
+	xpf_error between_error;  /* why it could not be read (code 0: it could) */
 	char *runtime_error;      /* why the runtime could not be read, or NULL */
 	size_t nfindings;         /* most important first */
 	xpf_finding *findings;

@@ -291,7 +291,7 @@ static size_t *count_executions(xpf_host *h)
 	if (xpf_capture_is_hlo_only(h->cap))
 		return NULL;
 	if (xpf_host_runtime(h, &rt, &e) != XPF_OK) {
-		xpf_host_note_error(h, "modules/index.tsv", &e);
+		xpf_host_note_error(h, &e);
 		return NULL;
 	}
 	if (!rt->has_host_plane)
@@ -318,7 +318,7 @@ static int render_index(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error 
 		const xpf_plan *p = NULL;
 		xpf_error e = { 0 };
 		if (xpf_host_plan(h, m, &p, &e) != XPF_OK) {
-			xpf_host_note_error(h, "modules/index.tsv", &e);
+			xpf_host_note_error(h, &e);
 			p = NULL;
 		}
 		xpf_buf_tsv(out, h->module_dirs[m]);

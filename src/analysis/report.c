@@ -122,12 +122,8 @@ static int render_fn(void *ctx, void **value, xpf_error *err)
 			   : xpf_fail(err, XPF_EUSAGE, "%s: nothing to render", f->name);
 	if (rc != XPF_OK) {
 		xpf_buf_release(&b);
-		if (f->host) {
-			xpf_buf path = XPF_BUF_INIT;
-			xpf_node_host_path(f, &path);
-			xpf_host_note_error(f->host, path.data, err);
-			xpf_buf_release(&path);
-		}
+		if (f->host)
+			xpf_host_note_error(f->host, err);
 		return rc;
 	}
 	f->content_len = b.len;
@@ -269,10 +265,9 @@ void xpf_node_host_path(const xpf_node *n, xpf_buf *out)
 	path_upto(n, n->host ? n->host->root : NULL, out);
 }
 
-void xpf_host_note_error(xpf_host *h, const char *what, const xpf_error *err)
+void xpf_host_note_error(xpf_host *h, const xpf_error *err)
 {
 	pthread_mutex_lock(&h->err_mu);
-	xpf_buf_printf(&h->late_errors, "%s: %s\n", what ? what : "", err ? err->msg : "");
 	if (h->first_late.code == XPF_OK && err && err->code != XPF_OK)
 		h->first_late = *err;
 	pthread_mutex_unlock(&h->err_mu);
@@ -434,7 +429,6 @@ void xpf_report_free(xpf_report *r)
 		free(h->module_dirs);
 		xpf_lazy_release(&h->diagnosis, xpf_diagnosis_free);
 		xpf_lazy_release(&h->runtime, xpf_runtime_free);
-		xpf_buf_release(&h->late_errors);
 		pthread_mutex_destroy(&h->err_mu);
 	}
 	for (size_t i = 0; i < r->nnodes; i++) {

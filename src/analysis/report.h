@@ -81,10 +81,9 @@ struct xpf_host {
 	xpf_lazy runtime;      /* struct xpf_runtime * */
 	xpf_lazy diagnosis;    /* struct xpf_diagnosis * */
 	xpf_node *root;        /* this host's tree root */
-	/* Late errors for capture/errors.txt (guarded by err_mu). */
+	/* The first error found late (guarded by err_mu; code 0: none). */
 	pthread_mutex_t err_mu;
-	xpf_buf late_errors;
-	xpf_error first_late;  /* the first of them (code 0: none) */
+	xpf_error first_late;
 };
 
 int xpf_report_open(xpf_input *in, const xpf_options *opt, xpf_report **out, xpf_error *err);
@@ -128,8 +127,11 @@ void xpf_node_path(const xpf_node *n, xpf_buf *out);
 /* Path relative to the node's host root (what evidence paths use). */
 void xpf_node_host_path(const xpf_node *n, xpf_buf *out);
 
-/* Record an error found late (shown in capture/errors.txt). */
-void xpf_host_note_error(xpf_host *h, const char *what, const xpf_error *err);
+/* Record an error found late, for --cat and --export to say on stderr.
+ * capture/errors.txt does not list these: it computes what every file
+ * needs itself, so that it names every broken part whichever file was read
+ * first (and stays the same bytes). */
+void xpf_host_note_error(xpf_host *h, const xpf_error *err);
 /* The first error any host noted, into *out: false when none (for --cat
  * and --export, which say it on stderr). */
 bool xpf_report_first_late_error(xpf_report *r, xpf_error *out);

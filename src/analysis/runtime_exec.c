@@ -604,7 +604,7 @@ int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf
 	return XPF_OK;
 }
 
-/* ---- focus, between ------------------------------------------------------- */
+/* ---- between ------------------------------------------------------------- */
 
 struct name_dur {
 	const char *name;

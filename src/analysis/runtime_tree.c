@@ -141,8 +141,16 @@ static int render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 			       rt->executions[b->from_execution].n, rt->executions[b->to_execution].n,
 			       b->from_ns, b->to_ns, cnt, b->nrows);
 	} else if (b->module >= 0) {
-		xpf_buf_printf(out, "between: %s ran fewer than two times on one device; between.tsv is empty\n",
-			       xpf_capture_module(h->cap, (size_t)b->module)->name);
+		const char *name = xpf_capture_module(h->cap, (size_t)b->module)->name;
+		if (d->between_error.code != XPF_OK)
+			xpf_buf_printf(out, "between: the host events after %s's executions could not be read (capture/errors.txt)\n",
+				       name);
+		else if (d->execution < 0)
+			xpf_buf_printf(out, "between: %s, the focus, did not run in the capture; between.tsv is empty\n",
+				       name);
+		else
+			xpf_buf_printf(out, "between: %s ran fewer than two times on one device; between.tsv is empty\n",
+				       name);
 	}
 	(void)n;
 	return XPF_OK;
@@ -315,6 +323,8 @@ static int render_between(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 		rc = xpf_host_diagnosis(h, &d, err);
 	if (rc != XPF_OK)
 		return rc;
+	if (d->between_error.code != XPF_OK)
+		return xpf_fail(err, d->between_error.code, "%s", d->between_error.msg);
 	xpf_buf_adds(out, "name\tcount\ttotal_ns\n");
 	for (size_t i = 0; i < d->between.nrows; i++) {
 		const xpf_rt_between_row *r = &d->between.rows[i];

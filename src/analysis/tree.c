@@ -148,6 +148,10 @@ static int render_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 			xpf_buf_adds(out, "diagnosis error: diagnosis.txt: ");
 			xpf_buf_tsv(out, e5.msg);
 			xpf_buf_addc(out, '\n');
+		} else if (d->between_error.code != XPF_OK) {
+			xpf_buf_adds(out, "runtime error: runtime/between.tsv: ");
+			xpf_buf_tsv(out, d->between_error.msg);
+			xpf_buf_addc(out, '\n');
 		}
 	}
 	(void)err;

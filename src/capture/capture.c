@@ -1009,10 +1009,9 @@ static const char *first_bytes_kind(const uint8_t *p, size_t n)
 {
 	if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b)
 		return "a gzip file (*.trace.json.gz is the trace viewer's copy; give the .xplane.pb beside it)";
-	size_t i = 0;
-	while (i < n && (p[i] == ' ' || p[i] == '\n' || p[i] == '\r' || p[i] == '\t'))
-		i++;
-	if (i < n && (p[i] == '{' || p[i] == '['))
+	/* (JSON after white space decodes as a field or two first: white
+	 * space is tag bytes) */
+	if (n >= 1 && (p[0] == '{' || p[0] == '['))
 		return "JSON text, not an XSpace protobuf";
 	return NULL;
 }

@@ -121,9 +121,11 @@ static int open_run_dir(xpf_input *in, const char *dir, xpf_error *err)
 		while (n0 > 1 && dir[n0 - 1] == '/')
 			n0--;
 		const char *hint = "";
-		if (n0 >= 15 && strncmp(dir + n0 - 15, "plugins/profile", 15) == 0)
+		if (n0 >= 15 && strncmp(dir + n0 - 15, "plugins/profile", 15) == 0 &&
+		    (n0 == 15 || dir[n0 - 16] == '/'))
 			hint = " (a logdir's plugins/profile: give the logdir, two levels up, or one run's folder)";
-		else if (n0 >= 7 && strncmp(dir + n0 - 7, "plugins", 7) == 0)
+		else if (n0 >= 7 && strncmp(dir + n0 - 7, "plugins", 7) == 0 &&
+			 (n0 == 7 || dir[n0 - 8] == '/'))
 			hint = " (a logdir's plugins: give the logdir, one level up)";
 		return xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: no *.xplane.pb in this directory%s",
 				dir, hint);

@@ -236,22 +236,13 @@ static bool abs_path(const char *path, char out[PATH_MAX])
 	return ok;
 }
 
-static bool below(const char *path, const char *folder)
+/* Whether the absolute path abs is one of the folders xplanefs never
+ * writes in (SPEC §1): a folder that holds one of the input's captures, or
+ * the input itself when it is a directory (a run directory, a logdir). */
+static bool is_capture_folder(const xpf_input *in, const char *abs)
 {
-	size_t n = strlen(folder);
-	return strcmp(folder, "/") == 0 ||
-	       (strncmp(path, folder, n) == 0 && (path[n] == '\0' || path[n] == '/'));
-}
-
-/* Whether path is the input itself or below it (a run directory, a logdir),
- * or in a folder that holds one of its captures, at any depth: xplanefs
- * never writes there (SPEC §1). */
-static bool in_capture_folder(const xpf_input *in, const char *path)
-{
-	char target[PATH_MAX], f[PATH_MAX];
-	if (!abs_path(path, target))
-		return false;
-	if (realpath(in->path, f) && below(target, f))
+	char f[PATH_MAX];
+	if (realpath(in->path, f) && strcmp(abs, f) == 0)
 		return true;
 	for (size_t i = 0; i < in->nhosts; i++) {
 		if (in->hosts[i].path == NULL || realpath(in->hosts[i].path, f) == NULL)
@@ -259,10 +250,33 @@ static bool in_capture_folder(const xpf_input *in, const char *path)
 		char *slash = strrchr(f, '/');
 		if (slash)
 			*(slash == f ? slash + 1 : slash) = '\0';
-		if (below(target, f))
+		if (strcmp(abs, f) == 0)
 			return true;
 	}
 	return false;
+}
+
+/* Whether writing a tree at path would write in such a folder: path is one,
+ * or would be created in one, or is the capture itself.  A folder that
+ * already exists below one is the user's own: writing in it leaves the
+ * capture's folder as it was. */
+static bool writes_in_capture_folder(const xpf_input *in, const char *path)
+{
+	char target[PATH_MAX], f[PATH_MAX];
+	struct stat sb;
+	if (!abs_path(path, target))
+		return false;
+	if (is_capture_folder(in, target)) /* or the input itself, a file */
+		return true;
+	for (size_t i = 0; i < in->nhosts; i++)
+		if (in->hosts[i].path && realpath(in->hosts[i].path, f) && strcmp(target, f) == 0)
+			return true;
+	if (stat(target, &sb) == 0)
+		return false;
+	char *slash = strrchr(target, '/');
+	if (slash)
+		*(slash == target ? slash + 1 : slash) = '\0';
+	return is_capture_folder(in, target);
 }
 
 /* Default mount point: ./NAME, unless that would put it in the capture's
@@ -284,7 +298,8 @@ static int default_mountpoint(const xpf_input *in, char **out, xpf_error *err)
 			break;
 		}
 	}
-	if (in_capture_folder(in, name))
+	char cwd[PATH_MAX];
+	if (getcwd(cwd, sizeof cwd) == NULL || is_capture_folder(in, cwd))
 		return xpf_fail(err, XPF_EUSAGE,
 				"the current directory holds the capture, and xplanefs never writes there: give a MOUNTPOINT");
 	*out = xpf_strdup(name);
@@ -415,8 +430,11 @@ int main(int argc, char **argv)
 	} else if (export_dir_path) {
 		struct export_soft soft = { 0 };
 		struct stat sb;
-		if (in_capture_folder(in, export_dir_path)) {
-			rc = usage_error("--export: DIR is in the capture's own folder, which xplanefs never writes to");
+		if (writes_in_capture_folder(in, export_dir_path)) {
+			xpf_fail(&err, XPF_EUSAGE,
+				 "%s: in the capture's own folder, which xplanefs never writes to: give --export another DIR",
+				 export_dir_path);
+			rc = fail(&err);
 		} else if (stat(export_dir_path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
 			xpf_fail(&err, XPF_EUSAGE, "%s: not a directory (--export writes a tree there)",
 				 export_dir_path);

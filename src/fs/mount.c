@@ -565,8 +565,10 @@ static const char *setup_reason(const char *fallback)
 
 /* fusermount3 (which libfuse runs to mount as a user, and -u runs to
  * unmount) writes its complaint to our stderr: while it runs, fd 2 goes
- * into a pipe, and the first line found there goes into our one-line error
- * (setup_msg when empty).  The pipe does not block a writer. */
+ * into a pipe, and the first line found there goes into our one-line error.
+ * The pipe does not block a writer.  Not with -d (libfuse's debug output
+ * goes to stderr as it comes) nor with auto_unmount (then fusermount3 stays
+ * to unmount at our exit, and must keep a stderr). */
 struct stderr_catch {
 	int saved, rd;
 };
@@ -591,21 +593,26 @@ static void catch_begin(struct stderr_catch *c)
 	c->rd = p[0];
 }
 
-static void catch_end(struct stderr_catch *c, char *line, size_t size)
+/* Back to the real stderr; what was written meanwhile into said (size
+ * bytes, "" when nothing). */
+static void catch_end(struct stderr_catch *c, char *said, size_t size)
 {
+	said[0] = '\0';
 	if (c->saved < 0)
 		return;
 	fflush(stderr);
 	dup2(c->saved, 2);
 	close(c->saved);
-	char buf[512];
-	ssize_t k = read(c->rd, buf, sizeof buf - 1);
+	ssize_t k = read(c->rd, said, size - 1);
 	close(c->rd);
-	if (k <= 0 || line[0] != '\0')
-		return;
-	buf[k] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-	snprintf(line, size, "%s", buf);
+	said[k > 0 ? k : 0] = '\0';
+}
+
+/* The first line of s, for a one-line message. */
+static const char *first_line(char *s)
+{
+	s[strcspn(s, "\n")] = '\0';
+	return s;
 }
 
 /* What the mount failure messages end with. */
@@ -669,16 +676,22 @@ int xpf_fs_mount(xpf_report *r, const xpf_mount_opts *opts, xpf_error *err)
 		rc = xpf_fail(err, XPF_EMOUNT, "cannot install signal handlers");
 		goto out_session;
 	}
-	struct stderr_catch sc;
-	catch_begin(&sc);
+	struct stderr_catch sc = { -1, -1 };
+	char said[512];
+	bool catching = !opts->debug && !(opts->fuse_opts && strstr(opts->fuse_opts, "auto_unmount"));
+	if (catching)
+		catch_begin(&sc);
 	res = fuse_session_mount(se, mp);
-	catch_end(&sc, setup_msg, sizeof setup_msg);
+	catch_end(&sc, said, sizeof said);
 	if (res != 0) {
-		rc = xpf_fail(err, XPF_EMOUNT, "%s: cannot mount: %s%s", opts->mountpoint,
-			      setup_reason("is /dev/fuse there and fusermount3 installed?"),
-			      NO_MOUNT_HINT);
+		/* libfuse's reason, then fusermount3's */
+		rc = xpf_fail(err, XPF_EMOUNT, "%s: cannot mount: %s%s%s%s", opts->mountpoint,
+			      setup_msg[0] || !said[0] ? setup_reason("is /dev/fuse there and fusermount3 installed?") : "",
+			      setup_msg[0] && said[0] ? "; " : "", first_line(said), NO_MOUNT_HINT);
 		goto out_signals;
 	}
+	if (said[0]) /* mounted: what fusermount3 said is a warning, kept */
+		fputs(said, stderr);
 	fuse_set_log_func(NULL);
 	/* The mount is ready: only now go to the background (the parent exits 0). */
 	if (fuse_daemonize(opts->foreground || opts->debug) != 0) {
@@ -749,7 +762,7 @@ int xpf_fs_unmount(const char *mountpoint, xpf_error *err)
 	if (geteuid() == 0 && umount2(mountpoint, UMOUNT_NOFOLLOW) == 0)
 		return XPF_OK;
 	char *const argv[] = { "fusermount3", "-u", "--", (char *)mountpoint, NULL };
-	char said[512] = "";
+	char said[512];
 	struct stderr_catch sc;
 	pid_t pid;
 	int st = 0, rc = XPF_OK;
@@ -769,6 +782,6 @@ int xpf_fs_unmount(const char *mountpoint, xpf_error *err)
 	catch_end(&sc, said, sizeof said);
 	if (rc == XPF_OK && (!WIFEXITED(st) || WEXITSTATUS(st) != 0))
 		rc = xpf_fail(err, XPF_EMOUNT, "%s: cannot unmount: %s", mountpoint,
-			      said[0] ? said : "fusermount3 -u failed");
+			      said[0] ? first_line(said) : "fusermount3 -u failed");
 	return rc;
 }

@@ -51,8 +51,12 @@ expect 3 "" -- --check "$tmp/random.xplane.pb"
 # --export never writes into the capture's folder, nor onto a file
 mkdir "$tmp/capdir"
 cp "$here/bad/cases/ok-base.xplane.pb" "$tmp/capdir/c.xplane.pb"
-expect 1 "DIR is in the capture's own folder" -- --export "$tmp/capdir/out" "$tmp/capdir/c.xplane.pb"
-expect 1 "DIR is in the capture's own folder" -- --export "$tmp/capdir" "$tmp/capdir/c.xplane.pb"
+expect 1 "capdir/out: in the capture's own folder, which xplanefs never writes to" -- --export "$tmp/capdir/out" "$tmp/capdir/c.xplane.pb"
+expect 1 "capdir: in the capture's own folder" -- --export "$tmp/capdir" "$tmp/capdir/c.xplane.pb"
+# a folder of the user's own below it is theirs
+mkdir "$tmp/capdir/mine"
+expect 0 "" -- --export "$tmp/capdir/mine/out" "$tmp/capdir/c.xplane.pb"
+rm -rf "$tmp/capdir/mine"
 [ "$(ls "$tmp/capdir")" = c.xplane.pb ] || { echo "FAIL: the capture's folder changed: $(ls "$tmp/capdir")"; fails=$((fails + 1)); }
 : >"$tmp/afile"
 expect 1 "afile: not a directory" -- --export "$tmp/afile" "$tmp/capdir/c.xplane.pb"
