@@ -499,6 +499,24 @@ static void check_cross_host(struct rep *p, const char *name, json_t *hosts)
 		if (!seen)
 			fail_msg("%s: host %s is not in the top diagnosis.json", name, host);
 	}
+	/* .findings: every host's, in host order, each naming its host */
+	size_t nall = 0;
+	json_array_foreach(list, k, e) {
+		json_t *own = json_object_get(e, "findings");
+		for (size_t f = 0; f < json_array_size(own); f++, nall++) {
+			json_t *g = json_array_get(json_object_get(top, "findings"), nall);
+			assert_non_null(g);
+			assert_string_equal(json_string_value(json_object_get(g, "host")),
+					    json_string_value(json_object_get(e, "dir")));
+			assert_string_equal(json_string_value(json_object_get(g, "code")),
+					    json_string_value(json_object_get(json_array_get(own, f), "code")));
+		}
+	}
+	assert_int_equal(json_array_size(json_object_get(top, "findings")), nall);
+	assert_true(nall > 0);
+	const char *capname = json_string_value(json_object_get(top, "capture"));
+	assert_non_null(capname);
+	assert_int_equal(strncmp(capname, name, strlen(name)), 0); /* the run directory */
 	json_decref(top);
 	fprintf(stderr, "%s: %zu hosts at the top\n", name, json_array_size(hosts));
 }

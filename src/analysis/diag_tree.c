@@ -284,7 +284,7 @@ static int render_cross_txt(xpf_host *unused, const xpf_node *n, xpf_buf *out, x
 static int render_cross_json(xpf_host *unused, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
 	xpf_report *r = n->report;
-	json_t *root = json_object(), *hosts = json_array();
+	json_t *root = json_object(), *hosts = json_array(), *all = json_array();
 	for (size_t i = 0; i < xpf_report_nhosts(r); i++) {
 		xpf_host *h = xpf_report_host(r, i);
 		const xpf_diagnosis *d;
@@ -293,8 +293,22 @@ static int render_cross_json(xpf_host *unused, const xpf_node *n, xpf_buf *out, 
 			continue;
 		json_t *o = xpf_diag_json(h, d);
 		json_object_set_new(o, "dir", json_string(host_dir(r, i)));
+		/* every host's findings in one list too, each saying its host,
+		 * so that .findings reads the same as on one host */
+		size_t k;
+		json_t *fd;
+		json_array_foreach(json_object_get(o, "findings"), k, fd) {
+			json_t *c = json_deep_copy(fd);
+			json_object_set_new(c, "host", json_string(host_dir(r, i)));
+			json_array_append_new(all, c);
+		}
 		json_array_append_new(hosts, o);
 	}
+	xpf_input *in = xpf_report_input(r);
+	const char *cap = in && in->path ? in->path : "";
+	const char *slash = strrchr(cap, '/');
+	json_object_set_new(root, "capture", json_string(slash && slash[1] ? slash + 1 : cap));
+	json_object_set_new(root, "findings", all);
 	json_object_set_new(root, "hosts", hosts);
 	char *s = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
 	json_decref(root);
@@ -334,7 +348,7 @@ static int render_cross_readme(xpf_host *unused, const xpf_node *n, xpf_buf *out
 	xpf_buf_adds(out, readme_head);
 	xpf_buf_adds(out, "README\n    this file\n"
 		     "diagnosis.txt\n    one line per host: `<host>: {its codes} [tag] code: text` of its most important finding -> its own diagnosis.txt\n"
-		     "diagnosis.json\n    {\"hosts\":[each host's diagnosis.json, with \"dir\"]}\n"
+		     "diagnosis.json\n    {\"capture\",\"findings\":[every host's findings, each with \"host\"],\"hosts\":[each host's diagnosis.json, with \"dir\"]}\n"
 		     "summary.txt\n    one line per host: modules, focus, capacity, findings\n"
 		     "hosts/<host>/\n    a full tree per host, described by hosts/<host>/README\n");
 	return XPF_OK;
