@@ -25,6 +25,7 @@
 struct xpf_stat_md {
 	int64_t id;
 	const char *name;
+	uint64_t offset;   /* of its map entry in the file (for messages) */
 };
 
 struct xpf_capture {
@@ -769,6 +770,7 @@ static int plane_md_entry(xpf_capture *c, xpf_plane *p, const wire_field *f, con
 		struct xpf_stat_md *m = XPF_VEC_PUSH(p->stat_md, p->n_stat_md, caps->smd);
 		m->id = key;
 		m->name = name;
+		m->offset = val ? off_of(c, val) : off_of(c, f->data);
 	}
 	return XPF_OK;
 }
@@ -961,8 +963,9 @@ done:
 		}
 	for (size_t i = 1; i < p->n_stat_md; i++)
 		if (p->stat_md[i].id == p->stat_md[i - 1].id) {
-			xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: duplicate stat metadata id %lld",
-				 c->label, where, (long long)p->stat_md[i].id);
+			xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: duplicate stat metadata id %lld (byte %llu)",
+				 c->label, where, (long long)p->stat_md[i].id,
+				 (unsigned long long)p->stat_md[i].offset);
 			goto fail;
 		}
 	id_table_build(&p->event_md_by_id, p->event_md, p->n_event_md, sizeof *p->event_md);
