@@ -365,12 +365,13 @@ static const uint8_t b_dangling[] = {
 	0x0a, 0x13, 0x12, 0x09, '/', 'h', 'o', 's', 't', ':', 'C', 'P', 'U',
 	0x1a, 0x06, 0x22, 0x04, 0x08, 0x07, 0x10, 0x01,
 };
-/* Same with a huge line timestamp: time out of range. */
+/* A line at the largest time but one, and an event 10 ns after it: time
+ * out of range, found when events are read. */
 static const uint8_t b_time[] = {
-	0x0a, 0x2b, 0x12, 0x09, '/', 'h', 'o', 's', 't', ':', 'C', 'P', 'U',
-	0x1a, 0x10, 0x18, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0x22, 0x04, 0x08, 0x01, 0x10, 0x90,
-	0x4e,
-	0x22, 0x0c, 0x08, 0x01, 0x12, 0x08, 0x0a, 0x01, 0x78, 0x00, 0x00, 0x00, 0x00, 0x00,
+	0x0a, 0x29, 0x12, 0x09, '/', 'h', 'o', 's', 't', ':', 'C', 'P', 'U',
+	0x1a, 0x11, 0x18, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
+	0x22, 0x05, 0x08, 0x01, 0x10, 0x90, 0x4e,
+	0x22, 0x09, 0x08, 0x01, 0x12, 0x05, 0x08, 0x01, 0x12, 0x01, 'x',
 };
 /* Duplicate stat metadata ids. */
 static const uint8_t b_dup[] = {
@@ -397,8 +398,8 @@ static void test_bad_handmade(void **state)
 		{ "dangling event metadata id", b_dangling, sizeof b_dangling, "dangling event metadata id 7", 1 },
 		{ "duplicate stat metadata id", b_dup, sizeof b_dup, "duplicate stat metadata id 1", 1 },
 		{ "plane cut one byte short", plane_ok_hdr, sizeof plane_ok_hdr, "past end", 0 },
+		{ "time out of range", b_time, sizeof b_time, "line 0, event 0: time out of range (line base 9223372036854775806 ns, offset 10000 ps", 1 },
 	};
-	(void)b_time;
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		const struct bad_case *bc = &cases[i];
 		xpf_capture *c = NULL;

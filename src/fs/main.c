@@ -85,7 +85,7 @@ static int fail(const xpf_error *err)
 
 static int usage_error(const char *msg)
 {
-	fprintf(stderr, "xplanefs: %s\nTry 'xplanefs --help'.\n", msg);
+	fprintf(stderr, "xplanefs: %s (xplanefs --help says how)\n", msg); /* one line, as every error */
 	return XPF_EUSAGE;
 }
 

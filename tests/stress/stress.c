@@ -100,6 +100,18 @@ static void *work(void *arg)
 			wk->mismatches++;
 			continue;
 		}
+		/* its directory listed meanwhile (readdir beside read) holds it */
+		xpf_node **kids;
+		size_t nk = 0, at = 0;
+		if (node->parent && xpf_node_children(node->parent, &kids, &nk, &err) == XPF_OK) {
+			while (at < nk && kids[at] != node)
+				at++;
+			if (at == nk) {
+				fprintf(stderr, "thread %zu: %s: not in its directory's listing\n", wk->id,
+					f->path);
+				wk->mismatches++;
+			}
+		}
 		const char *data = NULL;
 		size_t len = 0;
 		int rc = xpf_node_content(node, &data, &len, &err);
