@@ -265,8 +265,10 @@ static void test_tpu(void **state)
 static void test_conv_run(void **state)
 {
 	const char *p = shared_path("captures/mi300x-conv-run");
-	if (access(p, R_OK) != 0)
+	if (access(p, R_OK) != 0) {
+		fprintf(stderr, "skipping: %s is absent\n", p);
 		skip();
+	}
 	xpf_input *in;
 	xpf_error err = { 0 };
 	assert_int_equal(xpf_input_open(p, NULL, &in, &err), XPF_OK);
@@ -303,8 +305,10 @@ static void test_conv_run(void **state)
 static void test_bare_hlo(void **state)
 {
 	const char *p = shared_path("captures/hlo/h100-maxtext-jit_train_step.hlo.pb");
-	if (access(p, R_OK) != 0)
+	if (access(p, R_OK) != 0) {
+		fprintf(stderr, "skipping: %s is absent\n", p);
 		skip();
+	}
 	xpf_input *in;
 	xpf_error err = { 0 };
 	assert_int_equal(xpf_input_open(p, NULL, &in, &err), XPF_OK);
@@ -321,8 +325,10 @@ static void test_bare_hlo(void **state)
 static void expect_refused(const char *rel, int code, const char *needle)
 {
 	const char *p = shared_path(rel);
-	if (access(p, R_OK) != 0)
+	if (access(p, R_OK) != 0) {
+		fprintf(stderr, "skipping: %s is absent\n", p);
 		skip();
+	}
 	xpf_input *in = NULL;
 	xpf_error err = { 0 };
 	assert_int_equal(xpf_input_open(p, NULL, &in, &err), code);

@@ -394,6 +394,18 @@ static void check_figures(struct rep *p, const char *name, json_t *sj)
 	json_t *d = diag_json(p);
 	if (rt && json_object_get(rt, "capacity_bytes"))
 		assert_true(json_equal(json_object_get(d, "capacity_bytes"), json_object_get(rt, "capacity_bytes")));
+	/* SPEC §5.1: a pool that is not 0.75 x memory_size (+-1%) says the
+	 * fraction was set (scan-fits: 95%) */
+	json_t *mem = rt ? json_object_get(rt, "memory_size_bytes") : NULL, *cap = rt ? json_object_get(rt, "capacity_bytes") : NULL;
+	if (mem && cap) {
+		double m = (double)json_integer_value(mem), c = (double)json_integer_value(cap);
+		bool set = c > 0.7575 * m || c < 0.7425 * m;
+		if (json_is_true(json_object_get(d, "fraction_set")) != set)
+			fail_msg("%s: fraction_set is %s, the scenario's pool is %.1f%% of memory_size", name,
+				 set ? "false" : "true", 100 * c / m);
+		if (set)
+			assert_contains(cat(p, "diagnosis.txt"), "not JAX's default 75%: the memory fraction is set");
+	}
 	if (plan) {
 		const char *verdicts[] = { "plan-exceeds-pool", "near-fit", "fits" };
 		for (int i = 0; i < 3; i++)

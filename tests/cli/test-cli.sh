@@ -53,6 +53,18 @@ mkdir "$tmp/capdir"
 cp "$here/bad/cases/ok-base.xplane.pb" "$tmp/capdir/c.xplane.pb"
 expect 1 "capdir/out: in the capture's own folder, which xplanefs never writes to" -- --export "$tmp/capdir/out" "$tmp/capdir/c.xplane.pb"
 expect 1 "capdir: in the capture's own folder" -- --export "$tmp/capdir" "$tmp/capdir/c.xplane.pb"
+# nor does the mount put its default mount point there (SPEC §2: exit 1)
+(cd "$tmp/capdir" && "$XPF" c.xplane.pb >"$tmp/out" 2>"$tmp/err")
+rc=$?
+if grep -q "built without FUSE" "$tmp/err"; then
+	echo "skipping the default mount point case: built without FUSE"
+elif [ "$rc" -eq 1 ] && grep -q "the current directory holds the capture, and xplanefs never writes there: give a MOUNTPOINT" "$tmp/err" &&
+	[ "$(ls "$tmp/capdir")" = c.xplane.pb ]; then
+	echo "ok: no default mount point in the capture's folder"
+else
+	echo "FAIL: default mount point in the capture's folder: exit $rc: $(head -c 300 "$tmp/err"); $(ls "$tmp/capdir")"
+	fails=$((fails + 1))
+fi
 # a folder of the user's own below it is theirs
 mkdir "$tmp/capdir/mine"
 expect 0 "" -- --export "$tmp/capdir/mine/out" "$tmp/capdir/c.xplane.pb"
@@ -103,6 +115,9 @@ if [ -d "$S" ]; then
 	expect 0 "(--module matched no module (modules/index.tsv lists them); the biggest" -- --module nosuch --cat diagnosis.txt "$g"
 	expect 0 "from allocator GPU_0_bfc (in use + available); --device 99 has no pool allocator in the capture" -- --device 99 --cat diagnosis.txt "$g"
 	expect 0 "; --capacity is read only without allocator events" -- --capacity 1000 --cat diagnosis.txt "$g"
+	# --top N: N modules in summary.txt, the rest counted (gemm has 16)
+	expect 0 "  ... 15 more in modules/index.tsv" -- --top 1 --cat summary.txt "$g"
+	expect 0 "  ... 13 more in modules/index.tsv" -- --top 3 --cat summary.txt "$g"
 	# --export writes the tree; the capture's folder is untouched.
 	before=$(ls -la "$S" | md5sum)
 	expect 0 "" -- --export "$tmp/export" "$S/mi300x-jax08-gemm.xplane.pb"
