@@ -209,7 +209,7 @@ struct scan {
 	int *md_dev;
 	/* The host lines are read through this (see xpf_window). */
 	xpf_window win;
-	/* the runtime's line_t0/line_t1 (shared by the shards: each writes
+	/* the runtime's line_t0/line_t1 (shared by the threads: each writes
 	 * its own lines) */
 	int64_t *line_t0, *line_t1;
 	/* bytes_available of the line's allocator events, in order */
@@ -279,7 +279,7 @@ static void peak_take(struct xpf_rt_scan_peak *pk, uint64_t in_use, int64_t t_ps
  * capacity range, and bytes_available at the in-window peak, which replay
  * meets as the first event in time order (then scan order) with the most
  * in use, so: more in use, or as much but earlier.  Events come in scan
- * order here, shards merged in order (shard_merge). */
+ * order here, chunks merged in line order (chunk_merge). */
 static void scan_capacity(xpf_rt_allocator *a, struct xpf_rt_scan_peak *pk, int64_t t_ps,
 			  uint64_t in_use, uint64_t available)
 {
@@ -289,30 +289,6 @@ static void scan_capacity(xpf_rt_allocator *a, struct xpf_rt_scan_peak *pk, int6
 	if (cap > a->capacity_hi_bytes)
 		a->capacity_hi_bytes = cap;
 	peak_take(pk, in_use, t_ps, available);
-}
-
-/* Move n bytes of room or array *src (of *src_len bytes; 0: an array) to
- * dst, and free it: a room is given back 2 MiB at a time as it is copied
- * (its pages then back dst's), then its rest.  *src is NULL after. */
-static void room_move(void *dst, void **src, size_t n, size_t *src_len)
-{
-	const size_t step = (size_t)2 << 20;
-	uint8_t *from = *src;
-	size_t gone = 0;
-	for (size_t done = 0; done < n; done += step) {
-		size_t k = n - done < step ? n - done : step;
-		memcpy((uint8_t *)dst + done, from + done, k);
-		if (*src_len && k == step && done + step <= *src_len) {
-			munmap(from + done, step);
-			gone = done + step;
-		}
-	}
-	if (*src_len)
-		munmap(from + gone, *src_len - gone);
-	else
-		free(from);
-	*src = NULL;
-	*src_len = 0;
 }
 
 /* Room or array p of n_used records grown to cap records: an array from
@@ -1702,16 +1678,47 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail)
 
 /* ---- the host lines, shared out between threads ------------------------- */
 
-/* Lines [from, to) of the host plane scanned into a runtime of their own,
- * appended to the main one afterwards in line order, so that every array is
- * what one thread scanning all lines would have made. */
-struct host_shard {
-	struct scan s;
-	xpf_runtime rt;
-	struct xpf_rt_priv pv;
-	size_t from, to;
+/* The host lines are cut into chunks of about the same bytes, which the
+ * threads take in turn, so that a thread whose fresh pages come slower
+ * (cheap or dear on this project's VMs depending on what the host still
+ * backs, bench/README) takes fewer: two fixed halves left one thread alone
+ * for up to a third of the scan.  The first thread takes chunks from the
+ * front and reads them straight into the main runtime; the others take
+ * them from the back into runtimes of their own, appended to the main one
+ * in line order at the end (about half the records copied, as with two
+ * halves), so that every array is what one pass over all lines makes. */
+struct host_chunk {
+	size_t from, to;                   /* its lines */
+	size_t thread;                     /* who read it (0: into the main runtime) */
+	size_t ev0, ev1, x0, x1, r0, r1;   /* its records in that thread's arrays */
+	size_t nalloc;                     /* the thread's allocators when it ended */
+	struct xpf_rt_scan_peak *peak;     /* its own in-window peaks, per allocator */
 	int rc;
 	xpf_error err;
+};
+
+struct host_thread {
+	struct scan s;                     /* thread 0: the main scan's copy, unused */
+	xpf_runtime rt;
+	struct xpf_rt_priv pv;
+	int *amap;            /* its allocators' indexes in the main runtime */
+	size_t nmapped;       /* how many are mapped so far */
+	/* its rooms are copied out from the top down (its chunks lie there in
+	 * the reverse of line order): where what is left of each ends */
+	size_t ev_top, x_top, xb_top;
+};
+
+struct host_work {
+	struct scan *main;
+	struct host_chunk *ch;
+	size_t lo, hi;        /* the chunks not taken yet: [lo, hi) */
+	pthread_mutex_t mu;
+	struct host_thread *th;
+};
+
+struct host_worker_arg {
+	struct host_work *w;
+	size_t t;
 };
 
 static int scan_lines(struct scan *s, size_t from, size_t to, xpf_error *err)
@@ -1724,92 +1731,167 @@ static int scan_lines(struct scan *s, size_t from, size_t to, xpf_error *err)
 	return XPF_OK;
 }
 
-static void *shard_worker(void *arg)
+static void *host_worker(void *arg)
 {
-	struct host_shard *sh = arg;
-	sh->rc = scan_lines(&sh->s, sh->from, sh->to, &sh->err);
+	struct host_worker_arg *wa = arg;
+	struct host_work *w = wa->w;
+	struct host_thread *th = &w->th[wa->t];
+	for (;;) {
+		pthread_mutex_lock(&w->mu);
+		bool got = w->lo < w->hi;
+		size_t k = 0;
+		if (got)
+			k = wa->t == 0 ? w->lo++ : --w->hi;
+		pthread_mutex_unlock(&w->mu);
+		if (!got)
+			break;
+		struct host_chunk *c = &w->ch[k];
+		c->thread = wa->t;
+		if (wa->t == 0) {
+			c->rc = scan_lines(w->main, c->from, c->to, &c->err);
+			continue;
+		}
+		c->ev0 = th->rt.nevents;
+		c->x0 = th->rt.nexecutions;
+		c->r0 = th->rt.nretries;
+		for (size_t a = 0; a < th->rt.nallocators; a++)
+			th->pv.peak[a].set = false; /* the chunk's own peaks */
+		c->rc = scan_lines(&th->s, c->from, c->to, &c->err);
+		c->ev1 = th->rt.nevents;
+		c->x1 = th->rt.nexecutions;
+		c->r1 = th->rt.nretries;
+		c->nalloc = th->rt.nallocators;
+		c->peak = xpf_realloc_array(NULL, c->nalloc ? c->nalloc : 1, sizeof *c->peak);
+		if (c->nalloc)
+			memcpy(c->peak, th->pv.peak, c->nalloc * sizeof *c->peak);
+	}
 	return NULL;
 }
-
-/* Append shard b's findings to the main runtime of s (emptying b). */
-static void shard_merge(struct scan *s, struct host_shard *b)
+/* n bytes at byte off of room or array src (map_len bytes; 0: an array) to
+ * dst.  The room is copied out from the top down: its whole 2 MiB steps
+ * from off up, all copied now, are given back (*top: where what is left
+ * ends), so that their pages back the next copies. */
+static void room_copy_down(void *dst, uint8_t *src, size_t off, size_t n, size_t map_len,
+			   size_t *top)
 {
-	xpf_runtime *rt = s->rt, *br = &b->rt;
-	struct xpf_rt_priv *pv = rt->priv, *bv = &b->pv;
-	int *amap = xpf_calloc(br->nallocators ? br->nallocators : 1, sizeof *amap);
-	for (size_t a = 0; a < br->nallocators; a++) {
-		amap[a] = find_allocator(rt, &s->cap_alloc, br->allocators[a].name,
-					 br->allocators[a].keyed_by_index);
-		xpf_rt_allocator *m = &rt->allocators[amap[a]], *ba = &br->allocators[a];
+	const size_t step = (size_t)2 << 20;
+	if (n)
+		memcpy(dst, src + off, n);
+	if (!map_len)
+		return;
+	size_t from = (off + step - 1) / step * step;
+	if (from < *top) {
+		munmap(src + from, *top - from);
+		*top = from;
+	}
+}
+
+/* Chunk c (read by thread th, not the first) appended to the main runtime
+ * of s. */
+static void chunk_merge(struct scan *s, struct host_thread *th, const struct host_chunk *c)
+{
+	xpf_runtime *rt = s->rt, *br = &th->rt;
+	struct xpf_rt_priv *pv = rt->priv, *bv = &th->pv;
+	/* the allocators it met first, in the order it met them */
+	for (; th->nmapped < c->nalloc; th->nmapped++) {
+		const xpf_rt_allocator *ba = &br->allocators[th->nmapped];
+		th->amap[th->nmapped] = find_allocator(rt, &s->cap_alloc, ba->name, ba->keyed_by_index);
+	}
+	for (size_t a = 0; a < c->nalloc; a++)
+		if (c->peak[a].set)
+			peak_take(&pv->peak[th->amap[a]], c->peak[a].in_use, c->peak[a].t_ps,
+				  c->peak[a].available);
+	long xoff = (long)rt->nexecutions - (long)c->x0;
+	size_t nx = rt->nexecutions + (c->x1 - c->x0);
+	if (nx > s->cap_exec) { /* arrays (the main rooms bound every host event) */
+		size_t cap = nx > 2 * s->cap_exec ? nx : 2 * s->cap_exec;
+		rt->executions = room_grow(rt->executions, &pv->exec_map_len, rt->nexecutions, cap,
+					   sizeof *rt->executions);
+		pv->xb = room_grow(pv->xb, &pv->xb_map_len, rt->nexecutions, cap, sizeof *pv->xb);
+		s->cap_exec = cap;
+	}
+	room_copy_down(rt->executions + rt->nexecutions, (uint8_t *)br->executions,
+		       c->x0 * sizeof *br->executions, (c->x1 - c->x0) * sizeof *br->executions,
+		       bv->exec_map_len, &th->x_top);
+	room_copy_down(pv->xb + rt->nexecutions, (uint8_t *)bv->xb, c->x0 * sizeof *bv->xb,
+		       (c->x1 - c->x0) * sizeof *bv->xb, bv->xb_map_len, &th->xb_top);
+	rt->nexecutions = nx;
+	size_t e0 = rt->nevents, ne = rt->nevents + (c->ev1 - c->ev0);
+	if (ne > s->cap_events) { /* an array (the main room bounds every host event) */
+		size_t cap = ne > 2 * s->cap_events ? ne : 2 * s->cap_events;
+		rt->events = room_grow(rt->events, &pv->events_map_len, rt->nevents, cap,
+				       sizeof *rt->events);
+		s->cap_events = cap;
+	}
+	room_copy_down(rt->events + e0, (uint8_t *)br->events, c->ev0 * sizeof *br->events,
+		       (c->ev1 - c->ev0) * sizeof *br->events, bv->events_map_len, &th->ev_top);
+	for (size_t k = e0; k < ne; k++) {
+		xpf_rt_event *e = &rt->events[k];
+		e->allocator = th->amap[e->allocator];
+		if (e->execution >= 0)
+			e->execution += (int32_t)xoff;
+	}
+	rt->nevents = ne;
+	if (c->r1 > c->r0) {
+		size_t nr = rt->nretries + (c->r1 - c->r0);
+		rt->retries = xpf_realloc_array(rt->retries, nr, sizeof *rt->retries);
+		for (size_t i = c->r0; i < c->r1; i++) {
+			xpf_rt_retry *r = &rt->retries[rt->nretries++];
+			*r = br->retries[i];
+			if (r->allocator >= 0)
+				r->allocator = th->amap[r->allocator];
+			if (r->execution >= 0)
+				r->execution += xoff;
+		}
+		s->cap_retry = nr;
+	}
+}
+
+/* After the merge: what thread th (not the first) found about its
+ * allocators as a whole, then its arrays given back. */
+static void thread_done(struct scan *s, struct host_thread *th)
+{
+	xpf_runtime *rt = s->rt, *br = &th->rt;
+	struct xpf_rt_priv *pv = rt->priv, *bv = &th->pv;
+	for (size_t a = 0; a < th->nmapped; a++) {
+		xpf_rt_allocator *m = &rt->allocators[th->amap[a]], *ba = &br->allocators[a];
 		if (ba->lifetime_peak_bytes > m->lifetime_peak_bytes)
 			m->lifetime_peak_bytes = ba->lifetime_peak_bytes;
 		if (ba->capacity_lo_bytes < m->capacity_lo_bytes)
 			m->capacity_lo_bytes = ba->capacity_lo_bytes;
 		if (ba->capacity_hi_bytes > m->capacity_hi_bytes)
 			m->capacity_hi_bytes = ba->capacity_hi_bytes;
-		/* the shard's events come after the main one's in scan order */
-		const struct xpf_rt_scan_peak *bp = &bv->peak[a];
-		if (bp->set)
-			peak_take(&pv->peak[amap[a]], bp->in_use, bp->t_ps, bp->available);
-		free(br->allocators[a].name);
 	}
+	for (size_t a = 0; a < br->nallocators; a++)
+		free(br->allocators[a].name);
 	free(br->allocators);
 	free(bv->peak);
 	rt->keyed_by_index |= br->keyed_by_index;
 	if (br->end_ns > rt->end_ns)
 		rt->end_ns = br->end_ns;
-	long xoff = (long)rt->nexecutions;
-	size_t nx = rt->nexecutions + br->nexecutions;
-	if (nx > s->cap_exec) { /* arrays (the main rooms bound every host event) */
-		rt->executions = room_grow(rt->executions, &pv->exec_map_len, rt->nexecutions, nx,
-					   sizeof *rt->executions);
-		pv->xb = room_grow(pv->xb, &pv->xb_map_len, rt->nexecutions, nx, sizeof *pv->xb);
-		s->cap_exec = nx;
-	}
-	room_move(rt->executions + rt->nexecutions, (void **)&br->executions,
-		  br->nexecutions * sizeof *br->executions, &bv->exec_map_len);
-	room_move(pv->xb + rt->nexecutions, (void **)&bv->xb, br->nexecutions * sizeof *bv->xb,
-		  &bv->xb_map_len);
-	rt->nexecutions = nx;
-	size_t ne = rt->nevents + br->nevents;
-	if (ne > s->cap_events) { /* an array (the main room bounds every host event) */
-		rt->events = room_grow(rt->events, &pv->events_map_len, rt->nevents, ne,
-				       sizeof *rt->events);
-		s->cap_events = ne;
-	}
-	room_move(rt->events + rt->nevents, (void **)&br->events,
-		  br->nevents * sizeof *br->events, &bv->events_map_len);
-	for (size_t k = rt->nevents; k < ne; k++) {
-		xpf_rt_event *e = &rt->events[k];
-		e->allocator = amap[e->allocator];
-		if (e->execution >= 0)
-			e->execution += (int32_t)xoff;
-	}
-	rt->nevents = ne;
-	if (br->nretries) {
-		size_t nr = rt->nretries + br->nretries;
-		rt->retries = xpf_realloc_array(rt->retries, nr, sizeof *rt->retries);
-		for (size_t i = 0; i < br->nretries; i++) {
-			xpf_rt_retry *r = &rt->retries[rt->nretries + i];
-			*r = br->retries[i];
-			if (r->allocator >= 0)
-				r->allocator = amap[r->allocator];
-			if (r->execution >= 0)
-				r->execution += xoff;
-		}
-		rt->nretries = s->cap_retry = nr;
-	}
+	/* what is left of the rooms (or the arrays) */
+	if (!bv->events_map_len)
+		free(br->events);
+	else if (th->ev_top)
+		munmap(br->events, th->ev_top);
+	if (!bv->exec_map_len)
+		free(br->executions);
+	else if (th->x_top)
+		munmap(br->executions, th->x_top);
+	if (!bv->xb_map_len)
+		free(bv->xb);
+	else if (th->xb_top)
+		munmap(bv->xb, th->xb_top);
 	free(br->retries);
-	free(b->s.oh);
-	keep_interns(pv, &b->s.interned);
-	free(b->s.kbuf);
-	free(b->s.avail);
-	xpf_window_release(&b->s.win);
-	free(amap);
+	free(th->s.oh);
+	keep_interns(pv, &th->s.interned);
+	free(th->s.kbuf);
+	free(th->s.avail);
+	xpf_window_release(&th->s.win);
+	free(th->amap);
 }
 
-/* Scan every host line, on up to as many threads as CPUs (cut where the
- * lines' bytes are shared evenly). */
+/* Scan every host line, on up to as many threads as CPUs. */
 static int scan_host(struct scan *s, size_t *nshards, xpf_error *err)
 {
 	const xpf_plane *p = s->p;
@@ -1824,22 +1906,22 @@ static int scan_host(struct scan *s, size_t *nshards, xpf_error *err)
 	*nshards = 1;
 	if (nt < 2 || (!forced && total < ((uint64_t)8 << 20)))
 		return scan_lines(s, 0, p->nlines, err);
-	struct host_shard *sh = xpf_calloc(nt, sizeof *sh);
+	size_t nchunks = nt * 8 < p->nlines ? nt * 8 : p->nlines;
+	struct host_chunk *ch = xpf_calloc(nchunks, sizeof *ch);
 	size_t l = 0;
 	uint64_t acc = 0;
 	*nshards = 0;
-	for (size_t t = 0; t < nt; t++) {
-		sh[t].from = l;
-		uint64_t goal = total / nt * (t + 1);
-		while (l < p->nlines && (t + 1 == nt || acc < goal))
+	for (size_t k = 0; k < nchunks; k++) {
+		ch[k].from = l;
+		uint64_t goal = total / nchunks * (k + 1);
+		while (l < p->nlines && (k + 1 == nchunks || acc < goal))
 			acc += p->lines[l++].length;
-		sh[t].to = l;
-		*nshards += sh[t].to > sh[t].from;
+		ch[k].to = l;
+		*nshards += ch[k].to > ch[k].from;
 	}
-	pthread_t tid[8];
-	bool started[8] = { false };
+	struct host_thread *th = xpf_calloc(nt, sizeof *th);
 	for (size_t t = 1; t < nt; t++) {
-		struct host_shard *b = &sh[t];
+		struct host_thread *b = &th[t];
 		b->s = *s;
 		b->s.rt = &b->rt;
 		b->rt.priv = &b->pv;
@@ -1847,11 +1929,12 @@ static int scan_host(struct scan *s, size_t *nshards, xpf_error *err)
 		b->pv.base = s->rt->priv->base;
 		b->pv.module_names = s->rt->priv->module_names;
 		b->s.cap_alloc = b->s.cap_events = b->s.cap_exec = b->s.cap_retry = 0;
-		size_t bound = 0;
-		for (size_t k = b->from; k < b->to; k++)
-			bound += p->lines[k].nevents;
-		events_room(&b->s, bound);
-		exec_rooms(&b->s, bound);
+		/* rooms that bound every host event: a thread may take any chunk */
+		events_room(&b->s, p->nevents);
+		exec_rooms(&b->s, p->nevents);
+		b->ev_top = b->pv.events_map_len;
+		b->x_top = b->pv.exec_map_len;
+		b->xb_top = b->pv.xb_map_len;
 		b->s.oh = NULL;
 		b->s.noh = b->s.capoh = 0;
 		memset(&b->s.win, 0, sizeof b->s.win);
@@ -1861,22 +1944,40 @@ static int scan_host(struct scan *s, size_t *nshards, xpf_error *err)
 		b->s.kbuf_n = b->s.kbuf_cap = 0;
 		b->s.avail = NULL;
 		b->s.navail = b->s.capavail = 0;
-		started[t] = pthread_create(&tid[t], NULL, shard_worker, b) == 0;
 	}
-	int rc = scan_lines(s, sh[0].from, sh[0].to, err);
-	for (size_t t = 1; t < nt; t++) {
-		struct host_shard *b = &sh[t];
+	struct host_work w = { s, ch, 0, nchunks, PTHREAD_MUTEX_INITIALIZER, th };
+	struct host_worker_arg wa[8];
+	pthread_t tid[8];
+	bool started[8] = { false };
+	for (size_t t = 0; t < nt && t < 8; t++)
+		wa[t] = (struct host_worker_arg){ &w, t };
+	for (size_t t = 1; t < nt && t < 8; t++)
+		started[t] = pthread_create(&tid[t], NULL, host_worker, &wa[t]) == 0;
+	host_worker(&wa[0]);
+	for (size_t t = 1; t < nt && t < 8; t++)
 		if (started[t])
 			pthread_join(tid[t], NULL);
-		else
-			b->rc = scan_lines(&b->s, b->from, b->to, &b->err);
-		if (rc == XPF_OK && b->rc != XPF_OK) {
-			*err = b->err;
-			rc = b->rc;
+	pthread_mutex_destroy(&w.mu);
+	/* the first error in line order */
+	int rc = XPF_OK;
+	for (size_t k = 0; k < nchunks && rc == XPF_OK; k++)
+		if (ch[k].rc != XPF_OK) {
+			*err = ch[k].err;
+			rc = ch[k].rc;
 		}
-		shard_merge(s, b);
-	}
-	free(sh);
+	for (size_t t = 1; t < nt; t++)
+		th[t].amap = xpf_realloc_array(NULL, th[t].rt.nallocators ? th[t].rt.nallocators : 1,
+					       sizeof *th[t].amap);
+	/* the first thread's chunks are the first ones, in place already */
+	for (size_t k = 0; k < nchunks; k++)
+		if (ch[k].thread != 0) {
+			chunk_merge(s, &th[ch[k].thread], &ch[k]);
+			free(ch[k].peak);
+		}
+	for (size_t t = 1; t < nt; t++)
+		thread_done(s, &th[t]);
+	free(th);
+	free(ch);
 	return rc;
 }
 
