@@ -1701,8 +1701,7 @@ struct host_thread {
 	struct scan s;                     /* thread 0: the main scan's copy, unused */
 	xpf_runtime rt;
 	struct xpf_rt_priv pv;
-	int *amap;            /* its allocators' indexes in the main runtime */
-	size_t nmapped;       /* how many are mapped so far */
+	int *amap;            /* its allocators' indexes in the main runtime (-1: not yet) */
 	/* its rooms are copied out from the top down (its chunks lie there in
 	 * the reverse of line order): where what is left of each ends */
 	size_t ev_top, x_top, xb_top;
@@ -1792,15 +1791,6 @@ static void chunk_merge(struct scan *s, struct host_thread *th, const struct hos
 {
 	xpf_runtime *rt = s->rt, *br = &th->rt;
 	struct xpf_rt_priv *pv = rt->priv, *bv = &th->pv;
-	/* the allocators it met first, in the order it met them */
-	for (; th->nmapped < c->nalloc; th->nmapped++) {
-		const xpf_rt_allocator *ba = &br->allocators[th->nmapped];
-		th->amap[th->nmapped] = find_allocator(rt, &s->cap_alloc, ba->name, ba->keyed_by_index);
-	}
-	for (size_t a = 0; a < c->nalloc; a++)
-		if (c->peak[a].set)
-			peak_take(&pv->peak[th->amap[a]], c->peak[a].in_use, c->peak[a].t_ps,
-				  c->peak[a].available);
 	long xoff = (long)rt->nexecutions - (long)c->x0;
 	size_t nx = rt->nexecutions + (c->x1 - c->x0);
 	if (nx > s->cap_exec) { /* arrays (the main rooms bound every host event) */
@@ -1827,11 +1817,23 @@ static void chunk_merge(struct scan *s, struct host_thread *th, const struct hos
 		       (c->ev1 - c->ev0) * sizeof *br->events, bv->events_map_len, &th->ev_top);
 	for (size_t k = e0; k < ne; k++) {
 		xpf_rt_event *e = &rt->events[k];
-		e->allocator = th->amap[e->allocator];
+		/* an allocator the main runtime has not met yet: met here, in
+		 * line order, as one pass would meet it (the thread met its
+		 * chunks back to front) */
+		int *m = &th->amap[e->allocator];
+		if (*m < 0)
+			*m = find_allocator(rt, &s->cap_alloc, br->allocators[e->allocator].name,
+					    br->allocators[e->allocator].keyed_by_index);
+		e->allocator = *m;
 		if (e->execution >= 0)
 			e->execution += (int32_t)xoff;
 	}
 	rt->nevents = ne;
+	/* its peaks (an allocator with one has an event here) */
+	for (size_t a = 0; a < c->nalloc; a++)
+		if (c->peak[a].set && th->amap[a] >= 0)
+			peak_take(&pv->peak[th->amap[a]], c->peak[a].in_use, c->peak[a].t_ps,
+				  c->peak[a].available);
 	if (c->r1 > c->r0) {
 		size_t nr = rt->nretries + (c->r1 - c->r0);
 		rt->retries = xpf_realloc_array(rt->retries, nr, sizeof *rt->retries);
@@ -1853,7 +1855,9 @@ static void thread_done(struct scan *s, struct host_thread *th)
 {
 	xpf_runtime *rt = s->rt, *br = &th->rt;
 	struct xpf_rt_priv *pv = rt->priv, *bv = &th->pv;
-	for (size_t a = 0; a < th->nmapped; a++) {
+	for (size_t a = 0; a < br->nallocators; a++) {
+		if (th->amap[a] < 0)
+			continue;
 		xpf_rt_allocator *m = &rt->allocators[th->amap[a]], *ba = &br->allocators[a];
 		if (ba->lifetime_peak_bytes > m->lifetime_peak_bytes)
 			m->lifetime_peak_bytes = ba->lifetime_peak_bytes;
@@ -1965,9 +1969,12 @@ static int scan_host(struct scan *s, size_t *nshards, xpf_error *err)
 			*err = ch[k].err;
 			rc = ch[k].rc;
 		}
-	for (size_t t = 1; t < nt; t++)
+	for (size_t t = 1; t < nt; t++) {
 		th[t].amap = xpf_realloc_array(NULL, th[t].rt.nallocators ? th[t].rt.nallocators : 1,
 					       sizeof *th[t].amap);
+		for (size_t a = 0; a < th[t].rt.nallocators; a++)
+			th[t].amap[a] = -1;
+	}
 	/* the first thread's chunks are the first ones, in place already */
 	for (size_t k = 0; k < nchunks; k++)
 		if (ch[k].thread != 0) {
