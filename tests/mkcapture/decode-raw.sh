@@ -15,5 +15,9 @@ trap 'rm -rf "$dir"' EXIT
 		grep -q '"/host:CPU"' "$dir/out.txt"
 		grep -q '"/device:GPU:0"' "$dir/out.txt"
 		echo "ok $s $(basename "$f") $(wc -c < "$f") bytes"
+		echo "$s" >>"$dir/checked"
 	done
 done
+# the generator listed scenarios and every one was read
+n=$(wc -l <"$dir/checked" 2>/dev/null || echo 0)
+[ "$n" -ge "$("$mk" --list | wc -l)" ] || { echo "FAIL: only $n capture(s) checked"; exit 1; }
