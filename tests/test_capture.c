@@ -14,6 +14,7 @@
 
 #include "capture/capture.h"
 #include "capture/input.h"
+#include "host_events.h"
 
 static char path_buf[4096];
 
@@ -46,49 +47,52 @@ struct alloc_fig {
 };
 
 /* Count allocator events per allocator (allocator_name, else tpu:<index_on_host>). */
+struct count_ctx {
+	const char *want;
+	int allocs, deallocs;
+	uint64_t peak;
+};
+
+static void count_event(const xpf_plane *p, size_t line, const xpf_event *ev, void *ctx)
+{
+	struct count_ctx *cc = ctx;
+	(void)line;
+	int a = strcmp(ev->name, "MemoryAllocation") == 0;
+	int d = strcmp(ev->name, "MemoryDeallocation") == 0;
+	if (!a && !d)
+		return;
+	xpf_stat_iter si;
+	xpf_stat st;
+	xpf_error err = { 0 };
+	char name[64] = "";
+	uint64_t pk = 0, u;
+	xpf_str s;
+	int rc;
+	xpf_stats_of_event(p, ev, &si);
+	while ((rc = xpf_stats_next(&si, &st, &err)) == 1) {
+		if (strcmp(st.name, "allocator_name") == 0 && xpf_stat_text(&st, &s))
+			snprintf(name, sizeof name, "%.*s", (int)s.n, s.p);
+		else if (strcmp(st.name, "index_on_host") == 0 && xpf_stat_u64(&st, &u) && !name[0])
+			snprintf(name, sizeof name, "tpu:%llu", (unsigned long long)u);
+		else if (strcmp(st.name, "peak_bytes_in_use") == 0 && xpf_stat_u64(&st, &u))
+			pk = u;
+	}
+	assert_int_equal(rc, 0);
+	if (strcmp(name, cc->want) != 0)
+		return;
+	cc->allocs += a;
+	cc->deallocs += d;
+	if (pk > cc->peak)
+		cc->peak = pk;
+}
+
 static void count(xpf_capture *c, const char *want, int *allocs, int *deallocs, uint64_t *peak)
 {
-	long pi = xpf_capture_find_plane(c, "/host:CPU");
-	assert_true(pi >= 0);
-	const xpf_plane *p;
-	xpf_error err = { 0 };
-	assert_int_equal(xpf_capture_plane(c, (size_t)pi, &p, &err), XPF_OK);
-	*allocs = *deallocs = 0;
-	*peak = 0;
-	for (size_t l = 0; l < p->nlines; l++) {
-		xpf_event_iter it;
-		xpf_event ev;
-		int rc;
-		xpf_events_begin(p, l, &it);
-		while ((rc = xpf_events_next(&it, &ev, &err)) == 1) {
-			int a = strcmp(ev.name, "MemoryAllocation") == 0;
-			int d = strcmp(ev.name, "MemoryDeallocation") == 0;
-			if (!a && !d)
-				continue;
-			xpf_stat_iter si;
-			xpf_stat st;
-			char name[64] = "";
-			uint64_t pk = 0, u;
-			xpf_str s;
-			xpf_stats_of_event(p, &ev, &si);
-			while ((rc = xpf_stats_next(&si, &st, &err)) == 1) {
-				if (strcmp(st.name, "allocator_name") == 0 && xpf_stat_text(&st, &s))
-					snprintf(name, sizeof name, "%.*s", (int)s.n, s.p);
-				else if (strcmp(st.name, "index_on_host") == 0 && xpf_stat_u64(&st, &u) && !name[0])
-					snprintf(name, sizeof name, "tpu:%llu", (unsigned long long)u);
-				else if (strcmp(st.name, "peak_bytes_in_use") == 0 && xpf_stat_u64(&st, &u))
-					pk = u;
-			}
-			assert_int_equal(rc, 0);
-			if (strcmp(name, want) != 0)
-				continue;
-			*allocs += a;
-			*deallocs += d;
-			if (pk > *peak)
-				*peak = pk;
-		}
-		assert_int_equal(rc, 0);
-	}
+	struct count_ctx cc = { want, 0, 0, 0 };
+	each_host_event(c, count_event, &cc);
+	*allocs = cc.allocs;
+	*deallocs = cc.deallocs;
+	*peak = cc.peak;
 }
 
 static void check_allocs(xpf_capture *c, const struct alloc_fig *f, size_t n)

@@ -22,6 +22,7 @@
 #include "analysis/report.h"
 #include "analysis/runtime.h"
 #include "capture/input.h"
+#include "host_events.h"
 
 struct fixture {
 	xpf_input *in;
@@ -159,6 +160,41 @@ static const xpf_rt_between *focus_between(struct fixture *f)
 	return &d->between;
 }
 
+/* Host events wholly inside [from, to] (ps from the time base), by name. */
+struct between_row {
+	const char *name;
+	uint64_t count;
+	int64_t ps;
+};
+
+struct between_ctx {
+	int64_t from, to, base;
+	struct between_row *row;
+	size_t nr, cap;
+};
+
+static void between_event(const xpf_plane *p, size_t line, const xpf_event *ev, void *ctx)
+{
+	struct between_ctx *bc = ctx;
+	int64_t t0 = (p->lines[line].timestamp_ns - bc->base) * 1000 + ev->offset_ps;
+	int64_t t1 = t0 + (ev->duration_ps > 0 ? ev->duration_ps : 0);
+	if (t0 < bc->from || t1 > bc->to)
+		return;
+	size_t k = 0;
+	while (k < bc->nr && strcmp(bc->row[k].name, ev->name) != 0)
+		k++;
+	if (k == bc->nr) {
+		if (bc->nr == bc->cap) {
+			bc->cap = bc->cap ? 2 * bc->cap : 64;
+			bc->row = realloc(bc->row, bc->cap * sizeof *bc->row);
+			assert_non_null(bc->row);
+		}
+		bc->row[bc->nr++] = (struct between_row){ ev->name, 0, 0 };
+	}
+	bc->row[k].count++;
+	bc->row[k].ps += t1 - t0;
+}
+
 /* between.tsv against a plain count: the focus module's last two executions
  * on its device bound the window (SPEC §4.3); every /host:CPU event wholly
  * inside it, read with the reference decoder, by name: how many and their
@@ -185,44 +221,13 @@ static void check_between(struct fixture *f)
 		assert_int_equal(bt->nrows, 0);
 		return;
 	}
-	int64_t from = rt->executions[before].end_ps, to = rt->executions[last].start_ps;
-	long pi = xpf_capture_find_plane(f->h->cap, "/host:CPU");
-	const xpf_plane *p;
-	int64_t base;
+	struct between_ctx bc = { rt->executions[before].end_ps, rt->executions[last].start_ps, 0,
+				  NULL, 0, 0 };
 	xpf_error err = { 0 };
-	assert_true(pi >= 0);
-	assert_int_equal(xpf_capture_plane(f->h->cap, (size_t)pi, &p, &err), XPF_OK);
-	assert_int_equal(xpf_capture_time_base(f->h->cap, &base, &err), XPF_OK);
-	struct row { const char *name; uint64_t count; int64_t ps; } *row = NULL;
-	size_t nr = 0, cap = 0;
-	for (size_t l = 0; l < p->nlines; l++) {
-		xpf_event_iter it;
-		xpf_event ev;
-		int rc;
-		xpf_events_begin(p, l, &it);
-		while ((rc = xpf_events_next(&it, &ev, &err)) == 1) {
-			int64_t t0 = (p->lines[l].timestamp_ns - base) * 1000 + ev.offset_ps;
-			int64_t t1 = t0 + (ev.duration_ps > 0 ? ev.duration_ps : 0);
-			if (t0 < from || t1 > to)
-				continue;
-			size_t k = 0;
-			while (k < nr && strcmp(row[k].name, ev.name) != 0)
-				k++;
-			if (k == nr) {
-				if (nr == cap) {
-					cap = cap ? 2 * cap : 64;
-					row = realloc(row, cap * sizeof *row);
-					assert_non_null(row);
-				}
-				row[nr].name = ev.name;
-				row[nr].count = 0;
-				row[nr++].ps = 0;
-			}
-			row[k].count++;
-			row[k].ps += t1 - t0;
-		}
-		assert_int_equal(rc, 0);
-	}
+	assert_int_equal(xpf_capture_time_base(f->h->cap, &bc.base, &err), XPF_OK);
+	each_host_event(f->h->cap, between_event, &bc);
+	struct between_row *row = bc.row;
+	size_t nr = bc.nr;
 	assert_int_equal(bt->nrows, nr);
 	for (size_t k = 0; k < nr; k++) {
 		size_t i = 0;
