@@ -1616,13 +1616,11 @@ static int alloc_name_cmp(const void *a, const void *b)
 	return natural_cmp(((const xpf_rt_allocator *)a)->name, ((const xpf_rt_allocator *)b)->name);
 }
 
-/* The replay's map (address, allocator) -> the index of its live
- * allocation event holds the live allocations only (thousands where the
- * events are millions: a map sized by the events would touch tens of MiB of
- * fresh pages). */
-
 /* Pair allocations with deallocations by address, per allocator, in time
- * order; fill the allocators' figures. */
+ * order; fill the allocators' figures.  Its map (address, allocator) -> the
+ * index of the live allocation event holds the live allocations only
+ * (thousands where the events are millions: a map sized by the events would
+ * touch tens of MiB of fresh pages). */
 static void replay(xpf_runtime *rt, const uint64_t *peak_avail)
 {
 	xpf_map m;
@@ -1702,9 +1700,6 @@ struct host_thread {
 	xpf_runtime rt;
 	struct xpf_rt_priv pv;
 	int *amap;            /* its allocators' indexes in the main runtime (-1: not yet) */
-	/* its rooms are copied out from the top down (its chunks lie there in
-	 * the reverse of line order): where what is left of each ends */
-	size_t ev_top, x_top, xb_top;
 };
 
 struct host_work {
@@ -1766,22 +1761,26 @@ static void *host_worker(void *arg)
 	}
 	return NULL;
 }
-/* n bytes at byte off of room or array src (map_len bytes; 0: an array) to
- * dst.  The room is copied out from the top down: its whole 2 MiB steps
- * from off up, all copied now, are given back (*top: where what is left
- * ends), so that their pages back the next copies. */
-static void room_copy_down(void *dst, uint8_t *src, size_t off, size_t n, size_t map_len,
-			   size_t *top)
+/* n bytes at byte off of room or array *src (*map_len bytes; 0: an array)
+ * to dst.  A room is copied out from the top down (a thread's chunks lie in
+ * it in the reverse of line order): its whole 2 MiB steps from off up, all
+ * copied now, are given back (*map_len shrinks to what is left, *src NULL
+ * once nothing is), so that their pages back the next copies; xpf_big_free
+ * frees the rest. */
+static void room_copy_down(void *dst, void **src, size_t off, size_t n, size_t *map_len)
 {
 	const size_t step = (size_t)2 << 20;
+	uint8_t *base = *src;
 	if (n)
-		memcpy(dst, src + off, n);
-	if (!map_len)
+		memcpy(dst, base + off, n);
+	if (!*map_len)
 		return;
 	size_t from = (off + step - 1) / step * step;
-	if (from < *top) {
-		munmap(src + from, *top - from);
-		*top = from;
+	if (from < *map_len) {
+		munmap(base + from, *map_len - from);
+		*map_len = from;
+		if (from == 0)
+			*src = NULL;
 	}
 }
 
@@ -1800,11 +1799,11 @@ static void chunk_merge(struct scan *s, struct host_thread *th, const struct hos
 		pv->xb = room_grow(pv->xb, &pv->xb_map_len, rt->nexecutions, cap, sizeof *pv->xb);
 		s->cap_exec = cap;
 	}
-	room_copy_down(rt->executions + rt->nexecutions, (uint8_t *)br->executions,
+	room_copy_down(rt->executions + rt->nexecutions, (void **)&br->executions,
 		       c->x0 * sizeof *br->executions, (c->x1 - c->x0) * sizeof *br->executions,
-		       bv->exec_map_len, &th->x_top);
-	room_copy_down(pv->xb + rt->nexecutions, (uint8_t *)bv->xb, c->x0 * sizeof *bv->xb,
-		       (c->x1 - c->x0) * sizeof *bv->xb, bv->xb_map_len, &th->xb_top);
+		       &bv->exec_map_len);
+	room_copy_down(pv->xb + rt->nexecutions, (void **)&bv->xb, c->x0 * sizeof *bv->xb,
+		       (c->x1 - c->x0) * sizeof *bv->xb, &bv->xb_map_len);
 	rt->nexecutions = nx;
 	size_t e0 = rt->nevents, ne = rt->nevents + (c->ev1 - c->ev0);
 	if (ne > s->cap_events) { /* an array (the main room bounds every host event) */
@@ -1813,8 +1812,8 @@ static void chunk_merge(struct scan *s, struct host_thread *th, const struct hos
 				       sizeof *rt->events);
 		s->cap_events = cap;
 	}
-	room_copy_down(rt->events + e0, (uint8_t *)br->events, c->ev0 * sizeof *br->events,
-		       (c->ev1 - c->ev0) * sizeof *br->events, bv->events_map_len, &th->ev_top);
+	room_copy_down(rt->events + e0, (void **)&br->events, c->ev0 * sizeof *br->events,
+		       (c->ev1 - c->ev0) * sizeof *br->events, &bv->events_map_len);
 	for (size_t k = e0; k < ne; k++) {
 		xpf_rt_event *e = &rt->events[k];
 		/* an allocator the main runtime has not met yet: met here, in
@@ -1874,18 +1873,9 @@ static void thread_done(struct scan *s, struct host_thread *th)
 	if (br->end_ns > rt->end_ns)
 		rt->end_ns = br->end_ns;
 	/* what is left of the rooms (or the arrays) */
-	if (!bv->events_map_len)
-		free(br->events);
-	else if (th->ev_top)
-		munmap(br->events, th->ev_top);
-	if (!bv->exec_map_len)
-		free(br->executions);
-	else if (th->x_top)
-		munmap(br->executions, th->x_top);
-	if (!bv->xb_map_len)
-		free(bv->xb);
-	else if (th->xb_top)
-		munmap(bv->xb, th->xb_top);
+	xpf_big_free(br->events, bv->events_map_len);
+	xpf_big_free(br->executions, bv->exec_map_len);
+	xpf_big_free(bv->xb, bv->xb_map_len);
 	free(br->retries);
 	free(th->s.oh);
 	keep_interns(pv, &th->s.interned);
@@ -1896,7 +1886,7 @@ static void thread_done(struct scan *s, struct host_thread *th)
 }
 
 /* Scan every host line, on up to as many threads as CPUs. */
-static int scan_host(struct scan *s, size_t *nshards, xpf_error *err)
+static int scan_host(struct scan *s, size_t *nchunks_read, xpf_error *err)
 {
 	const xpf_plane *p = s->p;
 	/* classify every metadata now: the threads only read the table */
@@ -1907,21 +1897,21 @@ static int scan_host(struct scan *s, size_t *nshards, xpf_error *err)
 	uint64_t total = 0;
 	for (size_t l = 0; l < p->nlines; l++)
 		total += p->lines[l].length;
-	*nshards = 1;
+	*nchunks_read = 1;
 	if (nt < 2 || (!forced && total < ((uint64_t)8 << 20)))
 		return scan_lines(s, 0, p->nlines, err);
 	size_t nchunks = nt * 8 < p->nlines ? nt * 8 : p->nlines;
 	struct host_chunk *ch = xpf_calloc(nchunks, sizeof *ch);
 	size_t l = 0;
 	uint64_t acc = 0;
-	*nshards = 0;
+	*nchunks_read = 0;
 	for (size_t k = 0; k < nchunks; k++) {
 		ch[k].from = l;
 		uint64_t goal = total / nchunks * (k + 1);
 		while (l < p->nlines && (k + 1 == nchunks || acc < goal))
 			acc += p->lines[l++].length;
 		ch[k].to = l;
-		*nshards += ch[k].to > ch[k].from;
+		*nchunks_read += ch[k].to > ch[k].from;
 	}
 	struct host_thread *th = xpf_calloc(nt, sizeof *th);
 	for (size_t t = 1; t < nt; t++) {
@@ -1936,9 +1926,6 @@ static int scan_host(struct scan *s, size_t *nshards, xpf_error *err)
 		/* rooms that bound every host event: a thread may take any chunk */
 		events_room(&b->s, p->nevents);
 		exec_rooms(&b->s, p->nevents);
-		b->ev_top = b->pv.events_map_len;
-		b->x_top = b->pv.exec_map_len;
-		b->xb_top = b->pv.xb_map_len;
 		b->s.oh = NULL;
 		b->s.noh = b->s.capoh = 0;
 		memset(&b->s.win, 0, sizeof b->s.win);
@@ -2164,12 +2151,12 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		s.line_t0 = pv->line_t0;
 		s.line_t1 = pv->line_t1;
 		events_room(&s, s.p->nevents);
-		size_t nshards;
-		rc = scan_host(&s, &nshards, err);
+		size_t nchunks;
+		rc = scan_host(&s, &nchunks, err);
 		phase(&ph, "host");
 		if (ph.on)
 			fprintf(stderr, "xplanefs: runtime host lines: %zu, read in %zu shard(s)\n",
-				s.p->nlines, nshards);
+				s.p->nlines, nchunks);
 		if (rc != XPF_OK)
 			goto out;
 	}
