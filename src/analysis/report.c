@@ -245,24 +245,14 @@ xpf_node *xpf_report_node_by_ino(xpf_report *r, uint64_t ino)
 	return n;
 }
 
-static void path_upto(const xpf_node *n, const xpf_node *stop, xpf_buf *out)
+void xpf_node_path(const xpf_node *n, xpf_buf *out)
 {
-	if (n == NULL || n == stop || n->parent == NULL)
+	if (n == NULL || n->parent == NULL)
 		return;
-	path_upto(n->parent, stop, out);
+	xpf_node_path(n->parent, out);
 	if (out->len)
 		xpf_buf_addc(out, '/');
 	xpf_buf_adds(out, n->name);
-}
-
-void xpf_node_path(const xpf_node *n, xpf_buf *out)
-{
-	path_upto(n, NULL, out);
-}
-
-void xpf_node_host_path(const xpf_node *n, xpf_buf *out)
-{
-	path_upto(n, n->host ? n->host->root : NULL, out);
 }
 
 void xpf_host_note_error(xpf_host *h, const xpf_error *err)

@@ -124,8 +124,6 @@ void xpf_node_forget(xpf_node *file);
 xpf_node *xpf_report_node_by_ino(xpf_report *r, uint64_t ino);
 /* "modules/x/plan.json" (relative to the report root). */
 void xpf_node_path(const xpf_node *n, xpf_buf *out);
-/* Path relative to the node's host root (what evidence paths use). */
-void xpf_node_host_path(const xpf_node *n, xpf_buf *out);
 
 /* Record an error found late, for --cat and --export to say on stderr.
  * capture/errors.txt does not list these: it computes what every file
