@@ -563,8 +563,8 @@ static const char *setup_reason(const char *fallback)
 	return setup_msg[0] ? setup_msg : fallback;
 }
 
-/* fusermount3 (which libfuse runs to mount as a user, and -u runs to
- * unmount) writes its complaint to our stderr: while it runs, fd 2 goes
+/* fusermount3 (which libfuse runs to mount as a user) writes its
+ * complaint to our stderr: while it runs, fd 2 goes
  * into a pipe, and the first line found there goes into our one-line error.
  * The pipe does not block a writer.  Not with -d (libfuse's debug output
  * goes to stderr as it comes) nor with auto_unmount (then fusermount3 stays
@@ -636,7 +636,7 @@ int xpf_fs_mount(xpf_report *r, const xpf_mount_opts *opts, xpf_error *err)
 		return xpf_fail(err, XPF_EMOUNT, "%s: bad mount point: %s%s", opts->mountpoint,
 				strerror(errno),
 				errno == ENOTCONN ? " (a mount whose xplanefs is gone: xplanefs -u it)" : "");
-	if (is_our_mount(opts->mountpoint))
+	if (is_our_mount(mp))
 		return xpf_fail(err, XPF_EMOUNT, "%s: already an xplanefs mount (xplanefs -u it first)",
 				opts->mountpoint);
 	if (!S_ISDIR(sb.st_mode))
@@ -762,12 +762,18 @@ int xpf_fs_unmount(const char *mountpoint, xpf_error *err)
 	if (geteuid() == 0 && umount2(mountpoint, UMOUNT_NOFOLLOW) == 0)
 		return XPF_OK;
 	char *const argv[] = { "fusermount3", "-u", "--", (char *)mountpoint, NULL };
-	char said[512];
-	struct stderr_catch sc;
+	char said[512] = "";
 	pid_t pid;
-	int st = 0, rc = XPF_OK;
-	catch_begin(&sc);
-	int e = posix_spawnp(&pid, "fusermount3", NULL, NULL, argv, environ);
+	int st = 0, rc = XPF_OK, p[2] = { -1, -1 };
+	/* its stderr (its reason) into a pipe, for our one line */
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	if (pipe2(p, O_CLOEXEC) == 0)
+		posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+	int e = posix_spawnp(&pid, "fusermount3", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (p[1] >= 0)
+		close(p[1]);
 	if (e != 0) {
 		rc = xpf_fail(err, XPF_EMOUNT, "%s: cannot run fusermount3: %s", mountpoint,
 			      strerror(e));
@@ -779,7 +785,11 @@ int xpf_fs_unmount(const char *mountpoint, xpf_error *err)
 				break;
 			}
 	}
-	catch_end(&sc, said, sizeof said);
+	if (p[0] >= 0) {
+		ssize_t k = e == 0 ? read(p[0], said, sizeof said - 1) : 0;
+		said[k > 0 ? k : 0] = '\0';
+		close(p[0]);
+	}
 	if (rc == XPF_OK && (!WIFEXITED(st) || WEXITSTATUS(st) != 0))
 		rc = xpf_fail(err, XPF_EMOUNT, "%s: cannot unmount: %s", mountpoint,
 			      said[0] ? first_line(said) : "fusermount3 -u failed");
