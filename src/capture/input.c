@@ -1,6 +1,7 @@
 #include "capture/input.h"
 
 #include "common/alloc.h"
+#include "common/buf.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,6 +14,16 @@ static bool ends_with(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), m = strlen(suffix);
 	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Whether directory path dir (trailing slashes aside) ends with the whole
+ * path components tail ("plugins/profile" in "/x/plugins/profile/"). */
+static bool ends_with_dirs(const char *dir, const char *tail)
+{
+	size_t n = strlen(dir), m = strlen(tail);
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	return n >= m && strncmp(dir + n - m, tail, m) == 0 && (n == m || dir[n - m - 1] == '/');
 }
 
 static char *join(const char *a, const char *b)
@@ -117,15 +128,10 @@ static int open_run_dir(xpf_input *in, const char *dir, xpf_error *err)
 					"%s: not supported: .xplane.riegeli captures (continuous profiling); capture with jax.profiler.trace to get .xplane.pb",
 					dir);
 		/* a logdir's inner folders, given instead of the logdir */
-		size_t n0 = strlen(dir);
-		while (n0 > 1 && dir[n0 - 1] == '/')
-			n0--;
 		const char *hint = "";
-		if (n0 >= 15 && strncmp(dir + n0 - 15, "plugins/profile", 15) == 0 &&
-		    (n0 == 15 || dir[n0 - 16] == '/'))
+		if (ends_with_dirs(dir, "plugins/profile"))
 			hint = " (a logdir's plugins/profile: give the logdir, two levels up, or one run's folder)";
-		else if (n0 >= 7 && strncmp(dir + n0 - 7, "plugins", 7) == 0 &&
-			 (n0 == 7 || dir[n0 - 8] == '/'))
+		else if (ends_with_dirs(dir, "plugins"))
 			hint = " (a logdir's plugins: give the logdir, one level up)";
 		return xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: no *.xplane.pb in this directory%s",
 				dir, hint);
@@ -164,15 +170,14 @@ int xpf_input_open(const char *path, const char *run, xpf_input **out, xpf_error
 							pick = runs[i];
 					if (pick == NULL) {
 						/* name the newest few */
-						char have[512] = "";
-						size_t k = 0;
-						for (size_t i = nr; i-- > 0 && k < 5; k++)
-							snprintf(have + strlen(have), sizeof have - strlen(have),
-								 "%s%s", k ? ", " : "", runs[i]);
+						xpf_buf have = XPF_BUF_INIT;
+						for (size_t i = nr, k = 0; i-- > 0 && k < 5; k++)
+							xpf_buf_printf(&have, "%s%s", k ? ", " : "", runs[i]);
 						rc = xpf_fail(err, XPF_EUSAGE,
 							      "%s: no run '%s' in plugins/profile (%s%s%s)", path,
-							      run, nr ? "newest first: " : "it holds no run", have,
-							      nr > 5 ? ", ..." : "");
+							      run, nr ? "newest first: " : "it holds no run",
+							      have.len ? have.data : "", nr > 5 ? ", ..." : "");
+						xpf_buf_release(&have);
 					}
 				} else if (nr == 0) {
 					rc = xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: plugins/profile holds no run",
