@@ -235,14 +235,55 @@ static long last_execution(const xpf_runtime *rt, long m, int dev)
 	return last;
 }
 
+/* The biggest module by need (only those that ran when rt is given), or -1. */
+static long biggest_module(xpf_host *h, const xpf_runtime *rt)
+{
+	long best = -1;
+	uint64_t best_need = 0;
+	for (size_t m = 0; m < h->nmodules; m++) {
+		if (rt && last_execution(rt, (long)m, -1) < 0)
+			continue;
+		uint64_t need = module_need(h, (long)m);
+		if (best < 0 || need > best_need) {
+			best_need = need;
+			best = (long)m;
+		}
+	}
+	return best;
+}
+
+/* SPEC §5.1 without --module: *m and why it was chosen (static text). */
+static const char *pick_module(const xpf_diag_ctx *c, long *m)
+{
+	xpf_host *h = c->h;
+	const xpf_runtime *rt = c->rt;
+	if (rt != NULL) {
+		/* the module whose last execution never launched (the latest such) */
+		long best_x = -1;
+		*m = -1;
+		for (size_t k = 0; k < h->nmodules; k++) {
+			long x = last_execution(rt, (long)k, -1);
+			if (x >= 0 && rt->executions[x].launched == XPF_LAUNCHED_NO && x > best_x) {
+				best_x = x;
+				*m = (long)k;
+			}
+		}
+		if (*m >= 0)
+			return "its last execution never launched";
+		if ((*m = biggest_module(h, rt)) >= 0)
+			return "the biggest module (by need) that ran";
+	}
+	*m = biggest_module(h, NULL);
+	return c->d->runtime_error ? "the biggest module (the runtime could not be read)" :
+				     "the biggest module (nothing ran in the capture)";
+}
+
 static void choose_module(xpf_diag_ctx *c)
 {
 	xpf_host *h = c->h;
 	xpf_diagnosis *d = c->d;
-	const xpf_runtime *rt = c->rt;
-	const char *miss = NULL, *why = NULL;
+	const char *miss = NULL;
 
-	d->module = -1;
 	if (h->opt->module != NULL) {
 		long m = module_by_name(h, h->opt->module);
 		if (m >= 0) {
@@ -253,42 +294,7 @@ static void choose_module(xpf_diag_ctx *c)
 		miss = m == -2 ? "--module matched several modules (give the full name: modules/index.tsv)" :
 				 "--module matched no module (modules/index.tsv lists them)";
 	}
-	if (rt != NULL) {
-		/* The module whose last execution never launched (the latest such). */
-		long best_x = -1;
-		for (size_t m = 0; m < h->nmodules; m++) {
-			long x = last_execution(rt, (long)m, -1);
-			if (x >= 0 && rt->executions[x].launched == XPF_LAUNCHED_NO && x > best_x) {
-				best_x = x;
-				d->module = (long)m;
-			}
-		}
-		if (d->module >= 0)
-			why = "its last execution never launched";
-		uint64_t best = 0;
-		for (size_t m = 0; m < h->nmodules && why == NULL; m++) {
-			if (last_execution(rt, (long)m, -1) < 0)
-				continue;
-			uint64_t need = module_need(h, (long)m);
-			if (d->module < 0 || need > best) {
-				best = need;
-				d->module = (long)m;
-			}
-		}
-		if (d->module >= 0 && why == NULL)
-			why = "the biggest module (by need) that ran";
-	}
-	uint64_t best = 0;
-	for (size_t m = 0; m < h->nmodules && why == NULL; m++) {
-		uint64_t need = module_need(h, (long)m);
-		if (d->module < 0 || need > best) {
-			best = need;
-			d->module = (long)m;
-		}
-	}
-	if (d->module >= 0 && why == NULL)
-		why = d->runtime_error ? "the biggest module (the runtime could not be read)" :
-					 "the biggest module (nothing ran in the capture)";
+	const char *why = pick_module(c, &d->module);
 	if (d->module >= 0) {
 		xpf_buf b = XPF_BUF_INIT;
 		xpf_buf_printf(&b, "%s%s%s", miss ? miss : "", miss ? "; " : "", why);
