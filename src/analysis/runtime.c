@@ -319,15 +319,23 @@ static void events_room(struct scan *s, size_t n)
 _Static_assert(sizeof (xpf_rt_event) <= 80, "xpf_rt_event grew past 80 bytes");
 
 /* A zeroed event at the end of the runtime's. */
+/* Room for n events in all: an array that at least doubles when the room
+ * (which bounds the events read) is full. */
+static void events_reserve(struct scan *s, size_t n)
+{
+	xpf_runtime *rt = s->rt;
+	if (n <= s->cap_events)
+		return;
+	size_t c = n > 2 * s->cap_events ? (n > 64 ? n : 64) : 2 * s->cap_events;
+	rt->events = room_grow(rt->events, &rt->priv->events_map_len, rt->nevents, c, sizeof *rt->events);
+	s->cap_events = c;
+}
+
 static xpf_rt_event *push_event(struct scan *s)
 {
 	xpf_runtime *rt = s->rt;
 	size_t n = rt->nevents;
-	if (n == s->cap_events) { /* an array (a room bounds the events read) */
-		size_t c = n ? n * 2 : 64;
-		rt->events = room_grow(rt->events, &rt->priv->events_map_len, n, c, sizeof *rt->events);
-		s->cap_events = c;
-	}
+	events_reserve(s, n + 1);
 	memset(&rt->events[n], 0, sizeof *rt->events);
 	rt->nevents = n + 1;
 	return &rt->events[n];
@@ -548,17 +556,26 @@ static bool thunk_of(unsigned parent_flags, unsigned flags)
 
 /* A zeroed execution at the end of the runtime's (its xpf_rt_xbuild grown
  * with it): its index. */
-static size_t push_execution(struct scan *s)
+/* Room for n executions (and their xpf_rt_xbuild) in all: arrays that at
+ * least double when the rooms (bounded by the events read) are full. */
+static void exec_reserve(struct scan *s, size_t n)
 {
 	xpf_runtime *rt = s->rt;
 	struct xpf_rt_priv *pv = rt->priv;
+	if (n <= s->cap_exec)
+		return;
+	size_t c = n > 2 * s->cap_exec ? (n > 64 ? n : 64) : 2 * s->cap_exec;
+	rt->executions = room_grow(rt->executions, &pv->exec_map_len, rt->nexecutions, c,
+				   sizeof *rt->executions);
+	pv->xb = room_grow(pv->xb, &pv->xb_map_len, rt->nexecutions, c, sizeof *pv->xb);
+	s->cap_exec = c;
+}
+
+static size_t push_execution(struct scan *s)
+{
+	xpf_runtime *rt = s->rt;
 	size_t n = rt->nexecutions;
-	if (n == s->cap_exec) { /* arrays (rooms are bounded by the events read) */
-		size_t c = n ? n * 2 : 64;
-		rt->executions = room_grow(rt->executions, &pv->exec_map_len, n, c, sizeof *rt->executions);
-		pv->xb = room_grow(pv->xb, &pv->xb_map_len, n, c, sizeof *pv->xb);
-		s->cap_exec = c;
-	}
+	exec_reserve(s, n + 1);
 	memset(&rt->executions[n], 0, sizeof *rt->executions);
 	rt->nexecutions = n + 1;
 	return n;
@@ -1792,13 +1809,7 @@ static void chunk_merge(struct scan *s, struct host_thread *th, const struct hos
 	struct xpf_rt_priv *pv = rt->priv, *bv = &th->pv;
 	long xoff = (long)rt->nexecutions - (long)c->x0;
 	size_t nx = rt->nexecutions + (c->x1 - c->x0);
-	if (nx > s->cap_exec) { /* arrays (the main rooms bound every host event) */
-		size_t cap = nx > 2 * s->cap_exec ? nx : 2 * s->cap_exec;
-		rt->executions = room_grow(rt->executions, &pv->exec_map_len, rt->nexecutions, cap,
-					   sizeof *rt->executions);
-		pv->xb = room_grow(pv->xb, &pv->xb_map_len, rt->nexecutions, cap, sizeof *pv->xb);
-		s->cap_exec = cap;
-	}
+	exec_reserve(s, nx); /* within the main rooms, which bound every host event */
 	room_copy_down(rt->executions + rt->nexecutions, (void **)&br->executions,
 		       c->x0 * sizeof *br->executions, (c->x1 - c->x0) * sizeof *br->executions,
 		       &bv->exec_map_len);
@@ -1806,12 +1817,7 @@ static void chunk_merge(struct scan *s, struct host_thread *th, const struct hos
 		       (c->x1 - c->x0) * sizeof *bv->xb, &bv->xb_map_len);
 	rt->nexecutions = nx;
 	size_t e0 = rt->nevents, ne = rt->nevents + (c->ev1 - c->ev0);
-	if (ne > s->cap_events) { /* an array (the main room bounds every host event) */
-		size_t cap = ne > 2 * s->cap_events ? ne : 2 * s->cap_events;
-		rt->events = room_grow(rt->events, &pv->events_map_len, rt->nevents, cap,
-				       sizeof *rt->events);
-		s->cap_events = cap;
-	}
+	events_reserve(s, ne);
 	room_copy_down(rt->events + e0, (void **)&br->events, c->ev0 * sizeof *br->events,
 		       (c->ev1 - c->ev0) * sizeof *br->events, &bv->events_map_len);
 	for (size_t k = e0; k < ne; k++) {
