@@ -278,7 +278,7 @@ int xpf_render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 			xpf_buf_printf(out, "allocator retries: %zu\n", rt->nretries);
 	} else {
 		xpf_buf_printf(out, "executions: none recorded (%s)\n",
-			       d->runtime_error ? "the runtime could not be read: capture/errors.txt" :
+			       d->runtime_error.code ? "the runtime could not be read: capture/errors.txt" :
 						  "no /host:CPU plane");
 	}
 	if (d->module >= 0)

@@ -1104,8 +1104,8 @@ void xpf_rules_missing(xpf_diag_ctx *c)
 	}
 	if (rt == NULL || !rt->has_events) {
 		xpf_finding *f = xpf_diag_add(c, "missing-runtime", XPF_TAG_READ, -1);
-		if (d->runtime_error)
-			xpf_buf_printf(&b, "the allocator events and executions could not be read: %s; without them there is no capacity, in-use, growth or live arrays, only the plan", d->runtime_error);
+		if (d->runtime_error.code)
+			xpf_buf_printf(&b, "the allocator events and executions could not be read: %s; without them there is no capacity, in-use, growth or live arrays, only the plan", d->runtime_error.msg);
 		else
 			xpf_buf_adds(&b, rt && rt->has_host_plane ?
 				"no MemoryAllocation/MemoryDeallocation events on /host:CPU: only the BFC allocator emits them (XLA_PYTHON_CLIENT_ALLOCATOR=default or bfc; cuda_async, platform and vmm do not), at host tracer level 2 or more (the default); without them there is no capacity, in-use, growth or live arrays, only the plan" :
@@ -1114,7 +1114,7 @@ void xpf_rules_missing(xpf_diag_ctx *c)
 			xpf_buf_printf(&b, "; capacity taken from %s: %s", d->capacity_source,
 				       xpf_human(d->capacity_bytes, h1));
 		xpf_diag_text(f, &b);
-		xpf_diag_evidence(f, d->runtime_error ? "capture/errors.txt" : "runtime/summary.txt");
+		xpf_diag_evidence(f, d->runtime_error.code ? "capture/errors.txt" : "runtime/summary.txt");
 	} else if (rt->nexecutions == 0 && h->nmodules > 0) {
 		xpf_finding *f = xpf_diag_add(c, "missing-runtime", XPF_TAG_MEASURED, -1);
 		xpf_buf_printf(&b, "%zu allocator events but no execution of any module could be found (TPU captures carry no execute events on the host): no in-use at step start, growth or never-launched; the allocators' peaks are in runtime/allocators.tsv",

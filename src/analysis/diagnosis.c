@@ -274,7 +274,7 @@ static const char *pick_module(const xpf_diag_ctx *c, long *m)
 			return "the biggest module (by need) that ran";
 	}
 	*m = biggest_module(h, NULL);
-	return c->d->runtime_error ? "the biggest module (the runtime could not be read)" :
+	return c->d->runtime_error.code ? "the biggest module (the runtime could not be read)" :
 				     "the biggest module (nothing ran in the capture)";
 }
 
@@ -432,7 +432,7 @@ static int compute(void *ctx, void **value, xpf_error *err)
 	c.d = d;
 	if (xpf_capture_nplanes(h->cap) > 0 && xpf_host_runtime(h, &c.rt, &e) != XPF_OK) {
 		xpf_host_note_error(h, &e);
-		d->runtime_error = xpf_strdup(e.msg);
+		d->runtime_error = e;
 		c.rt = NULL;
 	}
 	choose_module(&c);
@@ -481,7 +481,6 @@ void xpf_diagnosis_free(void *ptr)
 	free(d->findings);
 	free(d->capacity_source);
 	free(d->module_why);
-	free(d->runtime_error);
 	xpf_rt_between_release(&d->between);
 	xpf_buf_release(&d->checks);
 	free(d);

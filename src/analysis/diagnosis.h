@@ -71,7 +71,7 @@ typedef struct xpf_diagnosis {
 	 * focus, from_execution -1 when it did not run twice there */
 	xpf_rt_between between;
 	xpf_error between_error;  /* why it could not be read (code 0: it could) */
-	char *runtime_error;      /* why the runtime could not be read, or NULL */
+	xpf_error runtime_error;  /* why the runtime could not be read (code 0: it could) */
 	size_t nfindings;         /* most important first */
 	xpf_finding *findings;
 	xpf_buf checks;           /* checks.txt, rendered with the diagnosis */
