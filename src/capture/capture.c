@@ -219,11 +219,17 @@ const xpf_event_md *xpf_plane_event_md(const xpf_plane *p, int64_t id)
 	return id_lookup(&p->event_md_by_id, p->event_md, p->n_event_md, sizeof *p->event_md, id);
 }
 
-const char *xpf_plane_stat_name(const xpf_plane *p, int64_t id)
+/* Inlined where millions of events and stats are read. */
+static inline const char *stat_name(const xpf_plane *p, int64_t id)
 {
 	const struct xpf_stat_md *m =
 		id_lookup(&p->stat_md_by_id, p->stat_md, p->n_stat_md, sizeof *p->stat_md, id);
 	return m ? m->name : NULL;
+}
+
+const char *xpf_plane_stat_name(const xpf_plane *p, int64_t id)
+{
+	return stat_name(p, id);
 }
 
 int64_t xpf_plane_stat_id(const xpf_plane *p, const char *name)
@@ -1612,6 +1618,32 @@ static bool id_in(int64_t id, const int64_t *ids, size_t n)
 	return false;
 }
 
+/* The wanted ids of a pick: those below 128 (every writer's stat ids) by
+ * bit, the rest looked for in the list.  The stats of a kernel alternate
+ * between wanted and not: a compare loop per stat mispredicts. */
+struct id_set {
+	uint64_t bit[2];
+	const int64_t *ids;
+	size_t n;
+};
+
+static inline void id_set_init(struct id_set *w, const int64_t *ids, size_t n)
+{
+	w->bit[0] = w->bit[1] = 0;
+	w->ids = ids;
+	w->n = n;
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] >= 0 && ids[i] < 128)
+			w->bit[ids[i] >> 6] |= (uint64_t)1 << (ids[i] & 63);
+}
+
+static inline bool id_set_has(const struct id_set *w, int64_t id)
+{
+	if (id >= 0 && id < 128)
+		return (w->bit[id >> 6] >> (id & 63)) & 1;
+	return id_in(id, w->ids, w->n);
+}
+
 
 /* One XStat message [q, e) as xpf_stats_next reads it (every value field:
  * the last of its field seen, whatever the final kind); false when it is
@@ -1679,9 +1711,9 @@ static inline bool parse_stat(const uint8_t *q, const uint8_t *e, xpf_raw_stat *
 
 bool xpf_stat_resolve(const xpf_plane *pl, const xpf_raw_stat *r, xpf_stat *st)
 {
-	const char *nm = xpf_plane_stat_name(pl, r->metadata_id), *rv = NULL;
+	const char *nm = stat_name(pl, r->metadata_id), *rv = NULL;
 	if (r->kind == XPF_STAT_REF)
-		rv = r->u <= INT64_MAX ? xpf_plane_stat_name(pl, (int64_t)r->u) : NULL;
+		rv = r->u <= INT64_MAX ? stat_name(pl, (int64_t)r->u) : NULL;
 	if (nm == NULL || (r->kind == XPF_STAT_REF && rv == NULL))
 		return false;
 	memset(st, 0, sizeof *st);
@@ -1723,15 +1755,15 @@ static inline int64_t plain_stat_id(const uint8_t *q, const uint8_t *e)
 /* Stat [q, e) for a pick of ids[0..n): 1 read into *r (one of ids), 0 not
  * wanted (and not decoded when written plainly: not checked either), -1
  * malformed or unusual (the pick cannot vouch). */
-static inline int pick_stat(const uint8_t *q, const uint8_t *e, const int64_t *ids, size_t n,
+static inline int pick_stat(const uint8_t *q, const uint8_t *e, const struct id_set *w,
 			    xpf_raw_stat *r)
 {
 	int64_t id = plain_stat_id(q, e);
-	if (id >= 0 && !id_in(id, ids, n))
+	if (id >= 0 && !id_set_has(w, id))
 		return 0;
 	if (!parse_stat(q, e, r))
 		return -1;
-	return id_in(r->metadata_id, ids, n) ? 1 : 0;
+	return id_set_has(w, r->metadata_id) ? 1 : 0;
 }
 
 /* xpf_events_next_head, and when n > 0 the pick of xpf_stats_pick in the
@@ -1771,6 +1803,9 @@ next_head(xpf_event_iter *it, xpf_event_head *h, const int64_t *ids, size_t n, x
 	if (rc != WIRE_OK)
 		goto slow;
 	int64_t v[6] = { 0, 0, 0, 0, 0, 0 }; /* by field number 1, 2, 3, 5 */
+	struct id_set want;
+	if (n > 0)
+		id_set_init(&want, ids, n);
 	const uint8_t *q = data, *e = data + len;
 	while (q < e) {
 		uint8_t t = *q;
@@ -1790,7 +1825,7 @@ next_head(xpf_event_iter *it, xpf_event_head *h, const int64_t *ids, size_t n, x
 				/* into the next slot (no copy); one past max means
 				 * the pick cannot vouch */
 				xpf_raw_stat spare, *r = (size_t)k < max ? &out[k] : &spare;
-				int got = pick_stat(q, q + x, ids, n, r);
+				int got = pick_stat(q, q + x, &want, r);
 				k = got < 0 || (got && r == &spare) ? -1 : k + got;
 			}
 			q += x;
@@ -1803,7 +1838,8 @@ next_head(xpf_event_iter *it, xpf_event_head *h, const int64_t *ids, size_t n, x
 			v[g.num] = (int64_t)g.v;
 		k = -1; /* unusual: the pick is left to xpf_stats_next_of */
 	}
-	const xpf_event_md *md = xpf_plane_event_md(pl, v[1]);
+	const xpf_event_md *md =
+		id_lookup(&pl->event_md_by_id, pl->event_md, pl->n_event_md, sizeof *pl->event_md, v[1]);
 	if (md == NULL)
 		goto slow;
 	int64_t base = pl->lines[it->line].timestamp_ns, end_ps, t;
@@ -1914,6 +1950,8 @@ int xpf_stats_pick(const xpf_plane *pl, const xpf_event_head *h, const int64_t *
 {
 	const uint8_t *q = h->msg, *e = h->msg + h->msg_len;
 	size_t k = 0;
+	struct id_set want;
+	id_set_init(&want, ids, n);
 	while (q < e) {
 		uint8_t t = *q;
 		uint64_t x;
@@ -1922,7 +1960,7 @@ int xpf_stats_pick(const xpf_plane *pl, const xpf_event_head *h, const int64_t *
 			if (wire_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
 				return -1;
 			xpf_raw_stat r;
-			int got = pick_stat(q, q + x, ids, n, &r);
+			int got = pick_stat(q, q + x, &want, &r);
 			q += x;
 			if (got < 0 || (got && (k == max || !xpf_stat_resolve(pl, &r, &out[k++]))))
 				return -1;
