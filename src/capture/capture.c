@@ -976,6 +976,13 @@ done:
 		}
 	id_table_build(&p->event_md_by_id, p->event_md, p->n_event_md, sizeof *p->event_md);
 	id_table_build(&p->stat_md_by_id, p->stat_md, p->n_stat_md, sizeof *p->stat_md);
+	/* for xpf_capture_time_base, while the lines are warm (and beside the
+	 * other planes' indexes, not after them all) */
+	for (size_t l = 0; l < p->nlines; l++)
+		if (p->lines[l].nevents && (!p->has_first_ts || p->lines[l].timestamp_ns < p->first_ts)) {
+			p->first_ts = p->lines[l].timestamp_ns;
+			p->has_first_ts = true;
+		}
 	*out = p;
 	return XPF_OK;
 fail:
@@ -1514,11 +1521,8 @@ int xpf_capture_time_base(xpf_capture *c, int64_t *out, xpf_error *err)
 		int rc = xpf_capture_plane(c, i, &p, err);
 		if (rc != XPF_OK)
 			return rc;
-		for (size_t l = 0; l < p->nlines; l++) {
-			if (p->lines[l].nevents == 0)
-				continue;
-			if (!any || p->lines[l].timestamp_ns < best)
-				best = p->lines[l].timestamp_ns;
+		if (p->has_first_ts && (!any || p->first_ts < best)) {
+			best = p->first_ts;
 			any = true;
 		}
 	}

@@ -112,6 +112,8 @@ typedef struct xpf_plane {
 	size_t n_stat_md;  /* sorted by id; see xpf_plane_stat_name() */
 	struct xpf_stat_md *stat_md;
 	uint64_t nevents; /* over all lines */
+	bool has_first_ts; /* a line holds events; */
+	int64_t first_ts;  /* then the earliest timestamp_ns of such a line */
 	struct xpf_capture *cap;
 	/* Metadata by id without a search when the ids are dense (private to
 	 * capture.c): index + 1 of the id lo + i, 0 when absent; NULL: search. */
@@ -299,8 +301,8 @@ const xpf_module_ref *xpf_capture_module(const xpf_capture *c, size_t i);
 int xpf_capture_module_hlo(xpf_capture *c, size_t i, const Xla__HloProto **out,
 			   xpf_error *err);
 
-/* Earliest line timestamp_ns over every plane (the time origin of reports);
- * 0 if there are no lines.  Indexes every plane. */
+/* Earliest timestamp_ns of a line holding events, over every plane (the
+ * time origin of reports); 0 if there is none.  Indexes every plane. */
 int xpf_capture_time_base(xpf_capture *c, int64_t *out, xpf_error *err);
 
 /* Decode and validate everything (every plane, line, event, stat and
