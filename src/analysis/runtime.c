@@ -1550,7 +1550,10 @@ static int devices_run(struct scan *s, struct dev_jobs *j, size_t nj, bool dup, 
  * in line) among equal times.  They come as runs already in that order
  * (each line's events, lines in order), so a k-way merge of the runs makes
  * the permutation (4 bytes an event), applied in place after: the events are
- * big, and a sorted copy of them would double the memory. */
+ * big, and a sorted copy of them would double the memory.  A run joins the
+ * heap only when its first event is due (runs sorted by it): of a long
+ * capture's 100k+ lines, a few overlap at any time, and a heap of those is
+ * a few levels deep instead of 17. */
 struct run_head {
 	int64_t t;
 	size_t run;
@@ -1559,6 +1562,11 @@ struct run_head {
 static bool head_before(const struct run_head *x, const struct run_head *y)
 {
 	return x->t < y->t || (x->t == y->t && x->run < y->run);
+}
+
+static int head_cmp(const void *a, const void *b)
+{
+	return head_before(a, b) ? -1 : head_before(b, a);
 }
 
 static void heap_down(struct run_head *h, size_t n, size_t i)
@@ -1578,6 +1586,19 @@ static void heap_down(struct run_head *h, size_t n, size_t i)
 	}
 }
 
+static void heap_up(struct run_head *h, size_t i)
+{
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (!head_before(&h[i], &h[p]))
+			return;
+		struct run_head t = h[i];
+		h[i] = h[p];
+		h[p] = t;
+		i = p;
+	}
+}
+
 static void sort_events(xpf_rt_event *ev, size_t n)
 {
 	size_t nr = 0, cr = 0, *start = NULL;
@@ -1587,18 +1608,28 @@ static void sort_events(xpf_rt_event *ev, size_t n)
 	*XPF_VEC_PUSH(start, nr, cr) = n;
 	nr--; /* start[nr] == n ends the last run */
 	size_t *at = xpf_calloc(nr, sizeof *at);
-	struct run_head *heap = xpf_calloc(nr, sizeof *heap);
+	struct run_head *due = xpf_calloc(nr, sizeof *due), *heap = xpf_calloc(nr, sizeof *heap);
 	for (size_t r = 0; r < nr; r++) {
 		at[r] = start[r];
-		heap[r].t = ev[start[r]].t_ps;
-		heap[r].run = r;
+		due[r].t = ev[start[r]].t_ps;
+		due[r].run = r;
 	}
-	for (size_t i = nr / 2; i-- > 0;)
-		heap_down(heap, nr, i);
+	size_t sorted = 1;
+	while (sorted < nr && head_before(&due[sorted - 1], &due[sorted]))
+		sorted++;
+	if (sorted < nr)
+		xpf_qsort(due, nr, sizeof *due, head_cmp);
 	size_t perm_len;
 	uint32_t *perm = xpf_big_calloc(n, sizeof *perm, &perm_len);
-	size_t hn = nr;
+	/* A run not yet in the heap comes after its top (due is sorted, and
+	 * what the heap gives never goes back in (time, run)): joined before
+	 * the first pop it could precede, the merge is the full heap's. */
+	size_t hn = 0, next = 0;
 	for (size_t k = 0; k < n; k++) {
+		while (next < nr && (hn == 0 || head_before(&due[next], &heap[0]))) {
+			heap[hn] = due[next++];
+			heap_up(heap, hn++);
+		}
 		size_t r = heap[0].run;
 		perm[k] = (uint32_t)at[r]++;
 		if (at[r] == start[r + 1])
@@ -1607,6 +1638,7 @@ static void sort_events(xpf_rt_event *ev, size_t n)
 			heap[0].t = ev[at[r]].t_ps;
 		heap_down(heap, hn, 0);
 	}
+	free(due);
 	free(heap);
 	free(at);
 	free(start);
