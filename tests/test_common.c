@@ -3,7 +3,9 @@
  * that probes collide and are moved back by deletion; keys that all hash
  * to the last slot, so that their probes wrap around the table's end and
  * deletion moves entries back across it; the table's growth; the keys' two
- * parts kept apart. */
+ * parts kept apart.  The merge of runs (src/common/runs.h) against a
+ * sort: runs in the order of their first items (the heap takes them as
+ * they fall due) and not, equal keys across runs, one run, runs of one. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -15,6 +17,7 @@
 #include <cmocka.h>
 
 #include "common/map.h"
+#include "common/runs.h"
 
 static uint64_t rng = 0x243F6A8885A308D3ull;
 
@@ -127,12 +130,76 @@ static void test_wrap_around(void **state)
 	}
 }
 
+/* Items ordered by (key, index), as the runtime's events are by (time,
+ * place). */
+static bool item_before(const void *ctx, size_t i, size_t j)
+{
+	const int64_t *key = ctx;
+	return key[i] < key[j] || (key[i] == key[j] && i < j);
+}
+
+static const int64_t *sort_keys;
+
+static int item_cmp(const void *a, const void *b)
+{
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+	return item_before(sort_keys, i, j) ? -1 : item_before(sort_keys, j, i);
+}
+
+/* nr runs of random lengths (1..maxlen), keys in [0, span) sorted in each
+ * run; when ordered, each run starts at or after the one before. */
+static void check_merge(size_t nr, size_t maxlen, int64_t span, bool ordered)
+{
+	size_t *start = calloc(nr + 1, sizeof *start), n = 0;
+	for (size_t r = 0; r < nr; r++) {
+		start[r] = n;
+		n += 1 + (size_t)(next_rand() % maxlen);
+	}
+	start[nr] = n;
+	int64_t *key = calloc(n, sizeof *key);
+	int64_t floor = 0;
+	for (size_t r = 0; r < nr; r++) {
+		int64_t t = ordered ? floor + (int64_t)(next_rand() % 3) : (int64_t)(next_rand() % (uint64_t)span);
+		floor = t;
+		for (size_t i = start[r]; i < start[r + 1]; i++) {
+			t += (int64_t)(next_rand() % 3); /* equal keys within and across runs */
+			key[i] = t;
+		}
+	}
+	uint32_t *perm = calloc(n, sizeof *perm), *want = calloc(n, sizeof *want);
+	xpf_runs_merge(n, start, nr, item_before, key, perm);
+	for (size_t i = 0; i < n; i++)
+		want[i] = (uint32_t)i;
+	sort_keys = key;
+	qsort(want, n, sizeof *want, item_cmp);
+	for (size_t k = 0; k < n; k++)
+		assert_int_equal(perm[k], want[k]);
+	free(start);
+	free(key);
+	free(perm);
+	free(want);
+}
+
+static void test_runs_merge(void **state)
+{
+	(void)state;
+	for (int round = 0; round < 20; round++) {
+		check_merge(1 + next_rand() % 50, 1 + next_rand() % 20, 100, true);
+		check_merge(1 + next_rand() % 50, 1 + next_rand() % 20, 100, false);
+	}
+	check_merge(1, 1000, 10, true);     /* one run */
+	check_merge(500, 1, 1000, true);    /* runs of one */
+	check_merge(500, 1, 1000, false);
+	check_merge(2000, 30, 50, true);    /* many overlapping, few keys */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_put_get_grow),
 		cmocka_unit_test(test_against_model),
 		cmocka_unit_test(test_wrap_around),
+		cmocka_unit_test(test_runs_merge),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,6 +30,7 @@
 #include "common/alloc.h"
 #include "common/intern.h"
 #include "common/map.h"
+#include "common/runs.h"
 
 /* ---- small helpers ---------------------------------------------------- */
 
@@ -1116,32 +1117,24 @@ bool xpf_rt_has_kernel(const struct xpf_rt_priv *pv, int dev, long module, int64
 	return lo < k->npairs && k->pairs[lo].module == module && k->pairs[lo].bucket < j;
 }
 
-/* The buckets' bounds: every execution's start (the host's and the TPU
- * "XLA Modules" ones), once, in order (the executions are in start order:
- * xpf_rt_finish_begin). */
-static void collect_times(struct scan *s)
+/* Room for devices 0..d in pv->kdev (before the kernel scans start: they
+ * only fill their own device's entry). */
+static void kdev_room(struct xpf_rt_priv *pv, size_t d)
 {
-	xpf_runtime *rt = s->rt;
-	struct xpf_rt_priv *pv = rt->priv;
-	int64_t *t = xpf_realloc_array(NULL, rt->nexecutions + 1, sizeof *t);
-	size_t u = 0;
-	for (size_t x = 0; x < rt->nexecutions; x++)
-		if (u == 0 || t[u - 1] != rt->executions[x].start_ps)
-			t[u++] = rt->executions[x].start_ps;
-	pv->times = t;
-	pv->ntimes = u;
+	if (d < pv->ndev)
+		return;
+	size_t nd = d + 1;
+	pv->kdev = realloc(pv->kdev, nd * sizeof *pv->kdev);
+	if (!pv->kdev)
+		abort();
+	memset(pv->kdev + pv->ndev, 0, (nd - pv->ndev) * sizeof *pv->kdev);
+	pv->ndev = nd;
 }
 
+/* Device d's buckets, empty (by its kernel scan: fresh pages cost, and the
+ * scans run side by side). */
 static void kdev_init(struct xpf_rt_priv *pv, size_t d)
 {
-	if (d >= pv->ndev) {
-		size_t nd = d + 1;
-		pv->kdev = realloc(pv->kdev, nd * sizeof *pv->kdev);
-		if (!pv->kdev)
-			abort();
-		memset(pv->kdev + pv->ndev, 0, (nd - pv->ndev) * sizeof *pv->kdev);
-		pv->ndev = nd;
-	}
 	struct xpf_rt_kdev *k = &pv->kdev[d];
 	if (k->first_t)
 		return;
@@ -1158,32 +1151,31 @@ static void kdev_init(struct xpf_rt_priv *pv, size_t d)
 	}
 }
 
-/* After the scan: the prefix counts, next_mod, pairs sorted and unique. */
-static void kdev_finish(struct xpf_rt_priv *pv)
+/* After device d's scans: the prefix counts, next_mod, pairs sorted and
+ * unique. */
+static void kdev_finish(struct xpf_rt_priv *pv, size_t d)
 {
 	size_t nb = pv->ntimes;
-	for (size_t d = 0; d < pv->ndev; d++) {
-		struct xpf_rt_kdev *k = &pv->kdev[d];
-		if (!k->first_t)
-			continue;
-		/* any_before[b] held "bucket b holds a kernel" */
-		size_t run = 0;
-		for (size_t b = 0; b <= nb; b++) {
-			size_t has = b < nb ? k->any_before[b] : 0;
-			k->any_before[b] = run;
-			run += has != 0;
-		}
-		k->next_mod[nb] = nb;
-		for (size_t b = nb; b-- > 0;)
-			k->next_mod[b] = k->first_mod[b] >= 0 ? b : k->next_mod[b + 1];
-		if (k->npairs)
-			xpf_qsort(k->pairs, k->npairs, sizeof *k->pairs, kpair_cmp);
-		size_t u = 0;
-		for (size_t i = 0; i < k->npairs; i++)
-			if (u == 0 || kpair_cmp(&k->pairs[u - 1], &k->pairs[i]) != 0)
-				k->pairs[u++] = k->pairs[i];
-		k->npairs = u;
+	struct xpf_rt_kdev *k = &pv->kdev[d];
+	if (!k->first_t)
+		return;
+	/* any_before[b] held "bucket b holds a kernel" */
+	size_t run = 0;
+	for (size_t b = 0; b <= nb; b++) {
+		size_t has = b < nb ? k->any_before[b] : 0;
+		k->any_before[b] = run;
+		run += has != 0;
 	}
+	k->next_mod[nb] = nb;
+	for (size_t b = nb; b-- > 0;)
+		k->next_mod[b] = k->first_mod[b] >= 0 ? b : k->next_mod[b + 1];
+	if (k->npairs)
+		xpf_qsort(k->pairs, k->npairs, sizeof *k->pairs, kpair_cmp);
+	size_t u = 0;
+	for (size_t i = 0; i < k->npairs; i++)
+		if (u == 0 || kpair_cmp(&k->pairs[u - 1], &k->pairs[i]) != 0)
+			k->pairs[u++] = k->pairs[i];
+	k->npairs = u;
 }
 
 /* One kernel at t of module m (-1: names none we know) on device d. */
@@ -1479,16 +1471,21 @@ struct dev_job {
 struct dev_jobs {
 	struct scan *s;
 	struct dev_job *job;
+	bool dup;          /* two planes share an ordinal: one thread, in plane order */
 };
 
 static void dev_job_run(void *ctx, size_t k, xpf_window *w)
 {
 	struct dev_jobs *j = ctx;
 	struct dev_job *d = &j->job[k];
+	struct xpf_rt_priv *pv = j->s->rt->priv;
 	const xpf_plane *p;
+	kdev_init(pv, d->dev);
 	d->rc = xpf_capture_plane(j->s->h->cap, d->plane, &p, &d->err);
 	if (d->rc == XPF_OK)
 		d->rc = scan_kernels(j->s, p, d->dev, d->tpu, w, &d->err);
+	if (!j->dup) /* its device's only plane */
+		kdev_finish(pv, d->dev);
 }
 
 /* The device planes, in order on one thread: index them, make the TPU
@@ -1516,6 +1513,7 @@ static int devices_prepare(struct scan *s, struct dev_jobs *j, size_t *nj, bool 
 			return rc;
 		for (size_t k = 0; k < *nj; k++)
 			*dup |= j->job[k].dev == d;
+		kdev_room(s->rt->priv, d);
 		j->job[(*nj)++] = (struct dev_job){ .plane = i, .dev = d, .tpu = tpu };
 	}
 	return XPF_OK;
@@ -1532,6 +1530,7 @@ static int devices_run(struct scan *s, struct dev_jobs *j, size_t nj, bool dup, 
 		size[k] = xpf_capture_plane_head(s->h->cap, j->job[k].plane)->length;
 	/* two planes of one ordinal write the same kdev: one thread, in plane
 	 * order (their kernels at the same time: the first plane's counts) */
+	j->dup = dup;
 	run_jobs(nj, dup ? NULL : size, dup ? 1 : scan_threads(nj, NULL), dev_job_run, j);
 	free(size);
 	/* the first plane's error, as one thread in plane order would say */
@@ -1540,7 +1539,8 @@ static int devices_run(struct scan *s, struct dev_jobs *j, size_t nj, bool dup, 
 			*err = j->job[k].err;
 			return j->job[k].rc;
 		}
-	kdev_finish(pv);
+	for (size_t d = 0; dup && d < pv->ndev; d++)
+		kdev_finish(pv, d);
 	return XPF_OK;
 }
 
@@ -1548,55 +1548,13 @@ static int devices_run(struct scan *s, struct dev_jobs *j, size_t nj, bool dup, 
 
 /* Sort the allocator events by time, keeping scan order (line, then place
  * in line) among equal times.  They come as runs already in that order
- * (each line's events, lines in order), so a k-way merge of the runs makes
- * the permutation (4 bytes an event), applied in place after: the events are
- * big, and a sorted copy of them would double the memory.  A run joins the
- * heap only when its first event is due (runs sorted by it): of a long
- * capture's 100k+ lines, a few overlap at any time, and a heap of those is
- * a few levels deep instead of 17. */
-struct run_head {
-	int64_t t;
-	size_t run;
-};
-
-static bool head_before(const struct run_head *x, const struct run_head *y)
+ * (each line's events, lines in order), so a merge of the runs makes the
+ * permutation (4 bytes an event), applied in place after: the events are
+ * big, and a sorted copy of them would double the memory. */
+static bool event_before(const void *ctx, size_t i, size_t j)
 {
-	return x->t < y->t || (x->t == y->t && x->run < y->run);
-}
-
-static int head_cmp(const void *a, const void *b)
-{
-	return head_before(a, b) ? -1 : head_before(b, a);
-}
-
-static void heap_down(struct run_head *h, size_t n, size_t i)
-{
-	for (;;) {
-		size_t l = 2 * i + 1, m = i;
-		if (l < n && head_before(&h[l], &h[m]))
-			m = l;
-		if (l + 1 < n && head_before(&h[l + 1], &h[m]))
-			m = l + 1;
-		if (m == i)
-			return;
-		struct run_head t = h[i];
-		h[i] = h[m];
-		h[m] = t;
-		i = m;
-	}
-}
-
-static void heap_up(struct run_head *h, size_t i)
-{
-	while (i > 0) {
-		size_t p = (i - 1) / 2;
-		if (!head_before(&h[i], &h[p]))
-			return;
-		struct run_head t = h[i];
-		h[i] = h[p];
-		h[p] = t;
-		i = p;
-	}
+	const xpf_rt_event *ev = ctx;
+	return ev[i].t_ps < ev[j].t_ps || (ev[i].t_ps == ev[j].t_ps && i < j);
 }
 
 static void sort_events(xpf_rt_event *ev, size_t n)
@@ -1607,40 +1565,9 @@ static void sort_events(xpf_rt_event *ev, size_t n)
 			*XPF_VEC_PUSH(start, nr, cr) = i;
 	*XPF_VEC_PUSH(start, nr, cr) = n;
 	nr--; /* start[nr] == n ends the last run */
-	size_t *at = xpf_calloc(nr, sizeof *at);
-	struct run_head *due = xpf_calloc(nr, sizeof *due), *heap = xpf_calloc(nr, sizeof *heap);
-	for (size_t r = 0; r < nr; r++) {
-		at[r] = start[r];
-		due[r].t = ev[start[r]].t_ps;
-		due[r].run = r;
-	}
-	size_t sorted = 1;
-	while (sorted < nr && head_before(&due[sorted - 1], &due[sorted]))
-		sorted++;
-	if (sorted < nr)
-		xpf_qsort(due, nr, sizeof *due, head_cmp);
 	size_t perm_len;
 	uint32_t *perm = xpf_big_calloc(n, sizeof *perm, &perm_len);
-	/* A run not yet in the heap comes after its top (due is sorted, and
-	 * what the heap gives never goes back in (time, run)): joined before
-	 * the first pop it could precede, the merge is the full heap's. */
-	size_t hn = 0, next = 0;
-	for (size_t k = 0; k < n; k++) {
-		while (next < nr && (hn == 0 || head_before(&due[next], &heap[0]))) {
-			heap[hn] = due[next++];
-			heap_up(heap, hn++);
-		}
-		size_t r = heap[0].run;
-		perm[k] = (uint32_t)at[r]++;
-		if (at[r] == start[r + 1])
-			heap[0] = heap[--hn];
-		else
-			heap[0].t = ev[at[r]].t_ps;
-		heap_down(heap, hn, 0);
-	}
-	free(due);
-	free(heap);
-	free(at);
+	xpf_runs_merge(n, start, nr, event_before, ev, perm);
 	free(start);
 	/* position k takes event perm[k]: follow each cycle once */
 	for (size_t i = 0; i < n; i++) {
@@ -2209,9 +2136,7 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		goto out;
 	struct xpf_rt_finish fin;
 	xpf_rt_finish_begin(rt, &fin);
-	collect_times(&s);
-	for (size_t k = 0; k < nj; k++)
-		kdev_init(pv, dj.job[k].dev);
+	fin.threads = scan_threads(2, NULL);
 	struct order_job oj = { rt, &fin };
 	pthread_t ot;
 	bool ordering = scan_threads(2, NULL) > 1 && pthread_create(&ot, NULL, order_worker, &oj) == 0;

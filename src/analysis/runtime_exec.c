@@ -10,6 +10,7 @@
  * (next) execution of the same module on the same device" comes from a
  * table filled walking forward (backward). */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "analysis/runtime_priv.h"
 #include "common/alloc.h"
 #include "common/map.h"
+#include "common/runs.h"
 
 /* ---- ordering --------------------------------------------------------- */
 
@@ -48,10 +50,33 @@ static int key_cmp(const void *a, const void *b)
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* Sort the executions (and their xpf_rt_xbuild) by (start,
- * device, line, scan order).  Returns the old index -> new index map, or
- * NULL when they were in order already (nothing moved).  The caller
- * renumbers the events' `execution`; the retries' are renumbered here. */
+static bool key_before(const void *ctx, size_t i, size_t j)
+{
+	const struct exec_key *key = ctx;
+	return key_cmp(&key[i], &key[j]) < 0;
+}
+
+/* The kernels' buckets: every execution's start once, in order (runtime.c
+ * cuts the kernels at them). */
+static void bucket_times(xpf_runtime *rt, const struct exec_key *key, const uint32_t *perm)
+{
+	struct xpf_rt_priv *pv = rt->priv;
+	size_t n = rt->nexecutions, u = 0;
+	int64_t *t = xpf_realloc_array(NULL, n + 1, sizeof *t);
+	for (size_t k = 0; k < n; k++) {
+		int64_t s = perm ? key[perm[k]].start_ps : rt->executions[k].start_ps;
+		if (u == 0 || t[u - 1] != s)
+			t[u++] = s;
+	}
+	pv->times = t;
+	pv->ntimes = u;
+}
+
+/* Sort the executions (and their xpf_rt_xbuild) by (start, device, line,
+ * scan order): they come as runs in that order (a line's), merged.  Returns
+ * the old index -> new index map, or NULL when they were in order already
+ * (nothing moved).  The caller renumbers the events' `execution`; the
+ * retries' are renumbered here.  Also the kernels' bucket times. */
 static idx32 *order_executions(xpf_runtime *rt)
 {
 	size_t n = rt->nexecutions;
@@ -63,29 +88,40 @@ static idx32 *order_executions(xpf_runtime *rt)
 			  (ex[k - 1].device < ex[k].device ||
 			   (ex[k - 1].device == ex[k].device && ex[k - 1].line <= ex[k].line)))))
 		k++;
-	if (k >= n)
+	if (k >= n) {
+		bucket_times(rt, NULL, NULL);
 		return NULL;
+	}
 
-	size_t key_len;
+	size_t key_len, perm_len, nr = 0, cr = 0, *start = NULL;
 	struct exec_key *key = xpf_big_calloc(n, sizeof *key, &key_len);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		key[i] = (struct exec_key){ ex[i].start_ps, ex[i].device, ex[i].line, (idx32)i };
-	xpf_qsort(key, n, sizeof *key, key_cmp);
+		if (i == 0 || key_cmp(&key[i - 1], &key[i]) > 0)
+			*XPF_VEC_PUSH(start, nr, cr) = i;
+	}
+	*XPF_VEC_PUSH(start, nr, cr) = n;
+	nr--; /* start[nr] == n ends the last run */
+	uint32_t *ord = xpf_big_calloc(n, sizeof *ord, &perm_len);
+	xpf_runs_merge(n, start, nr, key_before, key, ord);
+	free(start);
+	bucket_times(rt, key, ord);
+	xpf_big_free(key, key_len);
 	idx32 *inv = xpf_realloc_array(NULL, n, sizeof *inv);
 	for (size_t i = 0; i < n; i++)
-		inv[key[i].i] = (idx32)i;
+		inv[ord[i]] = (idx32)i;
 
-	/* In place, cycle by cycle: new[j] = old[ord[j]], ord[j] = key[j].i
-	 * (set to j once done). */
+	/* In place, cycle by cycle: new[j] = old[ord[j]] (ord[j] set to j
+	 * once done). */
 	for (size_t i = 0; i < n; i++) {
-		if (key[i].i == i)
+		if (ord[i] == i)
 			continue;
 		xpf_rt_execution tx = ex[i];
 		struct xpf_rt_xbuild tb = pv->xb[i];
 		size_t j = i;
 		for (;;) {
-			size_t s = key[j].i;
-			key[j].i = (idx32)j;
+			size_t s = ord[j];
+			ord[j] = (uint32_t)j;
 			if (s == i) {
 				ex[j] = tx;
 				pv->xb[j] = tb;
@@ -96,7 +132,7 @@ static idx32 *order_executions(xpf_runtime *rt)
 			j = s;
 		}
 	}
-	xpf_big_free(key, key_len);
+	xpf_big_free(ord, perm_len);
 	for (size_t i = 0; i < rt->nretries; i++)
 		if (rt->retries[i].execution >= 0)
 			rt->retries[i].execution = inv[rt->retries[i].execution];
@@ -129,16 +165,20 @@ struct mod_plan {
 	uint64_t *sorted;     /* [nrun] the same, sorted */
 };
 
-static const struct mod_plan *mod_plan(xpf_host *h, struct mod_plan *mp, long m)
+/* The modules' plans as the join reads them, each read by whichever of
+ * the join's threads asks first. */
+struct mod_plans {
+	struct mod_plan *m;
+	size_t n;
+	pthread_mutex_t mu;
+};
+
+static void mod_plan_read(xpf_host *h, struct mod_plan *p, long m)
 {
-	struct mod_plan *p = &mp[m];
-	if (p->read)
-		return p;
-	p->read = true;
 	const Xla__HloProto *hp;
 	xpf_error e = { 0 };
 	if (xpf_capture_module_hlo(h->cap, (size_t)m, &hp, &e) != XPF_OK || !hp->buffer_assignment)
-		return p;
+		return;
 	const Xla__BufferAssignmentProto *ba = hp->buffer_assignment;
 	p->ba = ba;
 	p->run = xpf_realloc_array(NULL, ba->n_buffer_allocations, sizeof *p->run);
@@ -151,17 +191,31 @@ static const struct mod_plan *mod_plan(xpf_host *h, struct mod_plan *mp, long m)
 		}
 	memcpy(p->sorted, p->size, p->nrun * sizeof *p->sorted);
 	xpf_qsort(p->sorted, p->nrun, sizeof *p->sorted, u64_cmp);
+}
+
+static const struct mod_plan *mod_plan(xpf_host *h, struct mod_plans *mp, long m)
+{
+	struct mod_plan *p = &mp->m[m];
+	if (__atomic_load_n(&p->read, __ATOMIC_ACQUIRE))
+		return p;
+	pthread_mutex_lock(&mp->mu);
+	if (!p->read) {
+		mod_plan_read(h, p, m);
+		__atomic_store_n(&p->read, true, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&mp->mu);
 	return p;
 }
 
-static void mod_plans_free(struct mod_plan *mp, size_t nm)
+static void mod_plans_free(struct mod_plans *mp)
 {
-	for (size_t m = 0; m < nm; m++) {
-		free(mp[m].run);
-		free(mp[m].size);
-		free(mp[m].sorted);
+	for (size_t m = 0; m < mp->n; m++) {
+		free(mp->m[m].run);
+		free(mp->m[m].size);
+		free(mp->m[m].sorted);
 	}
-	free(mp);
+	free(mp->m);
+	pthread_mutex_destroy(&mp->mu);
 }
 
 /* The requested sizes seen in an execution's Build buffer allocations:
@@ -174,7 +228,7 @@ struct seen {
 };
 
 /* Does module m's allocation list explain the requested sizes seen? */
-static bool bytes_match(xpf_host *h, struct mod_plan *mp, long m, struct seen *s, bool partial)
+static bool bytes_match(xpf_host *h, struct mod_plans *mp, long m, struct seen *s, bool partial)
 {
 	const struct mod_plan *p = mod_plan(h, mp, m);
 	if (!p->ba || s->n == 0)
@@ -230,7 +284,7 @@ static long only(const bool *cand, size_t nm)
 }
 
 /* cand, hit: scratch of h->nmodules flags each. */
-static void link_execution(xpf_host *h, xpf_runtime *rt, struct mod_plan *mp, size_t xi,
+static void link_execution(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, size_t xi,
 			   struct seen *seen, bool *cand, bool *hit)
 {
 	struct xpf_rt_priv *pv = rt->priv;
@@ -305,7 +359,7 @@ static void link_execution(xpf_host *h, xpf_runtime *rt, struct mod_plan *mp, si
 /* evs: the execution's Build buffer allocation events; used: scratch, one
  * flag per buffer allocation of the largest plan, all false (and left so);
  * the events it matches get their buffer_allocation and role. */
-static void join_plan(xpf_host *h, xpf_runtime *rt, struct mod_plan *mp, size_t xi,
+static void join_plan(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, size_t xi,
 		      const size_t *evs, size_t nev, bool *used)
 {
 	xpf_rt_execution *x = &rt->executions[xi];
@@ -504,21 +558,29 @@ void xpf_rt_finish_release(struct xpf_rt_finish *f)
 	memset(f, 0, sizeof *f);
 }
 
-/* Step 3, after the kernel scans: link to modules (the last rule reads the
- * kernels), join to the plans, number per module, launched, between. */
-int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf_error *err)
+/* Link and join executions [from, to): each writes only its own fields
+ * and its own events', so two ranges run side by side. */
+struct join_range {
+	xpf_host *h;
+	xpf_runtime *rt;
+	struct mod_plans *mp;
+	const struct xpf_rt_finish *f;
+	size_t from, to;
+};
+
+static void *join_range_run(void *arg)
 {
-	struct xpf_rt_priv *pv = rt->priv;
-	size_t nx = rt->nexecutions, nm = h->nmodules, maxcnt = f->maxcnt;
-	const idx32 *xend = f->xend, *own = f->own;
-	struct mod_plan *mp = xpf_calloc(nm, sizeof *mp);
-	size_t maxba = 0;
+	const struct join_range *j = arg;
+	xpf_host *h = j->h;
+	xpf_runtime *rt = j->rt;
+	size_t nm = h->nmodules, maxcnt = j->f->maxcnt, maxba = 0;
+	const idx32 *xend = j->f->xend, *own = j->f->own;
 	uint64_t *seen_v = xpf_realloc_array(NULL, maxcnt + 1, sizeof *seen_v);
 	uint64_t *seen_sorted = xpf_realloc_array(NULL, maxcnt + 1, sizeof *seen_sorted);
 	size_t *build_evs = xpf_realloc_array(NULL, maxcnt + 1, sizeof *build_evs);
 	bool *cand = xpf_calloc(nm, sizeof *cand), *hit = xpf_calloc(nm, sizeof *hit);
 	bool *used = NULL;
-	for (size_t xi = 0; xi < nx; xi++) {
+	for (size_t xi = j->from; xi < j->to; xi++) {
 		xpf_rt_execution *x = &rt->executions[xi];
 		const idx32 *mine = &own[xi ? xend[xi - 1] : 0];
 		size_t cnt = (size_t)(&own[xend[xi]] - mine);
@@ -532,24 +594,48 @@ int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf
 			seen_v[nseen++] = e->requested_bytes;
 		}
 		struct seen seen = { seen_v, nseen, seen_sorted, false };
-		link_execution(h, rt, mp, xi, &seen, cand, hit);
+		link_execution(h, rt, j->mp, xi, &seen, cand, hit);
 		if (x->module >= 0 && nseen > 0) {
-			const struct mod_plan *p = mod_plan(h, mp, x->module);
+			const struct mod_plan *p = mod_plan(h, j->mp, x->module);
 			if (p->ba && p->ba->n_buffer_allocations + 1 > maxba) {
 				free(used);
 				maxba = p->ba->n_buffer_allocations + 1;
 				used = xpf_calloc(maxba, sizeof *used);
 			}
-			join_plan(h, rt, mp, xi, build_evs, nseen, used);
+			join_plan(h, rt, j->mp, xi, build_evs, nseen, used);
 		}
 	}
-	mod_plans_free(mp, nm);
 	free(used);
 	free(seen_v);
 	free(seen_sorted);
 	free(build_evs);
 	free(cand);
 	free(hit);
+	return NULL;
+}
+
+/* Step 3, after the kernel scans: link to modules (the last rule reads the
+ * kernels), join to the plans, number per module, launched, between. */
+int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf_error *err)
+{
+	struct xpf_rt_priv *pv = rt->priv;
+	size_t nx = rt->nexecutions;
+	struct mod_plans mp = { xpf_calloc(h->nmodules, sizeof *mp.m), h->nmodules,
+				PTHREAD_MUTEX_INITIALIZER };
+	/* two ranges of about as many events each, on two threads */
+	size_t half = 0;
+	while (half < nx && (size_t)f->xend[half] * 2 < (nx ? (size_t)f->xend[nx - 1] : 0))
+		half++;
+	struct join_range jr[2] = { { h, rt, &mp, f, 0, half }, { h, rt, &mp, f, half, nx } };
+	pthread_t tid;
+	bool two = f->threads > 1 && half > 0 && half < nx &&
+		   pthread_create(&tid, NULL, join_range_run, &jr[1]) == 0;
+	join_range_run(&jr[0]);
+	if (two)
+		pthread_join(tid, NULL);
+	else
+		join_range_run(&jr[1]);
+	mod_plans_free(&mp);
 	xpf_rt_finish_release(f);
 
 	/* prev: the execution before of the same module on the same device;

@@ -47,7 +47,7 @@ struct xpf_rt_priv {
 	/* Per device (index = ordinal): its kernels, by bucket of times[]. */
 	size_t ndev;
 	struct xpf_rt_kdev *kdev;
-	int64_t *times;      /* sorted, unique: every execution start */
+	int64_t *times;      /* sorted, unique: every execution start (xpf_rt_finish_begin) */
 	size_t ntimes;       /* = the number of buckets */
 	/* Per execution, what building it needs beside rt->executions (a room
 	 * of xb_map_len bytes, see room_reserve, when not 0) */
@@ -83,7 +83,8 @@ struct xpf_rt_priv {
 /* runtime_exec.c: the executions finished after the scan, in three steps
  * (runtime.c's build runs the second beside the kernel scans):
  * xpf_rt_finish_begin sorts them (start, device, line) before the events
- * are ordered; xpf_rt_finish_events, once they are, numbers them, finds
+ * are ordered, and cuts the kernels' buckets at their starts (times);
+ * xpf_rt_finish_events, once they are, numbers them, finds
  * their devices, in use at start and the peak during, and indexes what is
  * live when; xpf_rt_finish_end, after the kernel scans, links them to
  * modules, joins them to the plans, numbers them per module and finds
@@ -94,6 +95,7 @@ struct xpf_rt_finish {
 	uint32_t *xend, *own;      /* each execution's events: own[xend[x-1] .. xend[x]) */
 	size_t xend_len, own_len;  /* their xpf_big_calloc lengths */
 	size_t maxcnt;             /* the most events of one execution */
+	size_t threads;            /* how many xpf_rt_finish_end may use (set by the caller) */
 };
 void xpf_rt_finish_begin(xpf_runtime *rt, struct xpf_rt_finish *f);
 void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f);
