@@ -223,6 +223,7 @@ struct scan {
 	int64_t alloc_ids[64];
 	uint8_t alloc_code[64];
 	size_t nalloc_ids;
+	xpf_pick alloc_pick;     /* of alloc_ids */
 	/* shapes kept once each (intern) */
 	xpf_intern *interned;
 	int last_alloc;          /* the allocator of the last event read, or -1 */
@@ -354,6 +355,7 @@ static void alloc_stat_ids(struct scan *s)
 			s->alloc_code[s->nalloc_ids++] = (uint8_t)k;
 		}
 	}
+	xpf_pick_init(&s->alloc_pick, s->alloc_ids, s->nalloc_ids);
 }
 
 /* By start, longest first, then place in the line. */
@@ -430,7 +432,7 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 	uint64_t addr = 0;
 	xpf_str shape = { NULL, 0 };
 	/* the quick reading when it can vouch for the event, else the iterator */
-	int np_ = head ? xpf_stats_pick(s->p, head, s->alloc_ids, s->nalloc_ids, picked,
+	int np_ = head ? xpf_stats_pick(s->p, head, &s->alloc_pick, picked,
 				       sizeof picked / sizeof *picked) : -1;
 	int next = 0;
 	if (np_ < 0)
@@ -1302,6 +1304,8 @@ static int scan_kernels(struct scan *s, const xpf_plane *p, unsigned d, bool tpu
 	bool has_pid = npid > 0, has_mod = nmod > 0;
 	bool by_id = npid <= 32 && nmod <= 32;
 	size_t nids = by_id ? npid + nmod : 0;
+	xpf_pick pick;
+	xpf_pick_init(&pick, ids, nids);
 	if (!has_pid && !has_mod)
 		return XPF_OK;
 	struct xpf_rt_kdev *kd = &pv->kdev[d];
@@ -1319,7 +1323,7 @@ static int scan_kernels(struct scan *s, const xpf_plane *p, unsigned d, bool tpu
 		xpf_raw_stat raw[8];
 		int np = -1;
 		xpf_events_begin_window(p, l, &it, w);
-		while ((rc = by_id ? xpf_events_next_pick(&it, &eh, ids, nids, raw, 8, &np, err) :
+		while ((rc = by_id ? xpf_events_next_pick(&it, &eh, &pick, raw, 8, &np, err) :
 				     xpf_events_next_head(&it, &eh, err)) == 1) {
 			int64_t t0 = rel_ps(p->lines[l].timestamp_ns, s->base, eh.offset_ps);
 			xpf_stat_iter sit;
@@ -1882,6 +1886,7 @@ static int scan_host(struct scan *s, size_t *nchunks_read, xpf_error *err)
 	for (size_t t = 1; t < nt; t++) {
 		struct host_thread *b = &th[t];
 		b->s = *s;
+		xpf_pick_init(&b->s.alloc_pick, b->s.alloc_ids, b->s.nalloc_ids);
 		b->s.rt = &b->rt;
 		b->rt.priv = &b->pv;
 		b->pv.nmodules = s->rt->priv->nmodules;

@@ -1622,16 +1622,7 @@ static bool id_in(int64_t id, const int64_t *ids, size_t n)
 	return false;
 }
 
-/* The wanted ids of a pick: those below 128 (every writer's stat ids) by
- * bit, the rest looked for in the list.  The stats of a kernel alternate
- * between wanted and not: a compare loop per stat mispredicts. */
-struct id_set {
-	uint64_t bit[2];
-	const int64_t *ids;
-	size_t n;
-};
-
-static inline void id_set_init(struct id_set *w, const int64_t *ids, size_t n)
+void xpf_pick_init(xpf_pick *w, const int64_t *ids, size_t n)
 {
 	w->bit[0] = w->bit[1] = 0;
 	w->ids = ids;
@@ -1641,7 +1632,7 @@ static inline void id_set_init(struct id_set *w, const int64_t *ids, size_t n)
 			w->bit[ids[i] >> 6] |= (uint64_t)1 << (ids[i] & 63);
 }
 
-static inline bool id_set_has(const struct id_set *w, int64_t id)
+static inline bool pick_has(const xpf_pick *w, int64_t id)
 {
 	if (id >= 0 && id < 128)
 		return (w->bit[id >> 6] >> (id & 63)) & 1;
@@ -1759,21 +1750,21 @@ static inline int64_t plain_stat_id(const uint8_t *q, const uint8_t *e)
 /* Stat [q, e) for a pick of ids[0..n): 1 read into *r (one of ids), 0 not
  * wanted (and not decoded when written plainly: not checked either), -1
  * malformed or unusual (the pick cannot vouch). */
-static inline int pick_stat(const uint8_t *q, const uint8_t *e, const struct id_set *w,
+static inline int pick_stat(const uint8_t *q, const uint8_t *e, const xpf_pick *w,
 			    xpf_raw_stat *r)
 {
 	int64_t id = plain_stat_id(q, e);
-	if (id >= 0 && !id_set_has(w, id))
+	if (id >= 0 && !pick_has(w, id))
 		return 0;
 	if (!parse_stat(q, e, r))
 		return -1;
-	return id_set_has(w, r->metadata_id) ? 1 : 0;
+	return pick_has(w, r->metadata_id) ? 1 : 0;
 }
 
-/* xpf_events_next_head, and when n > 0 the pick of xpf_stats_pick in the
+/* xpf_events_next_head, and with a pick that of xpf_stats_pick in the
  * same pass over the event's bytes (*np: its result). */
 static inline __attribute__((always_inline)) int
-next_head(xpf_event_iter *it, xpf_event_head *h, const int64_t *ids, size_t n, xpf_raw_stat *out,
+next_head(xpf_event_iter *it, xpf_event_head *h, const xpf_pick *pick, xpf_raw_stat *out,
 	  size_t max, int *np, xpf_error *err)
 {
 	const xpf_plane *pl = it->plane;
@@ -1807,9 +1798,7 @@ next_head(xpf_event_iter *it, xpf_event_head *h, const int64_t *ids, size_t n, x
 	if (rc != WIRE_OK)
 		goto slow;
 	int64_t v[6] = { 0, 0, 0, 0, 0, 0 }; /* by field number 1, 2, 3, 5 */
-	struct id_set want;
-	if (n > 0)
-		id_set_init(&want, ids, n);
+
 	const uint8_t *q = data, *e = data + len;
 	while (q < e) {
 		uint8_t t = *q;
@@ -1825,11 +1814,11 @@ next_head(xpf_event_iter *it, xpf_event_head *h, const int64_t *ids, size_t n, x
 			q++;
 			if (wire_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
 				goto slow;
-			if (n > 0 && k >= 0) {
+			if (pick && k >= 0) {
 				/* into the next slot (no copy); one past max means
 				 * the pick cannot vouch */
 				xpf_raw_stat spare, *r = (size_t)k < max ? &out[k] : &spare;
-				int got = pick_stat(q, q + x, &want, r);
+				int got = pick_stat(q, q + x, pick, r);
 				k = got < 0 || (got && r == &spare) ? -1 : k + got;
 			}
 			q += x;
@@ -1886,13 +1875,13 @@ slow:;
 
 int xpf_events_next_head(xpf_event_iter *it, xpf_event_head *h, xpf_error *err)
 {
-	return next_head(it, h, NULL, 0, NULL, 0, NULL, err);
+	return next_head(it, h, NULL, NULL, 0, NULL, err);
 }
 
-int xpf_events_next_pick(xpf_event_iter *it, xpf_event_head *h, const int64_t *ids, size_t n,
+int xpf_events_next_pick(xpf_event_iter *it, xpf_event_head *h, const xpf_pick *pick,
 			 xpf_raw_stat *out, size_t max, int *np, xpf_error *err)
 {
-	return next_head(it, h, ids, n, out, max, np, err);
+	return next_head(it, h, pick, out, max, np, err);
 }
 
 void xpf_event_of_head(const xpf_plane *p, size_t line, const xpf_event_head *h, xpf_event *ev)
@@ -1949,13 +1938,11 @@ int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, xpf_stat 
 	}
 }
 
-int xpf_stats_pick(const xpf_plane *pl, const xpf_event_head *h, const int64_t *ids, size_t n,
+int xpf_stats_pick(const xpf_plane *pl, const xpf_event_head *h, const xpf_pick *pick,
 		   xpf_stat *out, size_t max)
 {
 	const uint8_t *q = h->msg, *e = h->msg + h->msg_len;
 	size_t k = 0;
-	struct id_set want;
-	id_set_init(&want, ids, n);
 	while (q < e) {
 		uint8_t t = *q;
 		uint64_t x;
@@ -1964,7 +1951,7 @@ int xpf_stats_pick(const xpf_plane *pl, const xpf_event_head *h, const int64_t *
 			if (wire_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
 				return -1;
 			xpf_raw_stat r;
-			int got = pick_stat(q, q + x, &want, &r);
+			int got = pick_stat(q, q + x, pick, &r);
 			q += x;
 			if (got < 0 || (got && (k == max || !xpf_stat_resolve(pl, &r, &out[k++]))))
 				return -1;

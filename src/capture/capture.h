@@ -232,19 +232,28 @@ void xpf_event_of_head(const xpf_plane *p, size_t line, const xpf_event_head *h,
  * ids are not looked up: a stat nobody reads may name an unknown id. */
 int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, xpf_stat *st,
 		      xpf_error *err);
-/* The stats of event h whose metadata id is one of ids[0..n), in order, as
+/* The stat metadata ids a pick wants (xpf_stats_pick, xpf_events_next_pick),
+ * prepared once for millions of events: ids[0..n) (kept, not copied), those
+ * below 128 (every writer's) as bits. */
+typedef struct xpf_pick {
+	uint64_t bit[2];
+	const int64_t *ids;
+	size_t n;
+} xpf_pick;
+void xpf_pick_init(xpf_pick *p, const int64_t *ids, size_t n);
+/* The stats of event h whose metadata id the pick wants, in order, as
  * xpf_stats_next would give them, into out[0..max): how many (0 or more),
  * or -1 when this quick reading cannot vouch for the event (a stat that is
  * malformed or unusual, a wanted one that names an unknown id, or more than
  * max wanted); the caller then reads the event with xpf_stats_next_of,
  * which words any error. */
-int xpf_stats_pick(const xpf_plane *p, const xpf_event_head *h, const int64_t *ids, size_t n,
+int xpf_stats_pick(const xpf_plane *p, const xpf_event_head *h, const xpf_pick *pick,
 		   xpf_stat *out, size_t max);
 /* xpf_events_next_head and a pick in one pass over the event's bytes: the
  * wanted stats as their bytes say (*np of them; -1 as for xpf_stats_pick),
  * ids not looked up: xpf_stat_resolve gives the xpf_stat, or false where
  * xpf_stats_next_of would give an error. */
-int xpf_events_next_pick(xpf_event_iter *it, xpf_event_head *h, const int64_t *ids, size_t n,
+int xpf_events_next_pick(xpf_event_iter *it, xpf_event_head *h, const xpf_pick *pick,
 			 xpf_raw_stat *out, size_t max, int *np, xpf_error *err);
 bool xpf_stat_resolve(const xpf_plane *p, const xpf_raw_stat *r, xpf_stat *st);
 /* Every stat metadata id with that name, ascending: how many there are (at
