@@ -1836,9 +1836,13 @@ next_head(xpf_event_iter *it, xpf_event_head *h, const xpf_pick *pick, xpf_raw_s
 	if (md == NULL)
 		goto slow;
 	int64_t base = pl->lines[it->line].timestamp_ns, end_ps, t;
-	if (v[3] < 0 || __builtin_add_overflow(v[2], v[3], &end_ps) ||
-	    __builtin_add_overflow(base, floor_div1000(v[2]), &t) ||
-	    __builtin_add_overflow(base, floor_div1000(end_ps), &t))
+	/* offset and duration below 2^61 and a base within +-2^61 cannot
+	 * overflow (nor can their ns): only other values need the checks */
+	const uint64_t lim = (uint64_t)1 << 61;
+	if (!((uint64_t)v[2] < lim && (uint64_t)v[3] < lim && (uint64_t)base + lim < 2 * lim) &&
+	    (v[3] < 0 || __builtin_add_overflow(v[2], v[3], &end_ps) ||
+	     __builtin_add_overflow(base, floor_div1000(v[2]), &t) ||
+	     __builtin_add_overflow(base, floor_div1000(end_ps), &t)))
 		goto slow;
 	h->index = it->next_index++;
 	h->md = (size_t)(md - pl->event_md);
