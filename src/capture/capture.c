@@ -1810,6 +1810,26 @@ next_head(xpf_event_iter *it, xpf_event_head *h, const xpf_pick *pick, xpf_raw_s
 			v[t >> 3] = (int64_t)x;
 			continue;
 		}
+		if (t == 0x22 && e - q >= 6 && (q[1] == 4 || q[1] == 5) && q[2] == 0x08 && q[3] < 0x80 &&
+		    (q[4] == 0x38 || q[4] == 0x18 || q[4] == 0x20) && e - q >= 2 + q[1] &&
+		    (q[1] == 4 ? q[5] < 0x80 : q[5] >= 0x80 && q[6] < 0x80)) {
+			/* the commonest stats, four or five bytes: an id and a
+			 * number or reference of one or two bytes, read here as
+			 * pick_stat would */
+			if (pick && k >= 0 && pick_has(pick, q[3])) {
+				uint64_t val = q[1] == 4 ? q[5] : (uint64_t)(q[5] & 0x7f) | (uint64_t)q[6] << 7;
+				xpf_raw_stat spare, *r = (size_t)k < max ? &out[k] : &spare;
+				*r = (xpf_raw_stat){ .metadata_id = q[3] };
+				r->kind = q[4] == 0x20 ? XPF_STAT_I64 : q[4] == 0x18 ? XPF_STAT_U64 : XPF_STAT_REF;
+				if (q[4] == 0x20)
+					r->i = (int64_t)val;
+				else
+					r->u = val;
+				k = r == &spare ? -1 : k + 1;
+			}
+			q += 2 + q[1];
+			continue;
+		}
 		if (t == 0x22) { /* a stat: skipped, or picked */
 			q++;
 			if (wire_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
