@@ -1640,6 +1640,17 @@ static inline bool pick_has(const xpf_pick *w, int64_t id)
 }
 
 
+/* A stat's number or reference (value tag 0x18 uint64, 0x20 int64, 0x38
+ * ref) into r, as its last value field. */
+static inline void raw_set_varint(xpf_raw_stat *r, uint8_t tag, uint64_t x)
+{
+	r->kind = tag == 0x20 ? XPF_STAT_I64 : tag == 0x18 ? XPF_STAT_U64 : XPF_STAT_REF;
+	if (tag == 0x20)
+		r->i = (int64_t)x;
+	else
+		r->u = x;
+}
+
 /* One XStat message [q, e) as xpf_stats_next reads it (every value field:
  * the last of its field seen, whatever the final kind); false when it is
  * malformed or unusual (the caller then asks xpf_stats_next). */
@@ -1671,11 +1682,7 @@ static inline bool parse_stat(const uint8_t *q, const uint8_t *e, xpf_raw_stat *
 			uint8_t t = *q++;
 			if (wire_varint(&q, e, &x) != WIRE_OK)
 				return false;
-			r->kind = t == 0x20 ? XPF_STAT_I64 : t == 0x18 ? XPF_STAT_U64 : XPF_STAT_REF;
-			if (t != 0x20)
-				r->u = x;
-			else
-				r->i = (int64_t)x;
+			raw_set_varint(r, t, x);
 			continue;
 		}
 		case 0x2a: case 0x32: { /* str, bytes */
@@ -1747,9 +1754,9 @@ static inline int64_t plain_stat_id(const uint8_t *q, const uint8_t *e)
 	return -1;
 }
 
-/* Stat [q, e) for a pick of ids[0..n): 1 read into *r (one of ids), 0 not
- * wanted (and not decoded when written plainly: not checked either), -1
- * malformed or unusual (the pick cannot vouch). */
+/* Stat [q, e) for pick w: 1 read into *r (a wanted one), 0 not wanted
+ * (and, written plainly, not decoded further), -1 malformed or unusual
+ * (the pick cannot vouch). */
 static inline int pick_stat(const uint8_t *q, const uint8_t *e, const xpf_pick *w,
 			    xpf_raw_stat *r)
 {
@@ -1798,7 +1805,6 @@ next_head(xpf_event_iter *it, xpf_event_head *h, const xpf_pick *pick, xpf_raw_s
 	if (rc != WIRE_OK)
 		goto slow;
 	int64_t v[6] = { 0, 0, 0, 0, 0, 0 }; /* by field number 1, 2, 3, 5 */
-
 	const uint8_t *q = data, *e = data + len;
 	while (q < e) {
 		uint8_t t = *q;
@@ -1820,11 +1826,7 @@ next_head(xpf_event_iter *it, xpf_event_head *h, const xpf_pick *pick, xpf_raw_s
 				uint64_t val = q[1] == 4 ? q[5] : (uint64_t)(q[5] & 0x7f) | (uint64_t)q[6] << 7;
 				xpf_raw_stat spare, *r = (size_t)k < max ? &out[k] : &spare;
 				*r = (xpf_raw_stat){ .metadata_id = q[3] };
-				r->kind = q[4] == 0x20 ? XPF_STAT_I64 : q[4] == 0x18 ? XPF_STAT_U64 : XPF_STAT_REF;
-				if (q[4] == 0x20)
-					r->i = (int64_t)val;
-				else
-					r->u = val;
+				raw_set_varint(r, q[4], val);
 				k = r == &spare ? -1 : k + 1;
 			}
 			q += 2 + q[1];
