@@ -146,8 +146,10 @@ static int item_cmp(const void *a, const void *b)
 	return item_before(sort_keys, i, j) ? -1 : item_before(sort_keys, j, i);
 }
 
-/* nr runs of random lengths (1..maxlen), keys in [0, span) sorted in each
- * run; when ordered, each run starts at or after the one before. */
+/* Keys made as nr runs of random lengths (1..maxlen), sorted in each run
+ * (the merge finds its own runs: where a key drops); when ordered, each run
+ * starts at or after the one before (the heap takes runs as they fall due),
+ * else anywhere in [0, span) (the heap holds every run from the start). */
 static void check_merge(size_t nr, size_t maxlen, int64_t span, bool ordered)
 {
 	size_t *start = calloc(nr + 1, sizeof *start), n = 0;
@@ -167,7 +169,7 @@ static void check_merge(size_t nr, size_t maxlen, int64_t span, bool ordered)
 		}
 	}
 	uint32_t *perm = calloc(n, sizeof *perm), *want = calloc(n, sizeof *want);
-	xpf_runs_merge(n, start, nr, item_before, key, perm);
+	xpf_runs_merge(n, item_before, key, perm);
 	for (size_t i = 0; i < n; i++)
 		want[i] = (uint32_t)i;
 	sort_keys = key;
@@ -188,8 +190,8 @@ static void test_runs_merge(void **state)
 		check_merge(1 + next_rand() % 50, 1 + next_rand() % 20, 100, false);
 	}
 	check_merge(1, 1000, 10, true);     /* one run */
-	check_merge(500, 1, 1000, true);    /* runs of one */
-	check_merge(500, 1, 1000, false);
+	check_merge(500, 1, 1000, true);    /* runs of one (one run to the merge) */
+	check_merge(500, 1, 1000, false);   /* runs of one */
 	check_merge(2000, 30, 50, true);    /* many overlapping, few keys */
 }
 

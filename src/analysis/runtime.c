@@ -1563,16 +1563,9 @@ static bool event_before(const void *ctx, size_t i, size_t j)
 
 static void sort_events(xpf_rt_event *ev, size_t n)
 {
-	size_t nr = 0, cr = 0, *start = NULL;
-	for (size_t i = 0; i < n; i++)
-		if (i == 0 || ev[i].line != ev[i - 1].line || ev[i].t_ps < ev[i - 1].t_ps)
-			*XPF_VEC_PUSH(start, nr, cr) = i;
-	*XPF_VEC_PUSH(start, nr, cr) = n;
-	nr--; /* start[nr] == n ends the last run */
 	size_t perm_len;
 	uint32_t *perm = xpf_big_calloc(n, sizeof *perm, &perm_len);
-	xpf_runs_merge(n, start, nr, event_before, ev, perm);
-	free(start);
+	xpf_runs_merge(n, event_before, ev, perm);
 	/* position k takes event perm[k]: follow each cycle once */
 	for (size_t i = 0; i < n; i++) {
 		if (perm[i] == i)

@@ -50,6 +50,11 @@ static int key_cmp(const void *a, const void *b)
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
+static struct exec_key exec_key_of(const xpf_rt_execution *ex, size_t i)
+{
+	return (struct exec_key){ ex[i].start_ps, ex[i].device, ex[i].line, (idx32)i };
+}
+
 static bool key_before(const void *ctx, size_t i, size_t j)
 {
 	const struct exec_key *key = ctx;
@@ -83,28 +88,22 @@ static idx32 *order_executions(xpf_runtime *rt)
 	struct xpf_rt_priv *pv = rt->priv;
 	xpf_rt_execution *ex = rt->executions;
 	size_t k = 1;
-	while (k < n && (ex[k - 1].start_ps < ex[k].start_ps ||
-			 (ex[k - 1].start_ps == ex[k].start_ps &&
-			  (ex[k - 1].device < ex[k].device ||
-			   (ex[k - 1].device == ex[k].device && ex[k - 1].line <= ex[k].line)))))
-		k++;
+	for (; k < n; k++) {
+		struct exec_key a = exec_key_of(ex, k - 1), b = exec_key_of(ex, k);
+		if (key_cmp(&a, &b) > 0)
+			break;
+	}
 	if (k >= n) {
 		bucket_times(rt, NULL, NULL);
 		return NULL;
 	}
 
-	size_t key_len, perm_len, nr = 0, cr = 0, *start = NULL;
+	size_t key_len, perm_len;
 	struct exec_key *key = xpf_big_calloc(n, sizeof *key, &key_len);
-	for (size_t i = 0; i < n; i++) {
-		key[i] = (struct exec_key){ ex[i].start_ps, ex[i].device, ex[i].line, (idx32)i };
-		if (i == 0 || key_cmp(&key[i - 1], &key[i]) > 0)
-			*XPF_VEC_PUSH(start, nr, cr) = i;
-	}
-	*XPF_VEC_PUSH(start, nr, cr) = n;
-	nr--; /* start[nr] == n ends the last run */
+	for (size_t i = 0; i < n; i++)
+		key[i] = exec_key_of(ex, i);
 	uint32_t *ord = xpf_big_calloc(n, sizeof *ord, &perm_len);
-	xpf_runs_merge(n, start, nr, key_before, key, ord);
-	free(start);
+	xpf_runs_merge(n, key_before, key, ord);
 	bucket_times(rt, key, ord);
 	xpf_big_free(key, key_len);
 	idx32 *inv = xpf_realloc_array(NULL, n, sizeof *inv);

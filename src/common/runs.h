@@ -36,12 +36,19 @@ static inline void xpf_runs_down_(size_t *heap, size_t n, size_t i, const size_t
 	}
 }
 
-/* Items 0..n-1 (n < 2^32) as nr >= 1 runs, none empty: run r is
- * [start[r], start[r + 1]) (start[nr] == n), each in order by before.  perm[k]: the
- * item at place k of the order. */
-static inline void xpf_runs_merge(size_t n, const size_t *start, size_t nr, xpf_before_fn before,
-				  const void *ctx, uint32_t *perm)
+/* The order of items 0..n-1 (n < 2^32) by before: perm[k] is the item at
+ * place k.  The runs are cut where an item goes before the one ahead of it;
+ * any cut gives the same order (no two items tie). */
+static inline void xpf_runs_merge(size_t n, xpf_before_fn before, const void *ctx, uint32_t *perm)
 {
+	if (n == 0)
+		return;
+	size_t nr = 0, cr = 0, *start = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || before(ctx, i, i - 1))
+			*XPF_VEC_PUSH(start, nr, cr) = i;
+	*XPF_VEC_PUSH(start, nr, cr) = n;
+	nr--; /* start[nr] == n ends the last run */
 	size_t *at = xpf_calloc(nr, sizeof *at), *heap = xpf_calloc(nr, sizeof *heap);
 	for (size_t r = 0; r < nr; r++)
 		at[r] = start[r];
@@ -77,6 +84,7 @@ static inline void xpf_runs_merge(size_t n, const size_t *start, size_t nr, xpf_
 	}
 	free(heap);
 	free(at);
+	free(start);
 }
 
 #endif
