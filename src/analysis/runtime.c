@@ -1848,7 +1848,7 @@ static void thread_done(struct scan *s, struct host_thread *th)
 }
 
 /* Scan every host line, on up to as many threads as CPUs. */
-static int scan_host(struct scan *s, size_t *nchunks_read, xpf_error *err)
+static int scan_host(struct scan *s, size_t *nchunks_read, size_t *nby_others, xpf_error *err)
 {
 	const xpf_plane *p = s->p;
 	/* classify every metadata now: the threads only read the table */
@@ -1860,6 +1860,7 @@ static int scan_host(struct scan *s, size_t *nchunks_read, xpf_error *err)
 	for (size_t l = 0; l < p->nlines; l++)
 		total += p->lines[l].length;
 	*nchunks_read = 1;
+	*nby_others = 0;
 	if (nt < 2 || (!forced && total < ((uint64_t)8 << 20)))
 		return scan_lines(s, 0, p->nlines, err);
 	size_t nchunks = nt * 8 < p->nlines ? nt * 8 : p->nlines;
@@ -1925,6 +1926,8 @@ static int scan_host(struct scan *s, size_t *nchunks_read, xpf_error *err)
 		for (size_t a = 0; a < th[t].rt.nallocators; a++)
 			th[t].amap[a] = -1;
 	}
+	for (size_t k = 0; k < nchunks; k++)
+		*nby_others += ch[k].thread != 0 && ch[k].to > ch[k].from;
 	/* the first thread's chunks are the first ones, in place already */
 	for (size_t k = 0; k < nchunks; k++)
 		if (ch[k].thread != 0) {
@@ -2114,12 +2117,12 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		s.line_t0 = pv->line_t0;
 		s.line_t1 = pv->line_t1;
 		events_room(&s, s.p->nevents);
-		size_t nchunks;
-		rc = scan_host(&s, &nchunks, err);
+		size_t nchunks, nby_others;
+		rc = scan_host(&s, &nchunks, &nby_others, err);
 		phase(&ph, "host");
 		if (ph.on)
-			fprintf(stderr, "xplanefs: runtime host lines: %zu, read in %zu shard(s)\n",
-				s.p->nlines, nchunks);
+			fprintf(stderr, "xplanefs: runtime host lines: %zu, read in %zu chunk(s), %zu by other threads\n",
+				s.p->nlines, nchunks, nby_others);
 		if (rc != XPF_OK)
 			goto out;
 	}
@@ -2137,7 +2140,7 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	fin.threads = scan_threads(2, NULL);
 	struct order_job oj = { rt, &fin };
 	pthread_t ot;
-	bool ordering = scan_threads(2, NULL) > 1 && pthread_create(&ot, NULL, order_worker, &oj) == 0;
+	bool ordering = fin.threads > 1 && pthread_create(&ot, NULL, order_worker, &oj) == 0;
 	if (!ordering)
 		order_worker(&oj);
 	rc = devices_run(&s, &dj, nj, dup, err);

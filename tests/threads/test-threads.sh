@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The scans share their work out between threads (host lines cut into
-# shards, device planes one per thread; SPEC §7).  Whatever the number of
+# chunks, device planes one per thread; SPEC §7).  Whatever the number of
 # threads, every file of the tree must be the same, byte for byte: this
 # exports the tree of each capture with XPF_THREADS=1, 2 and 3 (which also
 # drop the size below which one thread reads the host lines: 2 is the
@@ -10,7 +10,8 @@
 # on their lines), each of which must export (exit 0), and every real
 # capture in $XPF_SHARED/captures (skipped, saying so, when absent); only a
 # tree compared counts, and at least one capture must have had its host lines
-# read in two or more shards (XPF_PHASES=1 says how many).
+# read in chunks some of which a thread other than the first read, whose
+# records are merged (XPF_PHASES=1 says how many).
 # Usage: test-threads.sh XPLANEFS [XPLANE-MKCAPTURE]
 set -u
 XPF=$1
@@ -20,7 +21,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 checked=0
-sharded=0
+sharded=0 shared2=0 shared3=0
 
 # Export f with 1, 2 and 3 threads and compare exit codes, messages (the
 # output folder's name taken out) and trees.  want: the exit code one
@@ -49,10 +50,12 @@ compare() {
 				fails=$((fails + 1))
 			else
 				checked=$((checked + 1))
-				# XPF_PHASES=1 says how many shards the host lines were read in
-				if grep -Eq '^xplanefs: runtime host lines: [0-9]+, read in ([2-9]|[1-9][0-9]+) shard' \
+				# XPF_PHASES=1 says how many chunks threads other than the
+				# first read (their records merged into the first's)
+				if grep -Eq '^xplanefs: runtime host lines: [0-9]+, read in [0-9]+ chunk\(s\), [1-9][0-9]* by other threads' \
 					"$tmp/t$t.all"; then
 					sharded=$((sharded + 1))
+					eval "shared$t=\$((shared$t + 1))"
 				fi
 			fi
 		else
@@ -97,11 +100,11 @@ if [ -d "$bad" ]; then
 	done
 fi
 
-echo "$checked trees compared ($sharded with the host lines read in 2 or more shards), $fails failures"
+echo "$checked trees compared ($sharded with chunks of host lines read by other threads: $shared2 with 2 threads, $shared3 with 3), $fails failures"
 [ "$fails" -eq 0 ] || exit 1
 [ "$checked" -gt 0 ] || { echo "SKIP: nothing to compare"; exit 77; }
 # a run where no capture's host lines were shared out proved nothing about it
 if [ "$sharded" -eq 0 ]; then
-	echo "FAIL: no capture had its host lines read in more than one shard"
+	echo "FAIL: no capture had chunks of its host lines read by a thread other than the first"
 	exit 1
 fi
