@@ -320,7 +320,6 @@ static void events_room(struct scan *s, size_t n)
 /* Millions of events: every byte of one is MiBs of fresh pages. */
 _Static_assert(sizeof (xpf_rt_event) <= 80, "xpf_rt_event grew past 80 bytes");
 
-/* A zeroed event at the end of the runtime's. */
 /* Room for n events in all: an array that at least doubles when the room
  * (which bounds the events read) is full. */
 static void events_reserve(struct scan *s, size_t n)
@@ -333,6 +332,7 @@ static void events_reserve(struct scan *s, size_t n)
 	s->cap_events = c;
 }
 
+/* A zeroed event at the end of the runtime's. */
 static xpf_rt_event *push_event(struct scan *s)
 {
 	xpf_runtime *rt = s->rt;
@@ -557,8 +557,6 @@ static bool thunk_of(unsigned parent_flags, unsigned flags)
 			  F_NOT_THUNK));
 }
 
-/* A zeroed execution at the end of the runtime's (its xpf_rt_xbuild grown
- * with it): its index. */
 /* Room for n executions (and their xpf_rt_xbuild) in all: arrays that at
  * least double when the rooms (bounded by the events read) are full. */
 static void exec_reserve(struct scan *s, size_t n)
@@ -574,6 +572,8 @@ static void exec_reserve(struct scan *s, size_t n)
 	s->cap_exec = c;
 }
 
+/* A zeroed execution at the end of the runtime's (its xpf_rt_xbuild grown
+ * with it): its index. */
 static size_t push_execution(struct scan *s)
 {
 	xpf_runtime *rt = s->rt;
