@@ -423,7 +423,8 @@ static idx32 *next_same(const xpf_runtime *rt, bool any_module)
 
 /* ---- finishing ------------------------------------------------------------ */
 
-/* Step 1, before the events are ordered: the executions sorted. */
+/* Step 1, before the events are ordered: the executions sorted, and the
+ * kernels' bucket times (pv->times) cut at their starts. */
 void xpf_rt_finish_begin(xpf_runtime *rt, struct xpf_rt_finish *f)
 {
 	memset(f, 0, sizeof *f);
@@ -934,7 +935,7 @@ int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, si
 		b->origin = XPF_ORIGIN_BEFORE;
 		/* TPU allocators count bytes_reserved (the loaded programs'
 		 * memory) in use: that is no block either */
-		b->origin_text = xpf_strdup(rt->allocators[a].is_pool && rt->keyed_by_index ?
+		b->origin_text = xpf_strdup(rt->allocators[a].is_pool && rt->allocators[a].keyed_by_index ?
 			"reserved (bytes_reserved: loaded programs) or allocated before the capture started" :
 			"allocated before the capture started");
 		b->bytes = x->in_use_at_start_bytes - sum;
