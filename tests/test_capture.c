@@ -406,7 +406,7 @@ static void test_bad_handmade(void **state)
 		{ "plane length past end", b_plane_len_past, sizeof b_plane_len_past, "past end", 0 },
 		{ "over-long varint", b_overlong_varint, sizeof b_overlong_varint, "varint", 0 },
 		{ "dangling event metadata id", b_dangling, sizeof b_dangling, "dangling event metadata id 7", 1 },
-		{ "duplicate stat metadata id", b_dup, sizeof b_dup, "duplicate stat metadata id 1", 1 },
+		{ "duplicate stat metadata id", b_dup, sizeof b_dup, "duplicate stat metadata id 1 (byte 28)", 1 },
 		{ "plane cut one byte short", plane_ok_hdr, sizeof plane_ok_hdr, "past end", 0 },
 		{ "time out of range", b_time, sizeof b_time, "line 0, event 0: time out of range (line base 9223372036854775806 ns, offset 10000 ps", 1 },
 	};
