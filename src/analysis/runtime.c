@@ -320,6 +320,12 @@ static void events_room(struct scan *s, size_t n)
 /* Millions of events: every byte of one is MiBs of fresh pages. */
 _Static_assert(sizeof (xpf_rt_event) <= 80, "xpf_rt_event grew past 80 bytes");
 
+/* A capacity for n records grown from cap: at least doubled, at least 64. */
+static size_t grown_cap(size_t cap, size_t n)
+{
+	return n > 2 * cap ? (n > 64 ? n : 64) : 2 * cap;
+}
+
 /* Room for n events in all: an array that at least doubles when the room
  * (which bounds the events read) is full. */
 static void events_reserve(struct scan *s, size_t n)
@@ -327,7 +333,7 @@ static void events_reserve(struct scan *s, size_t n)
 	xpf_runtime *rt = s->rt;
 	if (n <= s->cap_events)
 		return;
-	size_t c = n > 2 * s->cap_events ? (n > 64 ? n : 64) : 2 * s->cap_events;
+	size_t c = grown_cap(s->cap_events, n);
 	rt->events = room_grow(rt->events, &rt->priv->events_map_len, rt->nevents, c, sizeof *rt->events);
 	s->cap_events = c;
 }
@@ -565,7 +571,7 @@ static void exec_reserve(struct scan *s, size_t n)
 	struct xpf_rt_priv *pv = rt->priv;
 	if (n <= s->cap_exec)
 		return;
-	size_t c = n > 2 * s->cap_exec ? (n > 64 ? n : 64) : 2 * s->cap_exec;
+	size_t c = grown_cap(s->cap_exec, n);
 	rt->executions = room_grow(rt->executions, &pv->exec_map_len, rt->nexecutions, c,
 				   sizeof *rt->executions);
 	pv->xb = room_grow(pv->xb, &pv->xb_map_len, rt->nexecutions, c, sizeof *pv->xb);
@@ -1126,9 +1132,7 @@ static void kdev_room(struct xpf_rt_priv *pv, size_t d)
 	if (d < pv->ndev)
 		return;
 	size_t nd = d + 1;
-	pv->kdev = realloc(pv->kdev, nd * sizeof *pv->kdev);
-	if (!pv->kdev)
-		abort();
+	pv->kdev = xpf_realloc_array(pv->kdev, nd, sizeof *pv->kdev);
 	memset(pv->kdev + pv->ndev, 0, (nd - pv->ndev) * sizeof *pv->kdev);
 	pv->ndev = nd;
 }
@@ -1475,6 +1479,7 @@ struct dev_job {
 struct dev_jobs {
 	struct scan *s;
 	struct dev_job *job;
+	size_t n;
 	bool dup;          /* two planes share an ordinal: one thread, in plane order */
 };
 
@@ -1494,15 +1499,14 @@ static void dev_job_run(void *ctx, size_t k, xpf_window *w)
 
 /* The device planes, in order on one thread: index them, make the TPU
  * executions (XLA Modules lines), list the kernel scans to run. */
-static int devices_prepare(struct scan *s, struct dev_jobs *j, size_t *nj, bool *dup,
-			   xpf_error *err)
+static int devices_prepare(struct scan *s, struct dev_jobs *j, xpf_error *err)
 {
 	xpf_host *h = s->h;
 	size_t np = xpf_capture_nplanes(h->cap);
 	j->s = s;
 	j->job = xpf_calloc(np ? np : 1, sizeof *j->job);
-	*nj = 0;
-	*dup = false;
+	j->n = 0;
+	j->dup = false;
 	for (size_t i = 0; i < np; i++) {
 		unsigned d;
 		bool tpu;
@@ -1515,10 +1519,10 @@ static int devices_prepare(struct scan *s, struct dev_jobs *j, size_t *nj, bool 
 				rc = scan_modules_line(s, p, l, d, err);
 		if (rc != XPF_OK)
 			return rc;
-		for (size_t k = 0; k < *nj; k++)
-			*dup |= j->job[k].dev == d;
+		for (size_t k = 0; k < j->n; k++)
+			j->dup |= j->job[k].dev == d;
 		kdev_room(s->rt->priv, d);
-		j->job[(*nj)++] = (struct dev_job){ .plane = i, .dev = d, .tpu = tpu };
+		j->job[j->n++] = (struct dev_job){ .plane = i, .dev = d, .tpu = tpu };
 	}
 	return XPF_OK;
 }
@@ -1526,15 +1530,16 @@ static int devices_prepare(struct scan *s, struct dev_jobs *j, size_t *nj, bool 
 /* The kernel scans, once every execution is made (their starts cut the
  * buckets), plane by plane on as many threads (one when two planes share an
  * ordinal: they would write the same kdev). */
-static int devices_run(struct scan *s, struct dev_jobs *j, size_t nj, bool dup, xpf_error *err)
+static int devices_run(struct scan *s, struct dev_jobs *j, xpf_error *err)
 {
 	struct xpf_rt_priv *pv = s->rt->priv;
+	size_t nj = j->n;
+	bool dup = j->dup;
 	uint64_t *size = xpf_realloc_array(NULL, nj ? nj : 1, sizeof *size);
 	for (size_t k = 0; k < nj; k++)
 		size[k] = xpf_capture_plane_head(s->h->cap, j->job[k].plane)->length;
 	/* two planes of one ordinal write the same kdev: one thread, in plane
 	 * order (their kernels at the same time: the first plane's counts) */
-	j->dup = dup;
 	run_jobs(nj, dup ? NULL : size, dup ? 1 : scan_threads(nj, NULL), dev_job_run, j);
 	free(size);
 	/* the first plane's error, as one thread in plane order would say */
@@ -2130,9 +2135,7 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	 * the kernels' buckets.  Then side by side: the kernel scans (they
 	 * write only the buckets) and the events' order, replay and what the
 	 * executions need of them (events, allocators, retries, executions). */
-	size_t nj;
-	bool dup;
-	rc = devices_prepare(&s, &dj, &nj, &dup, err);
+	rc = devices_prepare(&s, &dj, err);
 	if (rc != XPF_OK)
 		goto out;
 	struct xpf_rt_finish fin;
@@ -2143,7 +2146,7 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	bool ordering = fin.threads > 1 && pthread_create(&ot, NULL, order_worker, &oj) == 0;
 	if (!ordering)
 		order_worker(&oj);
-	rc = devices_run(&s, &dj, nj, dup, err);
+	rc = devices_run(&s, &dj, err);
 	phase(&ph, "devices");
 	if (ordering)
 		pthread_join(ot, NULL);
