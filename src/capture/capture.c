@@ -214,9 +214,15 @@ static inline const void *id_lookup(const struct xpf_id_table *t, const void *ba
 	return find_id(base, n, size, id);
 }
 
-const xpf_event_md *xpf_plane_event_md(const xpf_plane *p, int64_t id)
+/* Inlined where millions of events are read. */
+static inline const xpf_event_md *event_md(const xpf_plane *p, int64_t id)
 {
 	return id_lookup(&p->event_md_by_id, p->event_md, p->n_event_md, sizeof *p->event_md, id);
+}
+
+const xpf_event_md *xpf_plane_event_md(const xpf_plane *p, int64_t id)
+{
+	return event_md(p, id);
 }
 
 /* Inlined where millions of events and stats are read. */
@@ -1853,8 +1859,7 @@ next_head(xpf_event_iter *it, xpf_event_head *h, const xpf_pick *pick, xpf_raw_s
 			v[g.num] = (int64_t)g.v;
 		k = -1; /* unusual: the pick is left to xpf_stats_next_of */
 	}
-	const xpf_event_md *md =
-		id_lookup(&pl->event_md_by_id, pl->event_md, pl->n_event_md, sizeof *pl->event_md, v[1]);
+	const xpf_event_md *md = event_md(pl, v[1]);
 	if (md == NULL)
 		goto slow;
 	int64_t base = pl->lines[it->line].timestamp_ns, end_ps, t;
