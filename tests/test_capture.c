@@ -306,6 +306,89 @@ static void test_conv_run(void **state)
 	xpf_input_free(in);
 }
 
+/* The quick reading of an event's stats (xpf_events_next_pick, with its
+ * four- and five-byte path, and xpf_stats_pick) against the reference
+ * iterator (xpf_stats_next_of) on every event of a real capture: the same
+ * stats, in order, with the same kinds and values, wherever the quick one
+ * vouches; once with every stat id wanted, once with every other one. */
+static void stat_same(const xpf_stat *a, const xpf_stat *b)
+{
+	assert_int_equal(a->metadata_id, b->metadata_id);
+	assert_string_equal(a->name, b->name);
+	assert_int_equal(a->kind, b->kind);
+	assert_int_equal(a->u, b->u);
+	assert_int_equal(a->i, b->i);
+	assert_memory_equal(&a->d, &b->d, sizeof a->d);
+	assert_int_equal(a->s.n, b->s.n);
+	if (a->s.n)
+		assert_memory_equal(a->s.p, b->s.p, a->s.n);
+}
+
+static void check_picks(const char *rel, size_t *nstats)
+{
+	xpf_capture *c = open_or_skip(rel);
+	xpf_error err = { 0 };
+	for (size_t pi = 0; pi < xpf_capture_nplanes(c); pi++) {
+		const xpf_plane *p;
+		assert_int_equal(xpf_capture_plane(c, pi, &p, &err), XPF_OK);
+		int64_t all[256];
+		size_t nall = 0;
+		for (int64_t id = 0; id < 1024 && nall < 256; id++)
+			if (xpf_plane_stat_name(p, id))
+				all[nall++] = id;
+		for (int every = 1; every <= 2; every++) {
+			int64_t ids[256];
+			size_t n = 0;
+			for (size_t k = 0; k < nall; k += (size_t)every)
+				ids[n++] = all[k];
+			xpf_pick pick;
+			xpf_pick_init(&pick, ids, n);
+			for (size_t l = 0; l < p->nlines; l++) {
+				xpf_event_iter it;
+				xpf_event_head h;
+				xpf_raw_stat raw[16];
+				int np, rc;
+				xpf_events_begin(p, l, &it);
+				while ((rc = xpf_events_next_pick(&it, &h, &pick, raw, 16, &np, &err)) == 1) {
+					if (np < 0)
+						continue;
+					xpf_event ev;
+					xpf_stat_iter sit;
+					xpf_stat want[16], quick[16];
+					int nw = 0;
+					xpf_event_of_head(p, l, &h, &ev);
+					xpf_stats_of_event(p, &ev, &sit);
+					while (nw < 16 && xpf_stats_next_of(&sit, ids, n, &want[nw], &err) == 1)
+						nw++;
+					assert_int_equal(np, nw);
+					assert_int_equal(xpf_stats_pick(p, &h, &pick, quick, 16), nw);
+					for (int k = 0; k < nw; k++) {
+						xpf_stat st;
+						assert_true(xpf_stat_resolve(p, &raw[k], &st));
+						stat_same(&st, &want[k]);
+						stat_same(&quick[k], &want[k]);
+					}
+					*nstats += (size_t)nw;
+				}
+				assert_int_equal(rc, 0);
+			}
+		}
+	}
+	xpf_capture_free(c);
+}
+
+static void test_picks(void **state)
+{
+	(void)state;
+	size_t nstats = 0;
+	check_picks("captures/mi300x-jax08-gemm.xplane.pb", &nstats);
+	check_picks("captures/tpu-v6e-inference.xplane.pb", &nstats);
+	fprintf(stderr, "picks: %zu stats read both ways\n", nstats);
+	/* the two captures' wanted stats on events the quick reading vouched
+	 * for, both passes */
+	assert_int_equal(nstats, 59844);
+}
+
 static void test_bare_hlo(void **state)
 {
 	const char *p = shared_path("captures/hlo/h100-maxtext-jit_train_step.hlo.pb");
@@ -494,6 +577,7 @@ int main(void)
 		cmocka_unit_test(test_bad_shared),
 		cmocka_unit_test(test_bad_handmade),
 		cmocka_unit_test(test_deep_shape),
+		cmocka_unit_test(test_picks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
