@@ -1831,7 +1831,13 @@ next_head(xpf_event_iter *it, xpf_event_head *h, const xpf_pick *pick, xpf_raw_s
 			if (pick && k >= 0 && pick_has(pick, q[3])) {
 				uint64_t val = q[1] == 4 ? q[5] : (uint64_t)(q[5] & 0x7f) | (uint64_t)q[6] << 7;
 				xpf_raw_stat spare, *r = (size_t)k < max ? &out[k] : &spare;
-				*r = (xpf_raw_stat){ .metadata_id = q[3] };
+				/* field by field: a compound literal is a rep stos here,
+				 * a fifth of the kernel walk */
+				r->metadata_id = q[3];
+				r->u = r->dbits = 0;
+				r->i = 0;
+				r->s.p = NULL;
+				r->s.n = 0;
 				raw_set_varint(r, q[4], val);
 				k = r == &spare ? -1 : k + 1;
 			}
