@@ -256,6 +256,25 @@ static void check_invariants(struct fixture *f)
 	assert_int_equal(na + nd, rt->nevents);
 	for (size_t i = 1; i < rt->nevents; i++)
 		assert_true(rt->events[i - 1].t_ps <= rt->events[i].t_ps);
+	/* what the events asked for is kept once: no two requests alike (the
+	 * threads' merged into the first's), each used by an event */
+	bool *used = calloc(rt->nrequests ? rt->nrequests : 1, sizeof *used);
+	assert_non_null(used);
+	for (size_t i = 0; i < rt->nevents; i++) {
+		assert_true(rt->events[i].request < rt->nrequests);
+		used[rt->events[i].request] = true;
+	}
+	for (size_t r = 0; r < rt->nrequests; r++) {
+		const xpf_rt_request *q = &rt->requests[r];
+		assert_true(used[r]);
+		for (size_t k = 0; k < r; k++)
+			assert_false(rt->requests[k].requested_bytes == q->requested_bytes &&
+				     rt->requests[k].has_requested == q->has_requested &&
+				     (rt->requests[k].shape == q->shape ||
+				      (q->shape && rt->requests[k].shape &&
+				       strcmp(rt->requests[k].shape, q->shape) == 0)));
+	}
+	free(used);
 	for (size_t i = 0; i < rt->nexecutions; i++) {
 		const xpf_rt_execution *x = &rt->executions[i];
 		assert_int_equal(x->n, i + 1);
@@ -371,8 +390,8 @@ static void test_attention(void **state)
 	assert_false(f.rt->keyed_by_index);
 	uint64_t maxreq = 0;
 	for (size_t i = 0; i < f.rt->nevents; i++)
-		if (f.rt->events[i].requested_bytes > maxreq)
-			maxreq = f.rt->events[i].requested_bytes;
+		if (xpf_rt_ev_requested(f.rt, &f.rt->events[i]) > maxreq)
+			maxreq = xpf_rt_ev_requested(f.rt, &f.rt->events[i]);
 	assert_int_equal(maxreq, 134217728);
 	/* every execution names a module and ran (thunks nested in it) */
 	assert_int_equal(f.rt->nexecutions, 81);
@@ -508,7 +527,7 @@ static void test_tpu(void **state)
 	size_t nfree = 0;
 	for (size_t i = 0; i < f.rt->nevents; i++) {
 		const xpf_rt_event *e = &f.rt->events[i];
-		assert_int_equal(e->has_requested, e->kind == XPF_RT_ALLOC);
+		assert_int_equal(xpf_rt_ev_has_requested(f.rt, e), e->kind == XPF_RT_ALLOC);
 		nfree += e->kind == XPF_RT_DEALLOC;
 	}
 	assert_int_equal(nfree, 453);

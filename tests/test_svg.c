@@ -354,6 +354,9 @@ static void test_timeline_huge(void **state)
 	rt.nallocators = 3;
 	rt.events = ev;
 	rt.nevents = nev;
+	xpf_rt_request none = { 0, NULL, false }; /* what every event asked (request 0) */
+	rt.requests = &none;
+	rt.nrequests = 1;
 	rt.executions = ex;
 	rt.nexecutions = nex;
 	rt.retries = re;

@@ -173,7 +173,7 @@ static void check_runtime(xpf_host *h, const xpf_diagnosis *d, const xpf_runtime
 		for (size_t i = 0; i < rt->nevents; i++) {
 			const xpf_rt_event *ev = &rt->events[i];
 			if (ev->role == XPF_RT_ROLE_TEMP && ev->execution >= 0)
-				asked[ev->execution] += ev->requested_bytes;
+				asked[ev->execution] += xpf_rt_ev_requested(rt, ev);
 		}
 		/* BFC rounds every chunk up to 256 bytes. */
 		uint64_t rounded = (p->temp_bytes + 255) / 256 * 256;

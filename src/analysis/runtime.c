@@ -226,6 +226,9 @@ struct scan {
 	xpf_pick alloc_pick;     /* of alloc_ids */
 	/* shapes kept once each (intern) */
 	xpf_intern *interned;
+	/* rt->requests by (requested_bytes, shape pointer << 1 | has_requested) */
+	xpf_map req_map;
+	size_t cap_req;
 	int last_alloc;          /* the allocator of the last event read, or -1 */
 	size_t last_alloc_len;   /* its name's length */
 };
@@ -251,6 +254,26 @@ static const char *intern(struct scan *sc, const char *str, size_t n)
 	if (sc->interned == NULL)
 		sc->interned = xpf_intern_new();
 	return xpf_intern_get(sc->interned, str, n);
+}
+
+/* The index in s->rt->requests of (req, has_req, shape), shape interned by
+ * s: added when new. */
+static uint32_t request_of(struct scan *s, uint64_t req, bool has_req, const char *shape)
+{
+	xpf_runtime *rt = s->rt;
+	if (s->req_map.cap == 0)
+		xpf_map_init(&s->req_map, 64);
+	uint64_t b = (uint64_t)(uintptr_t)shape << 1 | has_req;
+	size_t k = xpf_map_find(&s->req_map, req, b);
+	if (s->req_map.s[k].val >= 0)
+		return (uint32_t)s->req_map.s[k].val;
+	xpf_rt_request *r = XPF_VEC_PUSH(rt->requests, rt->nrequests, s->cap_req);
+	r->requested_bytes = req;
+	r->shape = shape;
+	r->has_requested = has_req;
+	/* fewer than the events, which are fewer than 2^31 */
+	xpf_map_put(&s->req_map, req, b, (int64_t)(rt->nrequests - 1));
+	return (uint32_t)(rt->nrequests - 1);
 }
 
 /* The runtime keeps a scan's set of strings (its events point into it). */
@@ -317,8 +340,9 @@ static void events_room(struct scan *s, size_t n)
 	s->cap_events = s->rt->events ? n : 0;
 }
 
-/* Millions of events: every byte of one is MiBs of fresh pages. */
-_Static_assert(sizeof (xpf_rt_event) <= 80, "xpf_rt_event grew past 80 bytes");
+/* Millions of events: every byte of one is MiBs of fresh pages (a 1 GiB
+ * capture's 1.6 M events at 80 bytes took 0.1 s more than at 64). */
+_Static_assert(sizeof (xpf_rt_event) <= 64, "xpf_rt_event grew past 64 bytes");
 
 /* A capacity for n records grown from cap: at least doubled, at least 64. */
 static size_t grown_cap(size_t cap, size_t n)
@@ -419,6 +443,14 @@ static unsigned md_class(struct scan *s, size_t k, const char *name)
 /* ev: the allocator event (flags: its class, t0: its start); enclosing and
  * transfer: the host event around it and the transfer-family event around
  * it, as 1 + their event metadata index (0: none). */
+/* More allocators than a runtime holds (the same words whichever thread
+ * finds it out). */
+static int too_many_allocators(const struct scan *s, xpf_error *err)
+{
+	return xpf_fail(err, XPF_EMALFORMED, "%s: more than %d allocators: not supported",
+			xpf_capture_label(s->h->cap), XPF_RT_MAX_ALLOCATORS);
+}
+
 static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head *head,
 		      unsigned flags, int64_t t0, uint32_t enclosing, uint32_t transfer,
 		      size_t line, xpf_error *err)
@@ -492,19 +524,19 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 		name[nn] = '\0';
 		a = s->last_alloc = find_allocator(rt, &s->cap_alloc, name, by_index);
 		s->last_alloc_len = nn;
+		if (rt->nallocators > XPF_RT_MAX_ALLOCATORS)
+			return too_many_allocators(s, err);
 	}
 	if (rt->nevents >= INT32_MAX)
 		return xpf_fail(err, XPF_EMALFORMED,
 				"%s: more than %d allocator events: not supported",
 				xpf_capture_label(s->h->cap), INT32_MAX);
 	xpf_rt_event *ev = push_event(s);
-	ev->allocator = a;
+	ev->allocator = (int16_t)a;
 	ev->kind = (flags & F_ALLOC) ? XPF_RT_ALLOC : XPF_RT_DEALLOC;
 	ev->t_ps = t0;
 	ev->bytes = abytes > 0 ? (uint64_t)abytes : 0;
-	ev->requested_bytes = req > 0 ? (uint64_t)req : 0;
 	ev->has_bytes = has_abytes;
-	ev->has_requested = has_req;
 	ev->addr = addr;
 	ev->in_use_after = (uint64_t)(allocated > 0 ? allocated : 0) + (uint64_t)(reserved > 0 ? reserved : 0);
 	/* for scan_capacity once the line is read (events an unordered line
@@ -512,10 +544,11 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 	*XPF_VEC_PUSH(s->avail, s->navail, s->capavail) = available > 0 ? (uint64_t)available : 0;
 	if (peak > 0 && (uint64_t)peak > rt->allocators[a].lifetime_peak_bytes)
 		rt->allocators[a].lifetime_peak_bytes = (uint64_t)peak;
-	ev->line = line;
+	ev->line = (uint32_t)line;
 	ev->enclosing_md = enclosing;
 	ev->transfer_md = transfer;
-	ev->shape = shape.p ? intern(s, shape.p, shape.n) : NULL;
+	ev->request = request_of(s, req > 0 ? (uint64_t)req : 0, has_req,
+				 shape.p ? intern(s, shape.p, shape.n) : NULL);
 	ev->match = -1;
 	ev->execution = -1;
 	ev->buffer_allocation = -1;
@@ -1678,6 +1711,7 @@ struct host_thread {
 	xpf_runtime rt;
 	struct xpf_rt_priv pv;
 	int *amap;            /* its allocators' indexes in the main runtime (-1: not yet) */
+	int64_t *rmap;        /* its requests' indexes in the main runtime (-1: not yet) */
 };
 
 struct host_work {
@@ -1790,7 +1824,15 @@ static void chunk_merge(struct scan *s, struct host_thread *th, const struct hos
 		if (*m < 0)
 			*m = find_allocator(rt, &s->cap_alloc, br->allocators[e->allocator].name,
 					    br->allocators[e->allocator].keyed_by_index);
-		e->allocator = *m;
+		e->allocator = (int16_t)*m; /* < 8 threads' limits (scan_host checks) */
+		/* and its request, its shape kept by the main scan's set */
+		int64_t *rq = &th->rmap[e->request];
+		if (*rq < 0) {
+			const xpf_rt_request *q = &br->requests[e->request];
+			const char *shape = q->shape ? intern(s, q->shape, strlen(q->shape)) : NULL;
+			*rq = request_of(s, q->requested_bytes, q->has_requested, shape);
+		}
+		e->request = (uint32_t)*rq;
 		if (e->execution >= 0)
 			e->execution += (int32_t)xoff;
 	}
@@ -1835,6 +1877,9 @@ static void thread_done(struct scan *s, struct host_thread *th)
 	for (size_t a = 0; a < br->nallocators; a++)
 		free(br->allocators[a].name);
 	free(br->allocators);
+	free(br->requests);
+	xpf_map_free(&th->s.req_map);
+	free(th->rmap);
 	free(bv->peak);
 	rt->keyed_by_index |= br->keyed_by_index;
 	if (br->end_ns > rt->end_ns)
@@ -1900,6 +1945,8 @@ static int scan_host(struct scan *s, size_t *nchunks_read, size_t *nby_others, x
 		memset(&b->s.win, 0, sizeof b->s.win);
 		b->s.last_alloc = -1;
 		b->s.interned = NULL;
+		memset(&b->s.req_map, 0, sizeof b->s.req_map);
+		b->s.cap_req = 0;
 		b->s.kbuf = NULL;
 		b->s.kbuf_n = b->s.kbuf_cap = 0;
 		b->s.avail = NULL;
@@ -1930,6 +1977,10 @@ static int scan_host(struct scan *s, size_t *nchunks_read, size_t *nby_others, x
 					       sizeof *th[t].amap);
 		for (size_t a = 0; a < th[t].rt.nallocators; a++)
 			th[t].amap[a] = -1;
+		th[t].rmap = xpf_realloc_array(NULL, th[t].rt.nrequests ? th[t].rt.nrequests : 1,
+					       sizeof *th[t].rmap);
+		for (size_t r = 0; r < th[t].rt.nrequests; r++)
+			th[t].rmap[r] = -1;
 	}
 	for (size_t k = 0; k < nchunks; k++)
 		*nby_others += ch[k].thread != 0 && ch[k].to > ch[k].from;
@@ -1943,6 +1994,9 @@ static int scan_host(struct scan *s, size_t *nchunks_read, size_t *nby_others, x
 		thread_done(s, &th[t]);
 	free(th);
 	free(ch);
+	/* each thread held at most the limit; together they may hold more */
+	if (rc == XPF_OK && s->rt->nallocators > XPF_RT_MAX_ALLOCATORS)
+		rc = too_many_allocators(s, err);
 	return rc;
 }
 
@@ -2160,6 +2214,7 @@ out:
 	free(s.md_flags);
 	free(s.md_dev);
 	keep_interns(rt->priv, &s.interned);
+	xpf_map_free(&s.req_map);
 	free(s.kbuf);
 	free(s.avail);
 	xpf_window_release(&s.win);
@@ -2203,6 +2258,7 @@ void xpf_runtime_free(void *p)
 		free(rt->allocators[a].name);
 	free(rt->allocators);
 	xpf_big_free(rt->events, rt->priv ? rt->priv->events_map_len : 0);
+	free(rt->requests);
 	xpf_big_free(rt->executions, rt->priv ? rt->priv->exec_map_len : 0);
 	free(rt->retries);
 	struct xpf_rt_priv *pv = rt->priv;

@@ -69,10 +69,10 @@ enum xpf_rt_role {
 typedef struct xpf_rt_event {
 	int64_t t_ps;              /* its time: see xpf_rt_ev_ns() */
 	uint64_t bytes;            /* allocation_bytes (the chunk) */
-	uint64_t requested_bytes;
 	uint64_t addr;
 	uint64_t in_use_after;     /* bytes_allocated + bytes_reserved after the event */
-	const char *shape;         /* `shape` stat, or NULL; interned */
+	uint32_t request;          /* what it asked for: rt->requests[request]
+				      (xpf_rt_ev_requested, xpf_rt_ev_shape) */
 	/* The host events around it, as 1 + their event metadata index in the
 	 * host plane (0: none): see xpf_rt_ev_enclosing / xpf_rt_ev_transfer. */
 	uint32_t enclosing_md;     /* innermost host event around it on its line */
@@ -83,13 +83,25 @@ typedef struct xpf_rt_event {
 	int32_t execution;         /* the execution it happened in, or -1 */
 	int32_t buffer_allocation; /* matched BufferAllocationProto index, or -1 */
 	uint32_t line;             /* line index in the /host:CPU plane */
-	int allocator;
-	uint8_t kind;              /* enum xpf_rt_kind */
-	uint8_t role;              /* enum xpf_rt_role */
+	int16_t allocator;         /* < XPF_RT_MAX_ALLOCATORS */
+	uint8_t kind : 1;          /* enum xpf_rt_kind */
+	uint8_t role : 3;          /* enum xpf_rt_role */
 	bool in_build : 1;         /* inside that execution's `Build buffer allocations` */
 	bool has_bytes : 1;        /* allocation_bytes read, or (a free) taken from its match */
-	bool has_requested : 1;    /* requested_bytes read (TPU frees carry none) */
 } xpf_rt_event;
+
+/* The most allocators a runtime holds (an event keeps its allocator in 16
+ * bits; a capture has a few a device): more is an error. */
+#define XPF_RT_MAX_ALLOCATORS 4095
+
+/* What allocator events asked for, kept once for all the events that ask
+ * alike: a long capture repeats a few sizes and shapes millions of times,
+ * and every byte of an event is MiBs of fresh pages. */
+typedef struct xpf_rt_request {
+	uint64_t requested_bytes;
+	const char *shape;         /* `shape` stat, or NULL; interned */
+	bool has_requested;        /* requested_bytes read (TPU frees carry none) */
+} xpf_rt_request;
 
 enum xpf_launched { XPF_LAUNCHED_UNKNOWN = 0, XPF_LAUNCHED_YES, XPF_LAUNCHED_NO };
 
@@ -165,6 +177,8 @@ typedef struct xpf_runtime {
 	xpf_rt_allocator *allocators;
 	size_t nevents;
 	xpf_rt_event *events;
+	size_t nrequests;
+	xpf_rt_request *requests;  /* what the events asked for (their `request`) */
 	size_t nexecutions;
 	xpf_rt_execution *executions;
 	size_t nretries;
@@ -186,6 +200,24 @@ static inline int64_t xpf_rt_floor_ns(int64_t ps)
 static inline int64_t xpf_rt_ev_ns(const xpf_rt_event *e)
 {
 	return xpf_rt_floor_ns(e->t_ps);
+}
+
+/* An allocator event's requested_bytes (0 when it has none). */
+static inline uint64_t xpf_rt_ev_requested(const xpf_runtime *rt, const xpf_rt_event *e)
+{
+	return rt->requests[e->request].requested_bytes;
+}
+
+/* Whether it carried requested_bytes (TPU frees carry none). */
+static inline bool xpf_rt_ev_has_requested(const xpf_runtime *rt, const xpf_rt_event *e)
+{
+	return rt->requests[e->request].has_requested;
+}
+
+/* Its `shape` stat, or NULL. */
+static inline const char *xpf_rt_ev_shape(const xpf_runtime *rt, const xpf_rt_event *e)
+{
+	return rt->requests[e->request].shape;
 }
 
 /* The name of the innermost host event around an allocator event, or NULL. */

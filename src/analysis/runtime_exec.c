@@ -372,7 +372,7 @@ static void join_plan(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, size_t
 		xpf_rt_event *e = &rt->events[evs[k]];
 		for (size_t j = 0; j < p->nrun; j++) {
 			size_t i = p->run[j];
-			if (used[i] || p->size[j] != e->requested_bytes)
+			if (used[i] || p->size[j] != xpf_rt_ev_requested(rt, e))
 				continue;
 			const Xla__BufferAllocationProto *a = p->ba->buffer_allocations[i];
 			used[i] = true;
@@ -591,7 +591,7 @@ static void *join_range_run(void *arg)
 			    (x->allocator >= 0 && e->allocator != x->allocator))
 				continue;
 			build_evs[nseen] = mine[k];
-			seen_v[nseen++] = e->requested_bytes;
+			seen_v[nseen++] = xpf_rt_ev_requested(rt, e);
 		}
 		struct seen seen = { seen_v, nseen, seen_sorted, false };
 		link_execution(h, rt, j->mp, xi, &seen, cand, hit);
@@ -823,18 +823,18 @@ static void origin_of(const xpf_runtime *rt, const xpf_rt_event *e, xpf_rt_block
 	} else if (xpf_rt_ev_transfer(rt, e)) {
 		blk->origin = XPF_ORIGIN_TRANSFER;
 		xpf_buf_adds(t, xpf_rt_ev_transfer(rt, e));
-		if (e->shape)
-			xpf_buf_printf(t, "(%s)", e->shape);
+		if (xpf_rt_ev_shape(rt, e))
+			xpf_buf_printf(t, "(%s)", xpf_rt_ev_shape(rt, e));
 	} else if (xpf_rt_ev_enclosing(rt, e)) {
 		blk->origin = XPF_ORIGIN_HOST_EVENT;
 		xpf_buf_adds(t, xpf_rt_ev_enclosing(rt, e));
-		if (e->shape)
-			xpf_buf_printf(t, "(%s)", e->shape);
+		if (xpf_rt_ev_shape(rt, e))
+			xpf_buf_printf(t, "(%s)", xpf_rt_ev_shape(rt, e));
 	} else {
 		blk->origin = XPF_ORIGIN_HOST_EVENT;
 		xpf_buf_adds(t, "outside any host event");
-		if (e->shape)
-			xpf_buf_printf(t, "(%s)", e->shape);
+		if (xpf_rt_ev_shape(rt, e))
+			xpf_buf_printf(t, "(%s)", xpf_rt_ev_shape(rt, e));
 	}
 	blk->origin_text = xpf_strdup(t->data ? t->data : "");
 }
@@ -921,11 +921,11 @@ int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, si
 		origin_of(rt, e, b, &t);
 		b->addr = e->addr;
 		b->bytes = e->bytes;
-		b->requested_bytes = e->requested_bytes;
-		b->has_requested = e->has_requested;
+		b->requested_bytes = xpf_rt_ev_requested(rt, e);
+		b->has_requested = xpf_rt_ev_has_requested(rt, e);
 		b->event = (long)i;
 		b->host_event = xpf_rt_ev_enclosing(rt, e);
-		b->shape = e->shape;
+		b->shape = xpf_rt_ev_shape(rt, e);
 		sum += e->bytes;
 	}
 	xpf_buf_release(&t);

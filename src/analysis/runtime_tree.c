@@ -213,8 +213,8 @@ static int render_events(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 		if (e->has_bytes) /* missing values are empty */
 			xpf_buf_printf(out, "%" PRIu64, e->bytes);
 		xpf_buf_addc(out, '\t');
-		if (e->has_requested)
-			xpf_buf_printf(out, "%" PRIu64, e->requested_bytes);
+		if (xpf_rt_ev_has_requested(rt, e))
+			xpf_buf_printf(out, "%" PRIu64, xpf_rt_ev_requested(rt, e));
 		xpf_buf_printf(out, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64 "\t", e->addr, e->in_use_after,
 			       xpf_rt_ev_thread(rt, e));
 		xpf_buf_tsv(out, xpf_rt_ev_enclosing(rt, e));
@@ -227,7 +227,7 @@ static int render_events(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 		if (e->buffer_allocation >= 0)
 			xpf_buf_printf(out, "%ld", (long)e->buffer_allocation);
 		xpf_buf_addc(out, '\t');
-		xpf_buf_tsv(out, e->shape);
+		xpf_buf_tsv(out, xpf_rt_ev_shape(rt, e));
 		xpf_buf_addc(out, '\n');
 	}
 	(void)n;
@@ -427,7 +427,7 @@ static int render_exec_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf
 			xpf_buf_printf(out, "  buffer allocation %ld (%s): %" PRIu64 " bytes at %" PRIu64 "\n",
 				       (long)e->buffer_allocation,
 				       e->role == XPF_RT_ROLE_OUTPUT ? "output" : "temp",
-				       e->requested_bytes, e->addr);
+				       xpf_rt_ev_requested(rt, e), e->addr);
 		}
 	}
 	xpf_rt_block *b;

@@ -299,6 +299,14 @@ def cases():
     c['count-events-20k.xplane.pb'] = base(cpu=cpu_plane(
         events=cpu_events() + [event(2, 5_000_000 + k)
                                 for k in range(20_000)]))
+    # 5,000 allocators, one allocation each, on ten lines (so that threads
+    # that read some lines each hold fewer): more than a runtime holds.
+    c['count-allocators-5k.xplane.pb'] = base(cpu=cpu_plane(extra_lines=[
+        line(200 + j, 'pool', 1000, [event(1, 5_000_000 + k, 0,
+                                           alloc_stats(1024, 1024, 0x7000,
+                                                       allocator='pool_%d' % (j * 500 + k)))
+                                     for k in range(500)])
+        for j in range(10)]))
     c['hlo-packed-20k.xplane.pb'] = base(modules=[('jit_f(1)', 1, hlo_proto(
         shp=shape(F32, [1] * 20_000)))])
 
