@@ -256,25 +256,21 @@ static void check_invariants(struct fixture *f)
 	assert_int_equal(na + nd, rt->nevents);
 	for (size_t i = 1; i < rt->nevents; i++)
 		assert_true(rt->events[i - 1].t_ps <= rt->events[i].t_ps);
-	/* what the events asked for is kept once: no two requests alike (the
-	 * threads' merged into the first's), each used by an event */
-	bool *used = calloc(rt->nrequests ? rt->nrequests : 1, sizeof *used);
-	assert_non_null(used);
-	for (size_t i = 0; i < rt->nevents; i++) {
-		assert_true(rt->events[i].request < rt->nrequests);
-		used[rt->events[i].request] = true;
+	/* each allocation site is kept once: no two sites alike (the threads'
+	 * merged into the first's) */
+	for (size_t i = 0; i < rt->nevents; i++)
+		assert_true(rt->events[i].site < rt->nsites);
+	for (size_t r = 0; r < rt->nsites; r++) {
+		const xpf_rt_site *q = &rt->sites[r];
+		for (size_t k = 0; k < r; k++) {
+			const xpf_rt_site *o = &rt->sites[k];
+			assert_false(o->bytes == q->bytes && o->requested_bytes == q->requested_bytes &&
+				     o->has_bytes == q->has_bytes && o->has_requested == q->has_requested &&
+				     o->enclosing_md == q->enclosing_md && o->transfer_md == q->transfer_md &&
+				     (o->shape == q->shape ||
+				      (q->shape && o->shape && strcmp(o->shape, q->shape) == 0)));
+		}
 	}
-	for (size_t r = 0; r < rt->nrequests; r++) {
-		const xpf_rt_request *q = &rt->requests[r];
-		assert_true(used[r]);
-		for (size_t k = 0; k < r; k++)
-			assert_false(rt->requests[k].requested_bytes == q->requested_bytes &&
-				     rt->requests[k].has_requested == q->has_requested &&
-				     (rt->requests[k].shape == q->shape ||
-				      (q->shape && rt->requests[k].shape &&
-				       strcmp(rt->requests[k].shape, q->shape) == 0)));
-	}
-	free(used);
 	for (size_t i = 0; i < rt->nexecutions; i++) {
 		const xpf_rt_execution *x = &rt->executions[i];
 		assert_int_equal(x->n, i + 1);
@@ -325,7 +321,7 @@ static void check_invariants(struct fixture *f)
 			const xpf_rt_event *e = &rt->events[j];
 			if (e->allocator == x->allocator && e->kind == XPF_RT_ALLOC &&
 			    !(e->match >= 0 && rt->events[e->match].t_ps < x->start_ps))
-				want_seen += e->bytes;
+				want_seen += xpf_rt_ev_bytes(rt, e);
 		}
 		assert_int_equal(seen, want_seen);
 		xpf_rt_blocks_free(b, nb);

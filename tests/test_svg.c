@@ -321,7 +321,7 @@ static void test_timeline_huge(void **state)
 				in_use[a] = 0;
 		}
 		ev[i].kind = alloc ? XPF_RT_ALLOC : XPF_RT_DEALLOC;
-		ev[i].bytes = bytes;
+		ev[i].site = (uint32_t)a; /* sites[a]: bytes */
 		ev[i].in_use_after = in_use[a] % (30 * G);
 		if (ev[i].in_use_after > al[a].peak_in_window_bytes) {
 			al[a].peak_in_window_bytes = ev[i].in_use_after;
@@ -354,9 +354,11 @@ static void test_timeline_huge(void **state)
 	rt.nallocators = 3;
 	rt.events = ev;
 	rt.nevents = nev;
-	xpf_rt_request none = { 0, NULL, false }; /* what every event asked (request 0) */
-	rt.requests = &none;
-	rt.nrequests = 1;
+	xpf_rt_site sites[3]; /* an allocator's events: (a + 1) MiB each */
+	for (int a = 0; a < 3; a++)
+		sites[a] = (xpf_rt_site){ .bytes = (uint64_t)(a + 1) << 20, .has_bytes = true };
+	rt.sites = sites;
+	rt.nsites = 3;
 	rt.executions = ex;
 	rt.nexecutions = nex;
 	rt.retries = re;

@@ -226,9 +226,6 @@ struct scan {
 	xpf_pick alloc_pick;     /* of alloc_ids */
 	/* shapes kept once each (intern) */
 	xpf_intern *interned;
-	/* rt->requests by (requested_bytes, shape pointer << 1 | has_requested) */
-	xpf_map req_map;
-	size_t cap_req;
 	int last_alloc;          /* the allocator of the last event read, or -1 */
 	size_t last_alloc_len;   /* its name's length */
 };
@@ -256,24 +253,39 @@ static const char *intern(struct scan *sc, const char *str, size_t n)
 	return xpf_intern_get(sc->interned, str, n);
 }
 
-/* The index in s->rt->requests of (req, has_req, shape), shape interned by
- * s: added when new. */
-static uint32_t request_of(struct scan *s, uint64_t req, bool has_req, const char *shape)
+static bool same_site(const xpf_rt_site *a, const xpf_rt_site *b)
 {
-	xpf_runtime *rt = s->rt;
-	if (s->req_map.cap == 0)
-		xpf_map_init(&s->req_map, 64);
-	uint64_t b = (uint64_t)(uintptr_t)shape << 1 | has_req;
-	size_t k = xpf_map_find(&s->req_map, req, b);
-	if (s->req_map.s[k].val >= 0)
-		return (uint32_t)s->req_map.s[k].val;
-	xpf_rt_request *r = XPF_VEC_PUSH(rt->requests, rt->nrequests, s->cap_req);
-	r->requested_bytes = req;
-	r->shape = shape;
-	r->has_requested = has_req;
+	return a->bytes == b->bytes && a->requested_bytes == b->requested_bytes &&
+	       a->shape == b->shape && a->enclosing_md == b->enclosing_md &&
+	       a->transfer_md == b->transfer_md && a->has_bytes == b->has_bytes &&
+	       a->has_requested == b->has_requested;
+}
+
+/* The index in rt->sites of a site like *want (its shape interned by the
+ * runtime's scan), added when new.  The map holds a hash of each; a slot
+ * whose site differs (a collision of 128 bits) sends it to a search. */
+static uint32_t site_of(xpf_runtime *rt, const xpf_rt_site *want)
+{
+	struct xpf_rt_priv *pv = rt->priv;
+	if (pv->site_map.cap == 0)
+		xpf_map_init(&pv->site_map, 64);
+	uint64_t a = want->bytes * 0x9E3779B97F4A7C15ull ^ want->requested_bytes ^
+		     (uint64_t)want->has_bytes << 62 ^ (uint64_t)want->has_requested << 63;
+	uint64_t b = (uint64_t)(uintptr_t)want->shape * 0xC2B2AE3D27D4EB4Full ^
+		     ((uint64_t)want->enclosing_md << 32 | want->transfer_md);
+	size_t k = xpf_map_find(&pv->site_map, a, b);
+	int64_t v = pv->site_map.s[k].val;
+	if (v >= 0 && same_site(&rt->sites[v], want))
+		return (uint32_t)v;
+	if (v >= 0) /* a collision: the site may be kept, not mapped */
+		for (size_t i = 0; i < rt->nsites; i++)
+			if (same_site(&rt->sites[i], want))
+				return (uint32_t)i;
+	*XPF_VEC_PUSH(rt->sites, rt->nsites, pv->cap_sites) = *want;
 	/* fewer than the events, which are fewer than 2^31 */
-	xpf_map_put(&s->req_map, req, b, (int64_t)(rt->nrequests - 1));
-	return (uint32_t)(rt->nrequests - 1);
+	if (v < 0)
+		xpf_map_put(&pv->site_map, a, b, (int64_t)(rt->nsites - 1));
+	return (uint32_t)(rt->nsites - 1);
 }
 
 /* The runtime keeps a scan's set of strings (its events point into it). */
@@ -341,8 +353,8 @@ static void events_room(struct scan *s, size_t n)
 }
 
 /* Millions of events: every byte of one is MiBs of fresh pages (a 1 GiB
- * capture's 1.6 M events at 80 bytes took 0.1 s more than at 64). */
-_Static_assert(sizeof (xpf_rt_event) <= 64, "xpf_rt_event grew past 64 bytes");
+ * capture's 1.6 M events at 80 bytes took 0.15 s more than at 64). */
+_Static_assert(sizeof (xpf_rt_event) <= 48, "xpf_rt_event grew past 48 bytes");
 
 /* A capacity for n records grown from cap: at least doubled, at least 64. */
 static size_t grown_cap(size_t cap, size_t n)
@@ -535,8 +547,6 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 	ev->allocator = (int16_t)a;
 	ev->kind = (flags & F_ALLOC) ? XPF_RT_ALLOC : XPF_RT_DEALLOC;
 	ev->t_ps = t0;
-	ev->bytes = abytes > 0 ? (uint64_t)abytes : 0;
-	ev->has_bytes = has_abytes;
 	ev->addr = addr;
 	ev->in_use_after = (uint64_t)(allocated > 0 ? allocated : 0) + (uint64_t)(reserved > 0 ? reserved : 0);
 	/* for scan_capacity once the line is read (events an unordered line
@@ -545,10 +555,16 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 	if (peak > 0 && (uint64_t)peak > rt->allocators[a].lifetime_peak_bytes)
 		rt->allocators[a].lifetime_peak_bytes = (uint64_t)peak;
 	ev->line = (uint32_t)line;
-	ev->enclosing_md = enclosing;
-	ev->transfer_md = transfer;
-	ev->request = request_of(s, req > 0 ? (uint64_t)req : 0, has_req,
-				 shape.p ? intern(s, shape.p, shape.n) : NULL);
+	xpf_rt_site site = {
+		.bytes = abytes > 0 ? (uint64_t)abytes : 0,
+		.requested_bytes = req > 0 ? (uint64_t)req : 0,
+		.shape = shape.p ? intern(s, shape.p, shape.n) : NULL,
+		.enclosing_md = enclosing,
+		.transfer_md = transfer,
+		.has_bytes = has_abytes,
+		.has_requested = has_req,
+	};
+	ev->site = site_of(rt, &site);
 	ev->match = -1;
 	ev->execution = -1;
 	ev->buffer_allocation = -1;
@@ -1639,10 +1655,11 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail)
 	for (size_t i = 0; i < rt->nevents; i++) {
 		xpf_rt_event *e = &rt->events[i];
 		xpf_rt_allocator *a = &rt->allocators[e->allocator];
+		uint64_t bytes = xpf_rt_ev_bytes(rt, e);
 		if (a->nevents == 0) {
 			a->first_in_use_bytes = e->kind == XPF_RT_ALLOC ?
-				(e->in_use_after >= e->bytes ? e->in_use_after - e->bytes : 0) :
-				e->in_use_after + e->bytes;
+				(e->in_use_after >= bytes ? e->in_use_after - bytes : 0) :
+				e->in_use_after + bytes;
 		}
 		a->nevents++;
 		if (e->in_use_after > a->peak_in_window_bytes || a->peak_event < 0) {
@@ -1664,21 +1681,23 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail)
 			if (v >= 0) {
 				e->match = v;
 				rt->events[v].match = (long)i;
-				if (e->bytes == 0) {
-					e->bytes = rt->events[v].bytes;
-					e->has_bytes = rt->events[v].has_bytes;
+				if (bytes == 0) { /* its match's, at its own site */
+					xpf_rt_site w = rt->sites[e->site];
+					w.bytes = xpf_rt_ev_bytes(rt, &rt->events[v]);
+					w.has_bytes = xpf_rt_ev_has_bytes(rt, &rt->events[v]);
+					e->site = site_of(rt, &w);
 				}
 				xpf_map_del(&m, k);
 			} else {
 				a->unmatched_deallocations++;
-				a->unmatched_deallocated_bytes += e->bytes;
+				a->unmatched_deallocated_bytes += bytes;
 			}
 		}
 	}
 	for (size_t i = 0; i < rt->nevents; i++) {
 		xpf_rt_event *e = &rt->events[i];
 		if (e->kind == XPF_RT_ALLOC && e->match < 0) {
-			rt->allocators[e->allocator].seen_live_at_end_bytes += e->bytes;
+			rt->allocators[e->allocator].seen_live_at_end_bytes += xpf_rt_ev_bytes(rt, e);
 			rt->allocators[e->allocator].seen_live_at_end_blocks++;
 		}
 	}
@@ -1711,7 +1730,7 @@ struct host_thread {
 	xpf_runtime rt;
 	struct xpf_rt_priv pv;
 	int *amap;            /* its allocators' indexes in the main runtime (-1: not yet) */
-	int64_t *rmap;        /* its requests' indexes in the main runtime (-1: not yet) */
+	int64_t *smap;        /* its sites' indexes in the main runtime (-1: not yet) */
 };
 
 struct host_work {
@@ -1825,14 +1844,15 @@ static void chunk_merge(struct scan *s, struct host_thread *th, const struct hos
 			*m = find_allocator(rt, &s->cap_alloc, br->allocators[e->allocator].name,
 					    br->allocators[e->allocator].keyed_by_index);
 		e->allocator = (int16_t)*m; /* < 8 threads' limits (scan_host checks) */
-		/* and its request, its shape kept by the main scan's set */
-		int64_t *rq = &th->rmap[e->request];
-		if (*rq < 0) {
-			const xpf_rt_request *q = &br->requests[e->request];
-			const char *shape = q->shape ? intern(s, q->shape, strlen(q->shape)) : NULL;
-			*rq = request_of(s, q->requested_bytes, q->has_requested, shape);
+		/* and its site, its shape kept by the main scan's set */
+		int64_t *sm = &th->smap[e->site];
+		if (*sm < 0) {
+			xpf_rt_site w = br->sites[e->site];
+			if (w.shape)
+				w.shape = intern(s, w.shape, strlen(w.shape));
+			*sm = site_of(rt, &w);
 		}
-		e->request = (uint32_t)*rq;
+		e->site = (uint32_t)*sm;
 		if (e->execution >= 0)
 			e->execution += (int32_t)xoff;
 	}
@@ -1877,9 +1897,9 @@ static void thread_done(struct scan *s, struct host_thread *th)
 	for (size_t a = 0; a < br->nallocators; a++)
 		free(br->allocators[a].name);
 	free(br->allocators);
-	free(br->requests);
-	xpf_map_free(&th->s.req_map);
-	free(th->rmap);
+	free(br->sites);
+	xpf_map_free(&bv->site_map);
+	free(th->smap);
 	free(bv->peak);
 	rt->keyed_by_index |= br->keyed_by_index;
 	if (br->end_ns > rt->end_ns)
@@ -1945,8 +1965,6 @@ static int scan_host(struct scan *s, size_t *nchunks_read, size_t *nby_others, x
 		memset(&b->s.win, 0, sizeof b->s.win);
 		b->s.last_alloc = -1;
 		b->s.interned = NULL;
-		memset(&b->s.req_map, 0, sizeof b->s.req_map);
-		b->s.cap_req = 0;
 		b->s.kbuf = NULL;
 		b->s.kbuf_n = b->s.kbuf_cap = 0;
 		b->s.avail = NULL;
@@ -1977,10 +1995,10 @@ static int scan_host(struct scan *s, size_t *nchunks_read, size_t *nby_others, x
 					       sizeof *th[t].amap);
 		for (size_t a = 0; a < th[t].rt.nallocators; a++)
 			th[t].amap[a] = -1;
-		th[t].rmap = xpf_realloc_array(NULL, th[t].rt.nrequests ? th[t].rt.nrequests : 1,
-					       sizeof *th[t].rmap);
-		for (size_t r = 0; r < th[t].rt.nrequests; r++)
-			th[t].rmap[r] = -1;
+		th[t].smap = xpf_realloc_array(NULL, th[t].rt.nsites ? th[t].rt.nsites : 1,
+					       sizeof *th[t].smap);
+		for (size_t r = 0; r < th[t].rt.nsites; r++)
+			th[t].smap[r] = -1;
 	}
 	for (size_t k = 0; k < nchunks; k++)
 		*nby_others += ch[k].thread != 0 && ch[k].to > ch[k].from;
@@ -2214,7 +2232,6 @@ out:
 	free(s.md_flags);
 	free(s.md_dev);
 	keep_interns(rt->priv, &s.interned);
-	xpf_map_free(&s.req_map);
 	free(s.kbuf);
 	free(s.avail);
 	xpf_window_release(&s.win);
@@ -2258,7 +2275,7 @@ void xpf_runtime_free(void *p)
 		free(rt->allocators[a].name);
 	free(rt->allocators);
 	xpf_big_free(rt->events, rt->priv ? rt->priv->events_map_len : 0);
-	free(rt->requests);
+	free(rt->sites);
 	xpf_big_free(rt->executions, rt->priv ? rt->priv->exec_map_len : 0);
 	free(rt->retries);
 	struct xpf_rt_priv *pv = rt->priv;
@@ -2279,6 +2296,7 @@ void xpf_runtime_free(void *p)
 		for (size_t i = 0; i < pv->ninterns; i++)
 			xpf_intern_free(pv->interns[i]);
 		free(pv->interns);
+		xpf_map_free(&pv->site_map);
 		free(pv->live_ev);
 		free(pv->live_beg);
 		free(pv->live_blk_beg);

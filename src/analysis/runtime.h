@@ -68,16 +68,11 @@ enum xpf_rt_role {
  * a capture holds fewer than 2^31 events of a kind). */
 typedef struct xpf_rt_event {
 	int64_t t_ps;              /* its time: see xpf_rt_ev_ns() */
-	uint64_t bytes;            /* allocation_bytes (the chunk) */
 	uint64_t addr;
 	uint64_t in_use_after;     /* bytes_allocated + bytes_reserved after the event */
-	uint32_t request;          /* what it asked for: rt->requests[request]
-				      (xpf_rt_ev_requested, xpf_rt_ev_shape) */
-	/* The host events around it, as 1 + their event metadata index in the
-	 * host plane (0: none): see xpf_rt_ev_enclosing / xpf_rt_ev_transfer. */
-	uint32_t enclosing_md;     /* innermost host event around it on its line */
-	uint32_t transfer_md;      /* outermost transfer-family event around it
-				      (DevicePut, BufferFromHost…) */
+	uint32_t site;             /* its size, what it asked for and the host
+				      events around it: rt->sites[site]
+				      (xpf_rt_ev_bytes, xpf_rt_ev_shape, ...) */
 	int32_t match;             /* alloc: its deallocation; dealloc: its
 				      allocation; -1 if not seen */
 	int32_t execution;         /* the execution it happened in, or -1 */
@@ -87,21 +82,28 @@ typedef struct xpf_rt_event {
 	uint8_t kind : 1;          /* enum xpf_rt_kind */
 	uint8_t role : 3;          /* enum xpf_rt_role */
 	bool in_build : 1;         /* inside that execution's `Build buffer allocations` */
-	bool has_bytes : 1;        /* allocation_bytes read, or (a free) taken from its match */
 } xpf_rt_event;
 
 /* The most allocators a runtime holds (an event keeps its allocator in 16
  * bits; a capture has a few a device): more is an error. */
 #define XPF_RT_MAX_ALLOCATORS 4095
 
-/* What allocator events asked for, kept once for all the events that ask
- * alike: a long capture repeats a few sizes and shapes millions of times,
- * and every byte of an event is MiBs of fresh pages. */
-typedef struct xpf_rt_request {
+/* An allocator event's size, what it asked for and the host events around
+ * it, kept once for all the events alike: a long capture repeats a few
+ * allocation sites millions of times, and every byte of an event is MiBs
+ * of fresh pages. */
+typedef struct xpf_rt_site {
+	uint64_t bytes;            /* allocation_bytes (the chunk) */
 	uint64_t requested_bytes;
 	const char *shape;         /* `shape` stat, or NULL; interned */
+	/* The host events around it, as 1 + their event metadata index in the
+	 * host plane (0: none): see xpf_rt_ev_enclosing / xpf_rt_ev_transfer. */
+	uint32_t enclosing_md;     /* innermost host event around it on its line */
+	uint32_t transfer_md;      /* outermost transfer-family event around it
+				      (DevicePut, BufferFromHost…) */
+	bool has_bytes;            /* allocation_bytes read, or (a free) taken from its match */
 	bool has_requested;        /* requested_bytes read (TPU frees carry none) */
-} xpf_rt_request;
+} xpf_rt_site;
 
 enum xpf_launched { XPF_LAUNCHED_UNKNOWN = 0, XPF_LAUNCHED_YES, XPF_LAUNCHED_NO };
 
@@ -177,8 +179,8 @@ typedef struct xpf_runtime {
 	xpf_rt_allocator *allocators;
 	size_t nevents;
 	xpf_rt_event *events;
-	size_t nrequests;
-	xpf_rt_request *requests;  /* what the events asked for (their `request`) */
+	size_t nsites;
+	xpf_rt_site *sites;        /* the events' sites (their `site`) */
 	size_t nexecutions;
 	xpf_rt_execution *executions;
 	size_t nretries;
@@ -202,36 +204,48 @@ static inline int64_t xpf_rt_ev_ns(const xpf_rt_event *e)
 	return xpf_rt_floor_ns(e->t_ps);
 }
 
-/* An allocator event's requested_bytes (0 when it has none). */
+/* An allocator event's allocation_bytes (0 when it has none). */
+static inline uint64_t xpf_rt_ev_bytes(const xpf_runtime *rt, const xpf_rt_event *e)
+{
+	return rt->sites[e->site].bytes;
+}
+
+/* Whether it has them: read, or (a free) taken from its match. */
+static inline bool xpf_rt_ev_has_bytes(const xpf_runtime *rt, const xpf_rt_event *e)
+{
+	return rt->sites[e->site].has_bytes;
+}
+
+/* Its requested_bytes (0 when it has none). */
 static inline uint64_t xpf_rt_ev_requested(const xpf_runtime *rt, const xpf_rt_event *e)
 {
-	return rt->requests[e->request].requested_bytes;
+	return rt->sites[e->site].requested_bytes;
 }
 
 /* Whether it carried requested_bytes (TPU frees carry none). */
 static inline bool xpf_rt_ev_has_requested(const xpf_runtime *rt, const xpf_rt_event *e)
 {
-	return rt->requests[e->request].has_requested;
+	return rt->sites[e->site].has_requested;
 }
 
 /* Its `shape` stat, or NULL. */
 static inline const char *xpf_rt_ev_shape(const xpf_runtime *rt, const xpf_rt_event *e)
 {
-	return rt->requests[e->request].shape;
+	return rt->sites[e->site].shape;
 }
 
 /* The name of the innermost host event around an allocator event, or NULL. */
 static inline const char *xpf_rt_ev_enclosing(const xpf_runtime *rt, const xpf_rt_event *e)
 {
-	return e->enclosing_md && rt->host_plane ? rt->host_plane->event_md[e->enclosing_md - 1].name
-						 : NULL;
+	uint32_t md = rt->sites[e->site].enclosing_md;
+	return md && rt->host_plane ? rt->host_plane->event_md[md - 1].name : NULL;
 }
 
 /* The name of the outermost transfer-family event around it, or NULL. */
 static inline const char *xpf_rt_ev_transfer(const xpf_runtime *rt, const xpf_rt_event *e)
 {
-	return e->transfer_md && rt->host_plane ? rt->host_plane->event_md[e->transfer_md - 1].name
-						: NULL;
+	uint32_t md = rt->sites[e->site].transfer_md;
+	return md && rt->host_plane ? rt->host_plane->event_md[md - 1].name : NULL;
 }
 
 /* The id (OS thread id) of an allocator event's line. */

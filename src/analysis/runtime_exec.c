@@ -380,9 +380,9 @@ static void join_plan(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, size_t
 			e->role = a->maybe_live_out ? XPF_RT_ROLE_OUTPUT : XPF_RT_ROLE_TEMP;
 			nmt++;
 			if (e->role == XPF_RT_ROLE_OUTPUT)
-				x->output_bytes += e->bytes;
+				x->output_bytes += xpf_rt_ev_bytes(rt, e);
 			else
-				x->temp_bytes += e->bytes;
+				x->temp_bytes += xpf_rt_ev_bytes(rt, e);
 			break;
 		}
 	}
@@ -920,13 +920,13 @@ int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, si
 		memset(b, 0, sizeof *b);
 		origin_of(rt, e, b, &t);
 		b->addr = e->addr;
-		b->bytes = e->bytes;
+		b->bytes = xpf_rt_ev_bytes(rt, e);
 		b->requested_bytes = xpf_rt_ev_requested(rt, e);
 		b->has_requested = xpf_rt_ev_has_requested(rt, e);
 		b->event = (long)i;
 		b->host_event = xpf_rt_ev_enclosing(rt, e);
 		b->shape = xpf_rt_ev_shape(rt, e);
-		sum += e->bytes;
+		sum += xpf_rt_ev_bytes(rt, e);
 	}
 	xpf_buf_release(&t);
 	if (x->in_use_known && x->in_use_at_start_bytes > sum) {

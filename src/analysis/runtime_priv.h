@@ -3,6 +3,7 @@
 #define XPF_RUNTIME_PRIV_H
 
 #include "analysis/runtime.h"
+#include "common/map.h"
 
 /* The kernels of one device plane, for `launched` and the kernels link
  * rule.  Those only ever ask about kernels at or after an execution's start
@@ -77,6 +78,9 @@ struct xpf_rt_priv {
 	 * and executions point into, one a scan (keep_interns). */
 	struct xpf_intern **interns;
 	size_t ninterns;
+	/* rt->sites by a hash of each (site_of; a slot's site is checked) */
+	xpf_map site_map;
+	size_t cap_sites;
 	size_t nmodules;
 };
 

@@ -210,8 +210,8 @@ static int render_events(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 		xpf_buf_printf(out, "%" PRId64 "\t", xpf_rt_ev_ns(e));
 		xpf_buf_tsv(out, rt->allocators[e->allocator].name);
 		xpf_buf_printf(out, "\t%s\t", e->kind == XPF_RT_ALLOC ? "alloc" : "free");
-		if (e->has_bytes) /* missing values are empty */
-			xpf_buf_printf(out, "%" PRIu64, e->bytes);
+		if (xpf_rt_ev_has_bytes(rt, e)) /* missing values are empty */
+			xpf_buf_printf(out, "%" PRIu64, xpf_rt_ev_bytes(rt, e));
 		xpf_buf_addc(out, '\t');
 		if (xpf_rt_ev_has_requested(rt, e))
 			xpf_buf_printf(out, "%" PRIu64, xpf_rt_ev_requested(rt, e));
