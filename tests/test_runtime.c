@@ -274,7 +274,7 @@ static void check_invariants(struct fixture *f)
 	for (size_t i = 0; i < rt->nexecutions; i++) {
 		const xpf_rt_execution *x = &rt->executions[i];
 		assert_int_equal(x->n, i + 1);
-		assert_true(x->start_ns <= x->end_ns);
+		assert_true(xpf_rt_x_start_ns(x) <= xpf_rt_x_end_ns(x));
 		if (i > 0)
 			assert_true(rt->executions[i - 1].start_ps <= x->start_ps);
 		if (x->in_use_known)

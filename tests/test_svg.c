@@ -335,8 +335,8 @@ static void test_timeline_huge(void **state)
 		ex[i].device = (int)(i % 2);
 		ex[i].module = (long)(i % 3) - 1;
 		ex[i].module_execution = i / 3 + 1;
-		ex[i].start_ns = (int64_t)(i * (uint64_t)t_end / nex);
-		ex[i].end_ns = ex[i].start_ns + t_end / nex / 2;
+		ex[i].start_ps = (int64_t)(i * (uint64_t)t_end / nex) * 1000;
+		ex[i].end_ps = ex[i].start_ps + t_end / nex / 2 * 1000;
 		ex[i].allocator = 2 - (int)(i % 2);
 		ex[i].in_use_known = true;
 		ex[i].in_use_at_start_bytes = (uint64_t)i * (1u << 20);
@@ -388,7 +388,7 @@ static void test_timeline_huge(void **state)
 	/* a handful of events, one execution */
 	rt.nevents = 30;
 	rt.nexecutions = 1;
-	ex[0].end_ns = xpf_rt_ev_ns(&ev[29]);
+	ex[0].end_ps = ev[29].t_ps;
 	rt.nretries = 1;
 	re[0].time_ns = xpf_rt_ev_ns(&ev[10]);
 	xpf_svg_timeline(&rt, names, 2, &a);

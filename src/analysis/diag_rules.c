@@ -1021,7 +1021,7 @@ static void rule_compile_peak(xpf_diag_ctx *c)
 		if (rt->executions[x].allocator == d->allocator ||
 		    (rt->executions[x].device == a->device && a->device >= 0))
 			first = (long)x;
-	if (first < 0 || a->peak_in_window_bytes == 0 || a->peak_ns >= rt->executions[first].start_ns)
+	if (first < 0 || a->peak_in_window_bytes == 0 || a->peak_ns >= xpf_rt_x_start_ns(&rt->executions[first]))
 		return;
 	uint64_t later = 0;
 	for (size_t x = 0; x < rt->nexecutions; x++)
@@ -1031,7 +1031,7 @@ static void rule_compile_peak(xpf_diag_ctx *c)
 	xpf_buf b = XPF_BUF_INIT;
 	xpf_buf_printf(&b, "%s peaked at %s at %lld ns, before the first execution (%lld ns): a compile/autotune peak, not the step's",
 		       a->name, xpf_human(a->peak_in_window_bytes, h1), (long long)a->peak_ns,
-		       (long long)rt->executions[first].start_ns);
+		       (long long)xpf_rt_x_start_ns(&rt->executions[first]));
 	if (later)
 		xpf_buf_printf(&b, "; the executions peak at %s", xpf_human(later, h2));
 	xpf_diag_text(f, &b);

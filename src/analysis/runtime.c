@@ -355,6 +355,8 @@ static void events_room(struct scan *s, size_t n)
 /* Millions of events: every byte of one is MiBs of fresh pages (a 1 GiB
  * capture's 1.6 M events at 80 bytes took 0.15 s more than at 64). */
 _Static_assert(sizeof (xpf_rt_event) <= 48, "xpf_rt_event grew past 48 bytes");
+/* And hundreds of thousands of executions (their times in ps only). */
+_Static_assert(sizeof (xpf_rt_execution) <= 128, "xpf_rt_execution grew past 128 bytes");
 
 /* A capacity for n records grown from cap: at least doubled, at least 64. */
 static size_t grown_cap(size_t cap, size_t n)

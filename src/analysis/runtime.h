@@ -120,8 +120,7 @@ enum xpf_link {
 
 /* One run of a module on one device. */
 typedef struct xpf_rt_execution {
-	int64_t start_ns, end_ns;
-	int64_t start_ps, end_ps;
+	int64_t start_ps, end_ps;  /* in ns: xpf_rt_x_start_ns, xpf_rt_x_end_ns */
 	const char *host_name;     /* the module name seen on the host side, or NULL */
 	const char *event_name;    /* the outermost execute-family event */
 	int64_t thread;
@@ -140,8 +139,8 @@ typedef struct xpf_rt_execution {
 	int32_t prev;                 /* previous execution of the module on the device, or -1 */
 	int device;                /* -1 when unknown */
 	int allocator;             /* the device allocator, or -1 */
-	enum xpf_link link;
-	enum xpf_launched launched;
+	uint8_t link;               /* enum xpf_link */
+	uint8_t launched;           /* enum xpf_launched */
 	bool stopped_in_build;     /* the last thing it did was allocate buffers */
 	bool in_use_known;
 } xpf_rt_execution;
@@ -196,6 +195,17 @@ typedef struct xpf_runtime {
 static inline int64_t xpf_rt_floor_ns(int64_t ps)
 {
 	return ps >= 0 ? ps / 1000 : -((-ps + 999) / 1000);
+}
+
+/* An execution's start and end in integer ns. */
+static inline int64_t xpf_rt_x_start_ns(const xpf_rt_execution *x)
+{
+	return xpf_rt_floor_ns(x->start_ps);
+}
+
+static inline int64_t xpf_rt_x_end_ns(const xpf_rt_execution *x)
+{
+	return xpf_rt_floor_ns(x->end_ps);
 }
 
 /* An allocator event's time in integer ns. */

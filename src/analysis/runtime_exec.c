@@ -498,8 +498,6 @@ void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f)
 		const idx32 *mine = &own[xi ? xend[xi - 1] : 0];
 		size_t cnt = (size_t)(&own[xend[xi]] - mine);
 		x->n = xi + 1;
-		x->start_ns = xpf_rt_floor_ns(x->start_ps);
-		x->end_ns = xpf_rt_floor_ns(x->end_ps);
 		for (size_t k = 0; k < cnt && x->device < 0; k++) {
 			const xpf_rt_event *e = &rt->events[mine[k]];
 			const xpf_rt_allocator *al = &rt->allocators[e->allocator];
@@ -718,8 +716,8 @@ int xpf_runtime_between(xpf_host *h, const xpf_runtime *rt, size_t from, size_t 
 	const xpf_rt_execution *a = &rt->executions[from], *b = &rt->executions[to];
 	out->from_execution = (long)from;
 	out->to_execution = (long)to;
-	out->from_ns = a->end_ns;
-	out->to_ns = b->start_ns;
+	out->from_ns = xpf_rt_x_end_ns(a);
+	out->to_ns = xpf_rt_x_start_ns(b);
 	out->nrows = 0;
 	out->rows = NULL;
 	long pi = xpf_capture_find_plane(h->cap, "/host:CPU");

@@ -246,7 +246,7 @@ static void put_execution_row(xpf_host *h, const xpf_runtime *rt, const xpf_rt_e
 	xpf_buf_addc(out, '\t');
 	if (x->module_execution)
 		xpf_buf_printf(out, "%u", x->module_execution);
-	xpf_buf_printf(out, "\t%" PRId64 "\t%" PRId64 "\t%s\t", x->start_ns, x->end_ns,
+	xpf_buf_printf(out, "\t%" PRId64 "\t%" PRId64 "\t%s\t", xpf_rt_x_start_ns(x), xpf_rt_x_end_ns(x),
 		       xpf_launched_name(x->launched));
 	if (x->in_use_known)
 		put_u64(out, x->in_use_at_start_bytes);
@@ -387,7 +387,7 @@ static int render_exec_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf
 		       x->host_name ? " (host side names " : "", x->host_name ? x->host_name : "",
 		       x->host_name ? ")" : "");
 	xpf_buf_printf(out, "host event: %s, thread %" PRId64 ", %" PRId64 " to %" PRId64 " ns\n",
-		       x->event_name, x->thread, x->start_ns, x->end_ns);
+		       x->event_name, x->thread, xpf_rt_x_start_ns(x), xpf_rt_x_end_ns(x));
 	xpf_buf_printf(out, "launched: %s%s\n", xpf_launched_name(x->launched),
 		       x->stopped_in_build ? " (stopped in Build buffer allocations)" : "");
 	if (x->in_use_known) {

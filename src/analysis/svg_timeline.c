@@ -123,8 +123,8 @@ static void exec_title(xpf_buf *out, const ctx *c, const xpf_rt_execution *x)
 	if (x->device >= 0)
 		xpf_buf_printf(out, " on device %d", x->device);
 	xpf_buf_printf(out, ", %lld\xE2\x80\x93%lld ns (%s at %s), launched %s",
-		       (long long)x->start_ns, (long long)x->end_ns,
-		       xpf_svg_human_ns(x->end_ns - x->start_ns, d1), xpf_svg_human_ns(x->start_ns, d2),
+		       (long long)xpf_rt_x_start_ns(x), (long long)xpf_rt_x_end_ns(x),
+		       xpf_svg_human_ns(xpf_rt_x_end_ns(x) - xpf_rt_x_start_ns(x), d1), xpf_svg_human_ns(xpf_rt_x_start_ns(x), d2),
 		       xpf_launched_name(x->launched));
 	if (x->in_use_known) {
 		xpf_buf_adds(out, ", in use at start ");
@@ -157,10 +157,10 @@ static void draw_executions(xpf_buf *out, const ctx *c)
 		ngroups = 0;
 		double end = -1e9;
 		for (size_t i = 0; i < rt->nexecutions; i++) {
-			double a = xt(c, rt->executions[i].start_ns);
+			double a = xt(c, xpf_rt_x_start_ns(&rt->executions[i]));
 			if (a > end + gap || ngroups == 0)
 				ngroups++;
-			double b = xt(c, rt->executions[i].end_ns);
+			double b = xt(c, xpf_rt_x_end_ns(&rt->executions[i]));
 			if (b > end)
 				end = b;
 		}
@@ -173,10 +173,10 @@ static void draw_executions(xpf_buf *out, const ctx *c)
 	size_t i = 0, g = 0;
 	while (i < rt->nexecutions) {
 		const xpf_rt_execution *first = &rt->executions[i];
-		double a = xt(c, first->start_ns), end = xt(c, first->end_ns);
+		double a = xt(c, xpf_rt_x_start_ns(first)), end = xt(c, xpf_rt_x_end_ns(first));
 		size_t j = i + 1;
-		while (j < rt->nexecutions && xt(c, rt->executions[j].start_ns) <= end + gap) {
-			double b = xt(c, rt->executions[j].end_ns);
+		while (j < rt->nexecutions && xt(c, xpf_rt_x_start_ns(&rt->executions[j])) <= end + gap) {
+			double b = xt(c, xpf_rt_x_end_ns(&rt->executions[j]));
 			if (b > end)
 				end = b;
 			j++;
@@ -205,8 +205,8 @@ static void draw_executions(xpf_buf *out, const ctx *c)
 				xpf_svg_esc(out, module_name(c, rt->executions[k].module, mb), 120);
 				xpf_buf_printf(out, " \xC3\x97%zu", cnt);
 			}
-			xpf_buf_printf(out, ", %lld\xE2\x80\x93%lld ns", (long long)first->start_ns,
-				       (long long)last->end_ns);
+			xpf_buf_printf(out, ", %lld\xE2\x80\x93%lld ns", (long long)xpf_rt_x_start_ns(first),
+				       (long long)xpf_rt_x_end_ns(last));
 		}
 		xpf_buf_printf(out, "</title><rect fill=\"%s\" fill-opacity=\"%s\"", fill,
 			       j - i == 1 ? "0.7" : "0.35");
@@ -254,7 +254,7 @@ static void draw_executions(xpf_buf *out, const ctx *c)
 	xpf_buf_adds(out, "<path stroke=\"#555\" stroke-width=\"1\" d=\"");
 	long lastpx = -1;
 	for (size_t k = 0; k < rt->nexecutions; k++) {
-		long px = (long)(xt(c, rt->executions[k].start_ns) + 0.5);
+		long px = (long)(xt(c, xpf_rt_x_start_ns(&rt->executions[k])) + 0.5);
 		if (px == lastpx)
 			continue;
 		lastpx = px;
@@ -271,7 +271,7 @@ static void draw_start_dots(xpf_buf *out, const ctx *c, const int *color_of)
 		const xpf_rt_execution *x = &rt->executions[i];
 		if (!x->in_use_known || x->allocator < 0)
 			continue;
-		double px = xt(c, x->start_ns);
+		double px = xt(c, xpf_rt_x_start_ns(x));
 		if (rt->nexecutions > MAX_SPANS && px < last_x + (X1 - X0) / MAX_SPANS)
 			continue;
 		last_x = px;
@@ -471,7 +471,7 @@ static void draw_growth(xpf_buf *out, const ctx *c, const int *color_of)
 		const xpf_rt_execution *x = &rt->executions[i];
 		if (x->module != lastx->module || x->device != lastx->device || !x->in_use_known)
 			continue;
-		double px = xt(c, x->start_ns);
+		double px = xt(c, xpf_rt_x_start_ns(x));
 		if (firstx && i != (size_t)best && px < last_px + 4)
 			continue;
 		xpf_buf_addc(out, firstx ? 'L' : 'M');
@@ -490,7 +490,7 @@ static void draw_growth(xpf_buf *out, const ctx *c, const int *color_of)
 	snprintf(line, sizeof line, "%s%s from #%u to #%u", g >= 0 ? "+" : "-",
 		 xpf_human((uint64_t)(g >= 0 ? g : -g), hb), firstx->module_execution,
 		 lastx->module_execution);
-	double x = xt(c, lastx->start_ns), y = yb(c, (double)lastx->in_use_at_start_bytes);
+	double x = xt(c, xpf_rt_x_start_ns(lastx)), y = yb(c, (double)lastx->in_use_at_start_bytes);
 	bool right = x > (X0 + X1) / 2;
 	xpf_buf_adds(out, "<g><title>");
 	xpf_svg_esc(out, module_name(c, lastx->module, mb), 200);
@@ -587,10 +587,10 @@ void xpf_svg_timeline(const xpf_runtime *rt, const char *const *module_names, si
 			c.t1 = t;
 	}
 	for (size_t i = 0; i < rt->nexecutions; i++) {
-		if (rt->executions[i].start_ns < c.t0)
-			c.t0 = rt->executions[i].start_ns;
-		if (rt->executions[i].end_ns > c.t1)
-			c.t1 = rt->executions[i].end_ns;
+		if (xpf_rt_x_start_ns(&rt->executions[i]) < c.t0)
+			c.t0 = xpf_rt_x_start_ns(&rt->executions[i]);
+		if (xpf_rt_x_end_ns(&rt->executions[i]) > c.t1)
+			c.t1 = xpf_rt_x_end_ns(&rt->executions[i]);
 	}
 	for (size_t i = 0; i < rt->nretries; i++) {
 		if (rt->retries[i].time_ns < c.t0)
