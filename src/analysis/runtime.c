@@ -2200,8 +2200,9 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		rc = scan_host(&s, &nchunks, &nby_others, err);
 		phase(&ph, "host");
 		if (ph.on)
-			fprintf(stderr, "xplanefs: runtime host lines: %zu, read in %zu chunk(s), %zu by other threads\n",
-				s.p->nlines, nchunks, nby_others);
+			fprintf(stderr, "xplanefs: runtime host lines: %zu, read in %zu chunk(s), %zu by other threads; "
+				"%zu allocator events at %zu sites, %zu executions\n",
+				s.p->nlines, nchunks, nby_others, rt->nevents, rt->nsites, rt->nexecutions);
 		if (rc != XPF_OK)
 			goto out;
 	}
