@@ -155,11 +155,15 @@ static int natural_cmp(const char *a, const char *b)
 	return *a ? 1 : *b ? -1 : 0;
 }
 
+/* The index of allocator name in rt, added when new; -1 when it would be
+ * one more than XPF_RT_MAX_ALLOCATORS. */
 static int find_allocator(xpf_runtime *rt, size_t *cap, const char *name, bool by_index)
 {
 	for (size_t i = 0; i < rt->nallocators; i++)
 		if (strcmp(rt->allocators[i].name, name) == 0)
 			return (int)i;
+	if (rt->nallocators >= XPF_RT_MAX_ALLOCATORS)
+		return -1;
 	size_t old_cap = *cap;
 	xpf_rt_allocator *a = XPF_VEC_PUSH(rt->allocators, rt->nallocators, *cap);
 	if (*cap != old_cap)
@@ -263,7 +267,10 @@ static bool same_site(const xpf_rt_site *a, const xpf_rt_site *b)
 
 /* The index in rt->sites of a site like *want (its shape interned by the
  * runtime's scan), added when new.  The map holds a hash of each; a slot
- * whose site differs (a collision of 128 bits) sends it to a search. */
+ * whose site differs (a collision of 128 bits, which a crafted capture can
+ * make at will) keeps its own: the site is added again, unmapped (keeping
+ * sites once saves memory; it means nothing), and no search grows with
+ * the sites. */
 static uint32_t site_of(xpf_runtime *rt, const xpf_rt_site *want)
 {
 	struct xpf_rt_priv *pv = rt->priv;
@@ -277,18 +284,19 @@ static uint32_t site_of(xpf_runtime *rt, const xpf_rt_site *want)
 	int64_t v = pv->site_map.s[k].val;
 	if (v >= 0 && same_site(&rt->sites[v], want))
 		return (uint32_t)v;
-	if (v >= 0) /* a collision: the site may be kept, not mapped */
-		for (size_t i = 0; i < rt->nsites; i++)
-			if (same_site(&rt->sites[i], want))
-				return (uint32_t)i;
+	/* at most one a read of an allocator event (fewer than 2^31; an
+	 * unordered line's are read twice) and one a free the replay gives its
+	 * match's bytes: an index of 32 bits always fits */
+	if (rt->nsites >= UINT32_MAX)
+		abort();
 	*XPF_VEC_PUSH(rt->sites, rt->nsites, pv->cap_sites) = *want;
-	/* fewer than the events, which are fewer than 2^31 */
 	if (v < 0)
 		xpf_map_put(&pv->site_map, a, b, (int64_t)(rt->nsites - 1));
 	return (uint32_t)(rt->nsites - 1);
 }
 
-/* The runtime keeps a scan's set of strings (its events point into it). */
+/* The runtime keeps a scan's set of strings (its sites and executions
+ * point into it). */
 static void keep_interns(struct xpf_rt_priv *pv, xpf_intern **set)
 {
 	if (*set == NULL)
@@ -454,9 +462,6 @@ static unsigned md_class(struct scan *s, size_t k, const char *name)
 	return s->md_flags[k];
 }
 
-/* ev: the allocator event (flags: its class, t0: its start); enclosing and
- * transfer: the host event around it and the transfer-family event around
- * it, as 1 + their event metadata index (0: none). */
 /* More allocators than a runtime holds (the same words whichever thread
  * finds it out). */
 static int too_many_allocators(const struct scan *s, xpf_error *err)
@@ -465,6 +470,9 @@ static int too_many_allocators(const struct scan *s, xpf_error *err)
 			xpf_capture_label(s->h->cap), XPF_RT_MAX_ALLOCATORS);
 }
 
+/* ev: the allocator event (flags: its class, t0: its start); enclosing and
+ * transfer: the host event around it and the transfer-family event around
+ * it, as 1 + their event metadata index (0: none). */
 static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head *head,
 		      unsigned flags, int64_t t0, uint32_t enclosing, uint32_t transfer,
 		      size_t line, xpf_error *err)
@@ -536,10 +544,11 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 		char name[256];
 		memcpy(name, np, nn);
 		name[nn] = '\0';
-		a = s->last_alloc = find_allocator(rt, &s->cap_alloc, name, by_index);
-		s->last_alloc_len = nn;
-		if (rt->nallocators > XPF_RT_MAX_ALLOCATORS)
+		a = find_allocator(rt, &s->cap_alloc, name, by_index);
+		if (a < 0)
 			return too_many_allocators(s, err);
+		s->last_alloc = a;
+		s->last_alloc_len = nn;
 	}
 	if (rt->nevents >= INT32_MAX)
 		return xpf_fail(err, XPF_EMALFORMED,
@@ -560,7 +569,8 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 	xpf_rt_site site = {
 		.bytes = abytes > 0 ? (uint64_t)abytes : 0,
 		.requested_bytes = req > 0 ? (uint64_t)req : 0,
-		.shape = shape.p ? intern(s, shape.p, shape.n) : NULL,
+		/* up to a NUL: printed as C strings, and re-interned so by a merge */
+		.shape = shape.p ? intern(s, shape.p, strnlen(shape.p, shape.n)) : NULL,
 		.enclosing_md = enclosing,
 		.transfer_md = transfer,
 		.has_bytes = has_abytes,
@@ -1818,8 +1828,9 @@ static void room_copy_down(void *dst, void **src, size_t off, size_t n, size_t *
 }
 
 /* Chunk c (read by thread th, not the first) appended to the main runtime
- * of s. */
-static void chunk_merge(struct scan *s, struct host_thread *th, const struct host_chunk *c)
+ * of s: false when that would hold more than XPF_RT_MAX_ALLOCATORS (the
+ * runtime is then given up). */
+static bool chunk_merge(struct scan *s, struct host_thread *th, const struct host_chunk *c)
 {
 	xpf_runtime *rt = s->rt, *br = &th->rt;
 	struct xpf_rt_priv *pv = rt->priv, *bv = &th->pv;
@@ -1845,7 +1856,9 @@ static void chunk_merge(struct scan *s, struct host_thread *th, const struct hos
 		if (*m < 0)
 			*m = find_allocator(rt, &s->cap_alloc, br->allocators[e->allocator].name,
 					    br->allocators[e->allocator].keyed_by_index);
-		e->allocator = (int16_t)*m; /* < 8 threads' limits (scan_host checks) */
+		if (*m < 0)
+			return false;
+		e->allocator = (int16_t)*m; /* below XPF_RT_MAX_ALLOCATORS */
 		/* and its site, its shape kept by the main scan's set */
 		int64_t *sm = &th->smap[e->site];
 		if (*sm < 0) {
@@ -1877,6 +1890,7 @@ static void chunk_merge(struct scan *s, struct host_thread *th, const struct hos
 		}
 		s->cap_retry = nr;
 	}
+	return true;
 }
 
 /* After the merge: what thread th (not the first) found about its
@@ -1985,13 +1999,6 @@ static int scan_host(struct scan *s, size_t *nchunks_read, size_t *nby_others, x
 		if (started[t])
 			pthread_join(tid[t], NULL);
 	pthread_mutex_destroy(&w.mu);
-	/* the first error in line order */
-	int rc = XPF_OK;
-	for (size_t k = 0; k < nchunks && rc == XPF_OK; k++)
-		if (ch[k].rc != XPF_OK) {
-			*err = ch[k].err;
-			rc = ch[k].rc;
-		}
 	for (size_t t = 1; t < nt; t++) {
 		th[t].amap = xpf_realloc_array(NULL, th[t].rt.nallocators ? th[t].rt.nallocators : 1,
 					       sizeof *th[t].amap);
@@ -2004,19 +2011,24 @@ static int scan_host(struct scan *s, size_t *nchunks_read, size_t *nby_others, x
 	}
 	for (size_t k = 0; k < nchunks; k++)
 		*nby_others += ch[k].thread != 0 && ch[k].to > ch[k].from;
-	/* the first thread's chunks are the first ones, in place already */
-	for (size_t k = 0; k < nchunks; k++)
-		if (ch[k].thread != 0) {
-			chunk_merge(s, &th[ch[k].thread], &ch[k]);
-			free(ch[k].peak);
+	/* The first thread's chunks are the first ones, in place already; the
+	 * others merged in line order up to the first error met in line order
+	 * (a chunk's own, or more allocators than a runtime holds, which each
+	 * thread alone may not have met). */
+	int rc = XPF_OK;
+	for (size_t k = 0; k < nchunks; k++) {
+		if (rc == XPF_OK && ch[k].rc != XPF_OK) {
+			*err = ch[k].err;
+			rc = ch[k].rc;
 		}
+		if (rc == XPF_OK && ch[k].thread != 0 && !chunk_merge(s, &th[ch[k].thread], &ch[k]))
+			rc = too_many_allocators(s, err);
+		free(ch[k].peak);
+	}
 	for (size_t t = 1; t < nt; t++)
 		thread_done(s, &th[t]);
 	free(th);
 	free(ch);
-	/* each thread held at most the limit; together they may hold more */
-	if (rc == XPF_OK && s->rt->nallocators > XPF_RT_MAX_ALLOCATORS)
-		rc = too_many_allocators(s, err);
 	return rc;
 }
 
