@@ -1454,6 +1454,8 @@ static int scan_kernels(struct scan *s, const xpf_plane *p, unsigned d, bool tpu
 /* How many threads the scans use: XPF_THREADS (1-8; it also drops the
  * minimum size below which the host lines are read by one thread, for
  * tests), else the online CPUs, at most 8; never more than njobs. */
+#define MAX_SCAN_THREADS 8
+
 static size_t scan_threads(size_t njobs, bool *forced)
 {
 	const char *env = getenv("XPF_THREADS");
@@ -1461,8 +1463,8 @@ static size_t scan_threads(size_t njobs, bool *forced)
 	if (forced)
 		*forced = env && *env;
 	size_t n = c > 1 ? (size_t)c : 1;
-	if (n > 8)
-		n = 8;
+	if (n > MAX_SCAN_THREADS)
+		n = MAX_SCAN_THREADS;
 	return n < njobs ? n : njobs;
 }
 
@@ -1516,9 +1518,9 @@ static void run_jobs(size_t n, const uint64_t *size, size_t nt,
 		order[k] = (struct job_size){ size ? size[k] : 0, k };
 	xpf_qsort(order, n, sizeof *order, job_size_cmp);
 	struct jobs j = { n, 0, order, PTHREAD_MUTEX_INITIALIZER, fn, ctx };
-	pthread_t tid[8];
+	pthread_t tid[MAX_SCAN_THREADS]; /* nt <= MAX_SCAN_THREADS (scan_threads) */
 	size_t started = 0;
-	for (size_t t = 1; t < nt && t <= 8; t++)
+	for (size_t t = 1; t < nt; t++)
 		if (pthread_create(&tid[started], NULL, jobs_worker, &j) == 0)
 			started++;
 	jobs_worker(&j);
@@ -1987,15 +1989,15 @@ static int scan_host(struct scan *s, size_t *nchunks_read, size_t *nby_others, x
 		b->s.navail = b->s.capavail = 0;
 	}
 	struct host_work w = { s, ch, 0, nchunks, PTHREAD_MUTEX_INITIALIZER, th };
-	struct host_worker_arg wa[8];
-	pthread_t tid[8];
-	bool started[8] = { false };
-	for (size_t t = 0; t < nt && t < 8; t++)
+	struct host_worker_arg wa[MAX_SCAN_THREADS]; /* nt <= MAX_SCAN_THREADS (scan_threads) */
+	pthread_t tid[MAX_SCAN_THREADS];
+	bool started[MAX_SCAN_THREADS] = { false };
+	for (size_t t = 0; t < nt; t++)
 		wa[t] = (struct host_worker_arg){ &w, t };
-	for (size_t t = 1; t < nt && t < 8; t++)
+	for (size_t t = 1; t < nt; t++)
 		started[t] = pthread_create(&tid[t], NULL, host_worker, &wa[t]) == 0;
 	host_worker(&wa[0]);
-	for (size_t t = 1; t < nt && t < 8; t++)
+	for (size_t t = 1; t < nt; t++)
 		if (started[t])
 			pthread_join(tid[t], NULL);
 	pthread_mutex_destroy(&w.mu);
