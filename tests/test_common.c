@@ -5,7 +5,8 @@
  * deletion moves entries back across it; the table's growth; the keys' two
  * parts kept apart.  The merge of runs (src/common/runs.h) against a
  * sort: runs in the order of their first items (the heap takes them as
- * they fall due) and not, equal keys across runs, one run, runs of one. */
+ * they fall due) and not, equal keys across runs, one run, runs of one;
+ * the permutation applied in place (xpf_perm_apply) against a gather. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -182,6 +183,64 @@ static void check_merge(size_t nr, size_t maxlen, int64_t span, bool ordered)
 	free(want);
 }
 
+/* xpf_perm_apply against a gather into a copy: the same items in the same
+ * places, each moved through the callback, perm left as the identity. */
+struct int_moves {
+	int64_t *a;
+	size_t n;
+	int64_t spare;
+	size_t moves;
+};
+
+static void int_move(void *ctx, size_t to, size_t from)
+{
+	struct int_moves *m = ctx;
+	*(to == m->n ? &m->spare : &m->a[to]) = from == m->n ? m->spare : m->a[from];
+	m->moves++;
+}
+
+static void check_perm(size_t n)
+{
+	int64_t *key = calloc(n + 1, sizeof *key), *want = calloc(n + 1, sizeof *want);
+	uint32_t *perm = calloc(n + 1, sizeof *perm);
+	for (size_t i = 0; i < n; i++)
+		key[i] = (int64_t)(next_rand() % 50);
+	xpf_runs_merge(n, item_before, key, perm);
+	size_t fixed = 0, cycles = 0;
+	for (size_t k = 0; k < n; k++) {
+		want[k] = key[perm[k]];
+		fixed += perm[k] == k;
+	}
+	/* cycles of two or more items: each costs one move more than its length */
+	bool *seen = calloc(n + 1, sizeof *seen);
+	for (size_t i = 0; i < n; i++)
+		if (!seen[i] && perm[i] != i) {
+			cycles++;
+			for (size_t j = i; !seen[j]; j = perm[j])
+				seen[j] = true;
+		}
+	struct int_moves m = { key, n, 0, 0 };
+	xpf_perm_apply(n, perm, int_move, &m);
+	for (size_t k = 0; k < n; k++) {
+		assert_int_equal(key[k], want[k]);
+		assert_int_equal(perm[k], k);
+	}
+	assert_int_equal(m.moves, n - fixed + cycles);
+	free(seen);
+	free(key);
+	free(want);
+	free(perm);
+}
+
+static void test_perm_apply(void **state)
+{
+	(void)state;
+	check_perm(0);
+	check_perm(1);
+	for (int round = 0; round < 20; round++)
+		check_perm(1 + next_rand() % 2000);
+}
+
 static void test_runs_merge(void **state)
 {
 	(void)state;
@@ -202,6 +261,7 @@ int main(void)
 		cmocka_unit_test(test_against_model),
 		cmocka_unit_test(test_wrap_around),
 		cmocka_unit_test(test_runs_merge),
+		cmocka_unit_test(test_perm_apply),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

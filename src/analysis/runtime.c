@@ -1629,26 +1629,26 @@ static bool event_before(const void *ctx, size_t i, size_t j)
 	return ev[i].t_ps < ev[j].t_ps || (ev[i].t_ps == ev[j].t_ps && i < j);
 }
 
+/* xpf_perm_apply's moves of events (spare: place n). */
+struct event_moves {
+	xpf_rt_event *ev;
+	size_t n;
+	xpf_rt_event spare;
+};
+
+static void event_move(void *ctx, size_t to, size_t from)
+{
+	struct event_moves *m = ctx;
+	*(to == m->n ? &m->spare : &m->ev[to]) = from == m->n ? m->spare : m->ev[from];
+}
+
 static void sort_events(xpf_rt_event *ev, size_t n)
 {
 	size_t perm_len;
 	uint32_t *perm = xpf_big_calloc(n, sizeof *perm, &perm_len);
 	xpf_runs_merge(n, event_before, ev, perm);
-	/* position k takes event perm[k]: follow each cycle once */
-	for (size_t i = 0; i < n; i++) {
-		if (perm[i] == i)
-			continue;
-		xpf_rt_event tmp = ev[i];
-		size_t j = i;
-		while (perm[j] != i) {
-			size_t from = perm[j];
-			ev[j] = ev[from];
-			perm[j] = (uint32_t)j;
-			j = from;
-		}
-		ev[j] = tmp;
-		perm[j] = (uint32_t)j;
-	}
+	struct event_moves m = { ev, n, { 0 } };
+	xpf_perm_apply(n, perm, event_move, &m);
 	xpf_big_free(perm, perm_len);
 }
 

@@ -61,6 +61,23 @@ static bool key_before(const void *ctx, size_t i, size_t j)
 	return key_cmp(&key[i], &key[j]) < 0;
 }
 
+/* xpf_perm_apply's moves of executions with their xpf_rt_xbuild (spare:
+ * place n). */
+struct exec_moves {
+	xpf_rt_execution *ex;
+	struct xpf_rt_xbuild *xb;
+	size_t n;
+	xpf_rt_execution spare_x;
+	struct xpf_rt_xbuild spare_b;
+};
+
+static void exec_move(void *ctx, size_t to, size_t from)
+{
+	struct exec_moves *m = ctx;
+	*(to == m->n ? &m->spare_x : &m->ex[to]) = from == m->n ? m->spare_x : m->ex[from];
+	*(to == m->n ? &m->spare_b : &m->xb[to]) = from == m->n ? m->spare_b : m->xb[from];
+}
+
 /* The kernels' buckets: every execution's start once, in order (runtime.c
  * cuts the kernels at them). */
 static void bucket_times(xpf_runtime *rt, const struct exec_key *key, const uint32_t *perm)
@@ -110,27 +127,8 @@ static idx32 *order_executions(xpf_runtime *rt)
 	for (size_t i = 0; i < n; i++)
 		inv[ord[i]] = (idx32)i;
 
-	/* In place, cycle by cycle: new[j] = old[ord[j]] (ord[j] set to j
-	 * once done). */
-	for (size_t i = 0; i < n; i++) {
-		if (ord[i] == i)
-			continue;
-		xpf_rt_execution tx = ex[i];
-		struct xpf_rt_xbuild tb = pv->xb[i];
-		size_t j = i;
-		for (;;) {
-			size_t s = ord[j];
-			ord[j] = (uint32_t)j;
-			if (s == i) {
-				ex[j] = tx;
-				pv->xb[j] = tb;
-				break;
-			}
-			ex[j] = ex[s];
-			pv->xb[j] = pv->xb[s];
-			j = s;
-		}
-	}
+	struct exec_moves m = { ex, pv->xb, n, { 0 }, { 0 } };
+	xpf_perm_apply(n, ord, exec_move, &m);
 	xpf_big_free(ord, perm_len);
 	for (size_t i = 0; i < rt->nretries; i++)
 		if (rt->retries[i].execution >= 0)

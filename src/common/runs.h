@@ -87,4 +87,30 @@ static inline void xpf_runs_merge(size_t n, xpf_before_fn before, const void *ct
 	free(start);
 }
 
+/* Move item `from` to place `to`; place n (one past the items) is a spare
+ * that holds the item a cycle starts with. */
+typedef void (*xpf_move_fn)(void *ctx, size_t to, size_t from);
+
+/* Items 0..n-1 put in place in the order perm gives (place k takes the item
+ * at perm[k], as xpf_runs_merge makes it), cycle by cycle, each item moved
+ * once: the items are big, and a sorted copy would double the memory.
+ * perm ends as the identity. */
+static inline void xpf_perm_apply(size_t n, uint32_t *perm, xpf_move_fn move, void *ctx)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (perm[i] == i)
+			continue;
+		move(ctx, n, i);
+		size_t j = i;
+		while (perm[j] != i) {
+			size_t from = perm[j];
+			move(ctx, j, from);
+			perm[j] = (uint32_t)j;
+			j = from;
+		}
+		move(ctx, j, n);
+		perm[j] = (uint32_t)j;
+	}
+}
+
 #endif
