@@ -153,14 +153,8 @@ void xpf_node_forget(xpf_node *f)
 {
 	if (f->type != XPF_NODE_FILE)
 		return;
-	pthread_mutex_lock(&f->content.mu);
-	if (f->content.state == 1) {
-		free(f->content.value);
-		f->content.value = NULL;
-		f->content.state = 0;
+	if (xpf_lazy_forget(&f->content, free))
 		f->content_len = 0;
-	}
-	pthread_mutex_unlock(&f->content.mu);
 }
 
 int xpf_node_readlink(xpf_node *link, const char **target, xpf_error *err)

@@ -18,6 +18,7 @@
 #include "analysis/runtime.h"
 #include "analysis/runtime_priv.h"
 #include "common/alloc.h"
+#include "common/lazy.h"
 #include "common/map.h"
 #include "common/runs.h"
 
@@ -154,7 +155,7 @@ static int u64_cmp(const void *a, const void *b)
  * allocations an execution allocates (not parameters, constants or
  * thread-local ones), in index order, and their sizes sorted. */
 struct mod_plan {
-	bool read;
+	xpf_lazy read;        /* mod_plan_read, once */
 	const Xla__BufferAssignmentProto *ba; /* NULL: none */
 	size_t nrun;
 	size_t *run;          /* indexes in buffer_allocations */
@@ -167,15 +168,26 @@ struct mod_plan {
 struct mod_plans {
 	struct mod_plan *m;
 	size_t n;
-	pthread_mutex_t mu;
 };
 
-static void mod_plan_read(xpf_host *h, struct mod_plan *p, long m)
+struct mod_plan_ask {
+	xpf_host *h;
+	struct mod_plan *p;
+	long m;
+};
+
+/* xpf_lazy_fn: module m's plan as the join reads it (none without a buffer
+ * assignment: p->ba NULL); never fails. */
+static int mod_plan_read(void *ctx, void **value, xpf_error *err)
 {
+	const struct mod_plan_ask *a = ctx;
+	struct mod_plan *p = a->p;
 	const Xla__HloProto *hp;
 	xpf_error e = { 0 };
-	if (xpf_capture_module_hlo(h->cap, (size_t)m, &hp, &e) != XPF_OK || !hp->buffer_assignment)
-		return;
+	(void)err;
+	*value = p;
+	if (xpf_capture_module_hlo(a->h->cap, (size_t)a->m, &hp, &e) != XPF_OK || !hp->buffer_assignment)
+		return XPF_OK;
 	const Xla__BufferAssignmentProto *ba = hp->buffer_assignment;
 	p->ba = ba;
 	p->run = xpf_realloc_array(NULL, ba->n_buffer_allocations, sizeof *p->run);
@@ -188,31 +200,34 @@ static void mod_plan_read(xpf_host *h, struct mod_plan *p, long m)
 		}
 	memcpy(p->sorted, p->size, p->nrun * sizeof *p->sorted);
 	xpf_qsort(p->sorted, p->nrun, sizeof *p->sorted, u64_cmp);
+	return XPF_OK;
 }
 
 static const struct mod_plan *mod_plan(xpf_host *h, struct mod_plans *mp, long m)
 {
-	struct mod_plan *p = &mp->m[m];
-	if (__atomic_load_n(&p->read, __ATOMIC_ACQUIRE))
-		return p;
-	pthread_mutex_lock(&mp->mu);
-	if (!p->read) {
-		mod_plan_read(h, p, m);
-		__atomic_store_n(&p->read, true, __ATOMIC_RELEASE);
-	}
-	pthread_mutex_unlock(&mp->mu);
+	struct mod_plan_ask a = { h, &mp->m[m], m };
+	void *p = a.p;
+	(void)xpf_lazy_get(&a.p->read, mod_plan_read, &a, &p, NULL);
 	return p;
+}
+
+static void mod_plans_init(struct mod_plans *mp, size_t n)
+{
+	mp->m = xpf_calloc(n ? n : 1, sizeof *mp->m);
+	mp->n = n;
+	for (size_t m = 0; m < n; m++)
+		xpf_lazy_init(&mp->m[m].read);
 }
 
 static void mod_plans_free(struct mod_plans *mp)
 {
 	for (size_t m = 0; m < mp->n; m++) {
+		xpf_lazy_release(&mp->m[m].read, NULL);
 		free(mp->m[m].run);
 		free(mp->m[m].size);
 		free(mp->m[m].sorted);
 	}
 	free(mp->m);
-	pthread_mutex_destroy(&mp->mu);
 }
 
 /* The requested sizes seen in an execution's Build buffer allocations:
@@ -616,8 +631,8 @@ int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf
 {
 	struct xpf_rt_priv *pv = rt->priv;
 	size_t nx = rt->nexecutions;
-	struct mod_plans mp = { xpf_calloc(h->nmodules, sizeof *mp.m), h->nmodules,
-				PTHREAD_MUTEX_INITIALIZER };
+	struct mod_plans mp;
+	mod_plans_init(&mp, h->nmodules);
 	/* two ranges of about as many events each, on two threads */
 	size_t half = 0;
 	while (half < nx && (size_t)f->xend[half] * 2 < (nx ? (size_t)f->xend[nx - 1] : 0))

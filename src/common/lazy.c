@@ -11,6 +11,12 @@ void xpf_lazy_init(xpf_lazy *l)
 
 int xpf_lazy_get(xpf_lazy *l, xpf_lazy_fn fn, void *ctx, void **out, xpf_error *err)
 {
+	/* computed: no lock (the value was written before state, released) */
+	if (__atomic_load_n(&l->state, __ATOMIC_ACQUIRE) == 1) {
+		if (out)
+			*out = l->value;
+		return XPF_OK;
+	}
 	pthread_mutex_lock(&l->mu);
 	if (l->state == 0) {
 		xpf_error e = { 0 };
@@ -23,10 +29,10 @@ int xpf_lazy_get(xpf_lazy *l, xpf_lazy_fn fn, void *ctx, void **out, xpf_error *
 			if (l->err == NULL)
 				abort();
 			*l->err = e;
-			l->state = 2;
+			__atomic_store_n(&l->state, 2, __ATOMIC_RELAXED); /* read under the lock */
 		} else {
 			l->value = v;
-			l->state = 1;
+			__atomic_store_n(&l->state, 1, __ATOMIC_RELEASE);
 		}
 	}
 	int rc = XPF_OK;
@@ -39,6 +45,20 @@ int xpf_lazy_get(xpf_lazy *l, xpf_lazy_fn fn, void *ctx, void **out, xpf_error *
 	}
 	pthread_mutex_unlock(&l->mu);
 	return rc;
+}
+
+bool xpf_lazy_forget(xpf_lazy *l, void (*free_fn)(void *))
+{
+	pthread_mutex_lock(&l->mu);
+	bool was = l->state == 1;
+	if (was) {
+		if (free_fn && l->value)
+			free_fn(l->value);
+		l->value = NULL;
+		__atomic_store_n(&l->state, 0, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return was;
 }
 
 void xpf_lazy_release(xpf_lazy *l, void (*free_fn)(void *))

@@ -1,10 +1,13 @@
 /* Compute-once values shared between threads (a module's plan, the
  * runtime, a rendered file).  The first caller computes; concurrent callers
- * wait; the result, or the error, is kept for everyone after. */
+ * wait; the result, or the error, is kept for everyone after.  Once
+ * computed, a get takes no lock (the join asks for a module's plan once an
+ * execution, hundreds of thousands of times). */
 #ifndef XPF_LAZY_H
 #define XPF_LAZY_H
 
 #include <pthread.h>
+#include <stdbool.h>
 
 #include "common/error.h"
 
@@ -24,6 +27,10 @@ void xpf_lazy_init(xpf_lazy *l);
 /* fn computes *value from ctx; it runs at most once per xpf_lazy. */
 typedef int (*xpf_lazy_fn)(void *ctx, void **value, xpf_error *err);
 int xpf_lazy_get(xpf_lazy *l, xpf_lazy_fn fn, void *ctx, void **out, xpf_error *err);
+/* Forget a computed value (free_fn, may be NULL, releases it), so that the
+ * next get computes it again: true if there was one.  Not while another
+ * thread may still hold the value a get gave. */
+bool xpf_lazy_forget(xpf_lazy *l, void (*free_fn)(void *));
 /* Destroy; free_fn (may be NULL) releases a computed value. */
 void xpf_lazy_release(xpf_lazy *l, void (*free_fn)(void *));
 
