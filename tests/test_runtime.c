@@ -35,6 +35,10 @@ struct fixture {
 };
 
 /* Open the capture at path and compute its runtime. */
+/* Runtimes built, and chunks of their host lines that threads other than
+ * the first read (test_shared_out). */
+static size_t nopened, nmerged;
+
 static void open_path(struct fixture *f, const char *path)
 {
 	xpf_error err = { 0 };
@@ -48,6 +52,8 @@ static void open_path(struct fixture *f, const char *path)
 	if (rc != XPF_OK)
 		fprintf(stderr, "runtime: %s\n", err.msg);
 	assert_int_equal(rc, XPF_OK);
+	nopened++;
+	nmerged += f->rt->host_chunks_by_others;
 }
 
 /* Open a capture of the shared folder; false (and a skip message) if absent. */
@@ -760,6 +766,23 @@ static void test_dup_ordinal(void **state)
 	close_capture(&f);
 }
 
+/* Run last.  With XPF_THREADS of 2 or more (the suite's runtime-threads),
+ * the invariants above held for runtimes whose host lines were shared out:
+ * at least one fixture must have had chunks read by another thread and
+ * merged, or the run proved nothing about the merge. */
+static void test_shared_out(void **state)
+{
+	(void)state;
+	const char *t = getenv("XPF_THREADS");
+	if (!t || atoi(t) < 2 || nopened == 0) {
+		fprintf(stderr, "skip: XPF_THREADS below 2, or no capture opened\n");
+		skip();
+	}
+	fprintf(stderr, "%zu runtimes, %zu chunks of host lines read by other threads\n", nopened,
+		nmerged);
+	assert_true(nmerged > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -772,6 +795,7 @@ int main(void)
 		cmocka_unit_test(test_attention_too_big),
 		cmocka_unit_test(test_foreign_arrays),
 		cmocka_unit_test(test_dup_ordinal),
+		cmocka_unit_test(test_shared_out),
 	};
 	int rc = cmocka_run_group_tests_name("runtime", tests, NULL, NULL);
 	if (scn_dir[0])

@@ -2210,13 +2210,14 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		s.line_t0 = pv->line_t0;
 		s.line_t1 = pv->line_t1;
 		events_room(&s, s.p->nevents);
-		size_t nchunks, nby_others;
-		rc = scan_host(&s, &nchunks, &nby_others, err);
+		size_t nchunks;
+		rc = scan_host(&s, &nchunks, &rt->host_chunks_by_others, err);
 		phase(&ph, "host");
 		if (ph.on)
 			fprintf(stderr, "xplanefs: runtime host lines: %zu, read in %zu chunk(s), %zu by other threads; "
 				"%zu allocator events at %zu sites, %zu executions\n",
-				s.p->nlines, nchunks, nby_others, rt->nevents, rt->nsites, rt->nexecutions);
+				s.p->nlines, nchunks, rt->host_chunks_by_others, rt->nevents, rt->nsites,
+				rt->nexecutions);
 		if (rc != XPF_OK)
 			goto out;
 	}

@@ -185,6 +185,9 @@ typedef struct xpf_runtime {
 	size_t nretries;
 	xpf_rt_retry *retries;
 	int64_t end_ns;            /* the last event end seen on /host:CPU */
+	size_t host_chunks_by_others; /* how many chunks of the host lines a
+					 thread other than the first read (their
+					 records merged): XPF_PHASES, tests */
 	const xpf_plane *host_plane; /* the /host:CPU plane, or NULL */
 	/* private to runtime*.c */
 	struct xpf_rt_priv *priv;

@@ -103,8 +103,9 @@ fi
 echo "$checked trees compared ($sharded with chunks of host lines read by other threads: $shared2 with 2 threads, $shared3 with 3), $fails failures"
 [ "$fails" -eq 0 ] || exit 1
 [ "$checked" -gt 0 ] || { echo "SKIP: nothing to compare"; exit 77; }
-# a run where no capture's host lines were shared out proved nothing about it
-if [ "$sharded" -eq 0 ]; then
-	echo "FAIL: no capture had chunks of its host lines read by a thread other than the first"
+# a run where no capture's host lines were shared out proved nothing about
+# it: with 2 threads (the benchmark machines' one helper) and with 3 alike
+if [ "$shared2" -eq 0 ] || [ "$shared3" -eq 0 ]; then
+	echo "FAIL: with 2 threads $shared2, with 3 threads $shared3 captures had chunks of their host lines read by a thread other than the first; both must be above 0"
 	exit 1
 fi
