@@ -1369,10 +1369,10 @@ static int scan_kernels(struct scan *s, const xpf_plane *p, unsigned d, bool tpu
 	bool has_pid = npid > 0, has_mod = nmod > 0;
 	bool by_id = npid <= 32 && nmod <= 32;
 	size_t nids = by_id ? npid + nmod : 0;
-	xpf_pick pick;
-	xpf_pick_init(&pick, ids, nids);
 	if (!has_pid && !has_mod)
 		return XPF_OK;
+	xpf_pick pick;
+	xpf_pick_init(&pick, ids, nids);
 	struct xpf_rt_kdev *kd = &pv->kdev[d];
 	long bcache = -1;
 	struct kernel_cache kc = { 0, -2, "", 0, -2 };
@@ -1451,11 +1451,12 @@ static int scan_kernels(struct scan *s, const xpf_plane *p, unsigned d, bool tpu
 	return rc < 0 ? err->code : XPF_OK;
 }
 
-/* How many threads the scans use: XPF_THREADS (1-8; it also drops the
- * minimum size below which the host lines are read by one thread, for
- * tests), else the online CPUs, at most 8; never more than njobs. */
 #define MAX_SCAN_THREADS 8
 
+/* How many threads the scans use: XPF_THREADS (1-8; it also drops the
+ * minimum size below which the host lines are read by one thread, for
+ * tests), else the online CPUs, at most MAX_SCAN_THREADS; never more than
+ * njobs. */
 static size_t scan_threads(size_t njobs, bool *forced)
 {
 	const char *env = getenv("XPF_THREADS");
@@ -1744,7 +1745,7 @@ struct host_thread {
 	xpf_runtime rt;
 	struct xpf_rt_priv pv;
 	int *amap;            /* its allocators' indexes in the main runtime (-1: not yet) */
-	int64_t *smap;        /* its sites' indexes in the main runtime (-1: not yet) */
+	uint32_t *smap;       /* its sites' indexes in the main runtime (UINT32_MAX: not yet) */
 };
 
 struct host_work {
@@ -1862,14 +1863,14 @@ static bool chunk_merge(struct scan *s, struct host_thread *th, const struct hos
 			return false;
 		e->allocator = (int16_t)*m; /* below XPF_RT_MAX_ALLOCATORS */
 		/* and its site, its shape kept by the main scan's set */
-		int64_t *sm = &th->smap[e->site];
-		if (*sm < 0) {
+		uint32_t *sm = &th->smap[e->site];
+		if (*sm == UINT32_MAX) {
 			xpf_rt_site w = br->sites[e->site];
 			if (w.shape)
 				w.shape = intern(s, w.shape, strlen(w.shape));
 			*sm = site_of(rt, &w);
 		}
-		e->site = (uint32_t)*sm;
+		e->site = *sm;
 		if (e->execution >= 0)
 			e->execution += (int32_t)xoff;
 	}
@@ -2009,7 +2010,7 @@ static int scan_host(struct scan *s, size_t *nchunks_read, size_t *nby_others, x
 		th[t].smap = xpf_realloc_array(NULL, th[t].rt.nsites ? th[t].rt.nsites : 1,
 					       sizeof *th[t].smap);
 		for (size_t r = 0; r < th[t].rt.nsites; r++)
-			th[t].smap[r] = -1;
+			th[t].smap[r] = UINT32_MAX;
 	}
 	for (size_t k = 0; k < nchunks; k++)
 		*nby_others += ch[k].thread != 0 && ch[k].to > ch[k].from;
@@ -2240,6 +2241,7 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	phase(&ph, "devices");
 	if (ordering)
 		pthread_join(ot, NULL);
+	xpf_map_free(&pv->site_map); /* the replay made the last site */
 	phase(&ph, "order");
 	rc = rc == XPF_OK ? xpf_rt_finish_end(h, rt, &fin, err) : rc;
 	xpf_rt_finish_release(&fin);

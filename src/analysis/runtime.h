@@ -84,8 +84,10 @@ typedef struct xpf_rt_event {
 	bool in_build : 1;         /* inside that execution's `Build buffer allocations` */
 } xpf_rt_event;
 
-/* The most allocators a runtime holds (an event keeps its allocator in 16
- * bits; a capture has a few a device): more is an error. */
+/* The most allocators a runtime holds: more is an error.  A capture has a
+ * few a device; an event keeps its allocator in 16 bits, and a new name is
+ * found by a search of every allocator, which this keeps cheap on a
+ * capture that makes up a name an event. */
 #define XPF_RT_MAX_ALLOCATORS 4095
 
 /* An allocator event's size, what it asked for and the host events around

@@ -80,14 +80,14 @@ static void exec_move(void *ctx, size_t to, size_t from)
 }
 
 /* The kernels' buckets: every execution's start once, in order (runtime.c
- * cuts the kernels at them). */
-static void bucket_times(xpf_runtime *rt, const struct exec_key *key, const uint32_t *perm)
+ * cuts the kernels at them), from the executions in start order. */
+static void bucket_times(xpf_runtime *rt)
 {
 	struct xpf_rt_priv *pv = rt->priv;
 	size_t n = rt->nexecutions, u = 0;
 	int64_t *t = xpf_realloc_array(NULL, n + 1, sizeof *t);
 	for (size_t k = 0; k < n; k++) {
-		int64_t s = perm ? key[perm[k]].start_ps : rt->executions[k].start_ps;
+		int64_t s = rt->executions[k].start_ps;
 		if (u == 0 || t[u - 1] != s)
 			t[u++] = s;
 	}
@@ -99,7 +99,7 @@ static void bucket_times(xpf_runtime *rt, const struct exec_key *key, const uint
  * scan order): they come as runs in that order (a line's), merged.  Returns
  * the old index -> new index map, or NULL when they were in order already
  * (nothing moved).  The caller renumbers the events' `execution`; the
- * retries' are renumbered here.  Also the kernels' bucket times. */
+ * retries' are renumbered here. */
 static idx32 *order_executions(xpf_runtime *rt)
 {
 	size_t n = rt->nexecutions;
@@ -111,10 +111,8 @@ static idx32 *order_executions(xpf_runtime *rt)
 		if (key_cmp(&a, &b) > 0)
 			break;
 	}
-	if (k >= n) {
-		bucket_times(rt, NULL, NULL);
+	if (k >= n)
 		return NULL;
-	}
 
 	size_t key_len, perm_len;
 	struct exec_key *key = xpf_big_calloc(n, sizeof *key, &key_len);
@@ -122,7 +120,6 @@ static idx32 *order_executions(xpf_runtime *rt)
 		key[i] = exec_key_of(ex, i);
 	uint32_t *ord = xpf_big_calloc(n, sizeof *ord, &perm_len);
 	xpf_runs_merge(n, key_before, key, ord);
-	bucket_times(rt, key, ord);
 	xpf_big_free(key, key_len);
 	idx32 *inv = xpf_realloc_array(NULL, n, sizeof *inv);
 	for (size_t i = 0; i < n; i++)
@@ -444,6 +441,7 @@ void xpf_rt_finish_begin(xpf_runtime *rt, struct xpf_rt_finish *f)
 	if (rt->nexecutions >= UINT32_MAX || rt->nevents >= UINT32_MAX)
 		abort();
 	f->inv = order_executions(rt);
+	bucket_times(rt);
 }
 
 /* Step 2, once the events are ordered and replayed (nothing here reads a
@@ -831,21 +829,14 @@ static void origin_of(const xpf_runtime *rt, const xpf_rt_event *e, xpf_rt_block
 		else
 			xpf_buf_printf(t, "%s of %s execution %u", out ? "outputs" : "temp",
 				       x->host_name ? x->host_name : "an ambiguous module", x->n);
-	} else if (xpf_rt_ev_transfer(rt, e)) {
-		blk->origin = XPF_ORIGIN_TRANSFER;
-		xpf_buf_adds(t, xpf_rt_ev_transfer(rt, e));
-		if (xpf_rt_ev_shape(rt, e))
-			xpf_buf_printf(t, "(%s)", xpf_rt_ev_shape(rt, e));
-	} else if (xpf_rt_ev_enclosing(rt, e)) {
-		blk->origin = XPF_ORIGIN_HOST_EVENT;
-		xpf_buf_adds(t, xpf_rt_ev_enclosing(rt, e));
-		if (xpf_rt_ev_shape(rt, e))
-			xpf_buf_printf(t, "(%s)", xpf_rt_ev_shape(rt, e));
 	} else {
-		blk->origin = XPF_ORIGIN_HOST_EVENT;
-		xpf_buf_adds(t, "outside any host event");
-		if (xpf_rt_ev_shape(rt, e))
-			xpf_buf_printf(t, "(%s)", xpf_rt_ev_shape(rt, e));
+		/* the transfer around it, else the host event, then its shape */
+		const char *tr = xpf_rt_ev_transfer(rt, e), *in = xpf_rt_ev_enclosing(rt, e);
+		const char *shape = xpf_rt_ev_shape(rt, e);
+		blk->origin = tr ? XPF_ORIGIN_TRANSFER : XPF_ORIGIN_HOST_EVENT;
+		xpf_buf_adds(t, tr ? tr : in ? in : "outside any host event");
+		if (shape)
+			xpf_buf_printf(t, "(%s)", shape);
 	}
 	blk->origin_text = xpf_strdup(t->data ? t->data : "");
 }
