@@ -1144,14 +1144,17 @@ static size_t time_index(const struct xpf_rt_priv *pv, int64_t t)
 	return lo;
 }
 
-static const struct xpf_rt_kdev *kdev_of(const struct xpf_rt_priv *pv, int dev)
+/* Device dev's kernels, read on this first ask; NULL: no plane, or its
+ * read failed (xpf_rt_kernels_error tells). */
+static const struct xpf_rt_kdev *kdev_of(struct xpf_rt_priv *pv, int dev)
 {
-	if (dev < 0 || (size_t)dev >= pv->ndev || pv->kdev[dev].first_t == NULL)
+	if (dev < 0 || (size_t)dev >= pv->ndev || pv->kdev[dev].nplanes == 0 ||
+	    xpf_rt_kernels_read(pv, (size_t)dev, NULL) != XPF_OK || pv->kdev[dev].first_t == NULL)
 		return NULL;
 	return &pv->kdev[dev];
 }
 
-long xpf_rt_first_kernel_module(const struct xpf_rt_priv *pv, int dev, int64_t t)
+long xpf_rt_first_kernel_module(struct xpf_rt_priv *pv, int dev, int64_t t)
 {
 	const struct xpf_rt_kdev *k = kdev_of(pv, dev);
 	if (k == NULL)
@@ -1160,7 +1163,7 @@ long xpf_rt_first_kernel_module(const struct xpf_rt_priv *pv, int dev, int64_t t
 	return b < pv->ntimes ? k->first_mod[b] : -1;
 }
 
-bool xpf_rt_has_kernel(const struct xpf_rt_priv *pv, int dev, long module, int64_t from,
+bool xpf_rt_has_kernel(struct xpf_rt_priv *pv, int dev, long module, int64_t from,
 		       int64_t to, bool *any_after)
 {
 	*any_after = false;
@@ -1187,7 +1190,7 @@ bool xpf_rt_has_kernel(const struct xpf_rt_priv *pv, int dev, long module, int64
 }
 
 /* Room for devices 0..d in pv->kdev (before the kernel scans start: they
- * only fill their own device's entry). */
+ * only fill their own device's entry; kdev_ready then readies the reads). */
 static void kdev_room(struct xpf_rt_priv *pv, size_t d)
 {
 	if (d < pv->ndev)
@@ -1196,6 +1199,39 @@ static void kdev_room(struct xpf_rt_priv *pv, size_t d)
 	pv->kdev = xpf_realloc_array(pv->kdev, nd, sizeof *pv->kdev);
 	memset(pv->kdev + pv->ndev, 0, (nd - pv->ndev) * sizeof *pv->kdev);
 	pv->ndev = nd;
+}
+
+/* Plane i (ordinal d) is one of device d's. */
+static void kdev_add_plane(struct xpf_rt_priv *pv, size_t d, size_t i, bool tpu)
+{
+	kdev_room(pv, d);
+	struct xpf_rt_kdev *k = &pv->kdev[d];
+	k->planes = xpf_realloc_array(k->planes, k->nplanes + 1, sizeof *k->planes);
+	k->tpu = xpf_realloc_array(k->tpu, k->nplanes + 1, sizeof *k->tpu);
+	k->planes[k->nplanes] = i;
+	k->tpu[k->nplanes++] = tpu;
+}
+
+/* Once pv->kdev stops moving: each device's read. */
+static void kdev_ready(struct xpf_rt_priv *pv)
+{
+	for (size_t d = 0; d < pv->ndev; d++) {
+		pv->kdev[d].pv = pv;
+		xpf_lazy_init(&pv->kdev[d].read);
+	}
+}
+
+static void kdev_free(struct xpf_rt_kdev *k)
+{
+	free(k->first_t);
+	free(k->first_mod);
+	free(k->any_before);
+	free(k->next_mod);
+	free(k->pairs);
+	free(k->planes);
+	free(k->tpu);
+	if (k->pv)
+		xpf_lazy_release(&k->read, NULL);
 }
 
 /* Device d's buckets, empty (by its kernel scan: fresh pages cost, and the
@@ -1356,11 +1392,10 @@ static long kernel_stat_module(xpf_host *h, struct xpf_rt_priv *pv, const xpf_st
 }
 
 /* The kernels of device plane p (ordinal d) into its kdev, read through w. */
-static int scan_kernels(struct scan *s, const xpf_plane *p, unsigned d, bool tpu, xpf_window *w,
-			xpf_error *err)
+static int scan_kernels(struct xpf_rt_priv *pv, const xpf_plane *p, unsigned d, bool tpu,
+			xpf_window *w, xpf_error *err)
 {
-	xpf_host *h = s->h;
-	struct xpf_rt_priv *pv = s->rt->priv;
+	xpf_host *h = pv->host;
 	int rc = XPF_OK;
 	/* the stats a kernel is read for, by metadata id */
 	int64_t ids[64];
@@ -1390,7 +1425,7 @@ static int scan_kernels(struct scan *s, const xpf_plane *p, unsigned d, bool tpu
 		xpf_events_begin_window(p, l, &it, w);
 		while ((rc = by_id ? xpf_events_next_pick(&it, &eh, &pick, raw, 8, &np, err) :
 				     xpf_events_next_head(&it, &eh, err)) == 1) {
-			int64_t t0 = rel_ps(p->lines[l].timestamp_ns, s->base, eh.offset_ps);
+			int64_t t0 = rel_ps(p->lines[l].timestamp_ns, pv->time_base, eh.offset_ps);
 			xpf_stat_iter sit;
 			xpf_stat st;
 			long m = -1;
@@ -1531,46 +1566,75 @@ static void run_jobs(size_t n, const uint64_t *size, size_t nt,
 	free(order);
 }
 
-/* The device planes' kernel scans, shared out between threads. */
-struct dev_job {
-	size_t plane;
-	unsigned dev;
-	bool tpu;
-	int rc;
-	xpf_error err;
-};
+/* Device d's kernels (xpf_lazy compute; ctx: its kdev): its planes in
+ * capture order (two planes of one ordinal: their kernels at the same time
+ * count as the first's), read through a window of this call's own. */
+static int kdev_compute(void *ctx, void **value, xpf_error *err)
+{
+	struct xpf_rt_kdev *k = ctx;
+	struct xpf_rt_priv *pv = k->pv;
+	size_t d = (size_t)(k - pv->kdev);
+	xpf_window w = { 0 };
+	int rc = XPF_OK;
+	kdev_init(pv, d);
+	for (size_t i = 0; i < k->nplanes && rc == XPF_OK; i++) {
+		const xpf_plane *p;
+		rc = xpf_capture_plane(pv->host->cap, k->planes[i], &p, err);
+		if (rc == XPF_OK)
+			rc = scan_kernels(pv, p, (unsigned)d, k->tpu[i], &w, err);
+		if (rc != XPF_OK)
+			k->failed_plane = k->planes[i];
+	}
+	xpf_window_release(&w);
+	if (rc != XPF_OK)
+		return rc;
+	kdev_finish(pv, d);
+	*value = k;
+	return XPF_OK;
+}
 
+int xpf_rt_kernels_read(struct xpf_rt_priv *pv, size_t d, xpf_error *err)
+{
+	void *v;
+	return xpf_lazy_get(&pv->kdev[d].read, kdev_compute, &pv->kdev[d], &v, err);
+}
+
+int xpf_rt_kernels_error(struct xpf_rt_priv *pv, xpf_error *err)
+{
+	long first = -1;
+	for (size_t d = 0; d < pv->ndev; d++) {
+		struct xpf_rt_kdev *k = &pv->kdev[d];
+		if (k->nplanes && __atomic_load_n(&k->read.state, __ATOMIC_ACQUIRE) == 2 &&
+		    (first < 0 || k->failed_plane < pv->kdev[first].failed_plane))
+			first = (long)d;
+	}
+	return first < 0 ? XPF_OK : xpf_rt_kernels_read(pv, (size_t)first, err);
+}
+
+/* The devices whose kernels the finish will ask about, read side by side
+ * before it asks (each on one thread). */
 struct dev_jobs {
-	struct scan *s;
-	struct dev_job *job;
+	struct xpf_rt_priv *pv;
+	size_t *dev;
 	size_t n;
-	bool dup;          /* two planes share an ordinal: one thread, in plane order */
 };
 
 static void dev_job_run(void *ctx, size_t k, xpf_window *w)
 {
+	(void)w; /* a device's read has a window of its own (it may run on demand) */
 	struct dev_jobs *j = ctx;
-	struct dev_job *d = &j->job[k];
-	struct xpf_rt_priv *pv = j->s->rt->priv;
-	const xpf_plane *p;
-	kdev_init(pv, d->dev);
-	d->rc = xpf_capture_plane(j->s->h->cap, d->plane, &p, &d->err);
-	if (d->rc == XPF_OK)
-		d->rc = scan_kernels(j->s, p, d->dev, d->tpu, w, &d->err);
-	if (!j->dup) /* its device's only plane */
-		kdev_finish(pv, d->dev);
+	xpf_rt_kernels_read(j->pv, j->dev[k], NULL);
 }
 
 /* The device planes, in order on one thread: index them, make the TPU
- * executions (XLA Modules lines), list the kernel scans to run. */
-static int devices_prepare(struct scan *s, struct dev_jobs *j, xpf_error *err)
+ * executions (XLA Modules lines), give each device its planes. */
+static int devices_prepare(struct scan *s, xpf_error *err)
 {
 	xpf_host *h = s->h;
+	struct xpf_rt_priv *pv = s->rt->priv;
 	size_t np = xpf_capture_nplanes(h->cap);
-	j->s = s;
-	j->job = xpf_calloc(np ? np : 1, sizeof *j->job);
-	j->n = 0;
-	j->dup = false;
+	pv->host = h;
+	pv->time_base = s->base;
 	for (size_t i = 0; i < np; i++) {
 		unsigned d;
 		bool tpu;
@@ -1583,38 +1647,31 @@ static int devices_prepare(struct scan *s, struct dev_jobs *j, xpf_error *err)
 				rc = scan_modules_line(s, p, l, d, err);
 		if (rc != XPF_OK)
 			return rc;
-		for (size_t k = 0; k < j->n; k++)
-			j->dup |= j->job[k].dev == d;
-		kdev_room(s->rt->priv, d);
-		j->job[j->n++] = (struct dev_job){ .plane = i, .dev = d, .tpu = tpu };
+		kdev_add_plane(pv, d, i, tpu);
 	}
+	kdev_ready(pv);
 	return XPF_OK;
 }
 
-/* The kernel scans, once every execution is made (their starts cut the
- * buckets), plane by plane on as many threads (one when two planes share an
- * ordinal: they would write the same kdev). */
-static int devices_run(struct scan *s, struct dev_jobs *j, xpf_error *err)
+/* Read the kernels of the devices in want (want[d], d < pv->ndev) on as
+ * many threads, the largest first; what fails is told by
+ * xpf_rt_kernels_error. */
+static void devices_run(struct xpf_rt_priv *pv, const bool *want)
 {
-	struct xpf_rt_priv *pv = s->rt->priv;
-	size_t nj = j->n;
-	bool dup = j->dup;
-	uint64_t *size = xpf_realloc_array(NULL, nj ? nj : 1, sizeof *size);
-	for (size_t k = 0; k < nj; k++)
-		size[k] = xpf_capture_plane_head(s->h->cap, j->job[k].plane)->length;
-	/* two planes of one ordinal write the same kdev: one thread, in plane
-	 * order (their kernels at the same time: the first plane's counts) */
-	run_jobs(nj, dup ? NULL : size, dup ? 1 : scan_threads(nj, NULL), dev_job_run, j);
+	struct dev_jobs j = { pv, xpf_realloc_array(NULL, pv->ndev ? pv->ndev : 1, sizeof *j.dev), 0 };
+	uint64_t *size = xpf_realloc_array(NULL, pv->ndev ? pv->ndev : 1, sizeof *size);
+	for (size_t d = 0; d < pv->ndev; d++) {
+		if (!want[d] || pv->kdev[d].nplanes == 0)
+			continue;
+		size[j.n] = 0;
+		for (size_t i = 0; i < pv->kdev[d].nplanes; i++)
+			size[j.n] += xpf_capture_plane_head(pv->host->cap, pv->kdev[d].planes[i])->length;
+		j.dev[j.n++] = d;
+	}
+	if (j.n)
+		run_jobs(j.n, size, scan_threads(j.n, NULL), dev_job_run, &j);
 	free(size);
-	/* the first plane's error, as one thread in plane order would say */
-	for (size_t k = 0; k < nj; k++)
-		if (j->job[k].rc != XPF_OK) {
-			*err = j->job[k].err;
-			return j->job[k].rc;
-		}
-	for (size_t d = 0; dup && d < pv->ndev; d++)
-		kdev_finish(pv, d);
-	return XPF_OK;
+	free(j.dev);
 }
 
 /* ---- building ----------------------------------------------------------- */
@@ -2124,9 +2181,16 @@ static void phase(const struct phases *ph, const char *what)
 			break;
 	if (f)
 		fclose(f);
-	fprintf(stderr, "xplanefs: runtime phase %-8s %.3f s, RssAnon %ld MiB\n", what,
-		(double)(t.tv_sec - ph->t0.tv_sec) + (double)(t.tv_nsec - ph->t0.tv_nsec) * 1e-9,
-		anon_kb / 1024);
+	long huge_kb = -1;
+	f = fopen("/proc/self/smaps_rollup", "r");
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "AnonHugePages: %ld", &huge_kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	fprintf(stderr, "xplanefs: runtime phase %-8s %.3f s, RssAnon %ld MiB (%ld on huge pages)\n",
+		what, (double)(t.tv_sec - ph->t0.tv_sec) + (double)(t.tv_nsec - ph->t0.tv_nsec) * 1e-9,
+		anon_kb / 1024, huge_kb / 1024);
 }
 
 /* Every execution is made from one event: of /host:CPU, or of a TPU
@@ -2153,7 +2217,6 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	struct phases ph = { pv_env && *pv_env && strcmp(pv_env, "0") != 0, { 0, 0 } };
 	clock_gettime(CLOCK_MONOTONIC, &ph.t0);
 	struct scan s;
-	struct dev_jobs dj = { 0 };
 	memset(&s, 0, sizeof s);
 	s.h = h;
 	s.rt = rt;
@@ -2223,31 +2286,56 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 			goto out;
 	}
 	/* Every execution made (the TPU ones now) and sorted, their starts cut
-	 * the kernels' buckets.  Then side by side: the kernel scans (they
-	 * write only the buckets) and the events' order, replay and what the
-	 * executions need of them (events, allocators, retries, executions). */
-	rc = devices_prepare(&s, &dj, err);
+	 * the kernels' buckets.  Then side by side: the kernel scans of the
+	 * devices the finish will ask about (they write only the buckets) and
+	 * the events' order, replay and what the executions need of them
+	 * (events, allocators, retries, executions).  XPF_KERNELS=all reads
+	 * every device's kernels there, =ask none (each on the finish's first
+	 * ask): for tests, the same tree either way. */
+	rc = devices_prepare(&s, err);
 	if (rc != XPF_OK)
 		goto out;
 	struct xpf_rt_finish fin;
 	xpf_rt_finish_begin(rt, &fin);
+	bool *want = xpf_calloc(pv->ndev ? pv->ndev : 1, sizeof *want);
+	const char *kenv = getenv("XPF_KERNELS");
+	if (kenv && strcmp(kenv, "all") == 0)
+		memset(want, 1, pv->ndev * sizeof *want);
+	else if (!(kenv && strcmp(kenv, "ask") == 0))
+		xpf_rt_kernels_wanted(h, rt, want);
+	size_t nwant = 0;
+	for (size_t d = 0; d < pv->ndev; d++)
+		nwant += want[d] && pv->kdev[d].nplanes;
 	fin.threads = scan_threads(2, NULL);
 	struct order_job oj = { rt, &fin };
 	pthread_t ot;
-	bool ordering = fin.threads > 1 && pthread_create(&ot, NULL, order_worker, &oj) == 0;
+	bool ordering = nwant && fin.threads > 1 && pthread_create(&ot, NULL, order_worker, &oj) == 0;
 	if (!ordering)
 		order_worker(&oj);
-	rc = devices_run(&s, &dj, err);
+	devices_run(pv, want);
+	free(want);
 	phase(&ph, "devices");
 	if (ordering)
 		pthread_join(ot, NULL);
 	xpf_map_free(&pv->site_map); /* the replay made the last site */
 	phase(&ph, "order");
-	rc = rc == XPF_OK ? xpf_rt_finish_end(h, rt, &fin, err) : rc;
+	rc = xpf_rt_kernels_error(pv, err);       /* those read beforehand */
+	if (rc == XPF_OK)
+		rc = xpf_rt_finish_end(h, rt, &fin, err);
+	if (rc == XPF_OK)
+		rc = xpf_rt_kernels_error(pv, err);   /* and those asked for there */
 	xpf_rt_finish_release(&fin);
 	phase(&ph, "finish");
+	if (ph.on) {
+		size_t nread = 0, nplanes = 0;
+		for (size_t d = 0; d < pv->ndev; d++) {
+			nplanes += pv->kdev[d].nplanes > 0;
+			nread += pv->kdev[d].nplanes && __atomic_load_n(&pv->kdev[d].read.state, __ATOMIC_ACQUIRE);
+		}
+		fprintf(stderr, "xplanefs: runtime kernels of %zu of %zu device(s) read before the finish, %zu more when it asked\n",
+			nwant, nplanes, nread - nwant);
+	}
 out:
-	free(dj.job);
 	free(s.oh);
 	free(s.md_flags);
 	free(s.md_dev);
@@ -2300,13 +2388,8 @@ void xpf_runtime_free(void *p)
 	free(rt->retries);
 	struct xpf_rt_priv *pv = rt->priv;
 	if (pv) {
-		for (size_t d = 0; d < pv->ndev; d++) {
-			free(pv->kdev[d].first_t);
-			free(pv->kdev[d].first_mod);
-			free(pv->kdev[d].any_before);
-			free(pv->kdev[d].next_mod);
-			free(pv->kdev[d].pairs);
-		}
+		for (size_t d = 0; d < pv->ndev; d++)
+			kdev_free(&pv->kdev[d]);
 		free(pv->kdev);
 		free(pv->times);
 		free(pv->peak);

@@ -292,6 +292,37 @@ static long only(const bool *cand, size_t nm)
 	return r;
 }
 
+/* The rules of what the host side names (program_id, then the name) for
+ * execution xi: the module and how (*link), or -1 with cand narrowed for
+ * the rules after.  cand, hit: scratch of h->nmodules flags each. */
+static long link_host_side(xpf_host *h, const xpf_runtime *rt, size_t xi, bool *cand, bool *hit,
+			   enum xpf_link *link)
+{
+	struct xpf_rt_priv *pv = rt->priv;
+	const xpf_rt_execution *x = &rt->executions[xi];
+	size_t nm = h->nmodules;
+	for (size_t m = 0; m < nm; m++)
+		cand[m] = true;
+	long r;
+	if (pv->xb[xi].program_id >= 0) {
+		for (size_t m = 0; m < nm; m++)
+			hit[m] = xpf_capture_module(h->cap, m)->program_id == (uint64_t)pv->xb[xi].program_id;
+		if (narrow(cand, hit, nm) && (r = only(cand, nm)) >= 0) {
+			*link = XPF_LINK_PROGRAM_ID;
+			return r;
+		}
+	}
+	if (x->host_name) {
+		for (size_t m = 0; m < nm; m++)
+			hit[m] = name_names(h, pv, m, x->host_name);
+		if (narrow(cand, hit, nm) && (r = only(cand, nm)) >= 0) {
+			*link = XPF_LINK_NAME;
+			return r;
+		}
+	}
+	return -1;
+}
+
 /* cand, hit: scratch of h->nmodules flags each. */
 static void link_execution(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, size_t xi,
 			   struct seen *seen, bool *cand, bool *hit)
@@ -301,27 +332,12 @@ static void link_execution(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, s
 	size_t nm = h->nmodules;
 	if (nm == 0)
 		return;
-	for (size_t m = 0; m < nm; m++)
-		cand[m] = true;
-	long r;
-
-	if (pv->xb[xi].program_id >= 0) {
-		for (size_t m = 0; m < nm; m++)
-			hit[m] = xpf_capture_module(h->cap, m)->program_id == (uint64_t)pv->xb[xi].program_id;
-		if (narrow(cand, hit, nm) && (r = only(cand, nm)) >= 0) {
-			x->module = r;
-			x->link = XPF_LINK_PROGRAM_ID;
-			return;
-		}
-	}
-	if (x->host_name) {
-		for (size_t m = 0; m < nm; m++)
-			hit[m] = name_names(h, pv, m, x->host_name);
-		if (narrow(cand, hit, nm) && (r = only(cand, nm)) >= 0) {
-			x->module = r;
-			x->link = XPF_LINK_NAME;
-			return;
-		}
+	enum xpf_link link;
+	long r = link_host_side(h, rt, xi, cand, hit, &link);
+	if (r >= 0) {
+		x->module = r;
+		x->link = (uint8_t)link;
+		return;
 	}
 	if (seen->n > 0) {
 		for (size_t m = 0; m < nm; m++)
@@ -361,6 +377,41 @@ static void link_execution(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, s
 			x->link = XPF_LINK_KERNELS;
 		}
 	}
+}
+
+void xpf_rt_kernels_wanted(xpf_host *h, xpf_runtime *rt, bool *want)
+{
+	struct xpf_rt_priv *pv = rt->priv;
+	size_t nm = h->nmodules;
+	bool *cand = xpf_calloc(nm ? 2 * nm : 1, sizeof *cand), *hit = cand + nm;
+	/* executions come in runs of one name and program_id: the last
+	 * answer of the host-side rules is kept */
+	const char *last_name = NULL;
+	int64_t last_pid = -1;
+	bool last_named = false, have_last = false;
+	for (size_t xi = 0; xi < rt->nexecutions; xi++) {
+		const xpf_rt_execution *x = &rt->executions[xi];
+		bool launched = x->launched == XPF_LAUNCHED_YES || pv->xb[xi].thunk;
+		if (nm == 0 && launched)
+			continue; /* no module to link, nothing to ask */
+		if (!have_last || x->host_name != last_name || pv->xb[xi].program_id != last_pid) {
+			enum xpf_link link;
+			last_named = nm > 0 && link_host_side(h, rt, xi, cand, hit, &link) >= 0;
+			last_name = x->host_name;
+			last_pid = pv->xb[xi].program_id;
+			have_last = true;
+		}
+		if (launched && (last_named || nm == 0))
+			continue;
+		if (x->device >= 0 && (size_t)x->device < pv->ndev) {
+			want[x->device] = true;
+		} else if (x->device < 0) { /* its device is found later */
+			for (size_t d = 0; d < pv->ndev; d++)
+				want[d] = true;
+			break;
+		}
+	}
+	free(cand);
 }
 
 /* ---- the join to the plan ------------------------------------------------ */

@@ -3,6 +3,7 @@
 #define XPF_RUNTIME_PRIV_H
 
 #include "analysis/runtime.h"
+#include "common/lazy.h"
 #include "common/map.h"
 
 /* The kernels of one device plane, for `launched` and the kernels link
@@ -24,6 +25,15 @@ struct xpf_rt_kdev {
 	uint32_t *next_mod;  /* [nb + 1] first bucket >= b with first_mod >= 0, else nb */
 	struct xpf_rt_kpair *pairs; /* (module >= 0, bucket) present, sorted, unique */
 	size_t npairs, cappairs;
+	/* Its planes (capture plane indexes, in order; usually one), read
+	 * into the fields above on the first ask (xpf_rt_kernels_read): a
+	 * device whose executions never ask is never read. */
+	size_t *planes;
+	bool *tpu;
+	size_t nplanes;
+	size_t failed_plane;         /* when reading them failed: which */
+	struct xpf_rt_priv *pv;      /* back, for the read */
+	xpf_lazy read;
 };
 
 struct xpf_rt_xbuild {
@@ -48,6 +58,8 @@ struct xpf_rt_priv {
 	/* Per device (index = ordinal): its kernels, by bucket of times[]. */
 	size_t ndev;
 	struct xpf_rt_kdev *kdev;
+	xpf_host *host;      /* what a device's kernels are read from, */
+	int64_t time_base;   /* and the time base (the runtime's build) */
 	int64_t *times;      /* sorted, unique: every execution start (xpf_rt_finish_begin) */
 	size_t ntimes;       /* = the number of buckets */
 	/* Per execution, what building it needs beside rt->executions (a room
@@ -106,12 +118,25 @@ void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f);
 int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf_error *err);
 void xpf_rt_finish_release(struct xpf_rt_finish *f);
 
-/* Device dev's kernels (runtime.c). */
+/* Device dev's kernels (runtime.c), read on the first ask (the build reads
+ * those xpf_rt_kernels_wanted names beforehand, side by side); a failed
+ * read answers "none" and is told by xpf_rt_kernels_error. */
 /* The module of the first kernel at or after t that names one, or -1. */
-long xpf_rt_first_kernel_module(const struct xpf_rt_priv *pv, int dev, int64_t t);
+long xpf_rt_first_kernel_module(struct xpf_rt_priv *pv, int dev, int64_t t);
 /* A kernel in [from, to) of that module (any kernel when module < 0);
  * *any_after: any kernel at all at or after from. */
-bool xpf_rt_has_kernel(const struct xpf_rt_priv *pv, int dev, long module, int64_t from,
+bool xpf_rt_has_kernel(struct xpf_rt_priv *pv, int dev, long module, int64_t from,
 		       int64_t to, bool *any_after);
+/* Device d's kernels read now (once), or their error. */
+int xpf_rt_kernels_read(struct xpf_rt_priv *pv, size_t d, xpf_error *err);
+/* The error of the first plane (in capture order) whose kernels failed to
+ * read, or XPF_OK. */
+int xpf_rt_kernels_error(struct xpf_rt_priv *pv, xpf_error *err);
+/* runtime_exec.c: which devices' kernels the finish may ask about
+ * (want[d], d < pv->ndev), from what the executions hold before the
+ * finish: those whose launched is not settled by the host (a thunk in it,
+ * a TPU module) or whose module the host side does not name; every device
+ * for such an execution of no known device yet. */
+void xpf_rt_kernels_wanted(xpf_host *h, xpf_runtime *rt, bool *want);
 
 #endif

@@ -12,6 +12,14 @@
 # tree compared counts, and at least one capture must have had its host lines
 # read in chunks some of which a thread other than the first read, whose
 # records are merged (XPF_PHASES=1 says how many).
+# The device planes' kernels are read only for the devices the finish will
+# ask about (their executions' launched or module not settled by the host
+# side), and any other on its first ask: the two-thread run sets
+# XPF_KERNELS=all (every device read beforehand, side by side), the
+# three-thread one XPF_KERNELS=ask (none beforehand: each read when the
+# finish asks, from the join's threads too); their trees must be the same as
+# well, and some capture must have had kernels read on an ask, and some
+# devices left unread by the default.
 # Usage: test-threads.sh XPLANEFS [XPLANE-MKCAPTURE]
 set -u
 XPF=$1
@@ -21,7 +29,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 checked=0
-sharded=0 shared2=0 shared3=0
+sharded=0 shared2=0 shared3=0 asked=0 skipped=0
 
 # Export f with 1, 2 and 3 threads and compare exit codes, messages (the
 # output folder's name taken out) and trees.  want: the exit code one
@@ -35,17 +43,24 @@ compare() {
 		echo "FAIL: $label: one thread exits $rc1, want $want: $(head -c 300 "$tmp/t1.out")"
 		fails=$((fails + 1))
 	fi
+	# "kernels of N of M device(s) read before the finish, K more when it asked"
+	if grep -Eq '^xplanefs: runtime kernels of [0-9]+ of [0-9]+ ' "$tmp/t1.all" &&
+		! grep -Eq '^xplanefs: runtime kernels of ([0-9]+) of \1 ' "$tmp/t1.all"; then
+		skipped=$((skipped + 1))
+	fi
 	for t in 2 3; do
-		XPF_THREADS=$t XPF_PHASES=1 "$XPF" --export "$tmp/t$t" "$f" 2>&1 |
+		local kernels=all
+		[ "$t" = 3 ] && kernels=ask
+		XPF_KERNELS=$kernels XPF_THREADS=$t XPF_PHASES=1 "$XPF" --export "$tmp/t$t" "$f" 2>&1 |
 			sed "s|$tmp/t$t|OUT|g" >"$tmp/t$t.all"
 		rc=${PIPESTATUS[0]}
 		grep -v '^xplanefs: runtime ' "$tmp/t$t.all" >"$tmp/t$t.out"
 		if [ "$rc" != "$rc1" ] || ! cmp -s "$tmp/t1.out" "$tmp/t$t.out"; then
-			echo "FAIL: $label: XPF_THREADS=$t exits $rc ($(head -c 300 "$tmp/t$t.out")), one thread $rc1"
+			echo "FAIL: $label: XPF_THREADS=$t XPF_KERNELS=$kernels exits $rc ($(head -c 300 "$tmp/t$t.out")), one thread $rc1"
 			fails=$((fails + 1))
 		elif [ -n "$(ls -A "$tmp/t1" 2>/dev/null)" ]; then
 			if ! diff -r "$tmp/t1" "$tmp/t$t" >"$tmp/diff" 2>&1; then
-				echo "FAIL: $label: XPF_THREADS=$t differs from one thread:"
+				echo "FAIL: $label: XPF_THREADS=$t XPF_KERNELS=$kernels differs from one thread:"
 				head -20 "$tmp/diff"
 				fails=$((fails + 1))
 			else
@@ -56,6 +71,10 @@ compare() {
 					"$tmp/t$t.all"; then
 					sharded=$((sharded + 1))
 					eval "shared$t=\$((shared$t + 1))"
+				fi
+				if [ "$t" = 3 ] && grep -Eq '^xplanefs: runtime kernels of .*, [1-9][0-9]* more when it asked' \
+					"$tmp/t$t.all"; then
+					asked=$((asked + 1))
 				fi
 			fi
 		else
@@ -100,12 +119,16 @@ if [ -d "$bad" ]; then
 	done
 fi
 
-echo "$checked trees compared ($sharded with chunks of host lines read by other threads: $shared2 with 2 threads, $shared3 with 3), $fails failures"
+echo "$checked trees compared ($sharded with chunks of host lines read by other threads: $shared2 with 2 threads, $shared3 with 3; $asked with kernels read when asked, $skipped leaving devices unread), $fails failures"
 [ "$fails" -eq 0 ] || exit 1
 [ "$checked" -gt 0 ] || { echo "SKIP: nothing to compare"; exit 77; }
 # a run where no capture's host lines were shared out proved nothing about
 # it: with 2 threads (the benchmark machines' one helper) and with 3 alike
 if [ "$shared2" -eq 0 ] || [ "$shared3" -eq 0 ]; then
 	echo "FAIL: with 2 threads $shared2, with 3 threads $shared3 captures had chunks of their host lines read by a thread other than the first; both must be above 0"
+	exit 1
+fi
+if [ "$asked" -eq 0 ] || [ "$skipped" -eq 0 ]; then
+	echo "FAIL: $asked captures had a device's kernels read when the finish asked (XPF_KERNELS=ask), $skipped left a device unread by default; both must be above 0"
 	exit 1
 fi
