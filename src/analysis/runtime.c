@@ -1715,15 +1715,64 @@ static int alloc_name_cmp(const void *a, const void *b)
 	return natural_cmp(((const xpf_rt_allocator *)a)->name, ((const xpf_rt_allocator *)b)->name);
 }
 
-/* Pair allocations with deallocations by address, per allocator, in time
- * order; fill the allocators' figures.  Its map (address, allocator) -> the
- * index of the live allocation event holds the live allocations only
- * (thousands where the events are millions: a map sized by the events would
- * touch tens of MiB of fresh pages). */
+/* One allocator's allocations in event order and, per XPF_RT_LIVE_BLOCK of
+ * them, when the block is last live (the replay's live index). */
+struct live_list {
+	uint32_t *ev;
+	size_t n, cap;
+	int64_t *blk_end;
+	size_t nblk, cap_blk;
+};
+
+/* The allocation at place p of l is live until t (INT64_MAX: never freed). */
+static void live_until(struct live_list *l, uint64_t p, int64_t t)
+{
+	int64_t *end = &l->blk_end[p / XPF_RT_LIVE_BLOCK];
+	*end = t > *end ? t : *end;
+}
+
+/* The replay's live lists, one after another, as xpf_runtime_live_at reads
+ * them (xpf_rt_priv.live_*). */
+static void live_index(struct xpf_rt_priv *pv, struct live_list *ll, size_t na)
+{
+	size_t nl = 0, nb = 0;
+	pv->live_beg = xpf_calloc(na + 1, sizeof *pv->live_beg);
+	pv->live_blk_beg = xpf_calloc(na + 1, sizeof *pv->live_blk_beg);
+	for (size_t a = 0; a < na; a++) {
+		pv->live_beg[a] = nl;
+		pv->live_blk_beg[a] = nb;
+		nl += ll[a].n;
+		nb += ll[a].nblk;
+	}
+	pv->live_beg[na] = nl;
+	pv->live_blk_beg[na] = nb;
+	pv->live_ev = xpf_realloc_array(NULL, nl + 1, sizeof *pv->live_ev);
+	pv->live_blk_end = xpf_realloc_array(NULL, nb + 1, sizeof *pv->live_blk_end);
+	for (size_t a = 0; a < na; a++) {
+		if (ll[a].n)
+			memcpy(pv->live_ev + pv->live_beg[a], ll[a].ev, ll[a].n * sizeof *ll[a].ev);
+		if (ll[a].nblk)
+			memcpy(pv->live_blk_end + pv->live_blk_beg[a], ll[a].blk_end,
+			       ll[a].nblk * sizeof *ll[a].blk_end);
+		free(ll[a].ev);
+		free(ll[a].blk_end);
+	}
+}
+
+/* The events in time order: each allocator's in use before its first event,
+ * peak, counts; each free matched to the live allocation at its address
+ * (match, both ways); what was never freed; and the live index
+ * (live_index).  Its map (address, allocator) -> the live allocation holds
+ * the live allocations only (thousands where the events are millions: a map
+ * sized by the events would touch tens of MiB of fresh pages); a value is
+ * the allocation's event index, its place in its allocator's live list
+ * above bit 32. */
 static void replay(xpf_runtime *rt, const uint64_t *peak_avail)
 {
 	xpf_map m;
 	xpf_map_init(&m, 1024);
+	size_t na = rt->nallocators;
+	struct live_list *ll = xpf_calloc(na ? na : 1, sizeof *ll);
 	for (size_t i = 0; i < rt->nevents; i++) {
 		xpf_rt_event *e = &rt->events[i];
 		xpf_rt_allocator *a = &rt->allocators[e->allocator];
@@ -1741,22 +1790,35 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail)
 			a->capacity_bytes = e->in_use_after + peak_avail[e->allocator];
 		}
 		a->live_at_end_bytes = e->in_use_after;
+		struct live_list *l = &ll[e->allocator];
 		if (e->kind == XPF_RT_ALLOC) {
 			a->allocations++;
-			int64_t old = xpf_map_put(&m, e->addr, (uint64_t)e->allocator, (int64_t)i);
-			if (old >= 0) /* an address reused without a seen free */
-				rt->events[old].match = -1;
+			uint64_t place = l->n;
+			*XPF_VEC_PUSH(l->ev, l->n, l->cap) = (uint32_t)i;
+			if (place % XPF_RT_LIVE_BLOCK == 0)
+				*XPF_VEC_PUSH(l->blk_end, l->nblk, l->cap_blk) = INT64_MIN;
+			int64_t old = xpf_map_put(&m, e->addr, (uint64_t)e->allocator,
+						  (int64_t)(place << 32 | i));
+			if (old >= 0) { /* an address reused without a seen free */
+				const xpf_rt_event *o = &rt->events[old & 0xffffffff];
+				rt->events[old & 0xffffffff].match = -1;
+				live_until(l, (uint64_t)old >> 32, INT64_MAX);
+				a->seen_live_at_end_bytes += xpf_rt_ev_bytes(rt, o);
+				a->seen_live_at_end_blocks++;
+			}
 		} else {
 			a->deallocations++;
 			size_t k = xpf_map_find(&m, e->addr, (uint64_t)e->allocator);
 			int64_t v = m.s[k].val;
 			if (v >= 0) {
-				e->match = v;
-				rt->events[v].match = (long)i;
+				size_t vi = (size_t)(v & 0xffffffff);
+				e->match = (int32_t)vi;
+				rt->events[vi].match = (int32_t)i;
+				live_until(l, (uint64_t)v >> 32, e->t_ps);
 				if (bytes == 0) { /* its match's, at its own site */
 					xpf_rt_site w = rt->sites[e->site];
-					w.bytes = xpf_rt_ev_bytes(rt, &rt->events[v]);
-					w.has_bytes = xpf_rt_ev_has_bytes(rt, &rt->events[v]);
+					w.bytes = xpf_rt_ev_bytes(rt, &rt->events[vi]);
+					w.has_bytes = xpf_rt_ev_has_bytes(rt, &rt->events[vi]);
 					e->site = site_of(rt, &w);
 				}
 				xpf_map_del(&m, k);
@@ -1766,14 +1828,19 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail)
 			}
 		}
 	}
-	for (size_t i = 0; i < rt->nevents; i++) {
-		xpf_rt_event *e = &rt->events[i];
-		if (e->kind == XPF_RT_ALLOC && e->match < 0) {
-			rt->allocators[e->allocator].seen_live_at_end_bytes += xpf_rt_ev_bytes(rt, e);
-			rt->allocators[e->allocator].seen_live_at_end_blocks++;
-		}
+	/* what is still live was never freed */
+	for (size_t k = 0; k < m.cap; k++) {
+		int64_t v = m.s[k].val;
+		if (v < 0)
+			continue;
+		size_t al = (size_t)m.s[k].b;
+		live_until(&ll[al], (uint64_t)v >> 32, INT64_MAX);
+		rt->allocators[al].seen_live_at_end_bytes += xpf_rt_ev_bytes(rt, &rt->events[v & 0xffffffff]);
+		rt->allocators[al].seen_live_at_end_blocks++;
 	}
 	xpf_map_free(&m);
+	live_index(rt->priv, ll, na);
+	free(ll);
 }
 
 /* ---- the host lines, shared out between threads ------------------------- */

@@ -29,7 +29,6 @@
  * 4G events would take 600 GB of xpf_rt_event before getting here. */
 typedef uint32_t idx32;
 
-static void live_index(xpf_runtime *rt, const idx32 *aev, const size_t *abeg, const size_t *aend);
 
 /* An execution's sort key: (start, device, line), then its index. */
 struct exec_key {
@@ -604,7 +603,6 @@ void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f)
 		}
 	}
 	free(cursor);
-	live_index(rt, aev, abeg, aend);
 	free(abeg);
 	free(aend);
 	xpf_big_free(aev, aev_len);
@@ -890,48 +888,6 @@ static void origin_of(const xpf_runtime *rt, const xpf_rt_event *e, xpf_rt_block
 			xpf_buf_printf(t, "(%s)", shape);
 	}
 	blk->origin_text = xpf_strdup(t->data ? t->data : "");
-}
-
-/* Blocks of allocations that xpf_runtime_live_at skips whole when none is
- * live at the time asked. */
-#define XPF_RT_LIVE_BLOCK 256
-
-/* The allocation events of each allocator (from aev[abeg[a] .. aend[a]), its
- * events in time order), blocked, with when each block is last live. */
-static void live_index(xpf_runtime *rt, const idx32 *aev, const size_t *abeg, const size_t *aend)
-{
-	struct xpf_rt_priv *pv = rt->priv;
-	size_t na = rt->nallocators, nl = 0, nb = 0;
-	pv->live_beg = xpf_calloc(na + 1, sizeof *pv->live_beg);
-	pv->live_blk_beg = xpf_calloc(na + 1, sizeof *pv->live_blk_beg);
-	for (size_t a = 0; a < na; a++) {
-		size_t c = 0;
-		for (size_t k = abeg[a]; k < aend[a]; k++)
-			c += rt->events[aev[k]].kind == XPF_RT_ALLOC;
-		pv->live_beg[a] = nl;
-		pv->live_blk_beg[a] = nb;
-		nl += c;
-		nb += (c + XPF_RT_LIVE_BLOCK - 1) / XPF_RT_LIVE_BLOCK;
-	}
-	pv->live_beg[na] = nl;
-	pv->live_blk_beg[na] = nb;
-	pv->live_ev = xpf_realloc_array(NULL, nl + 1, sizeof *pv->live_ev);
-	pv->live_blk_end = xpf_realloc_array(NULL, nb + 1, sizeof *pv->live_blk_end);
-	for (size_t a = 0; a < na; a++) {
-		size_t j = pv->live_beg[a];
-		for (size_t k = abeg[a]; k < aend[a]; k++)
-			if (rt->events[aev[k]].kind == XPF_RT_ALLOC)
-				pv->live_ev[j++] = aev[k];
-		for (size_t b = 0, i = pv->live_beg[a]; i < pv->live_beg[a + 1]; b++) {
-			int64_t end = INT64_MIN;
-			for (size_t k = 0; k < XPF_RT_LIVE_BLOCK && i < pv->live_beg[a + 1]; k++, i++) {
-				const xpf_rt_event *e = &rt->events[pv->live_ev[i]];
-				int64_t t = e->match >= 0 ? rt->events[e->match].t_ps : INT64_MAX;
-				end = t > end ? t : end;
-			}
-			pv->live_blk_end[pv->live_blk_beg[a] + b] = end;
-		}
-	}
 }
 
 int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, size_t *nout,

@@ -51,6 +51,10 @@ struct xpf_rt_scan_peak {
 	bool set;
 };
 
+/* Blocks of allocations that xpf_runtime_live_at skips whole when none is
+ * live at the time asked (xpf_rt_priv.live_blk_end). */
+#define XPF_RT_LIVE_BLOCK 256
+
 struct xpf_rt_priv {
 	/* Per allocator, in the order the scan found them (before the sort
 	 * by name): its peak as scanned. */
@@ -82,7 +86,8 @@ struct xpf_rt_priv {
 	 * order are live_ev[live_beg[a] .. live_beg[a + 1]), cut in blocks of
 	 * XPF_RT_LIVE_BLOCK; live_blk_end[live_blk_beg[a] + k] is the latest
 	 * time block k of a is still live (its latest free, INT64_MAX when one
-	 * is never freed), so that a block dead before a time is skipped. */
+	 * is never freed), so that a block dead before a time is skipped.
+	 * Made by the replay (runtime.c), which matches the frees. */
 	uint32_t *live_ev;
 	size_t *live_beg, *live_blk_beg;
 	int64_t *live_blk_end;
