@@ -641,7 +641,7 @@ static void plane_free(void *v)
 	if (p == NULL)
 		return;
 	plane_clear(p);
-	free(p->lines);
+	xpf_big_free(p->lines, p->lines_map_len);
 	free(p->event_md);
 	free(p->stat_md);
 	free(p->event_md_by_id.slot);
@@ -870,6 +870,15 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, struct plane_caps *c
 	xpf_window w = { 0 };
 	uint64_t o = p->offset, e = p->offset + p->length;
 	bool ok = true;
+	/* A big plane's lines: a room on huge pages that never moves, for as
+	 * many as its bytes could hold (a line takes at least two); pages are
+	 * touched as lines come.  Hundreds of thousands of lines on 4 KiB pages
+	 * that a realloc grows cost more (bench/README, "Memory is time"). */
+	if (!p->lines && p->length / 2 < SIZE_MAX / sizeof *p->lines) {
+		size_t bound = (size_t)(p->length / 2) + 1;
+		p->lines = xpf_map_huge(bound, sizeof *p->lines, &p->lines_map_len);
+		caps->lines = p->lines ? bound : 0;
+	}
 	while (ok && o < e) {
 		size_t avail = e - o < 24 ? (size_t)(e - o) : 24;
 		const uint8_t *q0 = window_at(c, &w, o, avail, e), *q = q0;

@@ -107,6 +107,7 @@ typedef struct xpf_plane {
 	uint64_t offset, length; /* the XPlane message in the file */
 	size_t nlines;
 	xpf_line *lines;
+	size_t lines_map_len; /* lines is a room of this many bytes (xpf_map_huge), 0: malloc'd */
 	size_t n_event_md; /* sorted by id */
 	xpf_event_md *event_md;
 	size_t n_stat_md;  /* sorted by id; see xpf_plane_stat_name() */
