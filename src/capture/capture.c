@@ -873,8 +873,11 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, struct plane_caps *c
 	/* A big plane's lines: a room on huge pages that never moves, for as
 	 * many as its bytes could hold (a line takes at least two); pages are
 	 * touched as lines come.  Hundreds of thousands of lines on 4 KiB pages
-	 * that a realloc grows cost more (bench/README, "Memory is time"). */
-	if (!p->lines && p->length / 2 < SIZE_MAX / sizeof *p->lines) {
+	 * that a realloc grows cost more (bench/README, "Memory is time").
+	 * Planes of 64 MiB and more only: a room holds at least a 2 MiB page,
+	 * which a capture of many small planes must not cost each. */
+	if (!p->lines && p->length >= ((uint64_t)64 << 20) &&
+	    p->length / 2 < SIZE_MAX / sizeof *p->lines) {
 		size_t bound = (size_t)(p->length / 2) + 1;
 		p->lines = xpf_map_huge(bound, sizeof *p->lines, &p->lines_map_len);
 		caps->lines = p->lines ? bound : 0;
