@@ -173,7 +173,8 @@ static void summary_devices(xpf_host *h, xpf_buf *out)
 		xpf_error e = { 0 };
 		xpf_stat st;
 		uint64_t mem;
-		if (strncmp(hd->name, "/device:", 8) != 0 || xpf_capture_plane(h->cap, i, &p, &e) != XPF_OK)
+		if (strncmp(hd->name, "/device:", 8) != 0 ||
+		    xpf_capture_plane_meta(h->cap, i, &p, &e) != XPF_OK) /* its stats only */
 			continue;
 		xpf_str dn;
 		xpf_buf_printf(out, "  %s: name ", hd->name);

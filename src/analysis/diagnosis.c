@@ -186,7 +186,7 @@ uint64_t xpf_diag_device_memory(xpf_host *h, int dev)
 		xpf_error e = { 0 };
 		xpf_stat st;
 		uint64_t mem;
-		if (xpf_capture_plane(h->cap, i, &p, &e) != XPF_OK)
+		if (xpf_capture_plane_meta(h->cap, i, &p, &e) != XPF_OK) /* its stats only */
 			continue;
 		if (xpf_plane_stat(p, "memory_size", &st, &e) == 1 && xpf_stat_u64(&st, &mem) && mem)
 			return mem;

@@ -1604,7 +1604,7 @@ int xpf_rt_kernels_error(struct xpf_rt_priv *pv, xpf_error *err)
 	long first = -1;
 	for (size_t d = 0; d < pv->ndev; d++) {
 		struct xpf_rt_kdev *k = &pv->kdev[d];
-		if (k->nplanes && __atomic_load_n(&k->read.state, __ATOMIC_ACQUIRE) == 2 &&
+		if (k->nplanes && xpf_lazy_state(&k->read) == XPF_LAZY_FAILED &&
 		    (first < 0 || k->failed_plane < pv->kdev[first].failed_plane))
 			first = (long)d;
 	}
@@ -1626,8 +1626,8 @@ static void dev_job_run(void *ctx, size_t k, xpf_window *w)
 	xpf_rt_kernels_read(j->pv, j->dev[k], NULL);
 }
 
-/* The device planes, in order on one thread: index them, make the TPU
- * executions (XLA Modules lines), give each device its planes. */
+/* The device planes, in order on one thread: make the TPU executions (their
+ * XLA Modules lines), give each device its planes. */
 static int devices_prepare(struct scan *s, xpf_error *err)
 {
 	xpf_host *h = s->h;
@@ -1641,7 +1641,7 @@ static int devices_prepare(struct scan *s, xpf_error *err)
 		if (!device_plane(h, i, &d, &tpu))
 			continue;
 		const xpf_plane *p;
-		int rc = xpf_capture_plane(h->cap, i, &p, err);
+		int rc = tpu ? xpf_capture_plane(h->cap, i, &p, err) : XPF_OK;
 		for (size_t l = 0; rc == XPF_OK && tpu && l < p->nlines; l++)
 			if (strcmp(p->lines[l].name, "XLA Modules") == 0)
 				rc = scan_modules_line(s, p, l, d, err);
@@ -2206,24 +2206,39 @@ static void *order_worker(void *arg)
 	return NULL;
 }
 
-/* Index every plane (xpf_capture_plane) on as many threads: the time base
- * needs them all.  Errors stay with the planes and are met again, in plane
- * order, by whoever asks next. */
-static void index_job_run(void *ctx, size_t k, xpf_window *w)
+/* Whether the build reads plane i's lines before the finish: /host:CPU's
+ * and a TPU plane's (its XLA Modules line); a GPU plane's only when its
+ * kernels are read (kdev_compute), any other plane's never. */
+static bool lines_read(const xpf_host *h, size_t i)
 {
-	const xpf_plane *p;
-	(void)w;
-	(void)xpf_capture_plane(ctx, k, &p, NULL);
+	unsigned d;
+	bool tpu;
+	return strcmp(xpf_capture_plane_head(h->cap, i)->name, "/host:CPU") == 0 ||
+	       (device_plane(h, i, &d, &tpu) && tpu);
 }
 
-/* Every plane indexed, on as many threads as there are CPUs. */
-static void index_planes(xpf_capture *cap)
+static void index_job_run(void *ctx, size_t k, xpf_window *w)
 {
-	size_t n = xpf_capture_nplanes(cap);
+	xpf_host *h = ctx;
+	const xpf_plane *p;
+	(void)w;
+	if (lines_read(h, k))
+		(void)xpf_capture_plane(h->cap, k, &p, NULL);
+	else /* for the time base (and the devices' stats) */
+		(void)xpf_capture_plane_meta(h->cap, k, &p, NULL);
+}
+
+/* Every plane indexed (the lines kept of those the build reads, see
+ * lines_read; the time base needs every plane's), on as many threads as
+ * there are CPUs.  Errors stay with the planes and are met again, in plane
+ * order, by whoever asks next. */
+static void index_planes(xpf_host *h)
+{
+	size_t n = xpf_capture_nplanes(h->cap);
 	uint64_t *size = xpf_realloc_array(NULL, n ? n : 1, sizeof *size);
 	for (size_t k = 0; k < n; k++)
-		size[k] = xpf_capture_plane_head(cap, k)->length;
-	run_jobs(n, size, scan_threads(n, NULL), index_job_run, cap);
+		size[k] = xpf_capture_plane_head(h->cap, k)->length;
+	run_jobs(n, size, scan_threads(n, NULL), index_job_run, h);
 	free(size);
 }
 
@@ -2288,7 +2303,7 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 	s.h = h;
 	s.rt = rt;
 	s.last_alloc = -1;
-	index_planes(h->cap);
+	index_planes(h);
 	phase(&ph, "index");
 	int rc = xpf_capture_time_base(h->cap, &s.base, err);
 	if (rc != XPF_OK)
@@ -2397,7 +2412,7 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		size_t nread = 0, nplanes = 0;
 		for (size_t d = 0; d < pv->ndev; d++) {
 			nplanes += pv->kdev[d].nplanes > 0;
-			nread += pv->kdev[d].nplanes && __atomic_load_n(&pv->kdev[d].read.state, __ATOMIC_ACQUIRE);
+			nread += pv->kdev[d].nplanes && xpf_lazy_state(&pv->kdev[d].read) != XPF_LAZY_NOT_YET;
 		}
 		fprintf(stderr, "xplanefs: runtime kernels of %zu of %zu device(s) read before the finish, %zu more when it asked\n",
 			nwant, nplanes, nread - nwant);

@@ -48,7 +48,7 @@ static int render_devices(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 		if (strncmp(hd->name, "/device:", 8) != 0)
 			continue;
 		const xpf_plane *p;
-		int rc = xpf_capture_plane(h->cap, i, &p, err);
+		int rc = xpf_capture_plane_meta(h->cap, i, &p, err); /* its stats only */
 		if (rc != XPF_OK)
 			return rc;
 		xpf_error e2 = { 0 };

@@ -40,6 +40,9 @@ struct xpf_capture {
 	size_t nplanes;
 	xpf_plane_head *heads;
 	xpf_lazy *planes; /* nplanes: xpf_plane * */
+	xpf_lazy *firsts; /* nplanes: xpf_plane * without its lines
+			     (xpf_capture_plane_meta), made when the plane's
+			     own index is not */
 
 	size_t nstr[5];
 	char **str[5];
@@ -652,6 +655,7 @@ static void plane_free(void *v)
 struct plane_ctx {
 	xpf_capture *c;
 	size_t i;
+	bool lineless;  /* lines walked for their events and times, not kept */
 };
 
 static int index_line(xpf_capture *c, xpf_plane *p, const wire_field *lf, xpf_line *ln,
@@ -865,7 +869,8 @@ static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint6
 /* plane_build's walk of the plane's fields through a window (big planes,
  * see xpf_window); false on anything unusual: plane_build then clears p
  * and walks the mapping instead (which words any error). */
-static bool plane_walk_window(xpf_capture *c, xpf_plane *p, struct plane_caps *caps)
+static bool plane_walk_window(xpf_capture *c, xpf_plane *p, struct plane_caps *caps,
+			      bool lineless)
 {
 	xpf_window w = { 0 };
 	uint64_t o = p->offset, e = p->offset + p->length;
@@ -876,7 +881,7 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, struct plane_caps *c
 	 * that a realloc grows cost more (bench/README, "Memory is time").
 	 * Planes of 64 MiB and more only: a room holds at least a 2 MiB page,
 	 * which a capture of many small planes must not cost each. */
-	if (!p->lines && p->length >= ((uint64_t)64 << 20) &&
+	if (!lineless && !p->lines && p->length >= ((uint64_t)64 << 20) &&
 	    p->length / 2 < SIZE_MAX / sizeof *p->lines) {
 		size_t bound = (size_t)(p->length / 2) + 1;
 		p->lines = xpf_map_huge(bound, sizeof *p->lines, &p->lines_map_len);
@@ -905,7 +910,18 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, struct plane_caps *c
 		}
 		uint64_t d = o + (uint64_t)(q - q0);
 		uint32_t num = (uint32_t)(tag >> 3);
-		if (num == 3) {
+		if (num == 3 && lineless) {
+			xpf_line ln;
+			if (!index_line_window(c, p, &w, d, v, &ln)) {
+				ok = false;
+				break;
+			}
+			p->nevents += ln.nevents;
+			if (ln.nevents && (!p->has_first_ts || ln.timestamp_ns < p->first_ts)) {
+				p->first_ts = ln.timestamp_ns;
+				p->has_first_ts = true;
+			}
+		} else if (num == 3) {
 			xpf_line *ln = XPF_VEC_PUSH(p->lines, p->nlines, caps->lines);
 			if (!index_line_window(c, p, &w, d, v, ln)) {
 				p->nlines--;
@@ -948,9 +964,10 @@ static int plane_build(void *ctxv, void **out, xpf_error *err)
 
 	/* Through a window (see xpf_window); the mapping when that fails. */
 	if (c->fd >= 0) {
-		if (plane_walk_window(c, p, &caps))
+		if (plane_walk_window(c, p, &caps, ctx->lineless))
 			goto done;
 		plane_clear(p);
+		p->has_first_ts = false; /* the mapping's walk below keeps the lines */
 	}
 	const uint8_t *q = c->data + h->offset, *e = q + h->length;
 	wire_field f;
@@ -1012,12 +1029,41 @@ int xpf_capture_plane(xpf_capture *c, size_t i, const xpf_plane **out, xpf_error
 {
 	if (i >= c->nplanes)
 		return xpf_fail(err, XPF_EUSAGE, "%s: no plane %zu", c->label, i);
-	struct plane_ctx ctx = { c, i };
+	struct plane_ctx ctx = { c, i, false };
 	void *v = NULL;
 	int rc = xpf_lazy_get(&c->planes[i], plane_build, &ctx, &v, err);
 	if (rc == XPF_OK)
 		*out = v;
 	return rc;
+}
+
+int xpf_capture_plane_meta(xpf_capture *c, size_t i, const xpf_plane **out, xpf_error *err)
+{
+	if (i >= c->nplanes)
+		return xpf_fail(err, XPF_EUSAGE, "%s: no plane %zu", c->label, i);
+	void *v = NULL;
+	struct plane_ctx ctx = { c, i, false };
+	/* its index when made (no walk), else a walk keeping no lines */
+	xpf_lazy *l = &c->planes[i];
+	if (xpf_lazy_state(l) != XPF_LAZY_DONE) {
+		l = &c->firsts[i];
+		ctx.lineless = true;
+	}
+	int rc = xpf_lazy_get(l, plane_build, &ctx, &v, err);
+	if (rc == XPF_OK)
+		*out = v;
+	return rc;
+}
+
+int xpf_capture_plane_first_ts(xpf_capture *c, size_t i, bool *has, int64_t *ts, xpf_error *err)
+{
+	const xpf_plane *p;
+	int rc = xpf_capture_plane_meta(c, i, &p, err);
+	if (rc != XPF_OK)
+		return rc;
+	*has = p->has_first_ts;
+	*ts = p->first_ts;
+	return XPF_OK;
 }
 
 /* ---- opening ---------------------------------------------------------- */
@@ -1168,8 +1214,11 @@ static int open_xspace(xpf_capture *c, xpf_error *err)
 				c->heads[0].name[0] != '/' ?
 					"; an HloProto? xplanefs reads one named *.hlo.pb or *.hlo_proto.pb" : "");
 	c->planes = xpf_calloc(c->nplanes, sizeof *c->planes);
-	for (size_t i = 0; i < c->nplanes; i++)
+	c->firsts = xpf_calloc(c->nplanes, sizeof *c->firsts);
+	for (size_t i = 0; i < c->nplanes; i++) {
 		xpf_lazy_init(&c->planes[i]);
+		xpf_lazy_init(&c->firsts[i]);
+	}
 	return index_modules(c, err);
 }
 
@@ -1478,6 +1527,9 @@ void xpf_capture_free(xpf_capture *c)
 	for (size_t i = 0; c->planes && i < c->nplanes; i++)
 		xpf_lazy_release(&c->planes[i], plane_free);
 	free(c->planes);
+	for (size_t i = 0; c->firsts && i < c->nplanes; i++)
+		xpf_lazy_release(&c->firsts[i], plane_free);
+	free(c->firsts);
 	for (size_t i = 0; i < c->nplanes; i++)
 		free((char *)c->heads[i].name);
 	free(c->heads);
@@ -1535,12 +1587,13 @@ int xpf_capture_time_base(xpf_capture *c, int64_t *out, xpf_error *err)
 	bool any = false;
 	int64_t best = 0;
 	for (size_t i = 0; i < c->nplanes; i++) {
-		const xpf_plane *p;
-		int rc = xpf_capture_plane(c, i, &p, err);
+		bool has;
+		int64_t ts;
+		int rc = xpf_capture_plane_first_ts(c, i, &has, &ts, err);
 		if (rc != XPF_OK)
 			return rc;
-		if (p->has_first_ts && (!any || p->first_ts < best)) {
-			best = p->first_ts;
+		if (has && (!any || ts < best)) {
+			best = ts;
 			any = true;
 		}
 	}

@@ -312,8 +312,19 @@ int xpf_capture_module_hlo(xpf_capture *c, size_t i, const Xla__HloProto **out,
 			   xpf_error *err);
 
 /* Earliest timestamp_ns of a line holding events, over every plane (the
- * time origin of reports); 0 if there is none.  Indexes every plane. */
+ * time origin of reports); 0 if there is none.  Each plane's from
+ * xpf_capture_plane_first_ts. */
 int xpf_capture_time_base(xpf_capture *c, int64_t *out, xpf_error *err);
+/* Plane i for its stats, metadata, event count and first_ts, not its lines:
+ * its index (xpf_capture_plane) when made, else the same walk keeping no
+ * lines (nlines 0; once, kept), with the same errors.  The time base needs
+ * every plane's first_ts and the diagnosis the devices' stats, where a
+ * runtime reads only some planes' lines. */
+int xpf_capture_plane_meta(xpf_capture *c, size_t i, const xpf_plane **out, xpf_error *err);
+/* Plane i's earliest timestamp_ns of a line holding events (*has: there is
+ * one; xpf_plane.first_ts of xpf_capture_plane_meta). */
+int xpf_capture_plane_first_ts(xpf_capture *c, size_t i, bool *has, int64_t *ts,
+			       xpf_error *err);
 
 /* Decode and validate everything (every plane, line, event, stat and
  * module); used by --check and capture/errors.txt. */

@@ -27,6 +27,10 @@ void xpf_lazy_init(xpf_lazy *l);
 /* fn computes *value from ctx; it runs at most once per xpf_lazy. */
 typedef int (*xpf_lazy_fn)(void *ctx, void **value, xpf_error *err);
 int xpf_lazy_get(xpf_lazy *l, xpf_lazy_fn fn, void *ctx, void **out, xpf_error *err);
+/* Where l stands, without computing or waiting (an acquire load: a value
+ * it says is done may be got, without a lock, by xpf_lazy_get). */
+enum { XPF_LAZY_NOT_YET = 0, XPF_LAZY_DONE = 1, XPF_LAZY_FAILED = 2 };
+int xpf_lazy_state(xpf_lazy *l);
 /* Forget a computed value (free_fn, may be NULL, releases it), so that the
  * next get computes it again: true if there was one.  Not while another
  * thread may still hold the value a get gave. */
