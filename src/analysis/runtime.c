@@ -431,11 +431,36 @@ static int64_t rel_ps(int64_t line_ts_ns, int64_t base, int64_t off_ps)
 	return v > REL_PS_MAX ? REL_PS_MAX : v < -REL_PS_MAX ? -REL_PS_MAX : (int64_t)v;
 }
 
-/* The start and end of event head ev of line, in ps relative to the base. */
-static void head_times(const struct scan *s, size_t line, const xpf_event_head *ev, int64_t *t0,
-		       int64_t *t1)
+/* A line's base in ps from the capture's, worked out once a line: an
+ * event's time is then one addition, not rel_ps's 128-bit product (the same
+ * figure: within +-2^61 both, an offset too, the sum cannot overflow and
+ * meets the same clamp). */
+struct line_base {
+	int64_t ps;
+	bool ok;         /* within +-REL_PS_MAX (else rel_ps an event) */
+	int64_t ts_ns;   /* the line's timestamp_ns */
+};
+
+static struct line_base line_base_of(const struct scan *s, size_t line)
 {
-	*t0 = rel_ps(s->p->lines[line].timestamp_ns, s->base, ev->offset_ps);
+	int64_t ts = s->p->lines[line].timestamp_ns;
+	__int128 b = ((__int128)ts - s->base) * 1000;
+	bool ok = b >= -REL_PS_MAX && b <= REL_PS_MAX;
+	return (struct line_base){ ok ? (int64_t)b : 0, ok, ts };
+}
+
+/* The start and end of event head ev of a line (its base lb), in ps
+ * relative to the capture's base. */
+static inline void head_times(const struct scan *s, const struct line_base *lb,
+			      const xpf_event_head *ev, int64_t *t0, int64_t *t1)
+{
+	int64_t off = ev->offset_ps;
+	if (lb->ok && off > -REL_PS_MAX && off < REL_PS_MAX) {
+		int64_t v = lb->ps + off;
+		*t0 = v > REL_PS_MAX ? REL_PS_MAX : v < -REL_PS_MAX ? -REL_PS_MAX : v;
+	} else {
+		*t0 = rel_ps(lb->ts_ns, s->base, off);
+	}
 	*t1 = *t0 + (ev->duration_ps > 0 ? (ev->duration_ps < REL_PS_MAX ? ev->duration_ps : REL_PS_MAX) : 0);
 }
 
@@ -836,7 +861,8 @@ static int scan_line_stream(struct scan *s, size_t line, const struct order_head
 	size_t nn = 0, cn = 0, ns = 0, cs = 0, nae = 0, cae = 0, nar = 0, car = 0, waiting = 0;
 	size_t seq = 0;
 	s->kbuf_n = 0;
-	int64_t pt0 = 0, pt1 = 0;
+	int64_t pt0 = 0, pt1 = 0, t1max = INT64_MIN;
+	const struct line_base lb = line_base_of(s, line);
 	if (!sorted)
 		xpf_events_begin_window(p, line, &it, &s->win);
 	for (;;) {
@@ -851,7 +877,7 @@ static int scan_line_stream(struct scan *s, size_t line, const struct order_head
 		}
 		size_t i = seq++;
 		int64_t t0, t1;
-		head_times(s, line, &ev, &t0, &t1);
+		head_times(s, &lb, &ev, &t0, &t1);
 		line_bounds(s, line, t0, t1);
 		/* not in the order scan_line_sorted's sort would give */
 		if (i > 0 && !(t0 > pt0 || (t0 == pt0 && t1 <= pt1))) {
@@ -860,8 +886,7 @@ static int scan_line_stream(struct scan *s, size_t line, const struct order_head
 		}
 		pt0 = t0;
 		pt1 = t1;
-		if (xpf_rt_floor_ns(t1) > rt->end_ns)
-			rt->end_ns = xpf_rt_floor_ns(t1);
+		t1max = t1 > t1max ? t1 : t1max; /* rt->end_ns at the end */
 		size_t k = ev.md;
 		const char *name = p->event_md[k].name;
 		unsigned flags = md_class(s, k, name);
@@ -1014,6 +1039,10 @@ static int scan_line_stream(struct scan *s, size_t line, const struct order_head
 		}
 	}
 out:
+	/* the latest end of the events read (floor is monotonic: the floor of
+	 * the latest is the latest floor) */
+	if (t1max != INT64_MIN && xpf_rt_floor_ns(t1max) > rt->end_ns)
+		rt->end_ns = xpf_rt_floor_ns(t1max);
 	free(nd);
 	free(st);
 	free(pa_ev);
@@ -1045,11 +1074,12 @@ static int scan_line_sorted(struct scan *s, size_t line, xpf_error *err)
 	xpf_event_head h;
 	int rc;
 	s->noh = 0;
+	const struct line_base lb = line_base_of(s, line);
 	xpf_events_begin(s->p, line, &it);
 	while ((rc = xpf_events_next_head(&it, &h, err)) == 1) {
 		struct order_head *o = XPF_VEC_PUSH(s->oh, s->noh, s->capoh);
 		o->h = h;
-		head_times(s, line, &h, &o->t0, &o->t1);
+		head_times(s, &lb, &h, &o->t0, &o->t1);
 	}
 	if (rc < 0)
 		return err->code;
