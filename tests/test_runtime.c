@@ -270,7 +270,8 @@ static void check_invariants(struct fixture *f)
 		const xpf_rt_site *q = &rt->sites[r];
 		for (size_t k = 0; k < r; k++) {
 			const xpf_rt_site *o = &rt->sites[k];
-			assert_false(o->bytes == q->bytes && o->requested_bytes == q->requested_bytes &&
+			assert_false(o->allocator == q->allocator &&
+				     o->bytes == q->bytes && o->requested_bytes == q->requested_bytes &&
 				     o->has_bytes == q->has_bytes && o->has_requested == q->has_requested &&
 				     o->enclosing_md == q->enclosing_md && o->transfer_md == q->transfer_md &&
 				     (o->shape == q->shape ||
@@ -325,7 +326,7 @@ static void check_invariants(struct fixture *f)
 		for (size_t j = 0; x->allocator >= 0 && j < rt->nevents &&
 				   rt->events[j].t_ps < x->start_ps; j++) {
 			const xpf_rt_event *e = &rt->events[j];
-			if (e->allocator == x->allocator && e->kind == XPF_RT_ALLOC &&
+			if (xpf_rt_ev_allocator(rt, e) == x->allocator && e->kind == XPF_RT_ALLOC &&
 			    !(e->match >= 0 && rt->events[e->match].t_ps < x->start_ps))
 				want_seen += xpf_rt_ev_bytes(rt, e);
 		}

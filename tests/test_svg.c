@@ -310,7 +310,6 @@ static void test_timeline_huge(void **state)
 	for (size_t i = 0; i < nev; i++) {
 		int a = (int)(i % 3);
 		ev[i].t_ps = (int64_t)(i * (uint64_t)t_end / nev) * 1000;
-		ev[i].allocator = a;
 		bool alloc = (i / 3) % 4 != 3;
 		uint64_t bytes = (uint64_t)(a + 1) * (1u << 20);
 		if (alloc) {
@@ -356,7 +355,8 @@ static void test_timeline_huge(void **state)
 	rt.nevents = nev;
 	xpf_rt_site sites[3]; /* an allocator's events: (a + 1) MiB each */
 	for (int a = 0; a < 3; a++)
-		sites[a] = (xpf_rt_site){ .bytes = (uint64_t)(a + 1) << 20, .has_bytes = true };
+		sites[a] = (xpf_rt_site){ .bytes = (uint64_t)(a + 1) << 20, .has_bytes = true,
+					  .allocator = (int16_t)a };
 	rt.sites = sites;
 	rt.nsites = 3;
 	rt.executions = ex;

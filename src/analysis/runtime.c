@@ -262,7 +262,7 @@ static bool same_site(const xpf_rt_site *a, const xpf_rt_site *b)
 	return a->bytes == b->bytes && a->requested_bytes == b->requested_bytes &&
 	       a->shape == b->shape && a->enclosing_md == b->enclosing_md &&
 	       a->transfer_md == b->transfer_md && a->has_bytes == b->has_bytes &&
-	       a->has_requested == b->has_requested;
+	       a->has_requested == b->has_requested && a->allocator == b->allocator;
 }
 
 /* The index in rt->sites of a site like *want (its shape interned by the
@@ -271,15 +271,35 @@ static bool same_site(const xpf_rt_site *a, const xpf_rt_site *b)
  * make at will) keeps its own: the site is added again, unmapped (keeping
  * sites once saves memory; it means nothing), and no search grows with
  * the sites. */
+/* A site's hash, the two halves of its key in pv->site_map. */
+static void site_hash(const xpf_rt_site *w, uint64_t *a, uint64_t *b)
+{
+	*a = w->bytes * 0x9E3779B97F4A7C15ull ^ w->requested_bytes ^
+	     (uint64_t)(uint16_t)w->allocator << 40 ^
+	     (uint64_t)w->has_bytes << 62 ^ (uint64_t)w->has_requested << 63;
+	*b = (uint64_t)(uintptr_t)w->shape * 0xC2B2AE3D27D4EB4Full ^
+	     ((uint64_t)w->enclosing_md << 32 | w->transfer_md);
+}
+
+/* Site i into the map, unless a site of its hash is there (site_of). */
+static void site_map_add(xpf_runtime *rt, uint32_t i)
+{
+	struct xpf_rt_priv *pv = rt->priv;
+	if (pv->site_map.cap == 0)
+		xpf_map_init(&pv->site_map, 64);
+	uint64_t a, b;
+	site_hash(&rt->sites[i], &a, &b);
+	if (pv->site_map.s[xpf_map_find(&pv->site_map, a, b)].val < 0)
+		xpf_map_put(&pv->site_map, a, b, (int64_t)i);
+}
+
 static uint32_t site_of(xpf_runtime *rt, const xpf_rt_site *want)
 {
 	struct xpf_rt_priv *pv = rt->priv;
 	if (pv->site_map.cap == 0)
 		xpf_map_init(&pv->site_map, 64);
-	uint64_t a = want->bytes * 0x9E3779B97F4A7C15ull ^ want->requested_bytes ^
-		     (uint64_t)want->has_bytes << 62 ^ (uint64_t)want->has_requested << 63;
-	uint64_t b = (uint64_t)(uintptr_t)want->shape * 0xC2B2AE3D27D4EB4Full ^
-		     ((uint64_t)want->enclosing_md << 32 | want->transfer_md);
+	uint64_t a, b;
+	site_hash(want, &a, &b);
 	size_t k = xpf_map_find(&pv->site_map, a, b);
 	int64_t v = pv->site_map.s[k].val;
 	if (v >= 0 && same_site(&rt->sites[v], want))
@@ -362,7 +382,7 @@ static void events_room(struct scan *s, size_t n)
 
 /* Millions of events: every byte of one is MiBs of fresh pages (a 1 GiB
  * capture's 1.6 M events at 80 bytes took 0.15 s more than at 64). */
-_Static_assert(sizeof (xpf_rt_event) <= 48, "xpf_rt_event grew past 48 bytes");
+_Static_assert(sizeof (xpf_rt_event) <= 40, "xpf_rt_event grew past 40 bytes");
 /* And hundreds of thousands of executions (their times in ps only). */
 _Static_assert(sizeof (xpf_rt_execution) <= 128, "xpf_rt_execution grew past 128 bytes");
 
@@ -580,7 +600,6 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 				"%s: more than %d allocator events: not supported",
 				xpf_capture_label(s->h->cap), INT32_MAX);
 	xpf_rt_event *ev = push_event(s);
-	ev->allocator = (int16_t)a;
 	ev->kind = (flags & F_ALLOC) ? XPF_RT_ALLOC : XPF_RT_DEALLOC;
 	ev->t_ps = t0;
 	ev->addr = addr;
@@ -590,7 +609,7 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 	*XPF_VEC_PUSH(s->avail, s->navail, s->capavail) = available > 0 ? (uint64_t)available : 0;
 	if (peak > 0 && (uint64_t)peak > rt->allocators[a].lifetime_peak_bytes)
 		rt->allocators[a].lifetime_peak_bytes = (uint64_t)peak;
-	ev->line = (uint32_t)line;
+	ev->execution = -2 - (int32_t)line; /* none yet: its line (line < INT32_MAX - 1, scan_host) */
 	xpf_rt_site site = {
 		.bytes = abytes > 0 ? (uint64_t)abytes : 0,
 		.requested_bytes = req > 0 ? (uint64_t)req : 0,
@@ -600,6 +619,7 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 		.transfer_md = transfer,
 		.has_bytes = has_abytes,
 		.has_requested = has_req,
+		.allocator = (int16_t)a,
 	};
 	ev->site = site_of(rt, &site);
 	ev->match = -1;
@@ -1020,7 +1040,7 @@ static int scan_line_stream(struct scan *s, size_t line, const struct order_head
 		long root = pa_ev[q].node >= 0 ? nd[pa_ev[q].node].root : -1;
 		long x = root >= 0 ? nd[root].xid : -1;
 		xpf_rt_event *re = &rt->events[pa_ev[q].index];
-		re->execution = x;
+		re->execution = x >= 0 ? (int32_t)x : -2 - (int32_t)line;
 		re->in_build = x >= 0 && pa_ev[q].build >= 0 && nd[pa_ev[q].build].root == root;
 	}
 	for (size_t q = 0; q < nar; q++) {
@@ -1029,11 +1049,11 @@ static int scan_line_stream(struct scan *s, size_t line, const struct order_head
 		r->execution = root >= 0 ? nd[root].xid : -1;
 		if (!pa_re[q].has_alloc)
 			continue;
-		for (size_t e = rt->nevents; e-- > 0;) {
-			if (rt->events[e].line != line)
-				break;
+		/* this line's events are the last read */
+		size_t first = nae ? pa_ev[0].index : rt->nevents;
+		for (size_t e = rt->nevents; e-- > first;) {
 			if (rt->events[e].t_ps == pa_re[q].alloc_t0 && rt->events[e].kind == XPF_RT_ALLOC) {
-				r->allocator = rt->events[e].allocator;
+				r->allocator = xpf_rt_ev_allocator(rt, &rt->events[e]);
 				break;
 			}
 		}
@@ -1059,8 +1079,9 @@ static int line_done(struct scan *s, size_t first, int rc)
 	xpf_runtime *rt = s->rt;
 	for (size_t i = first; i < rt->nevents && i - first < s->navail; i++) {
 		const xpf_rt_event *e = &rt->events[i];
-		scan_capacity(&rt->allocators[e->allocator], &rt->priv->peak[e->allocator], e->t_ps,
-			      e->in_use_after, s->avail[i - first]);
+		int a = xpf_rt_ev_allocator(rt, e);
+		scan_capacity(&rt->allocators[a], &rt->priv->peak[a], e->t_ps, e->in_use_after,
+			      s->avail[i - first]);
 	}
 	return rc;
 }
@@ -1805,7 +1826,8 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail)
 	struct live_list *ll = xpf_calloc(na ? na : 1, sizeof *ll);
 	for (size_t i = 0; i < rt->nevents; i++) {
 		xpf_rt_event *e = &rt->events[i];
-		xpf_rt_allocator *a = &rt->allocators[e->allocator];
+		int al = xpf_rt_ev_allocator(rt, e);
+		xpf_rt_allocator *a = &rt->allocators[al];
 		uint64_t bytes = xpf_rt_ev_bytes(rt, e);
 		if (a->nevents == 0) {
 			a->first_in_use_bytes = e->kind == XPF_RT_ALLOC ?
@@ -1817,17 +1839,17 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail)
 			a->peak_in_window_bytes = e->in_use_after;
 			a->peak_event = (long)i;
 			a->peak_ns = xpf_rt_ev_ns(e);
-			a->capacity_bytes = e->in_use_after + peak_avail[e->allocator];
+			a->capacity_bytes = e->in_use_after + peak_avail[al];
 		}
 		a->live_at_end_bytes = e->in_use_after;
-		struct live_list *l = &ll[e->allocator];
+		struct live_list *l = &ll[al];
 		if (e->kind == XPF_RT_ALLOC) {
 			a->allocations++;
 			uint64_t place = l->n;
 			*XPF_VEC_PUSH(l->ev, l->n, l->cap) = (uint32_t)i;
 			if (place % XPF_RT_LIVE_BLOCK == 0)
 				*XPF_VEC_PUSH(l->blk_end, l->nblk, l->cap_blk) = INT64_MIN;
-			int64_t old = xpf_map_put(&m, e->addr, (uint64_t)e->allocator,
+			int64_t old = xpf_map_put(&m, e->addr, (uint64_t)al,
 						  (int64_t)(place << 32 | i));
 			if (old >= 0) { /* an address reused without a seen free */
 				const xpf_rt_event *o = &rt->events[old & 0xffffffff];
@@ -1838,7 +1860,7 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail)
 			}
 		} else {
 			a->deallocations++;
-			size_t k = xpf_map_find(&m, e->addr, (uint64_t)e->allocator);
+			size_t k = xpf_map_find(&m, e->addr, (uint64_t)al);
 			int64_t v = m.s[k].val;
 			if (v >= 0) {
 				size_t vi = (size_t)(v & 0xffffffff);
@@ -2006,20 +2028,21 @@ static bool chunk_merge(struct scan *s, struct host_thread *th, const struct hos
 		       (c->ev1 - c->ev0) * sizeof *br->events, &bv->events_map_len);
 	for (size_t k = e0; k < ne; k++) {
 		xpf_rt_event *e = &rt->events[k];
-		/* an allocator the main runtime has not met yet: met here, in
-		 * line order, as one pass would meet it (the thread met its
-		 * chunks back to front) */
-		int *m = &th->amap[e->allocator];
-		if (*m < 0)
-			*m = find_allocator(rt, &s->cap_alloc, br->allocators[e->allocator].name,
-					    br->allocators[e->allocator].keyed_by_index);
-		if (*m < 0)
-			return false;
-		e->allocator = (int16_t)*m; /* below XPF_RT_MAX_ALLOCATORS */
-		/* and its site, its shape kept by the main scan's set */
+		/* its site, its shape kept by the main scan's set and its
+		 * allocator the main runtime's: one the main runtime has not met
+		 * yet is met here, in line order, as one pass would meet it (the
+		 * thread met its chunks back to front; an allocator's first event
+		 * is the first of one of its sites) */
 		uint32_t *sm = &th->smap[e->site];
 		if (*sm == UINT32_MAX) {
 			xpf_rt_site w = br->sites[e->site];
+			int *m = &th->amap[w.allocator];
+			if (*m < 0)
+				*m = find_allocator(rt, &s->cap_alloc, br->allocators[w.allocator].name,
+						    br->allocators[w.allocator].keyed_by_index);
+			if (*m < 0)
+				return false;
+			w.allocator = (int16_t)*m; /* below XPF_RT_MAX_ALLOCATORS */
 			if (w.shape)
 				w.shape = intern(s, w.shape, strlen(w.shape));
 			*sm = site_of(rt, &w);
@@ -2211,8 +2234,14 @@ static void order_and_replay(xpf_runtime *rt)
 	uint64_t *peak_avail = xpf_calloc(rt->nallocators + 1, sizeof *peak_avail);
 	for (size_t a = 0; a < rt->nallocators; a++)
 		peak_avail[remap[a]] = rt->priv->peak[a].available;
-	for (size_t i = 0; i < rt->nevents; i++)
-		rt->events[i].allocator = remap[rt->events[i].allocator];
+	/* the events' allocators are their sites': renumbered there, and the
+	 * sites' map made again (a site's hash holds its allocator) */
+	xpf_map_free(&rt->priv->site_map);
+	memset(&rt->priv->site_map, 0, sizeof rt->priv->site_map);
+	for (size_t i = 0; i < rt->nsites; i++) {
+		rt->sites[i].allocator = (int16_t)remap[rt->sites[i].allocator];
+		site_map_add(rt, (uint32_t)i);
+	}
 	for (size_t i = 0; i < rt->nretries; i++)
 		if (rt->retries[i].allocator >= 0)
 			rt->retries[i].allocator = remap[rt->retries[i].allocator];
@@ -2368,6 +2397,13 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		if (rc != XPF_OK)
 			goto out;
 		rt->host_plane = s.p;
+		/* an event without an execution keeps its line in `execution`
+		 * (-2 - line): in 32 bits */
+		if (s.p->nlines > (size_t)INT32_MAX - 1) {
+			rc = xpf_fail(err, XPF_EMALFORMED, "%s: /host:CPU has more than %d lines: not supported",
+				      xpf_capture_label(h->cap), INT32_MAX - 1);
+			goto out;
+		}
 		size_t nmd = s.p->n_event_md ? s.p->n_event_md : 1;
 		s.md_flags = malloc(nmd * sizeof *s.md_flags);
 		s.md_dev = malloc(nmd * sizeof *s.md_dev);

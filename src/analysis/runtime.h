@@ -65,24 +65,29 @@ enum xpf_rt_role {
 
 /* One allocator event.  Events are sorted by (time, line, index in line).
  * Millions of them on a long capture: keep it small (indexes are 32-bit:
- * a capture holds fewer than 2^31 events of a kind). */
+ * a capture holds fewer than 2^31 events of a kind), 40 bytes. */
 typedef struct xpf_rt_event {
 	int64_t t_ps;              /* its time: see xpf_rt_ev_ns() */
 	uint64_t addr;
 	uint64_t in_use_after;     /* bytes_allocated + bytes_reserved after the event */
-	uint32_t site;             /* its size, what it asked for and the host
-				      events around it: rt->sites[site]
-				      (xpf_rt_ev_bytes, xpf_rt_ev_shape, ...) */
+	uint32_t site;             /* its allocator, size, what it asked for and
+				      the host events around it: rt->sites[site]
+				      (xpf_rt_ev_allocator, xpf_rt_ev_bytes, ...) */
 	int32_t match;             /* alloc: its deallocation; dealloc: its
 				      allocation; -1 if not seen */
-	int32_t execution;         /* the execution it happened in, or -1 */
-	int32_t buffer_allocation; /* matched BufferAllocationProto index, or -1 */
-	uint32_t line;             /* line index in the /host:CPU plane */
-	int16_t allocator;         /* < XPF_RT_MAX_ALLOCATORS */
-	uint8_t kind : 1;          /* enum xpf_rt_kind */
-	uint8_t role : 3;          /* enum xpf_rt_role */
-	bool in_build : 1;         /* inside that execution's `Build buffer allocations` */
+	int32_t execution;         /* the execution it happened in (its line's);
+				      below 0 none, and below -1 it holds the
+				      event's line instead: xpf_rt_ev_line */
+	int32_t buffer_allocation : 27; /* matched BufferAllocationProto index
+					   (below XPF_RT_MAX_BUFFER_ALLOCATIONS), or -1 */
+	uint32_t kind : 1;         /* enum xpf_rt_kind */
+	uint32_t role : 3;         /* enum xpf_rt_role */
+	uint32_t in_build : 1;     /* inside that execution's `Build buffer allocations` */
 } xpf_rt_event;
+
+/* The most buffer allocations of a module an event is matched to (its
+ * index in 27 bits); the join leaves buffers past it unmatched. */
+#define XPF_RT_MAX_BUFFER_ALLOCATIONS ((int32_t)1 << 26)
 
 /* The most allocators a runtime holds: more is an error.  A capture has a
  * few a device; an event keeps its allocator in 16 bits, and a new name is
@@ -105,6 +110,7 @@ typedef struct xpf_rt_site {
 				      (DevicePut, BufferFromHost…) */
 	bool has_bytes;            /* allocation_bytes read, or (a free) taken from its match */
 	bool has_requested;        /* requested_bytes read (TPU frees carry none) */
+	int16_t allocator;         /* its events' allocator, < XPF_RT_MAX_ALLOCATORS */
 } xpf_rt_site;
 
 enum xpf_launched { XPF_LAUNCHED_UNKNOWN = 0, XPF_LAUNCHED_YES, XPF_LAUNCHED_NO };
@@ -263,11 +269,25 @@ static inline const char *xpf_rt_ev_transfer(const xpf_runtime *rt, const xpf_rt
 	return md && rt->host_plane ? rt->host_plane->event_md[md - 1].name : NULL;
 }
 
+/* An allocator event's allocator (an index in rt->allocators). */
+static inline int xpf_rt_ev_allocator(const xpf_runtime *rt, const xpf_rt_event *e)
+{
+	return rt->sites[e->site].allocator;
+}
+
+/* An allocator event's line in the /host:CPU plane: its execution's, or
+ * held in `execution` when it has none; UINT32_MAX: not known. */
+static inline uint32_t xpf_rt_ev_line(const xpf_runtime *rt, const xpf_rt_event *e)
+{
+	return e->execution >= 0 ? rt->executions[e->execution].line :
+	       e->execution < -1 ? (uint32_t)(-2 - (int64_t)e->execution) : UINT32_MAX;
+}
+
 /* The id (OS thread id) of an allocator event's line. */
 static inline int64_t xpf_rt_ev_thread(const xpf_runtime *rt, const xpf_rt_event *e)
 {
-	return rt->host_plane && e->line < rt->host_plane->nlines ?
-		       rt->host_plane->lines[e->line].id : 0;
+	uint32_t l = xpf_rt_ev_line(rt, e);
+	return rt->host_plane && l < rt->host_plane->nlines ? rt->host_plane->lines[l].id : 0;
 }
 
 /* The host's runtime, computed on first use and cached in h->runtime. */

@@ -432,7 +432,8 @@ static void join_plan(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, size_t
 		xpf_rt_event *e = &rt->events[evs[k]];
 		for (size_t j = 0; j < p->nrun; j++) {
 			size_t i = p->run[j];
-			if (used[i] || p->size[j] != xpf_rt_ev_requested(rt, e))
+			if (used[i] || p->size[j] != xpf_rt_ev_requested(rt, e) ||
+			    i >= (size_t)XPF_RT_MAX_BUFFER_ALLOCATIONS) /* not held in 27 bits */
 				continue;
 			const Xla__BufferAllocationProto *a = p->ba->buffer_allocations[i];
 			used[i] = true;
@@ -518,7 +519,7 @@ void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f)
 			if (e->kind == XPF_RT_ALLOC && e->role == XPF_RT_ROLE_NONE)
 				e->role = XPF_RT_ROLE_EXEC_OTHER;
 		}
-		aend[e->allocator]++;
+		aend[xpf_rt_ev_allocator(rt, e)]++;
 	}
 	free(inv);
 	f->inv = NULL;
@@ -542,7 +543,7 @@ void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f)
 		const xpf_rt_event *e = &rt->events[i];
 		if (e->execution >= 0)
 			own[xend[e->execution]++] = (idx32)i;
-		aev[aend[e->allocator]++] = (idx32)i;
+		aev[aend[xpf_rt_ev_allocator(rt, e)]++] = (idx32)i;
 	}
 
 	/* Each execution's device: its first allocation on a device pool (the
@@ -561,7 +562,7 @@ void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f)
 		x->n = xi + 1;
 		for (size_t k = 0; k < cnt && x->device < 0; k++) {
 			const xpf_rt_event *e = &rt->events[mine[k]];
-			const xpf_rt_allocator *al = &rt->allocators[e->allocator];
+			const xpf_rt_allocator *al = &rt->allocators[xpf_rt_ev_allocator(rt, e)];
 			if (al->is_pool && e->kind == XPF_RT_ALLOC)
 				x->device = al->device;
 		}
@@ -646,7 +647,7 @@ static void *join_range_run(void *arg)
 		for (size_t k = 0; k < cnt; k++) {
 			const xpf_rt_event *e = &rt->events[mine[k]];
 			if (e->kind != XPF_RT_ALLOC || !e->in_build ||
-			    (x->allocator >= 0 && e->allocator != x->allocator))
+			    (x->allocator >= 0 && xpf_rt_ev_allocator(rt, e) != x->allocator))
 				continue;
 			build_evs[nseen] = mine[k];
 			seen_v[nseen++] = xpf_rt_ev_requested(rt, e);
@@ -921,7 +922,7 @@ int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, si
 		const xpf_rt_event *e = &rt->events[i];
 		if (e->t_ps >= x->start_ps)
 			break;
-		if (e->allocator != a || e->kind != XPF_RT_ALLOC)
+		if (xpf_rt_ev_allocator(rt, e) != a || e->kind != XPF_RT_ALLOC)
 			continue;
 		if (e->match >= 0 && rt->events[e->match].t_ps < x->start_ps)
 			continue;

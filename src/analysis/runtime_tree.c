@@ -208,7 +208,7 @@ static int render_events(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 	for (size_t i = 0; i < rt->nevents; i++) {
 		const xpf_rt_event *e = &rt->events[i];
 		xpf_buf_printf(out, "%" PRId64 "\t", xpf_rt_ev_ns(e));
-		xpf_buf_tsv(out, rt->allocators[e->allocator].name);
+		xpf_buf_tsv(out, rt->allocators[xpf_rt_ev_allocator(rt, e)].name);
 		xpf_buf_printf(out, "\t%s\t", e->kind == XPF_RT_ALLOC ? "alloc" : "free");
 		if (xpf_rt_ev_has_bytes(rt, e)) /* missing values are empty */
 			xpf_buf_printf(out, "%" PRIu64, xpf_rt_ev_bytes(rt, e));

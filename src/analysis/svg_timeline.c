@@ -351,7 +351,7 @@ static void draw_line(xpf_buf *out, const ctx *c, size_t a, const char *color, d
 	double carry = (double)rt->allocators[a].first_in_use_bytes;
 	for (size_t i = 0; i < rt->nevents; i++) {
 		const xpf_rt_event *e = &rt->events[i];
-		if (e->allocator != (int)a)
+		if (xpf_rt_ev_allocator(rt, e) != (int)a)
 			continue;
 		size_t k = (size_t)((xt(c, xpf_rt_ev_ns(e)) - X0) * PLOT_W / (X1 - X0));
 		if (k >= PLOT_W)
