@@ -340,7 +340,6 @@ static void test_timeline_huge(void **state)
 		ex[i].in_use_known = true;
 		ex[i].in_use_at_start_bytes = (uint64_t)i * (1u << 20);
 		ex[i].prev = i >= 3 ? (long)i - 3 : -1;
-		ex[i].growth_bytes = 3 << 20;
 	}
 	for (size_t i = 0; i < nre; i++) {
 		re[i] = (xpf_rt_retry){ .time_ns = (int64_t)(i * (uint64_t)t_end / nre), .duration_ns = 1000000,

@@ -384,7 +384,7 @@ static void events_room(struct scan *s, size_t n)
  * capture's 1.6 M events at 80 bytes took 0.15 s more than at 64). */
 _Static_assert(sizeof (xpf_rt_event) <= 40, "xpf_rt_event grew past 40 bytes");
 /* And hundreds of thousands of executions (their times in ps only). */
-_Static_assert(sizeof (xpf_rt_execution) <= 128, "xpf_rt_execution grew past 128 bytes");
+_Static_assert(sizeof (xpf_rt_execution) <= 112, "xpf_rt_execution grew past 112 bytes");
 
 /* A capacity for n records grown from cap: at least doubled, at least 64. */
 static size_t grown_cap(size_t cap, size_t n)
@@ -609,7 +609,6 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 	*XPF_VEC_PUSH(s->avail, s->navail, s->capavail) = available > 0 ? (uint64_t)available : 0;
 	if (peak > 0 && (uint64_t)peak > rt->allocators[a].lifetime_peak_bytes)
 		rt->allocators[a].lifetime_peak_bytes = (uint64_t)peak;
-	ev->execution = -2 - (int32_t)line; /* none yet: its line (line < INT32_MAX - 1, scan_host) */
 	xpf_rt_site site = {
 		.bytes = abytes > 0 ? (uint64_t)abytes : 0,
 		.requested_bytes = req > 0 ? (uint64_t)req : 0,
@@ -623,7 +622,7 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 	};
 	ev->site = site_of(rt, &site);
 	ev->match = -1;
-	ev->execution = -1;
+	ev->execution = -2 - (int32_t)line; /* none yet: its line (fewer than INT32_MAX - 1, build) */
 	ev->buffer_allocation = -1;
 	return XPF_OK;
 }
@@ -725,7 +724,7 @@ static size_t new_execution(struct scan *s, uint32_t line, int64_t thread, const
 	struct xpf_rt_priv *pv = rt->priv;
 	size_t xi = push_execution(s);
 	xpf_rt_execution *x = &rt->executions[xi];
-	x->device = dev;
+	x->device = xpf_rt_device16(dev);
 	x->module = -1;
 	x->allocator = -1;
 	x->prev = -1;
@@ -755,7 +754,7 @@ static void exec_walk_event(struct scan *s, size_t xi, struct exec_walk *w, cons
 	struct xpf_rt_priv *pv = s->rt->priv;
 	xpf_rt_execution *x = &s->rt->executions[xi];
 	if (x->device < 0 && (flags & F_PERDEV))
-		x->device = dev;
+		x->device = xpf_rt_device16(dev);
 	if ((flags & F_GPUMOD) && !w->name_gpumod)
 		w->name_gpumod = host_module_name(s, ev, flags, err);
 	else if ((flags & F_THUNKS) && !w->name_thunks)
@@ -1659,7 +1658,14 @@ int xpf_rt_kernels_error(struct xpf_rt_priv *pv, xpf_error *err)
 		    (first < 0 || k->failed_plane < pv->kdev[first].failed_plane))
 			first = (long)d;
 	}
-	return first < 0 ? XPF_OK : xpf_rt_kernels_read(pv, (size_t)first, err);
+	if (first < 0)
+		return XPF_OK;
+	/* its own message (err may hold one a caller let pass) */
+	xpf_error e = { 0 };
+	int rc = xpf_rt_kernels_read(pv, (size_t)first, &e);
+	if (err)
+		*err = e;
+	return rc;
 }
 
 /* The devices whose kernels the finish will ask about, read side by side

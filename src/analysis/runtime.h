@@ -133,7 +133,6 @@ typedef struct xpf_rt_execution {
 	const char *event_name;    /* the outermost execute-family event */
 	int64_t thread;
 	uint64_t in_use_at_start_bytes;
-	int64_t growth_bytes;      /* in use at start minus that of prev (0 if none) */
 	uint64_t peak_during_bytes;
 	uint64_t temp_bytes, output_bytes;  /* the matched bytes by role */
 	uint32_t n;                /* 1-based, in order of (start, device, line) */
@@ -145,8 +144,8 @@ typedef struct xpf_rt_execution {
 				      buffer_allocation and role TEMP or OUTPUT */
 	int32_t module;            /* host module index, -1 when ambiguous */
 	int32_t prev;                 /* previous execution of the module on the device, or -1 */
-	int device;                /* -1 when unknown */
-	int allocator;             /* the device allocator, or -1 */
+	int16_t device;            /* -1 when unknown (an ordinal above 32767 too) */
+	int16_t allocator;         /* the device allocator, or -1 */
 	uint8_t link;               /* enum xpf_link */
 	uint8_t launched;           /* enum xpf_launched */
 	bool stopped_in_build;     /* the last thing it did was allocate buffers */
@@ -217,6 +216,16 @@ static inline int64_t xpf_rt_x_start_ns(const xpf_rt_execution *x)
 static inline int64_t xpf_rt_x_end_ns(const xpf_rt_execution *x)
 {
 	return xpf_rt_floor_ns(x->end_ps);
+}
+
+/* An execution's in use at start minus that of the one before of its module
+ * on its device (prev), when both are known; else 0. */
+static inline int64_t xpf_rt_x_growth(const xpf_runtime *rt, const xpf_rt_execution *x)
+{
+	if (x->prev < 0 || !x->in_use_known || !rt->executions[x->prev].in_use_known)
+		return 0;
+	return (int64_t)x->in_use_at_start_bytes -
+	       (int64_t)rt->executions[x->prev].in_use_at_start_bytes;
 }
 
 /* An allocator event's time in integer ns. */

@@ -564,11 +564,11 @@ void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f)
 			const xpf_rt_event *e = &rt->events[mine[k]];
 			const xpf_rt_allocator *al = &rt->allocators[xpf_rt_ev_allocator(rt, e)];
 			if (al->is_pool && e->kind == XPF_RT_ALLOC)
-				x->device = al->device;
+				x->device = xpf_rt_device16(al->device);
 		}
 		if (x->device < 0 && npool == 1)
-			x->device = single_pool;
-		x->allocator = x->device >= 0 ? pool_allocator(rt, x->device) : -1;
+			x->device = xpf_rt_device16(single_pool);
+		x->allocator = (int16_t)(x->device >= 0 ? pool_allocator(rt, x->device) : -1);
 	}
 
 	/* In use at the start, the peak during, the events in it.  The
@@ -708,9 +708,6 @@ int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf
 		if (x->module >= 0)
 			x->module_execution = x->prev >= 0 ?
 				rt->executions[x->prev].module_execution + 1 : 1;
-		if (x->prev >= 0 && x->in_use_known && rt->executions[x->prev].in_use_known)
-			x->growth_bytes = (int64_t)x->in_use_at_start_bytes -
-					  (int64_t)rt->executions[x->prev].in_use_at_start_bytes;
 	}
 
 	/* launched: any kernel of the module before its next execution on the

@@ -51,6 +51,13 @@ struct xpf_rt_scan_peak {
 	bool set;
 };
 
+/* An execution's device as it keeps it: an ordinal above 32767 (none real)
+ * counts as unknown. */
+static inline int16_t xpf_rt_device16(int d)
+{
+	return d >= 0 && d <= INT16_MAX ? (int16_t)d : -1;
+}
+
 /* Blocks of allocations that xpf_runtime_live_at skips whole when none is
  * live at the time asked (xpf_rt_priv.live_blk_end). */
 #define XPF_RT_LIVE_BLOCK 256

@@ -258,7 +258,7 @@ static void put_execution_row(xpf_host *h, const xpf_runtime *rt, const xpf_rt_e
 		xpf_buf_adds(out, xpf_human(x->in_use_at_start_bytes, hb));
 	xpf_buf_addc(out, '\t');
 	if (x->prev >= 0 && x->in_use_known)
-		xpf_buf_printf(out, "%" PRId64, x->growth_bytes);
+		xpf_buf_printf(out, "%" PRId64, xpf_rt_x_growth(rt, x));
 	xpf_buf_printf(out, "\t%s\t", xpf_link_name(x->link));
 	xpf_buf_tsv(out, x->host_name);
 	xpf_buf_printf(out, "\t%" PRIu64 "\t%" PRIu64 "\t", x->temp_bytes, x->output_bytes);
@@ -396,12 +396,11 @@ static int render_exec_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf
 			       alloc_name(rt, x->allocator));
 		xpf_buf_printf(out, "peak during: %s (%" PRIu64 " bytes) [measured]\n",
 			       xpf_human(x->peak_during_bytes, h1), x->peak_during_bytes);
+		int64_t g = xpf_rt_x_growth(rt, x);
 		if (x->prev >= 0)
 			xpf_buf_printf(out, "growth since execution %u: %s%s (%" PRId64 " bytes) [measured]\n",
-				       rt->executions[x->prev].n, x->growth_bytes < 0 ? "-" : "+",
-				       xpf_human(x->growth_bytes < 0 ? (uint64_t)-x->growth_bytes :
-								       (uint64_t)x->growth_bytes, h2),
-				       x->growth_bytes);
+				       rt->executions[x->prev].n, g < 0 ? "-" : "+",
+				       xpf_human(g < 0 ? (uint64_t)-g : (uint64_t)g, h2), g);
 	} else {
 		xpf_buf_adds(out, "in use at start: unknown (no allocator events for this device)\n");
 	}

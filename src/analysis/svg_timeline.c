@@ -129,13 +129,12 @@ static void exec_title(xpf_buf *out, const ctx *c, const xpf_rt_execution *x)
 	if (x->in_use_known) {
 		xpf_buf_adds(out, ", in use at start ");
 		xpf_svg_bytes_text(out, x->in_use_at_start_bytes);
+		int64_t g = xpf_rt_x_growth(c->rt, x);
 		if (x->prev >= 0)
 			xpf_buf_printf(out, ", growth since #%u %s%lld bytes (%s%s)",
 				       x->module_execution ? x->module_execution - 1 : 0,
-				       x->growth_bytes >= 0 ? "+" : "", (long long)x->growth_bytes,
-				       x->growth_bytes >= 0 ? "+" : "-",
-				       xpf_human((uint64_t)(x->growth_bytes >= 0 ? x->growth_bytes
-										 : -x->growth_bytes), hb));
+				       g >= 0 ? "+" : "", (long long)g, g >= 0 ? "+" : "-",
+				       xpf_human((uint64_t)(g >= 0 ? g : -g), hb));
 	}
 	if (x->peak_during_bytes) {
 		xpf_buf_adds(out, ", peak during ");
