@@ -324,6 +324,14 @@ def cases():
         dev=device_plane([stat(4, 'r', 4242), stat(5, 'u', 1)]))
     c['md-kernel-dangling-stat.xplane.pb'] = base(
         dev=device_plane([stat(77, 'i', 3), stat(5, 'u', 1)]))
+    # The same broken kernel where no answer needs the kernels (the
+    # execution nests a thunk and the host names its module): the runtime
+    # does not read the device plane's kernels; --check and errors.txt say.
+    c['md-kernel-dangling-ref-unread.xplane.pb'] = base(
+        cpu=cpu_plane(events=cpu_events() + [event(4, 4_500_000, 100_000, [])],
+                      emd=[(1, (1, 'MemoryAllocation')), (2, (2, 'MemoryDeallocation')),
+                           (3, (3, 'jit_f(1):XLA GPU module')), (4, (4, 'loop_fusion'))]),
+        dev=device_plane([stat(4, 'r', 4242), stat(5, 'u', 1)]))
     c['md-dup-event.xplane.pb'] = base(cpu=cpu_plane(emd=[
         (1, (1, 'MemoryAllocation')), (1, (1, 'MemoryDeallocation')),
         (2, (2, 'MemoryDeallocation')), (3, (3, 'jit_f(1):XLA GPU module'))]))
