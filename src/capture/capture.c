@@ -866,6 +866,15 @@ static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint6
 	return true;
 }
 
+/* Line ln into p's earliest timestamp of a line holding events (first_ts). */
+static void first_ts_take(xpf_plane *p, const xpf_line *ln)
+{
+	if (ln->nevents && (!p->has_first_ts || ln->timestamp_ns < p->first_ts)) {
+		p->first_ts = ln->timestamp_ns;
+		p->has_first_ts = true;
+	}
+}
+
 /* plane_build's walk of the plane's fields through a window (big planes,
  * see xpf_window); false on anything unusual: plane_build then clears p
  * and walks the mapping instead (which words any error). */
@@ -917,10 +926,7 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, struct plane_caps *c
 				break;
 			}
 			p->nevents += ln.nevents;
-			if (ln.nevents && (!p->has_first_ts || ln.timestamp_ns < p->first_ts)) {
-				p->first_ts = ln.timestamp_ns;
-				p->has_first_ts = true;
-			}
+			first_ts_take(p, &ln);
 		} else if (num == 3) {
 			xpf_line *ln = XPF_VEC_PUSH(p->lines, p->nlines, caps->lines);
 			if (!index_line_window(c, p, &w, d, v, ln)) {
@@ -1014,10 +1020,7 @@ done:
 	/* for xpf_capture_time_base, while the lines are warm (and beside the
 	 * other planes' indexes, not after them all) */
 	for (size_t l = 0; l < p->nlines; l++)
-		if (p->lines[l].nevents && (!p->has_first_ts || p->lines[l].timestamp_ns < p->first_ts)) {
-			p->first_ts = p->lines[l].timestamp_ns;
-			p->has_first_ts = true;
-		}
+		first_ts_take(p, &p->lines[l]);
 	*out = p;
 	return XPF_OK;
 fail:
