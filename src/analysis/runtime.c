@@ -1265,6 +1265,8 @@ static void kdev_add_plane(struct xpf_rt_priv *pv, size_t d, size_t i, bool tpu)
 /* Once pv->kdev stops moving: each device's read. */
 static void kdev_ready(struct xpf_rt_priv *pv)
 {
+	xpf_lazy_init(&pv->times_made);
+	pv->devices_ready = true;
 	for (size_t d = 0; d < pv->ndev; d++) {
 		pv->kdev[d].pv = pv;
 		xpf_lazy_init(&pv->kdev[d].read);
@@ -1616,6 +1618,28 @@ static void run_jobs(size_t n, const uint64_t *size, size_t nt,
 	free(order);
 }
 
+/* The kernels' buckets (xpf_lazy compute; ctx: the runtime's priv): every
+ * execution's start once, in order, from the executions sorted by start
+ * (xpf_rt_finish_begin) -- made by the first device's read, as only reads
+ * and the queries after them use them. */
+static int bucket_times(void *ctx, void **value, xpf_error *err)
+{
+	(void)err;
+	struct xpf_rt_priv *pv = ctx;
+	const xpf_runtime *rt = pv->rt;
+	size_t n = rt->nexecutions, u = 0;
+	int64_t *t = xpf_realloc_array(NULL, n + 1, sizeof *t);
+	for (size_t k = 0; k < n; k++) {
+		int64_t s = rt->executions[k].start_ps;
+		if (u == 0 || t[u - 1] != s)
+			t[u++] = s;
+	}
+	pv->times = t;
+	pv->ntimes = u;
+	*value = t;
+	return XPF_OK;
+}
+
 /* Device d's kernels (xpf_lazy compute; ctx: its kdev): its planes in
  * capture order (two planes of one ordinal: their kernels at the same time
  * count as the first's), read through a window of this call's own. */
@@ -1626,6 +1650,8 @@ static int kdev_compute(void *ctx, void **value, xpf_error *err)
 	size_t d = (size_t)(k - pv->kdev);
 	xpf_window w = { 0 };
 	int rc = XPF_OK;
+	void *tv;
+	(void)xpf_lazy_get(&pv->times_made, bucket_times, pv, &tv, NULL);
 	kdev_init(pv, d);
 	for (size_t i = 0; i < k->nplanes && rc == XPF_OK; i++) {
 		const xpf_plane *p;
@@ -2509,6 +2535,7 @@ static int compute(void *ctx, void **value, xpf_error *err)
 	rt->priv = calloc(1, sizeof *rt->priv);
 	if (!rt->priv)
 		abort();
+	rt->priv->rt = rt;
 	int rc = build(h, rt, err);
 	if (rc != XPF_OK) {
 		xpf_runtime_free(rt);
@@ -2546,6 +2573,8 @@ void xpf_runtime_free(void *p)
 			kdev_free(&pv->kdev[d]);
 		free(pv->kdev);
 		free(pv->times);
+		if (pv->devices_ready)
+			xpf_lazy_release(&pv->times_made, NULL);
 		free(pv->peak);
 		xpf_big_free(pv->xb, pv->xb_map_len);
 		free(pv->line_t0);

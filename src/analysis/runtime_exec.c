@@ -78,22 +78,6 @@ static void exec_move(void *ctx, size_t to, size_t from)
 	*(to == m->n ? &m->spare_b : &m->xb[to]) = from == m->n ? m->spare_b : m->xb[from];
 }
 
-/* The kernels' buckets: every execution's start once, in order (runtime.c
- * cuts the kernels at them), from the executions in start order. */
-static void bucket_times(xpf_runtime *rt)
-{
-	struct xpf_rt_priv *pv = rt->priv;
-	size_t n = rt->nexecutions, u = 0;
-	int64_t *t = xpf_realloc_array(NULL, n + 1, sizeof *t);
-	for (size_t k = 0; k < n; k++) {
-		int64_t s = rt->executions[k].start_ps;
-		if (u == 0 || t[u - 1] != s)
-			t[u++] = s;
-	}
-	pv->times = t;
-	pv->ntimes = u;
-}
-
 /* Sort the executions (and their xpf_rt_xbuild) by (start, device, line,
  * scan order): they come as runs in that order (a line's), merged.  Returns
  * the old index -> new index map, or NULL when they were in order already
@@ -484,15 +468,15 @@ static idx32 *next_same(const xpf_runtime *rt, bool any_module)
 
 /* ---- finishing ------------------------------------------------------------ */
 
-/* Step 1, before the events are ordered: the executions sorted, and the
- * kernels' bucket times (pv->times) cut at their starts. */
+/* Step 1, before the events are ordered: the executions sorted (the
+ * kernels' bucket times are cut at their starts when a device's kernels are
+ * first read, runtime.c). */
 void xpf_rt_finish_begin(xpf_runtime *rt, struct xpf_rt_finish *f)
 {
 	memset(f, 0, sizeof *f);
 	if (rt->nexecutions >= UINT32_MAX || rt->nevents >= UINT32_MAX)
 		abort();
 	f->inv = order_executions(rt);
-	bucket_times(rt);
 }
 
 /* Step 2, once the events are ordered and replayed (nothing here reads a

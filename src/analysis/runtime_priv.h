@@ -71,8 +71,12 @@ struct xpf_rt_priv {
 	struct xpf_rt_kdev *kdev;
 	xpf_host *host;      /* what a device's kernels are read from, */
 	int64_t time_base;   /* and the time base (the runtime's build) */
-	int64_t *times;      /* sorted, unique: every execution start (xpf_rt_finish_begin) */
+	int64_t *times;      /* sorted, unique: every execution start, made with
+				the first device's kernels read (times_made) */
 	size_t ntimes;       /* = the number of buckets */
+	xpf_lazy times_made; /* initialised with the devices (kdev_ready: devices_ready) */
+	bool devices_ready;
+	const xpf_runtime *rt; /* back, for the times */
 	/* Per execution, what building it needs beside rt->executions (a room
 	 * of xb_map_len bytes, see room_reserve, when not 0) */
 	struct xpf_rt_xbuild *xb;
