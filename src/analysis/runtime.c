@@ -1783,14 +1783,19 @@ static void event_move(void *ctx, size_t to, size_t from)
 	*(to == m->n ? &m->spare : &m->ev[to]) = from == m->n ? m->spare : m->ev[from];
 }
 
-static void sort_events(xpf_rt_event *ev, size_t n)
+/* The events sorted; the permutation's room is returned (*room_len bytes,
+ * 0: malloc'd; NULL when there are no events): its pages are warm, and the
+ * replay lays the live index in it (replay). */
+static uint32_t *sort_events(xpf_rt_event *ev, size_t n, size_t *room_len)
 {
-	size_t perm_len;
-	uint32_t *perm = xpf_big_calloc(n, sizeof *perm, &perm_len);
+	*room_len = 0;
+	if (n == 0) /* nothing to sort (and no 2 MiB to map for it) */
+		return NULL;
+	uint32_t *perm = xpf_big_calloc(n, sizeof *perm, room_len);
 	xpf_runs_merge(n, event_before, ev, perm);
 	struct event_moves m = { ev, n, { 0 } };
 	xpf_perm_apply(n, perm, event_move, &m);
-	xpf_big_free(perm, perm_len);
+	return perm;
 }
 
 static int alloc_name_cmp(const void *a, const void *b)
@@ -1798,64 +1803,83 @@ static int alloc_name_cmp(const void *a, const void *b)
 	return natural_cmp(((const xpf_rt_allocator *)a)->name, ((const xpf_rt_allocator *)b)->name);
 }
 
-/* One allocator's allocations in event order and, per XPF_RT_LIVE_BLOCK of
- * them, when the block is last live (the replay's live index). */
-struct live_list {
+/* The replay's live index (xpf_rt_priv.live_*) as it is made: allocator
+ * a's allocations go to live_ev[live_beg[a] + k] (fill[a] is k), block j
+ * of them is live until live_blk_end[live_blk_beg[a] + j]. */
+struct live_index {
 	uint32_t *ev;
-	size_t n, cap;
+	size_t *beg, *blk_beg, *fill;
 	int64_t *blk_end;
-	size_t nblk, cap_blk;
 };
 
-/* The allocation at place p of l is live until t (INT64_MAX: never freed). */
-static void live_until(struct live_list *l, uint64_t p, int64_t t)
+/* Allocation k of allocator a is live until t (INT64_MAX: never freed). */
+static void live_until(struct live_index *li, size_t a, uint64_t k, int64_t t)
 {
-	int64_t *end = &l->blk_end[p / XPF_RT_LIVE_BLOCK];
+	int64_t *end = &li->blk_end[li->blk_beg[a] + k / XPF_RT_LIVE_BLOCK];
 	*end = t > *end ? t : *end;
 }
 
-/* The replay's live lists, one after another, as xpf_runtime_live_at reads
- * them (xpf_rt_priv.live_*). */
-static void live_index(struct xpf_rt_priv *pv, struct live_list *ll, size_t na)
+/* The live index laid out in room (room_len bytes, 0: malloc'd; NULL:
+ * none), which holds as many places as there are events: each
+ * allocator's allocations counted first, so that its list is written in
+ * place, on pages the sort's permutation already touched (lists grown by
+ * realloc and copied together after cost ~7 MiB of fresh 4 KiB pages on
+ * the bench's 1 GiB capture, bench/README). */
+static void live_index_begin(xpf_runtime *rt, struct live_index *li, uint32_t *room,
+			     size_t room_len)
 {
-	size_t nl = 0, nb = 0;
-	pv->live_beg = xpf_calloc(na + 1, sizeof *pv->live_beg);
-	pv->live_blk_beg = xpf_calloc(na + 1, sizeof *pv->live_blk_beg);
+	struct xpf_rt_priv *pv = rt->priv;
+	size_t na = rt->nallocators;
+	li->beg = xpf_calloc(na + 1, sizeof *li->beg);
+	li->blk_beg = xpf_calloc(na + 1, sizeof *li->blk_beg);
+	li->fill = xpf_calloc(na ? na : 1, sizeof *li->fill);
+	for (size_t i = 0; i < rt->nevents; i++)
+		if (rt->events[i].kind == XPF_RT_ALLOC)
+			li->beg[xpf_rt_ev_allocator(rt, &rt->events[i]) + 1]++;
 	for (size_t a = 0; a < na; a++) {
-		pv->live_beg[a] = nl;
-		pv->live_blk_beg[a] = nb;
-		nl += ll[a].n;
-		nb += ll[a].nblk;
+		size_t n = li->beg[a + 1];
+		li->beg[a + 1] = li->beg[a] + n;
+		li->blk_beg[a + 1] = li->blk_beg[a] + (n + XPF_RT_LIVE_BLOCK - 1) / XPF_RT_LIVE_BLOCK;
 	}
-	pv->live_beg[na] = nl;
-	pv->live_blk_beg[na] = nb;
-	pv->live_ev = xpf_realloc_array(NULL, nl + 1, sizeof *pv->live_ev);
-	pv->live_blk_end = xpf_realloc_array(NULL, nb + 1, sizeof *pv->live_blk_end);
-	for (size_t a = 0; a < na; a++) {
-		if (ll[a].n)
-			memcpy(pv->live_ev + pv->live_beg[a], ll[a].ev, ll[a].n * sizeof *ll[a].ev);
-		if (ll[a].nblk)
-			memcpy(pv->live_blk_end + pv->live_blk_beg[a], ll[a].blk_end,
-			       ll[a].nblk * sizeof *ll[a].blk_end);
-		free(ll[a].ev);
-		free(ll[a].blk_end);
+	li->ev = room ? room : xpf_malloc(sizeof *li->ev);
+	pv->live_ev_map_len = room ? room_len : 0;
+	li->blk_end = xpf_realloc_array(NULL, li->blk_beg[na] + 1, sizeof *li->blk_end);
+	for (size_t b = 0; b < li->blk_beg[na]; b++)
+		li->blk_end[b] = INT64_MIN;
+}
+
+/* The index kept; the room's whole 2 MiB steps past the lists given back. */
+static void live_index_end(struct xpf_rt_priv *pv, struct live_index *li, size_t na)
+{
+	const size_t step = (size_t)2 << 20;
+	size_t keep = (li->beg[na] * sizeof *li->ev + step - 1) / step * step;
+	if (keep == 0)
+		keep = step;
+	if (pv->live_ev_map_len > keep) {
+		munmap((uint8_t *)li->ev + keep, pv->live_ev_map_len - keep);
+		pv->live_ev_map_len = keep;
 	}
+	pv->live_ev = li->ev;
+	pv->live_beg = li->beg;
+	pv->live_blk_beg = li->blk_beg;
+	pv->live_blk_end = li->blk_end;
+	free(li->fill);
 }
 
 /* The events in time order: each allocator's in use before its first event,
  * peak, counts; each free matched to the live allocation at its address
  * (match, both ways); what was never freed; and the live index
- * (live_index).  Its map (address, allocator) -> the live allocation holds
+ * (struct live_index).  Its map (address, allocator) -> the live allocation holds
  * the live allocations only (thousands where the events are millions: a map
  * sized by the events would touch tens of MiB of fresh pages); a value is
  * the allocation's event index, its place in its allocator's live list
  * above bit 32. */
-static void replay(xpf_runtime *rt, const uint64_t *peak_avail)
+static void replay(xpf_runtime *rt, const uint64_t *peak_avail, uint32_t *room, size_t room_len)
 {
 	xpf_map m;
 	xpf_map_init(&m, 1024);
-	size_t na = rt->nallocators;
-	struct live_list *ll = xpf_calloc(na ? na : 1, sizeof *ll);
+	struct live_index li;
+	live_index_begin(rt, &li, room, room_len);
 	for (size_t i = 0; i < rt->nevents; i++) {
 		xpf_rt_event *e = &rt->events[i];
 		int al = xpf_rt_ev_allocator(rt, e);
@@ -1874,19 +1898,16 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail)
 			a->capacity_bytes = e->in_use_after + peak_avail[al];
 		}
 		a->live_at_end_bytes = e->in_use_after;
-		struct live_list *l = &ll[al];
 		if (e->kind == XPF_RT_ALLOC) {
 			a->allocations++;
-			uint64_t place = l->n;
-			*XPF_VEC_PUSH(l->ev, l->n, l->cap) = (uint32_t)i;
-			if (place % XPF_RT_LIVE_BLOCK == 0)
-				*XPF_VEC_PUSH(l->blk_end, l->nblk, l->cap_blk) = INT64_MIN;
+			uint64_t place = li.fill[al]++;
+			li.ev[li.beg[al] + place] = (uint32_t)i;
 			int64_t old = xpf_map_put(&m, e->addr, (uint64_t)al,
 						  (int64_t)(place << 32 | i));
 			if (old >= 0) { /* an address reused without a seen free */
 				const xpf_rt_event *o = &rt->events[old & 0xffffffff];
 				rt->events[old & 0xffffffff].match = -1;
-				live_until(l, (uint64_t)old >> 32, INT64_MAX);
+				live_until(&li, (size_t)al, (uint64_t)old >> 32, INT64_MAX);
 				a->seen_live_at_end_bytes += xpf_rt_ev_bytes(rt, o);
 				a->seen_live_at_end_blocks++;
 			}
@@ -1898,7 +1919,7 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail)
 				size_t vi = (size_t)(v & 0xffffffff);
 				e->match = (int32_t)vi;
 				rt->events[vi].match = (int32_t)i;
-				live_until(l, (uint64_t)v >> 32, e->t_ps);
+				live_until(&li, (size_t)al, (uint64_t)v >> 32, e->t_ps);
 				if (bytes == 0) { /* its match's, at its own site */
 					xpf_rt_site w = rt->sites[e->site];
 					w.bytes = xpf_rt_ev_bytes(rt, &rt->events[vi]);
@@ -1918,13 +1939,12 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail)
 		if (v < 0)
 			continue;
 		size_t al = (size_t)m.s[k].b;
-		live_until(&ll[al], (uint64_t)v >> 32, INT64_MAX);
+		live_until(&li, al, (uint64_t)v >> 32, INT64_MAX);
 		rt->allocators[al].seen_live_at_end_bytes += xpf_rt_ev_bytes(rt, &rt->events[v & 0xffffffff]);
 		rt->allocators[al].seen_live_at_end_blocks++;
 	}
 	xpf_map_free(&m);
-	live_index(rt->priv, ll, na);
-	free(ll);
+	live_index_end(rt->priv, &li, rt->nallocators);
 }
 
 /* ---- the host lines, shared out between threads ------------------------- */
@@ -2251,8 +2271,8 @@ static void order_and_replay(xpf_runtime *rt)
 	rt->has_events = rt->nevents > 0;
 	/* Sort events in time order, keeping each line's order; remember the
 	 * allocator order so indexes can be remapped after sorting by name. */
-	if (rt->nevents) /* nothing to sort (and no 2 MiB to map for it) */
-		sort_events(rt->events, rt->nevents);
+	size_t room_len;
+	uint32_t *room = sort_events(rt->events, rt->nevents, &room_len);
 	int *remap = xpf_realloc_array(NULL, rt->nallocators + 1, sizeof *remap);
 	for (size_t a = 0; a < rt->nallocators; a++)
 		rt->allocators[a].nevents = a; /* old index, temporarily */
@@ -2278,7 +2298,7 @@ static void order_and_replay(xpf_runtime *rt)
 		if (rt->retries[i].allocator >= 0)
 			rt->retries[i].allocator = remap[rt->retries[i].allocator];
 	free(remap);
-	replay(rt, peak_avail);
+	replay(rt, peak_avail, room, room_len);
 	free(peak_avail);
 }
 
@@ -2583,7 +2603,7 @@ void xpf_runtime_free(void *p)
 			xpf_intern_free(pv->interns[i]);
 		free(pv->interns);
 		xpf_map_free(&pv->site_map);
-		free(pv->live_ev);
+		xpf_big_free(pv->live_ev, pv->live_ev_map_len);
 		free(pv->live_beg);
 		free(pv->live_blk_beg);
 		free(pv->live_blk_end);

@@ -99,7 +99,8 @@ struct xpf_rt_priv {
 	 * time block k of a is still live (its latest free, INT64_MAX when one
 	 * is never freed), so that a block dead before a time is skipped.
 	 * Made by the replay (runtime.c), which matches the frees. */
-	uint32_t *live_ev;
+	uint32_t *live_ev;            /* a room of live_ev_map_len bytes (0: malloc'd) */
+	size_t live_ev_map_len;
 	size_t *live_beg, *live_blk_beg;
 	int64_t *live_blk_end;
 	/* Sets of interned strings (shapes, module and span names) the events
