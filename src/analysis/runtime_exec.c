@@ -55,10 +55,13 @@ static struct exec_key exec_key_of(const xpf_rt_execution *ex, size_t i)
 	return (struct exec_key){ ex[i].start_ps, ex[i].device, ex[i].line, (idx32)i };
 }
 
+/* The merge compares the executions where they lie: a copy of their keys
+ * (24 B each) was 6.6 MB of fresh pages on the bench's 1 GiB capture. */
 static bool key_before(const void *ctx, size_t i, size_t j)
 {
-	const struct exec_key *key = ctx;
-	return key_cmp(&key[i], &key[j]) < 0;
+	const xpf_rt_execution *ex = ctx;
+	struct exec_key a = exec_key_of(ex, i), b = exec_key_of(ex, j);
+	return key_cmp(&a, &b) < 0;
 }
 
 /* xpf_perm_apply's moves of executions with their xpf_rt_xbuild (spare:
@@ -97,13 +100,9 @@ static idx32 *order_executions(xpf_runtime *rt)
 	if (k >= n)
 		return NULL;
 
-	size_t key_len, perm_len;
-	struct exec_key *key = xpf_big_calloc(n, sizeof *key, &key_len);
-	for (size_t i = 0; i < n; i++)
-		key[i] = exec_key_of(ex, i);
+	size_t perm_len;
 	uint32_t *ord = xpf_big_calloc(n, sizeof *ord, &perm_len);
-	xpf_runs_merge(n, key_before, key, ord);
-	xpf_big_free(key, key_len);
+	xpf_runs_merge(n, key_before, ex, ord);
 	idx32 *inv = xpf_realloc_array(NULL, n, sizeof *inv);
 	for (size_t i = 0; i < n; i++)
 		inv[ord[i]] = (idx32)i;
