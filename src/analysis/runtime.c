@@ -2317,6 +2317,14 @@ static void *order_worker(void *arg)
 	return NULL;
 }
 
+/* The executions sorted (xpf_rt_finish_begin) while the events are. */
+static void *begin_worker(void *arg)
+{
+	struct order_job *o = arg;
+	xpf_rt_finish_begin(o->rt, o->fin);
+	return NULL;
+}
+
 /* Whether the build reads plane i's lines before the finish: /host:CPU's
  * and a TPU plane's (its XLA Modules line); a GPU plane's only when its
  * kernels are read (kdev_compute), any other plane's never. */
@@ -2485,33 +2493,49 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		if (rc != XPF_OK)
 			goto out;
 	}
-	/* Every execution made (the TPU ones now) and sorted, their starts cut
-	 * the kernels' buckets.  Then side by side: the kernel scans of the
-	 * devices the finish will ask about (they write only the buckets) and
+	/* Every execution made (the TPU ones now).  When the finish will ask
+	 * for some devices' kernels: the executions sorted, then side by side
+	 * the kernel scans of those devices (they write only the buckets) and
 	 * the events' order, replay and what the executions need of them
-	 * (events, allocators, retries, executions).  XPF_KERNELS=all reads
-	 * every device's kernels there, =ask none (each on the finish's first
-	 * ask): for tests, the same tree either way. */
+	 * (events, allocators, retries, executions).  Else the executions'
+	 * sort is what goes beside the events' order and replay.
+	 * XPF_KERNELS=all reads every device's kernels there, =ask none (each
+	 * on the finish's first ask): for tests, the same tree either way. */
 	rc = devices_prepare(&s, err);
 	if (rc != XPF_OK)
 		goto out;
-	struct xpf_rt_finish fin;
-	xpf_rt_finish_begin(rt, &fin);
 	bool *want = xpf_calloc(pv->ndev ? pv->ndev : 1, sizeof *want);
 	const char *kenv = getenv("XPF_KERNELS");
 	if (kenv && strcmp(kenv, "all") == 0)
 		memset(want, 1, pv->ndev * sizeof *want);
 	else if (!(kenv && strcmp(kenv, "ask") == 0))
-		xpf_rt_kernels_wanted(h, rt, want);
+		xpf_rt_kernels_wanted(h, rt, want); /* (the executions' order does not matter) */
 	size_t nwant = 0;
 	for (size_t d = 0; d < pv->ndev; d++)
 		nwant += want[d] && pv->kdev[d].nplanes;
-	fin.threads = scan_threads(2, NULL);
+	size_t threads = scan_threads(2, NULL);
+	struct xpf_rt_finish fin;
 	struct order_job oj = { rt, &fin };
 	pthread_t ot;
-	bool ordering = nwant && fin.threads > 1 && pthread_create(&ot, NULL, order_worker, &oj) == 0;
-	if (!ordering)
-		order_worker(&oj);
+	bool ordering = false;
+	if (nwant) {
+		xpf_rt_finish_begin(rt, &fin);
+		fin.threads = threads;
+		ordering = threads > 1 && pthread_create(&ot, NULL, order_worker, &oj) == 0;
+		if (!ordering)
+			order_worker(&oj);
+	} else {
+		/* no kernels to read first: the executions sorted on the second
+		 * core beside the events' order and replay (they share no field) */
+		bool two = threads > 1 && pthread_create(&ot, NULL, begin_worker, &oj) == 0;
+		order_and_replay(rt);
+		if (two)
+			pthread_join(ot, NULL);
+		else
+			xpf_rt_finish_begin(rt, &fin);
+		fin.threads = threads;
+		xpf_rt_finish_events(rt, &fin);
+	}
 	devices_run(pv, want);
 	free(want);
 	phase(&ph, "devices");
