@@ -1804,15 +1804,17 @@ static int alloc_name_cmp(const void *a, const void *b)
 }
 
 /* The replay's live index (xpf_rt_priv.live_*) as it is made: allocator
- * a's allocations go to live_ev[live_beg[a] + k] (fill[a] is k), block j
- * of them is live until live_blk_end[live_blk_beg[a] + j]. */
+ * a's events go to live_ev[live_beg[a] + k] (fill[a] is k), the
+ * allocations of block j of them are live until
+ * live_blk_end[live_blk_beg[a] + j]. */
 struct live_index {
 	uint32_t *ev;
 	size_t *beg, *blk_beg, *fill;
 	int64_t *blk_end;
 };
 
-/* Allocation k of allocator a is live until t (INT64_MAX: never freed). */
+/* Allocator a's event k, an allocation, is live until t (INT64_MAX: never
+ * freed). */
 static void live_until(struct live_index *li, size_t a, uint64_t k, int64_t t)
 {
 	int64_t *end = &li->blk_end[li->blk_beg[a] + k / XPF_RT_LIVE_BLOCK];
@@ -1821,10 +1823,11 @@ static void live_until(struct live_index *li, size_t a, uint64_t k, int64_t t)
 
 /* The live index laid out in room (room_len bytes, 0: malloc'd; NULL:
  * none), which holds as many places as there are events: each
- * allocator's allocations counted first, so that its list is written in
- * place, on pages the sort's permutation already touched (lists grown by
- * realloc and copied together after cost ~7 MiB of fresh 4 KiB pages on
- * the bench's 1 GiB capture, bench/README). */
+ * allocator's events counted first, so that its list is written in place,
+ * on pages the sort's permutation already touched (lists grown by realloc
+ * and copied together after cost ~7 MiB of fresh 4 KiB pages on the
+ * bench's 1 GiB capture, bench/README).  xpf_rt_finish_events reads it as
+ * each allocator's events in time order. */
 static void live_index_begin(xpf_runtime *rt, struct live_index *li, uint32_t *room,
 			     size_t room_len)
 {
@@ -1834,8 +1837,7 @@ static void live_index_begin(xpf_runtime *rt, struct live_index *li, uint32_t *r
 	li->blk_beg = xpf_calloc(na + 1, sizeof *li->blk_beg);
 	li->fill = xpf_calloc(na ? na : 1, sizeof *li->fill);
 	for (size_t i = 0; i < rt->nevents; i++)
-		if (rt->events[i].kind == XPF_RT_ALLOC)
-			li->beg[xpf_rt_ev_allocator(rt, &rt->events[i]) + 1]++;
+		li->beg[xpf_rt_ev_allocator(rt, &rt->events[i]) + 1]++;
 	for (size_t a = 0; a < na; a++) {
 		size_t n = li->beg[a + 1];
 		li->beg[a + 1] = li->beg[a] + n;
@@ -1898,10 +1900,10 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail, uint32_t *room, 
 			a->capacity_bytes = e->in_use_after + peak_avail[al];
 		}
 		a->live_at_end_bytes = e->in_use_after;
+		uint64_t place = li.fill[al]++;
+		li.ev[li.beg[al] + place] = (uint32_t)i;
 		if (e->kind == XPF_RT_ALLOC) {
 			a->allocations++;
-			uint64_t place = li.fill[al]++;
-			li.ev[li.beg[al] + place] = (uint32_t)i;
 			int64_t old = xpf_map_put(&m, e->addr, (uint64_t)al,
 						  (int64_t)(place << 32 | i));
 			if (old >= 0) { /* an address reused without a seen free */

@@ -485,13 +485,13 @@ void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f)
 	size_t nx = rt->nexecutions, na = rt->nallocators, ne = rt->nevents;
 
 	/* Two passes over the events.  The first renumbers their executions,
-	 * counts each execution's and each allocator's, and marks allocations
-	 * inside an execution as "other" (join_plan overwrites those it matches
-	 * to the plan); the second lists them: each execution's own events
-	 * (nested on its line) and each allocator's, in event (time) order. */
+	 * counts each execution's, and marks allocations inside an execution
+	 * as "other" (join_plan overwrites those it matches to the plan); the
+	 * second lists each execution's own events (nested on its line) in
+	 * event (time) order.  Each allocator's are the replay's live index. */
+	struct xpf_rt_priv *pv = rt->priv;
 	idx32 *inv = f->inv;
 	idx32 *xend = f->xend = xpf_big_calloc(nx + 1, sizeof *xend, &f->xend_len); /* counts, then ends */
-	size_t *aend = xpf_calloc(na + 1, sizeof *aend);
 	for (size_t i = 0; i < ne; i++) {
 		xpf_rt_event *e = &rt->events[i];
 		long x = e->execution;
@@ -502,7 +502,6 @@ void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f)
 			if (e->kind == XPF_RT_ALLOC && e->role == XPF_RT_ROLE_NONE)
 				e->role = XPF_RT_ROLE_EXEC_OTHER;
 		}
-		aend[xpf_rt_ev_allocator(rt, e)]++;
 	}
 	free(inv);
 	f->inv = NULL;
@@ -513,21 +512,14 @@ void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f)
 		xend[x] = (idx32)nown;     /* start, advanced to the end by the fill */
 		nown += c;
 	}
-	size_t *abeg = xpf_calloc(na + 1, sizeof *abeg);
-	for (size_t a = 0, s = 0; a < na; a++) {
-		size_t c = aend[a];
-		abeg[a] = aend[a] = s;   /* aend: advanced to the end by the fill */
-		s += c;
-	}
-	size_t aev_len;
 	idx32 *own = f->own = xpf_big_calloc(nown + 1, sizeof *own, &f->own_len);
-	idx32 *aev = xpf_big_calloc(ne + 1, sizeof *aev, &aev_len);
 	for (size_t i = 0; i < ne; i++) {
 		const xpf_rt_event *e = &rt->events[i];
 		if (e->execution >= 0)
 			own[xend[e->execution]++] = (idx32)i;
-		aev[aend[xpf_rt_ev_allocator(rt, e)]++] = (idx32)i;
 	}
+	const uint32_t *aev = pv->live_ev;
+	const size_t *abeg = pv->live_beg, *aend = pv->live_beg + 1;
 
 	/* Each execution's device: its first allocation on a device pool (the
 	 * only pool's when there is one). */
@@ -587,9 +579,6 @@ void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f)
 		}
 	}
 	free(cursor);
-	free(abeg);
-	free(aend);
-	xpf_big_free(aev, aev_len);
 }
 
 void xpf_rt_finish_release(struct xpf_rt_finish *f)

@@ -58,8 +58,9 @@ static inline int16_t xpf_rt_device16(int d)
 	return d >= 0 && d <= INT16_MAX ? (int16_t)d : -1;
 }
 
-/* Blocks of allocations that xpf_runtime_live_at skips whole when none is
- * live at the time asked (xpf_rt_priv.live_blk_end). */
+/* Blocks of an allocator's events that xpf_runtime_live_at skips whole
+ * when no allocation of them is live at the time asked
+ * (xpf_rt_priv.live_blk_end). */
 #define XPF_RT_LIVE_BLOCK 256
 
 struct xpf_rt_priv {
@@ -93,12 +94,14 @@ struct xpf_rt_priv {
 	/* rt->events and rt->executions are rooms of this many bytes
 	 * (room_reserve), not malloc'd, when not 0. */
 	size_t events_map_len, exec_map_len;
-	/* For xpf_runtime_live_at: allocator a's allocation events in time
-	 * order are live_ev[live_beg[a] .. live_beg[a + 1]), cut in blocks of
+	/* Allocator a's events (allocations and frees) in time order are
+	 * live_ev[live_beg[a] .. live_beg[a + 1]), cut in blocks of
 	 * XPF_RT_LIVE_BLOCK; live_blk_end[live_blk_beg[a] + k] is the latest
-	 * time block k of a is still live (its latest free, INT64_MAX when one
-	 * is never freed), so that a block dead before a time is skipped.
-	 * Made by the replay (runtime.c), which matches the frees. */
+	 * time an allocation of block k of a is still live (its latest free,
+	 * INT64_MAX when one is never freed; INT64_MIN: none), so that
+	 * xpf_runtime_live_at skips a block dead before a time.  Made by the
+	 * replay (runtime.c), which matches the frees; xpf_rt_finish_events
+	 * walks each allocator's events in it. */
 	uint32_t *live_ev;            /* a room of live_ev_map_len bytes (0: malloc'd) */
 	size_t live_ev_map_len;
 	size_t *live_beg, *live_blk_beg;
