@@ -1984,6 +1984,14 @@ struct host_work {
 	size_t lo, hi;        /* the chunks not taken yet: [lo, hi) */
 	pthread_mutex_t mu;
 	struct host_thread *th;
+	/* XPF_THREADS set (tests): the first thread takes its first chunk
+	 * once each other thread started has taken one (or found none), so
+	 * that chunks are read by other threads even on a small capture and
+	 * a loaded machine, where the first thread could read them all
+	 * before the others run: what tests/ compare is then the merge */
+	pthread_cond_t took;
+	size_t nstarted, ntook;
+	bool wait;
 };
 
 struct host_worker_arg {
@@ -2006,12 +2014,18 @@ static void *host_worker(void *arg)
 	struct host_worker_arg *wa = arg;
 	struct host_work *w = wa->w;
 	struct host_thread *th = &w->th[wa->t];
-	for (;;) {
+	for (bool first = true;; first = false) {
 		pthread_mutex_lock(&w->mu);
+		while (first && wa->t == 0 && w->wait && w->ntook < w->nstarted)
+			pthread_cond_wait(&w->took, &w->mu);
 		bool got = w->lo < w->hi;
 		size_t k = 0;
 		if (got)
 			k = wa->t == 0 ? w->lo++ : --w->hi;
+		if (first && wa->t != 0) {
+			w->ntook++;
+			pthread_cond_signal(&w->took);
+		}
 		pthread_mutex_unlock(&w->mu);
 		if (!got)
 			break;
@@ -2220,19 +2234,23 @@ static int scan_host(struct scan *s, size_t *nchunks_read, size_t *nby_others, x
 		b->s.avail = NULL;
 		b->s.navail = b->s.capavail = 0;
 	}
-	struct host_work w = { s, ch, 0, nchunks, PTHREAD_MUTEX_INITIALIZER, th };
+	struct host_work w = { s, ch, 0, nchunks, PTHREAD_MUTEX_INITIALIZER, th,
+			       PTHREAD_COND_INITIALIZER, 0, 0, forced };
 	struct host_worker_arg wa[MAX_SCAN_THREADS]; /* nt <= MAX_SCAN_THREADS (scan_threads) */
 	pthread_t tid[MAX_SCAN_THREADS];
 	bool started[MAX_SCAN_THREADS] = { false };
 	for (size_t t = 0; t < nt; t++)
 		wa[t] = (struct host_worker_arg){ &w, t };
-	for (size_t t = 1; t < nt; t++)
+	for (size_t t = 1; t < nt; t++) {
 		started[t] = pthread_create(&tid[t], NULL, host_worker, &wa[t]) == 0;
+		w.nstarted += started[t]; /* read by this thread only */
+	}
 	host_worker(&wa[0]);
 	for (size_t t = 1; t < nt; t++)
 		if (started[t])
 			pthread_join(tid[t], NULL);
 	pthread_mutex_destroy(&w.mu);
+	pthread_cond_destroy(&w.took);
 	for (size_t t = 1; t < nt; t++) {
 		th[t].amap = xpf_realloc_array(NULL, th[t].rt.nallocators ? th[t].rt.nallocators : 1,
 					       sizeof *th[t].amap);
