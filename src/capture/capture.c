@@ -1897,6 +1897,10 @@ next_head(xpf_event_iter *it, xpf_event_head *h, const xpf_pick *pick, xpf_raw_s
 			v[t >> 3] = (int64_t)x;
 			continue;
 		}
+		if (!pick && t == 0x22 && q + 1 < e && q[1] < 0x80 && q[1] <= e - q - 2) {
+			q += 2 + q[1]; /* a stat of fewer than 128 bytes: skipped */
+			continue;
+		}
 		if (t == 0x22 && e - q >= 6 && (q[1] == 4 || q[1] == 5) && q[2] == 0x08 && q[3] < 0x80 &&
 		    (q[4] == 0x38 || q[4] == 0x18 || q[4] == 0x20) && e - q >= 2 + q[1] &&
 		    (q[1] == 4 ? q[5] < 0x80 : q[5] >= 0x80 && q[6] < 0x80)) {
