@@ -227,6 +227,7 @@ struct scan {
 	int64_t alloc_ids[64];
 	uint8_t alloc_code[64];
 	size_t nalloc_ids;
+	uint8_t code_of_id[128];  /* alloc_code of the ids below 128; AS_N: none */
 	xpf_pick alloc_pick;     /* of alloc_ids */
 	/* shapes kept once each (intern) */
 	xpf_intern *interned;
@@ -419,12 +420,15 @@ static xpf_rt_event *push_event(struct scan *s)
 static void alloc_stat_ids(struct scan *s)
 {
 	s->nalloc_ids = 0;
+	memset(s->code_of_id, AS_N, sizeof s->code_of_id);
 	for (int k = 0; k < AS_N; k++) {
 		int64_t ids[8];
 		size_t n = xpf_plane_stat_ids(s->p, alloc_stat_names[k], ids, 8);
 		for (size_t i = 0; i < n && i < 8 && s->nalloc_ids < 64; i++) {
 			s->alloc_ids[s->nalloc_ids] = ids[i];
 			s->alloc_code[s->nalloc_ids++] = (uint8_t)k;
+			if (ids[i] >= 0 && ids[i] < 128 && s->code_of_id[ids[i]] == AS_N)
+				s->code_of_id[ids[i]] = (uint8_t)k;
 		}
 	}
 	xpf_pick_init(&s->alloc_pick, s->alloc_ids, s->nalloc_ids);
@@ -546,10 +550,16 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 		     xpf_stats_next_of(&it, s->alloc_ids, s->nalloc_ids, &st, err)) == 1) {
 		xpf_str t;
 		uint64_t u;
-		size_t k = 0;
-		while (k < s->nalloc_ids && s->alloc_ids[k] != st.metadata_id)
-			k++;
-		switch (k < s->nalloc_ids ? s->alloc_code[k] : AS_N) {
+		unsigned code = AS_N;
+		if (st.metadata_id >= 0 && st.metadata_id < 128) {
+			code = s->code_of_id[st.metadata_id];
+		} else {
+			size_t k = 0;
+			while (k < s->nalloc_ids && s->alloc_ids[k] != st.metadata_id)
+				k++;
+			code = k < s->nalloc_ids ? s->alloc_code[k] : AS_N;
+		}
+		switch (code) {
 		case AS_ALLOCATOR_NAME:
 			if (xpf_stat_text(&st, &t)) {
 				np = t.p;
