@@ -1799,14 +1799,10 @@ bool xpf_stat_resolve(const xpf_plane *pl, const xpf_raw_stat *r, xpf_stat *st)
 		rv = r->u <= INT64_MAX ? stat_name(pl, (int64_t)r->u) : NULL;
 	if (nm == NULL || (r->kind == XPF_STAT_REF && rv == NULL))
 		return false;
-	memset(st, 0, sizeof *st);
-	st->metadata_id = r->metadata_id;
-	st->name = nm;
-	st->kind = r->kind;
-	memcpy(&st->d, &r->dbits, 8);
-	st->u = r->u;
-	st->i = r->i;
-	st->s = r->s;
+	double d;
+	memcpy(&d, &r->dbits, 8);
+	*st = (xpf_stat){ .metadata_id = r->metadata_id, .name = nm, .kind = r->kind, .d = d,
+			  .u = r->u, .i = r->i, .s = r->s };
 	if (r->kind == XPF_STAT_REF) {
 		st->s.p = rv;
 		st->s.n = strlen(rv);
@@ -1814,36 +1810,55 @@ bool xpf_stat_resolve(const xpf_plane *pl, const xpf_raw_stat *r, xpf_stat *st)
 	return true;
 }
 
-/* The metadata id of stat [q, e) when it is written as every writer does,
- * one id field (below 128) then one value field, and -1 otherwise (then
- * parse_stat reads it): the id of a stat nobody wants, at little cost. */
-static inline int64_t plain_stat_id(const uint8_t *q, const uint8_t *e)
+/* Stat [q, e) when it is written as every writer does, one id field
+ * (below 128) then one value field: its metadata id, and into *r what
+ * parse_stat would read; -1 otherwise (then parse_stat reads it). */
+static inline int64_t plain_stat(const uint8_t *q, const uint8_t *e, xpf_raw_stat *r)
 {
 	if (e - q < 3 || q[0] != 0x08 || (q[1] & 0x80))
 		return -1;
 	int64_t id = q[1];
 	uint64_t x;
 	q += 2;
-	switch (*q++) {
+	uint8_t t = *q++;
+	switch (t) {
 	case 0x18: case 0x20: case 0x38:
-		return wire_varint(&q, e, &x) == WIRE_OK && q == e ? id : -1;
+		if (wire_varint(&q, e, &x) != WIRE_OK || q != e)
+			return -1;
+		raw_clear(r);
+		raw_set_varint(r, t, x);
+		break;
 	case 0x2a: case 0x32:
-		return wire_varint(&q, e, &x) == WIRE_OK && x == (uint64_t)(e - q) ? id : -1;
+		if (wire_varint(&q, e, &x) != WIRE_OK || x != (uint64_t)(e - q))
+			return -1;
+		raw_clear(r);
+		r->s.p = (const char *)q;
+		r->s.n = (size_t)x;
+		r->kind = t == 0x2a ? XPF_STAT_STR : XPF_STAT_BYTES;
+		break;
 	case 0x11:
-		return e - q == 8 ? id : -1;
+		if (e - q != 8)
+			return -1;
+		raw_clear(r);
+		r->dbits = wire_le64(q);
+		r->kind = XPF_STAT_DOUBLE;
+		break;
+	default:
+		return -1;
 	}
-	return -1;
+	r->metadata_id = id;
+	return id;
 }
 
-/* Stat [q, e) for pick w: 1 read into *r (a wanted one), 0 not wanted
- * (and, written plainly, not decoded further), -1 malformed or unusual
- * (the pick cannot vouch). */
+/* Stat [q, e) for pick w: 1 read into *r (a wanted one), 0 not wanted,
+ * -1 malformed or unusual (the pick cannot vouch).  A plainly written one
+ * is decoded once. */
 static inline int pick_stat(const uint8_t *q, const uint8_t *e, const xpf_pick *w,
 			    xpf_raw_stat *r)
 {
-	int64_t id = plain_stat_id(q, e);
-	if (id >= 0 && !pick_has(w, id))
-		return 0;
+	int64_t id = plain_stat(q, e, r);
+	if (id >= 0)
+		return pick_has(w, id) ? 1 : 0;
 	if (!parse_stat(q, e, r))
 		return -1;
 	return pick_has(w, r->metadata_id) ? 1 : 0;
