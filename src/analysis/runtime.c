@@ -522,13 +522,29 @@ static int too_many_allocators(const struct scan *s, xpf_error *err)
 /* ev: the allocator event (flags: its class, t0: its start); enclosing and
  * transfer: the host event around it and the transfer-family event around
  * it, as 1 + their event metadata index (0: none). */
+/* A picked stat as read_alloc reads it: a reference resolved (read_alloc
+ * checked it can be), anything else as its bytes say, its name not looked
+ * up (read_alloc goes by its id). */
+static inline void pick_take(const xpf_plane *p, const xpf_raw_stat *r, xpf_stat *st)
+{
+	if (r->kind == XPF_STAT_REF) {
+		(void)xpf_stat_resolve(p, r, st);
+		return;
+	}
+	double d;
+	memcpy(&d, &r->dbits, sizeof d);
+	*st = (xpf_stat){ .metadata_id = r->metadata_id, .name = "", .kind = r->kind, .d = d,
+			  .u = r->u, .i = r->i, .s = r->s };
+}
+
 static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head *head,
 		      unsigned flags, int64_t t0, uint32_t enclosing, uint32_t transfer,
 		      size_t line, xpf_error *err)
 {
 	xpf_runtime *rt = s->rt;
 	xpf_stat_iter it;
-	xpf_stat st, picked[16];
+	xpf_stat st;
+	xpf_raw_stat picked[16];
 	int rc;
 	/* the allocator's name: allocator_name up to a NUL, at most 255
 	 * bytes, else "tpu:<index_on_host>" (TPU) */
@@ -540,13 +556,17 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 	bool has_req = false, has_abytes = false;
 	uint64_t addr = 0;
 	xpf_str shape = { NULL, 0 };
-	/* the quick reading when it can vouch for the event, else the iterator */
+	/* the quick reading when it can vouch for the event (a reference to no
+	 * stat metadata it cannot: the iterator words that), else the iterator */
 	int np_ = head ? xpf_stats_pick(s->p, head, &s->alloc_pick, picked,
 				       sizeof picked / sizeof *picked) : -1;
+	for (int j = 0; j < np_; j++)
+		if (picked[j].kind == XPF_STAT_REF && !xpf_stat_resolve(s->p, &picked[j], &st))
+			np_ = -1;
 	int next = 0;
 	if (np_ < 0)
 		xpf_stats_of_event(s->p, xev, &it);
-	while ((rc = np_ >= 0 ? (next < np_ ? (st = picked[next++], 1) : 0) :
+	while ((rc = np_ >= 0 ? (next < np_ ? (pick_take(s->p, &picked[next++], &st), 1) : 0) :
 		     xpf_stats_next_of(&it, s->alloc_ids, s->nalloc_ids, &st, err)) == 1) {
 		xpf_str t;
 		uint64_t u;

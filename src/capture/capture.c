@@ -2065,7 +2065,7 @@ int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, xpf_stat 
 }
 
 int xpf_stats_pick(const xpf_plane *pl, const xpf_event_head *h, const xpf_pick *pick,
-		   xpf_stat *out, size_t max)
+		   xpf_raw_stat *out, size_t max)
 {
 	const uint8_t *q = h->msg, *e = h->msg + h->msg_len;
 	size_t k = 0;
@@ -2076,11 +2076,13 @@ int xpf_stats_pick(const xpf_plane *pl, const xpf_event_head *h, const xpf_pick 
 			q++;
 			if (wire_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
 				return -1;
-			xpf_raw_stat r;
-			int got = pick_stat(q, q + x, pick, &r);
+			/* into the next slot (no copy); one past max: cannot vouch */
+			xpf_raw_stat spare, *r = k < max ? &out[k] : &spare;
+			int got = pick_stat(q, q + x, pick, r);
 			q += x;
-			if (got < 0 || (got && (k == max || !xpf_stat_resolve(pl, &r, &out[k++]))))
+			if (got < 0 || (got && r == &spare))
 				return -1;
+			k += (size_t)got;
 			continue;
 		}
 		if (t == 0x08 || t == 0x10 || t == 0x18 || t == 0x28) { /* the head's varints */

@@ -243,13 +243,14 @@ typedef struct xpf_pick {
 } xpf_pick;
 void xpf_pick_init(xpf_pick *p, const int64_t *ids, size_t n);
 /* The stats of event h whose metadata id the pick wants, in order, as
- * xpf_stats_next would give them, into out[0..max): how many (0 or more),
- * or -1 when this quick reading cannot vouch for the event (a stat that is
- * malformed or unusual, a wanted one that names an unknown id, or more than
- * max wanted); the caller then reads the event with xpf_stats_next_of,
- * which words any error. */
+ * their bytes say, into out[0..max): how many (0 or more), or -1 when this
+ * quick reading cannot vouch for the event (a stat that is malformed or
+ * unusual, or more than max wanted); the caller then reads the event with
+ * xpf_stats_next_of, which words any error.  Ids not looked up:
+ * xpf_stat_resolve gives the xpf_stat, or false where xpf_stats_next_of
+ * would give an error (a reference to no stat metadata). */
 int xpf_stats_pick(const xpf_plane *p, const xpf_event_head *h, const xpf_pick *pick,
-		   xpf_stat *out, size_t max);
+		   xpf_raw_stat *out, size_t max);
 /* xpf_events_next_head and a pick in one pass over the event's bytes: the
  * wanted stats as their bytes say (*np of them; -1 as for xpf_stats_pick),
  * ids not looked up: xpf_stat_resolve gives the xpf_stat, or false where
