@@ -2367,11 +2367,13 @@ static void *order_worker(void *arg)
 	return NULL;
 }
 
-/* The executions sorted (xpf_rt_finish_begin) while the events are. */
+/* The executions sorted (xpf_rt_finish_begin) while the events are, and
+ * the pages of their event lists faulted in. */
 static void *begin_worker(void *arg)
 {
 	struct order_job *o = arg;
 	xpf_rt_finish_begin(o->rt, o->fin);
+	xpf_rt_finish_warm(o->fin, o->rt);
 	return NULL;
 }
 

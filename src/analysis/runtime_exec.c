@@ -476,6 +476,23 @@ void xpf_rt_finish_begin(xpf_runtime *rt, struct xpf_rt_finish *f)
 	if (rt->nexecutions >= UINT32_MAX || rt->nevents >= UINT32_MAX)
 		abort();
 	f->inv = order_executions(rt);
+	/* the executions' event lists (xpf_rt_finish_events), as many places
+	 * as events at most; their pages touched as they fill, or beforehand
+	 * by xpf_rt_finish_warm */
+	f->xend = xpf_big_calloc(rt->nexecutions + 1, sizeof *f->xend, &f->xend_len);
+	f->own = xpf_big_calloc(rt->nevents + 1, sizeof *f->own, &f->own_len);
+}
+
+void xpf_rt_finish_warm(struct xpf_rt_finish *f, const xpf_runtime *rt)
+{
+	/* a write a page: the kernel's fresh zeroed page for each (or a huge
+	 * one for 512 of them) */
+	const size_t page = 4096;
+	uint8_t *b[2] = { (uint8_t *)f->xend, (uint8_t *)f->own };
+	size_t n[2] = { (rt->nexecutions + 1) * sizeof *f->xend, (rt->nevents + 1) * sizeof *f->own };
+	for (int k = 0; k < 2; k++)
+		for (size_t o = 0; o < n[k]; o += page)
+			((volatile uint8_t *)b[k])[o] = 0;
 }
 
 /* Step 2, once the events are ordered and replayed (nothing here reads a
@@ -491,7 +508,7 @@ void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f)
 	 * event (time) order.  Each allocator's are the replay's live index. */
 	struct xpf_rt_priv *pv = rt->priv;
 	idx32 *inv = f->inv;
-	idx32 *xend = f->xend = xpf_big_calloc(nx + 1, sizeof *xend, &f->xend_len); /* counts, then ends */
+	idx32 *xend = f->xend; /* counts, then ends */
 	for (size_t i = 0; i < ne; i++) {
 		xpf_rt_event *e = &rt->events[i];
 		long x = e->execution;
@@ -512,7 +529,7 @@ void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f)
 		xend[x] = (idx32)nown;     /* start, advanced to the end by the fill */
 		nown += c;
 	}
-	idx32 *own = f->own = xpf_big_calloc(nown + 1, sizeof *own, &f->own_len);
+	idx32 *own = f->own;
 	for (size_t i = 0; i < ne; i++) {
 		const xpf_rt_event *e = &rt->events[i];
 		if (e->execution >= 0)
