@@ -1141,6 +1141,8 @@ static int scan_line_sorted(struct scan *s, size_t line, xpf_error *err)
 static int scan_line(struct scan *s, size_t line, xpf_error *err)
 {
 	size_t nevents = s->rt->nevents, nretries = s->rt->nretries;
+	s->line_t0[line] = INT64_MAX;
+	s->line_t1[line] = INT64_MIN;
 	s->navail = 0;
 	int rc = scan_line_stream(s, line, NULL, 0, err);
 	if (rc != SCAN_UNORDERED)
@@ -2525,12 +2527,11 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 			s.md_flags[k] = UINT_MAX;
 		alloc_stat_ids(&s);
 		pv->nlines = s.p->nlines;
-		pv->line_t0 = xpf_calloc(pv->nlines, sizeof *pv->line_t0);
-		pv->line_t1 = xpf_calloc(pv->nlines, sizeof *pv->line_t1);
-		for (size_t l = 0; l < pv->nlines; l++) {
-			pv->line_t0[l] = INT64_MAX;
-			pv->line_t1[l] = INT64_MIN;
-		}
+		/* each line's set by its scan (scan_line), on the threads: their
+		 * 2.7 MB of fresh 4 KiB pages on the 1 GiB capture were ~11 ms
+		 * on one core before the scan when set here */
+		pv->line_t0 = xpf_realloc_array(NULL, pv->nlines ? pv->nlines : 1, sizeof *pv->line_t0);
+		pv->line_t1 = xpf_realloc_array(NULL, pv->nlines ? pv->nlines : 1, sizeof *pv->line_t1);
 		s.line_t0 = pv->line_t0;
 		s.line_t1 = pv->line_t1;
 		events_room(&s, s.p->nevents);
