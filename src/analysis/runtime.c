@@ -519,9 +519,6 @@ static int too_many_allocators(const struct scan *s, xpf_error *err)
 			xpf_capture_label(s->h->cap), XPF_RT_MAX_ALLOCATORS);
 }
 
-/* ev: the allocator event (flags: its class, t0: its start); enclosing and
- * transfer: the host event around it and the transfer-family event around
- * it, as 1 + their event metadata index (0: none). */
 /* A picked stat as read_alloc reads it: a reference resolved (read_alloc
  * checked it can be), anything else as its bytes say, its name not looked
  * up (read_alloc goes by its id). */
@@ -537,6 +534,9 @@ static inline void pick_take(const xpf_plane *p, const xpf_raw_stat *r, xpf_stat
 			  .u = r->u, .i = r->i, .s = r->s };
 }
 
+/* ev: the allocator event (flags: its class, t0: its start); enclosing and
+ * transfer: the host event around it and the transfer-family event around
+ * it, as 1 + their event metadata index (0: none). */
 static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head *head,
 		      unsigned flags, int64_t t0, uint32_t enclosing, uint32_t transfer,
 		      size_t line, xpf_error *err)
@@ -1882,17 +1882,9 @@ static void live_index_begin(xpf_runtime *rt, struct live_index *li, uint32_t *r
 		li->blk_end[b] = INT64_MIN;
 }
 
-/* The index kept; the room's whole 2 MiB steps past the lists given back. */
-static void live_index_end(struct xpf_rt_priv *pv, struct live_index *li, size_t na)
+/* The index kept (its lists fill the room: one place an event). */
+static void live_index_end(struct xpf_rt_priv *pv, struct live_index *li)
 {
-	const size_t step = (size_t)2 << 20;
-	size_t keep = (li->beg[na] * sizeof *li->ev + step - 1) / step * step;
-	if (keep == 0)
-		keep = step;
-	if (pv->live_ev_map_len > keep) {
-		munmap((uint8_t *)li->ev + keep, pv->live_ev_map_len - keep);
-		pv->live_ev_map_len = keep;
-	}
 	pv->live_ev = li->ev;
 	pv->live_beg = li->beg;
 	pv->live_blk_beg = li->blk_beg;
@@ -1978,7 +1970,7 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail, uint32_t *room, 
 		rt->allocators[al].seen_live_at_end_blocks++;
 	}
 	xpf_map_free(&m);
-	live_index_end(rt->priv, &li, rt->nallocators);
+	live_index_end(rt->priv, &li);
 }
 
 /* ---- the host lines, shared out between threads ------------------------- */

@@ -467,9 +467,10 @@ static idx32 *next_same(const xpf_runtime *rt, bool any_module)
 
 /* ---- finishing ------------------------------------------------------------ */
 
-/* Step 1, before the events are ordered: the executions sorted (the
- * kernels' bucket times are cut at their starts when a device's kernels are
- * first read, runtime.c). */
+/* Step 1, before the events are ordered or beside their order (it touches
+ * none of their fields): the executions sorted (the kernels' bucket times
+ * are cut at their starts when a device's kernels are first read,
+ * runtime.c), and their event lists allocated. */
 void xpf_rt_finish_begin(xpf_runtime *rt, struct xpf_rt_finish *f)
 {
 	memset(f, 0, sizeof *f);

@@ -119,13 +119,15 @@ struct xpf_rt_priv {
 /* runtime_exec.c: the executions finished after the scan, in three steps
  * (runtime.c's build runs the second beside the kernel scans):
  * xpf_rt_finish_begin sorts them (start, device, line) before the events
- * are ordered, and cuts the kernels' buckets at their starts (times);
- * xpf_rt_finish_events, once they are, numbers them, finds
- * their devices, in use at start and the peak during, and indexes what is
- * live when; xpf_rt_finish_end, after the kernel scans, links them to
- * modules, joins them to the plans, numbers them per module and finds
- * launched.  xpf_rt_finish_release frees what a step left for the next
- * when the build stops early. */
+ * are ordered, or beside their order when no kernels are read first, and
+ * allocates their event lists (the kernels' buckets are cut at their
+ * starts when a device's kernels are first read); xpf_rt_finish_events,
+ * once the events are ordered and replayed, numbers them, lists each
+ * one's events, finds their devices, in use at start and the peak during
+ * (from the replay's per-allocator lists); xpf_rt_finish_end, after the
+ * kernel scans, links them to modules, joins them to the plans, numbers
+ * them per module and finds launched.  xpf_rt_finish_release frees what
+ * a step left for the next when the build stops early. */
 struct xpf_rt_finish {
 	uint32_t *inv;             /* old execution index -> new, NULL: unmoved */
 	uint32_t *xend, *own;      /* each execution's events: own[xend[x-1] .. xend[x]) */

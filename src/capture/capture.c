@@ -2067,6 +2067,7 @@ int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, xpf_stat 
 int xpf_stats_pick(const xpf_plane *pl, const xpf_event_head *h, const xpf_pick *pick,
 		   xpf_raw_stat *out, size_t max)
 {
+	(void)pl; /* ids are looked up by the caller (xpf_stat_resolve) */
 	const uint8_t *q = h->msg, *e = h->msg + h->msg_len;
 	size_t k = 0;
 	while (q < e) {
