@@ -1736,6 +1736,21 @@ static inline void raw_set_varint(xpf_raw_stat *r, uint8_t tag, uint64_t x)
 		r->u = x;
 }
 
+/* A stat's string or bytes (value tag 0x2a str, 0x32 bytes) into r. */
+static inline void raw_set_text(xpf_raw_stat *r, uint8_t tag, const uint8_t *p, size_t n)
+{
+	r->s.p = (const char *)p;
+	r->s.n = n;
+	r->kind = tag == 0x2a ? XPF_STAT_STR : XPF_STAT_BYTES;
+}
+
+/* A stat's double (value tag 0x11) from its 8 bytes at p into r. */
+static inline void raw_set_double(xpf_raw_stat *r, const uint8_t *p)
+{
+	r->dbits = wire_le64(p);
+	r->kind = XPF_STAT_DOUBLE;
+}
+
 /* One XStat message [q, e) as xpf_stats_next reads it (every value field:
  * the last of its field seen, whatever the final kind); false when it is
  * malformed or unusual (the caller then asks xpf_stats_next). */
@@ -1755,9 +1770,8 @@ static inline bool parse_stat(const uint8_t *q, const uint8_t *e, xpf_raw_stat *
 		case 0x11: /* double_value */
 			if (e - q < 9)
 				return false;
-			r->dbits = wire_le64(q + 1);
+			raw_set_double(r, q + 1);
 			q += 9;
-			r->kind = XPF_STAT_DOUBLE;
 			continue;
 		case 0x18: case 0x20: case 0x38: { /* uint64, int64, ref */
 			uint8_t t = *q++;
@@ -1770,10 +1784,8 @@ static inline bool parse_stat(const uint8_t *q, const uint8_t *e, xpf_raw_stat *
 			uint8_t t = *q++;
 			if (wire_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
 				return false;
-			r->s.p = (const char *)q;
-			r->s.n = (size_t)x;
+			raw_set_text(r, t, q, (size_t)x);
 			q += x;
-			r->kind = t == 0x2a ? XPF_STAT_STR : XPF_STAT_BYTES;
 			continue;
 		}
 		}
@@ -1832,16 +1844,13 @@ static inline int64_t plain_stat(const uint8_t *q, const uint8_t *e, xpf_raw_sta
 		if (wire_varint(&q, e, &x) != WIRE_OK || x != (uint64_t)(e - q))
 			return -1;
 		raw_clear(r);
-		r->s.p = (const char *)q;
-		r->s.n = (size_t)x;
-		r->kind = t == 0x2a ? XPF_STAT_STR : XPF_STAT_BYTES;
+		raw_set_text(r, t, q, (size_t)x);
 		break;
 	case 0x11:
 		if (e - q != 8)
 			return -1;
 		raw_clear(r);
-		r->dbits = wire_le64(q);
-		r->kind = XPF_STAT_DOUBLE;
+		raw_set_double(r, q);
 		break;
 	default:
 		return -1;
