@@ -519,21 +519,6 @@ static int too_many_allocators(const struct scan *s, xpf_error *err)
 			xpf_capture_label(s->h->cap), XPF_RT_MAX_ALLOCATORS);
 }
 
-/* A picked stat as read_alloc reads it: a reference resolved (read_alloc
- * checked it can be), anything else as its bytes say, its name not looked
- * up (read_alloc goes by its id). */
-static inline void pick_take(const xpf_plane *p, const xpf_raw_stat *r, xpf_stat *st)
-{
-	if (r->kind == XPF_STAT_REF) {
-		(void)xpf_stat_resolve(p, r, st);
-		return;
-	}
-	double d;
-	memcpy(&d, &r->dbits, sizeof d);
-	*st = (xpf_stat){ .metadata_id = r->metadata_id, .name = "", .kind = r->kind, .d = d,
-			  .u = r->u, .i = r->i, .s = r->s };
-}
-
 /* ev: the allocator event (flags: its class, t0: its start); enclosing and
  * transfer: the host event around it and the transfer-family event around
  * it, as 1 + their event metadata index (0: none). */
@@ -566,7 +551,7 @@ static int read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 	int next = 0;
 	if (np_ < 0)
 		xpf_stats_of_event(s->p, xev, &it);
-	while ((rc = np_ >= 0 ? (next < np_ ? (pick_take(s->p, &picked[next++], &st), 1) : 0) :
+	while ((rc = np_ >= 0 ? (next < np_ ? xpf_stat_resolve_by_id(s->p, &picked[next++], &st) : 0) :
 		     xpf_stats_next_of(&it, s->alloc_ids, s->nalloc_ids, &st, err)) == 1) {
 		xpf_str t;
 		uint64_t u;

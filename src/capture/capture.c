@@ -1804,6 +1804,15 @@ static inline bool parse_stat(const uint8_t *q, const uint8_t *e, xpf_raw_stat *
 	return true;
 }
 
+/* r as an xpf_stat named name (a reference's text not looked up). */
+static inline void stat_of_raw(const xpf_raw_stat *r, const char *name, xpf_stat *st)
+{
+	double d;
+	memcpy(&d, &r->dbits, 8);
+	*st = (xpf_stat){ .metadata_id = r->metadata_id, .name = name, .kind = r->kind, .d = d,
+			  .u = r->u, .i = r->i, .s = r->s };
+}
+
 bool xpf_stat_resolve(const xpf_plane *pl, const xpf_raw_stat *r, xpf_stat *st)
 {
 	const char *nm = stat_name(pl, r->metadata_id), *rv = NULL;
@@ -1811,14 +1820,19 @@ bool xpf_stat_resolve(const xpf_plane *pl, const xpf_raw_stat *r, xpf_stat *st)
 		rv = r->u <= INT64_MAX ? stat_name(pl, (int64_t)r->u) : NULL;
 	if (nm == NULL || (r->kind == XPF_STAT_REF && rv == NULL))
 		return false;
-	double d;
-	memcpy(&d, &r->dbits, 8);
-	*st = (xpf_stat){ .metadata_id = r->metadata_id, .name = nm, .kind = r->kind, .d = d,
-			  .u = r->u, .i = r->i, .s = r->s };
+	stat_of_raw(r, nm, st);
 	if (r->kind == XPF_STAT_REF) {
 		st->s.p = rv;
 		st->s.n = strlen(rv);
 	}
+	return true;
+}
+
+bool xpf_stat_resolve_by_id(const xpf_plane *pl, const xpf_raw_stat *r, xpf_stat *st)
+{
+	if (r->kind == XPF_STAT_REF)
+		return xpf_stat_resolve(pl, r, st);
+	stat_of_raw(r, "", st);
 	return true;
 }
 

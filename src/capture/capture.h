@@ -258,6 +258,10 @@ int xpf_stats_pick(const xpf_plane *p, const xpf_event_head *h, const xpf_pick *
 int xpf_events_next_pick(xpf_event_iter *it, xpf_event_head *h, const xpf_pick *pick,
 			 xpf_raw_stat *out, size_t max, int *np, xpf_error *err);
 bool xpf_stat_resolve(const xpf_plane *p, const xpf_raw_stat *r, xpf_stat *st);
+/* xpf_stat_resolve for a caller that goes by metadata id: the name is not
+ * looked up (""), only a reference's text (false: it names no stat
+ * metadata).  For picked ids, whose names are known. */
+bool xpf_stat_resolve_by_id(const xpf_plane *p, const xpf_raw_stat *r, xpf_stat *st);
 /* Every stat metadata id with that name, ascending: how many there are (at
  * most max are written to out). */
 size_t xpf_plane_stat_ids(const xpf_plane *p, const char *name, int64_t *out, size_t max);
