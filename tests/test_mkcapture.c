@@ -3,7 +3,9 @@
  * with protobuf-c (allocation sizes summed by kind, the heap-simulator trace
  * replayed with XProf's rules, allocator events replayed in time order),
  * and the diagnosis codes are re-derived from those figures with the
- * thresholds of SPEC §5.2. */
+ * thresholds of SPEC §5.2.  Each scenario's "variants" are written too and
+ * compared with its default capture: the shape changed as the variant says,
+ * the allocator events and kernels did not (test_variant). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -868,13 +870,366 @@ static void test_scenario(void **state)
 	json_decref(doc);
 }
 
+/* ---------------- variants: another shape, the same figures ---------------- */
+
+/* One host or device event, flattened. */
+typedef struct vev {
+	size_t line;
+	const char *name;
+	int64_t t0, t1; /* ns */
+	const Tensorflow__Profiler__XEvent *x;
+} vev;
+
+typedef struct vcap {
+	uint8_t *data;
+	Tensorflow__Profiler__XSpace *xs;
+	const Tensorflow__Profiler__XPlane *cpu;
+	vev *ev;
+	size_t nev;
+	/* allocator events in time order: t, free, name, req, alloc bytes, addr, in use, available */
+	int64_t (*alloc)[8];
+	size_t nalloc;
+	int64_t kernels, kernel_t_sum;
+} vcap;
+
+static int alloc_cmp(const void *a, const void *b)
+{
+	const int64_t *x = a, *y = b;
+	for (int i = 0; i < 8; i++)
+		if (x[i] != y[i])
+			return x[i] < y[i] ? -1 : 1;
+	return 0;
+}
+
+static void vcap_load(vcap *c, const char *scenario, const char *variant)
+{
+	char dir[] = "/tmp/xpf-mkvariant-XXXXXX", path[4200], cmd[8800];
+	size_t n = 0;
+	memset(c, 0, sizeof *c);
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/out.xplane.pb", dir);
+	snprintf(cmd, sizeof cmd, "'%s/tests/mkcapture/xplane-mkcapture' '%s' %s%s%s '%s'", build_dir, scenario,
+		variant ? "--variant '" : "", variant ? variant : "", variant ? "'" : "", path);
+	assert_int_equal(system(cmd), 0);
+	c->data = slurp(path, &n);
+	assert_non_null(c->data);
+	unlink(path);
+	rmdir(dir);
+	c->xs = tensorflow__profiler__xspace__unpack(NULL, n, c->data);
+	assert_non_null(c->xs);
+	c->cpu = plane(c->xs, "/host:CPU");
+	assert_non_null(c->cpu);
+	const Tensorflow__Profiler__XPlane *cpu = c->cpu;
+	for (size_t l = 0; l < cpu->n_lines; l++)
+		for (size_t e = 0; e < cpu->lines[l]->n_events; e++) {
+			const Tensorflow__Profiler__XEvent *x = cpu->lines[l]->events[e];
+			int64_t t = cpu->lines[l]->timestamp_ns + x->offset_ps / 1000;
+			c->ev = realloc(c->ev, (c->nev + 1) * sizeof *c->ev);
+			c->ev[c->nev++] = (vev){ l, event_name(cpu, x->metadata_id), t, t + x->duration_ps / 1000, x };
+			const char *nm = c->ev[c->nev - 1].name;
+			if (strcmp(nm, "MemoryAllocation") && strcmp(nm, "MemoryDeallocation"))
+				continue;
+			const Tensorflow__Profiler__XStat *an = find_stat(cpu, x->stats, x->n_stats, "allocator_name");
+			assert_non_null(an);
+			c->alloc = realloc(c->alloc, (c->nalloc + 1) * sizeof *c->alloc);
+			int64_t *a = c->alloc[c->nalloc++];
+			a[0] = t;
+			a[1] = nm[6] == 'D';
+			a[2] = (int64_t)strlen(stat_name(cpu, (int64_t)an->ref_value)) * 1000 +
+				(unsigned char)stat_name(cpu, (int64_t)an->ref_value)[4]; /* GPU_<d>_bfc */
+			a[3] = stat_int(find_stat(cpu, x->stats, x->n_stats, "requested_bytes"));
+			a[4] = stat_int(find_stat(cpu, x->stats, x->n_stats, "allocation_bytes"));
+			a[5] = stat_int(find_stat(cpu, x->stats, x->n_stats, "addr"));
+			a[6] = stat_int(find_stat(cpu, x->stats, x->n_stats, "bytes_allocated"));
+			a[7] = stat_int(find_stat(cpu, x->stats, x->n_stats, "bytes_available"));
+		}
+	if (c->nalloc)
+		qsort(c->alloc, c->nalloc, sizeof *c->alloc, alloc_cmp);
+	for (size_t p = 0; p < c->xs->n_planes; p++) {
+		const Tensorflow__Profiler__XPlane *d = c->xs->planes[p];
+		if (strncmp(d->name, "/device:", 8) != 0)
+			continue;
+		for (size_t l = 0; l < d->n_lines; l++)
+			for (size_t e = 0; e < d->lines[l]->n_events; e++) {
+				c->kernels++;
+				c->kernel_t_sum += d->lines[l]->timestamp_ns + d->lines[l]->events[e]->offset_ps / 1000;
+			}
+	}
+}
+
+static void vcap_free(vcap *c)
+{
+	free(c->ev);
+	free(c->alloc);
+	tensorflow__profiler__xspace__free_unpacked(c->xs, NULL);
+	free(c->data);
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static size_t count_named(const vcap *c, const char *prefix)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < c->nev; i++)
+		n += strncmp(c->ev[i].name, prefix, strlen(prefix)) == 0;
+	return n;
+}
+
+/* The innermost span named by `is` (a predicate on the name) on e's line
+ * that holds e (inclusive), or NULL. */
+static const vev *holder(const vcap *c, const vev *e, int (*is)(const char *))
+{
+	const vev *best = NULL;
+	for (size_t i = 0; i < c->nev; i++) {
+		const vev *s = &c->ev[i];
+		if (s == e || s->line != e->line || s->t1 == s->t0 || !is(s->name) || s->t0 > e->t0 || s->t1 < e->t1)
+			continue;
+		if (!best || s->t1 - s->t0 < best->t1 - best->t0)
+			best = s;
+	}
+	return best;
+}
+
+static int is_helper(const char *n) { return strstr(n, "ExecuteHelper") != NULL; }
+static int is_setup(const char *n)
+{
+	return strcmp(n, "Build buffer allocations") == 0 || strcmp(n, "AllocateOutputBuffersWithInputReuse") == 0;
+}
+static int is_module_span(const char *n) { return ends_with(n, ":XLA GPU module"); }
+static int is_capi(const char *n) { return strcmp(n, "PJRT_LoadedExecutable_Execute") == 0; }
+static int is_capi_link(const char *n) { return strcmp(n, "PJRT_LoadedExecutable_Execute linkage") == 0; }
+static int is_client_execute(const char *n)
+{
+	return strcmp(n, "PjRtStreamExecutorLoadedExecutable::Execute") == 0 ||
+		strncmp(n, "CommonPjRtLoadedExecutable::Execute (", 37) == 0;
+}
+
+static int has_stat(const Tensorflow__Profiler__XPlane *p, const Tensorflow__Profiler__XEvent *x, const char *name)
+{
+	return find_stat(p, x->stats, x->n_stats, name) != NULL;
+}
+
+static int line_sorted(const Tensorflow__Profiler__XLine *l)
+{
+	for (size_t e = 1; e < l->n_events; e++)
+		if (l->events[e]->offset_ps < l->events[e - 1]->offset_ps)
+			return 0;
+	return 1;
+}
+
+static void test_variant(void **state)
+{
+	const char *spec = *state; /* "<scenario> <variant,...>" */
+	char scenario[128], variant[256];
+	const char *sp = strchr(spec, ' ');
+	assert_non_null(sp);
+	snprintf(scenario, sizeof scenario, "%.*s", (int)(sp - spec), spec);
+	snprintf(variant, sizeof variant, "%s", sp + 1);
+	char list[sizeof variant + 2];
+	snprintf(list, sizeof list, ",%s,", variant);
+#define V(name) (strstr(list, "," name ",") != NULL)
+	vcap a, b;
+	vcap_load(&a, scenario, NULL);
+	vcap_load(&b, scenario, variant);
+
+	/* the figures: every allocator event (time, kind, allocator, requested
+	 * and allocated bytes, address, in use, available) and every kernel */
+	assert_true(a.nalloc > 0);
+	assert_int_equal(a.nalloc, b.nalloc);
+	for (size_t i = 0; i < a.nalloc; i++)
+		for (int k = 0; k < 8; k++)
+			if (a.alloc[i][k] != b.alloc[i][k])
+				fail_msg("%s: allocator event %zu differs in field %d: %lld vs %lld", spec, i, k,
+					(long long)a.alloc[i][k], (long long)b.alloc[i][k]);
+	assert_int_equal(a.kernels, b.kernels);
+	assert_int_equal(a.kernel_t_sum, b.kernel_t_sum);
+	size_t retries = count_named(&a, "AllocatorRetry::AllocateRaw");
+	assert_int_equal(retries, count_named(&b, "AllocatorRetry::AllocateRaw"));
+	size_t helpers = count_named(&a, "PjRtStreamExecutorLoadedExecutable::ExecuteHelper");
+	assert_true(helpers > 0);
+
+	if (V("new-client")) {
+		/* (the device puts keep their PjRtStreamExecutorClient:: event: the
+		 * variant is about executions) */
+		assert_int_equal(count_named(&b, "PjRtStreamExecutorLoadedExecutable"), 0);
+		assert_int_equal(count_named(&b, "CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice"), helpers);
+		assert_int_equal(count_named(&b, "CommonPjRtLoadedExecutable::Execute ("),
+			count_named(&a, "PjRtStreamExecutorLoadedExecutable::Execute") - helpers);
+		assert_int_equal(count_named(&b, "AllocateOutputBuffersWithInputReuse"), helpers);
+		/* the allocations the old client makes in Build are made in
+		 * AllocateOutputBuffers... or Build, outputs first, and every one
+		 * in AllocateOutputBuffers... is a result (never the temp block) */
+		size_t in_a = 0, in_b = 0, in_ao = 0;
+		for (size_t i = 0; i < a.nev; i++)
+			if (strcmp(a.ev[i].name, "MemoryAllocation") == 0 && holder(&a, &a.ev[i], is_setup))
+				in_a++;
+		for (size_t i = 0; i < b.nev; i++) {
+			const vev *e = &b.ev[i];
+			if (strcmp(e->name, "MemoryAllocation") != 0)
+				continue;
+			const vev *s = holder(&b, e, is_setup);
+			if (!s)
+				continue;
+			in_b++;
+			if (s->name[0] == 'A') {
+				in_ao++;
+				for (size_t k = 0; k < b.nev; k++)
+					if (strcmp(b.ev[k].name, "Build buffer allocations") == 0 &&
+					    b.ev[k].line == e->line && holder(&b, &b.ev[k], is_helper) == holder(&b, e, is_helper))
+						assert_true(s->t1 < b.ev[k].t0);
+			}
+		}
+		assert_int_equal(in_a, in_b);
+		assert_true(in_ao > 0);
+	} else {
+		assert_int_equal(count_named(&b, "CommonPjRt"), 0);
+	}
+
+	if (V("capi")) {
+		size_t n = 0;
+		for (size_t i = 0; i < b.nev; i++) {
+			const vev *e = &b.ev[i];
+			if (!is_client_execute(e->name))
+				continue;
+			const vev *c = holder(&b, e, is_capi);
+			assert_non_null(c);
+			assert_true(c->t0 < e->t0 && e->t1 < c->t1);
+			const vev *k = holder(&b, c, is_capi_link);
+			assert_non_null(k);
+			assert_true(k->t0 < c->t0 && c->t1 < k->t1);
+			n++;
+		}
+		assert_true(n > 0);
+		assert_int_equal(count_named(&b, "PJRT_LoadedExecutable_Execute linkage"), n);
+		assert_int_equal(count_named(&b, "PJRT_LoadedExecutable_Execute"), 2 * n);
+	} else {
+		assert_int_equal(count_named(&b, "PJRT_"), 0);
+	}
+
+	/* after a failure: where the frees of the partial set are */
+	for (size_t i = 0; i < b.nev; i++) {
+		const vev *r = &b.ev[i];
+		if (strcmp(r->name, "AllocatorRetry::AllocateRaw") != 0)
+			continue;
+		const vev *set = holder(&b, r, is_setup), *h = holder(&b, r, is_helper);
+		assert_non_null(set);
+		assert_non_null(h);
+		size_t frees = 0, scoped = 0;
+		int64_t last_free = r->t1;
+		for (size_t k = 0; k < b.nev; k++) {
+			const vev *e = &b.ev[k];
+			if (e->line != r->line || e->t0 < r->t1 || e->t1 > h->t1)
+				continue;
+			if (strcmp(e->name, "MemoryDeallocation") == 0) {
+				frees++;
+				if (V("frees-after")) /* after the set-up and the module span */
+					assert_true(e->t0 > set->t1 && !holder(&b, e, is_setup) &&
+						!holder(&b, e, is_module_span));
+				else
+					assert_true(e->t1 <= set->t1);
+				if (e->t0 > last_free)
+					last_free = e->t0;
+			}
+		}
+		for (size_t k = 0; k < b.nev; k++) {
+			const vev *e = &b.ev[k];
+			if (strcmp(e->name, "ScopedAnnotation") == 0 && e->line == r->line && e->t0 > last_free &&
+			    e->t1 <= h->t1)
+				scoped++;
+		}
+		assert_true(frees > 0);
+		assert_int_equal(scoped, V("events-after") ? 1 : 0);
+	}
+	if (V("events-after") && retries) {
+		assert_int_equal(count_named(&b, "$traceback_util.py:175 reraise_with_filtered_traceback"), retries);
+		assert_int_equal(count_named(&b, "$api.py:1212 cache_miss"), retries);
+	} else {
+		assert_int_equal(count_named(&b, "ScopedAnnotation"), 0);
+		assert_int_equal(count_named(&b, "$traceback_util.py"), 0);
+	}
+
+	/* optional stats */
+	static const char *const optional[] = { "fragmentation", "peak_bytes_in_use", "data_type", "shape", "id" };
+	size_t opt_a = 0, opt_b = 0, mn_a = 0, mn_b = 0, kd_a = 0, kd_b = 0;
+	for (int w = 0; w < 2; w++) {
+		const vcap *c = w ? &b : &a;
+		size_t *opt = w ? &opt_b : &opt_a, *mn = w ? &mn_b : &mn_a, *kd = w ? &kd_b : &kd_a;
+		for (size_t i = 0; i < c->nev; i++) {
+			const vev *e = &c->ev[i];
+			if (strncmp(e->name, "Memory", 6) == 0)
+				for (size_t k = 0; k < sizeof optional / sizeof optional[0]; k++)
+					*opt += has_stat(c->cpu, e->x, optional[k]);
+			if (ends_with(e->name, "GpuExecutable::ExecuteThunks"))
+				*mn += has_stat(c->cpu, e->x, "module_name");
+		}
+		for (size_t p = 0; p < c->xs->n_planes; p++) {
+			const Tensorflow__Profiler__XPlane *d = c->xs->planes[p];
+			if (strncmp(d->name, "/device:", 8) == 0)
+				for (size_t l = 0; l < d->n_lines; l++)
+					for (size_t e = 0; e < d->lines[l]->n_events; e++)
+						*kd += has_stat(d, d->lines[l]->events[e], "kernel_details");
+		}
+	}
+	assert_true(opt_a > 0); /* (module_name and kernel_details need a launched execution) */
+	if (V("no-optional-stats")) {
+		assert_int_equal(opt_b, 0);
+		assert_int_equal(mn_b, 0);
+		assert_int_equal(kd_b, 0);
+	} else {
+		assert_int_equal(opt_b, opt_a);
+		assert_int_equal(mn_b, mn_a);
+		assert_int_equal(kd_b, kd_a);
+	}
+
+	/* line order, thread ids, event order */
+	const Tensorflow__Profiler__XPlane *pa = a.cpu, *pb = b.cpu;
+	assert_int_equal(pa->n_lines, pb->n_lines);
+	size_t host_unsorted = 0, dev_unsorted = 0;
+	for (size_t l = 0; l < pb->n_lines; l++)
+		host_unsorted += !line_sorted(pb->lines[l]);
+	for (size_t p = 0; p < b.xs->n_planes; p++)
+		if (strncmp(b.xs->planes[p]->name, "/device:", 8) == 0)
+			for (size_t l = 0; l < b.xs->planes[p]->n_lines; l++)
+				dev_unsorted += !line_sorted(b.xs->planes[p]->lines[l]);
+	/* only these variants add or drop events */
+	int same_events = !V("new-client") && !V("capi") && !(V("events-after") && retries);
+	if (V("shuffle")) {
+		for (size_t l = 0; l < pa->n_lines; l++) {
+			const Tensorflow__Profiler__XLine *x = pa->lines[l], *y = pb->lines[pb->n_lines - 1 - l];
+			assert_int_equal(strcspn(x->name, "/"), strcspn(y->name, "/"));
+			assert_memory_equal(x->name, y->name, strcspn(x->name, "/"));
+			if (same_events)
+				assert_int_equal(x->n_events, y->n_events);
+			assert_true(x->id != y->id);
+		}
+		assert_true(host_unsorted >= 1); /* the allocator line */
+		if (a.kernels >= 2)
+			assert_true(dev_unsorted >= 1); /* a kernel line */
+	} else {
+		for (size_t l = 0; l < pa->n_lines; l++) {
+			assert_string_equal(pa->lines[l]->name, pb->lines[l]->name);
+			assert_true(pa->lines[l]->id == pb->lines[l]->id);
+		}
+		assert_int_equal(host_unsorted + dev_unsorted, 0);
+	}
+#undef V
+	vcap_free(&a);
+	vcap_free(&b);
+}
+
 int main(void)
 {
 	static const char *const names[] = {
 		"attention-too-big", "grads-kept", "no-donation", "scan-fits", "temp-fragmentation",
 		"layout-copy", "convert-copy", "foreign-arrays", "no-runtime", "multi-host", "eager",
+		"retrace-oom",
 	};
-	struct CMUnitTest tests[sizeof names / sizeof names[0]];
+	/* every scenario, then every scenario x each of its "variants" */
+	struct CMUnitTest tests[sizeof names / sizeof names[0] * 17];
 	size_t n = 0;
 	char path[4096];
 
@@ -895,6 +1250,29 @@ int main(void)
 		tests[n].teardown_func = NULL;
 		tests[n].initial_state = (void *)names[i];
 		n++;
+	}
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		json_error_t jerr;
+		snprintf(path, sizeof path, "%s/tests/scenarios/%s.json", src_dir, names[i]);
+		json_t *doc = json_load_file(path, 0, &jerr);
+		if (!doc)
+			continue;
+		json_t *vs = json_object_get(doc, "variants"), *v;
+		size_t k;
+		json_array_foreach(vs, k, v) {
+			if (n >= sizeof tests / sizeof tests[0] || !json_is_string(v))
+				break;
+			char *spec = malloc(strlen(names[i]) + strlen(json_string_value(v)) + 2);
+			assert_non_null(spec);
+			sprintf(spec, "%s %s", names[i], json_string_value(v));
+			tests[n].name = spec;
+			tests[n].test_func = test_variant;
+			tests[n].setup_func = NULL;
+			tests[n].teardown_func = NULL;
+			tests[n].initial_state = spec;
+			n++;
+		}
+		json_decref(doc);
 	}
 	return _cmocka_run_group_tests("mkcapture", tests, n, NULL, NULL);
 }

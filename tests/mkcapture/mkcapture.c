@@ -1,4 +1,4 @@
-/* xplane-mkcapture SCENARIO [--scale N] [--big-module N] OUT
+/* xplane-mkcapture SCENARIO [--scale N] [--big-module N] [--variant V[,V...]] OUT
  *
  * Writes a synthetic JAX GPU profiler capture (an XSpace, as
  * `jax.profiler.trace` saves it) for one of the project's scenarios.  The
@@ -8,7 +8,9 @@
  * is built with scale N (its own scale-dependent events), then steps of a
  * small input-pipeline module (runtime.h, mk_scale_prefix) are replayed
  * before its script, as many as bring the size to N x the scale-1 size.
- * --big-module N adds a never-executed module of about N instructions. */
+ * --big-module N adds a never-executed module of about N instructions.
+ * --variant writes the same scenario in another shape (runtime.h, MK_V_*):
+ * the figures stay, the event names, nesting, stats and order change. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,10 +21,11 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: xplane-mkcapture SCENARIO [--scale N] [--big-module N] [-v] OUT\n"
-		   "       xplane-mkcapture --list\n"
+	fprintf(f, "usage: xplane-mkcapture SCENARIO [--scale N] [--big-module N] [--variant V[,V...]] [-v] OUT\n"
+		   "       xplane-mkcapture --list | --list-variants\n"
 		   "--scale N: about N times the scale-1 size (more steps, events, kernels)\n"
 		   "--big-module N: add a compiled, never executed module of about N instructions\n"
+		   "--variant V,...: the same figures in another shape of the events (--list-variants)\n"
 		   "Writes a synthetic JAX GPU capture (OUT.xplane.pb, or a run directory OUT/\n"
 		   "of <host>.xplane.pb for multi-host scenarios).\n");
 }
@@ -34,6 +37,7 @@ static void calibrate(const mk_scenario *sc, int host, int scale, mk_scn *s)
 	mk_scn *one = calloc(1, sizeof *one); /* megabytes: never on the stack */
 	if (one == NULL)
 		abort();
+	one->variants = s->variants;
 	sc->build(one, host, 1);
 	uint64_t b1 = mk_count_bytes(one);
 	mk_scn_release(one);
@@ -48,7 +52,7 @@ static void calibrate(const mk_scenario *sc, int host, int scale, mk_scn *s)
 }
 
 static int write_host(const mk_scenario *sc, int host, int scale, int64_t big, const char *path,
-	int verbose)
+	int verbose, unsigned variants)
 {
 	mk_scn *s = calloc(1, sizeof *s); /* megabytes: never on the stack */
 	uint64_t bytes = 0, events = 0;
@@ -56,6 +60,7 @@ static int write_host(const mk_scenario *sc, int host, int scale, int64_t big, c
 
 	if (s == NULL)
 		abort();
+	s->variants = variants; /* mk_scn_init keeps it */
 	sc->build(s, host, scale);
 	if (big > 0)
 		mk_add_big_module(s, big);
@@ -96,6 +101,7 @@ int main(int argc, char **argv)
 {
 	const char *name = NULL, *out = NULL;
 	int scale = 1, verbose = 0;
+	unsigned variants = 0;
 	int64_t big = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -115,6 +121,16 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			big = v;
+		} else if (strcmp(argv[i], "--variant") == 0 && i + 1 < argc) {
+			char bad[64];
+			if (mk_parse_variants(argv[++i], &variants, bad, sizeof bad) != 0) {
+				fprintf(stderr, "xplane-mkcapture: unknown variant '%s' (see --list-variants)\n", bad);
+				return 1;
+			}
+		} else if (strcmp(argv[i], "--list-variants") == 0) {
+			for (int k = 0; k < mk_nvariants; k++)
+				printf("%s\t%s\n", mk_variants[k].name, mk_variants[k].summary);
+			return 0;
 		} else if (strcmp(argv[i], "-v") == 0) {
 			verbose = 1;
 		} else if (strcmp(argv[i], "--list") == 0) {
@@ -146,7 +162,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (sc->hosts == 1)
-		return write_host(sc, 0, scale, big, out, verbose);
+		return write_host(sc, 0, scale, big, out, verbose, variants);
 	if (mkdir(out, 0777) != 0 && errno != EEXIST) {
 		fprintf(stderr, "xplane-mkcapture: %s: %s\n", out, strerror(errno));
 		return 2;
@@ -157,7 +173,7 @@ int main(int argc, char **argv)
 		sc->build(&probe, h, 1);
 		snprintf(path, sizeof path, "%s/%s.xplane.pb", out, probe.host);
 		mk_scn_release(&probe);
-		int rc = write_host(sc, h, scale, big, path, verbose);
+		int rc = write_host(sc, h, scale, big, path, verbose, variants);
 		if (rc)
 			return rc;
 	}

@@ -12,9 +12,51 @@
 #define ALLOC_NS (3 * US)
 #define MiB_ (1024ll * 1024)
 
+const mk_variant mk_variants[] = {
+	{ "new-client", MK_V_NEW_CLIENT,
+	  "CommonPjRtLoadedExecutable::Execute (<module>) and ExecuteHelperOnSingleDevice; outputs allocated in "
+	  "AllocateOutputBuffersWithInputReuse before <module>:XLA GPU module" },
+	{ "capi", MK_V_CAPI,
+	  "the C-API plugin pair PJRT_LoadedExecutable_Execute linkage > PJRT_LoadedExecutable_Execute around "
+	  "every execution" },
+	{ "frees-after", MK_V_FREES_AFTER,
+	  "a failed set-up's frees come after Build buffer allocations (or AllocateOutputBuffers...) ended" },
+	{ "events-after", MK_V_EVENTS_AFTER,
+	  "after a failure: a host event inside the execution after the frees, Python reraise/cache_miss events" },
+	{ "no-optional-stats", MK_V_NO_OPTIONAL_STATS,
+	  "no fragmentation, peak_bytes_in_use, data_type, shape, id; no module_name on thunks; no kernel_details" },
+	{ "shuffle", MK_V_SHUFFLE,
+	  "host lines in reverse order with other thread ids; allocator and kernel lines' events written last first" },
+};
+const int mk_nvariants = (int)(sizeof mk_variants / sizeof mk_variants[0]);
+
+int mk_parse_variants(const char *list, unsigned *flags, char *bad, size_t nbad)
+{
+	const char *p = list;
+	*flags = 0;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		int k;
+		for (k = 0; k < mk_nvariants; k++)
+			if (strlen(mk_variants[k].name) == n && strncmp(mk_variants[k].name, p, n) == 0)
+				break;
+		if (k == mk_nvariants) {
+			snprintf(bad, nbad, "%.*s", (int)n, p);
+			return -1;
+		}
+		*flags |= mk_variants[k].flag;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
 void mk_scn_init(mk_scn *s, const char *host, int ndev, uint64_t memory_size, int64_t capacity)
 {
+	unsigned variants = s->variants;
 	memset(s, 0, sizeof *s);
+	s->variants = variants;
 	s->host = host;
 	s->ndev = ndev;
 	s->memory_size = memory_size;
@@ -352,13 +394,22 @@ uint64_t mk_count_bytes(mk_scn *s)
 
 enum {
 	E_ALLOC, E_DEALLOC, E_HELPER, E_BUILD, E_RETRY, E_RESOLVE, E_THUNKS, E_EXECUTE,
-	E_DEVPUT, E_BATCHED, E_BFHB, E_N
+	E_DEVPUT, E_BATCHED, E_BFHB, E_NC_HELPER, E_NC_OUTPUTS, E_CAPI_LINK, E_CAPI, E_AFTER,
+	E_PY_CACHE_MISS, E_PY_RERAISE, E_N
 };
 static const char *const ev_names[E_N] = {
 	"MemoryAllocation", "MemoryDeallocation", "PjRtStreamExecutorLoadedExecutable::ExecuteHelper",
 	"Build buffer allocations", "AllocatorRetry::AllocateRaw", "Resolve constant globals",
 	"GpuExecutable::ExecuteThunks", "PjRtStreamExecutorLoadedExecutable::Execute", "DevicePut",
 	"batched_copy_array_to_devices_with_sharding", "PjRtStreamExecutorClient::BufferFromHostBuffer",
+	/* new-client */
+	"CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice", "AllocateOutputBuffersWithInputReuse",
+	/* capi */
+	"PJRT_LoadedExecutable_Execute linkage", "PJRT_LoadedExecutable_Execute",
+	/* events-after: a generic bookkeeping event (not execute-family: the
+	 * error path records none of its own), then the Python tracer's frames
+	 * of the exception on its way out */
+	"ScopedAnnotation", "$api.py:1212 cache_miss", "$traceback_util.py:175 reraise_with_filtered_traceback",
 };
 enum {
 	S_ALLOCATOR, S_RESERVED, S_ALLOCATED, S_AVAILABLE, S_FRAG, S_PEAK, S_REQ, S_ABYTES, S_ADDR,
@@ -374,6 +425,7 @@ static const char *const st_names[S_N] = {
 
 typedef struct mod_ids {
 	int64_t mod_ev, pjit_ev, name_ref;
+	int64_t nc_exec_ev, nc_dexec_ev; /* new-client: (<name>) and [<d>] ... (<name>) */
 	int64_t *thunk_ev, *kern_ev, *det_ref, *hlo_ref; /* per thunk */
 } mod_ids;
 
@@ -381,6 +433,7 @@ typedef struct mod_ids {
 typedef struct rt_ids {
 	int64_t ev[E_N], st[S_N];
 	int64_t alloc_ref;
+	int64_t nc_thunks_ev; /* new-client: [<d>] GpuExecutable::ExecuteThunks */
 	mod_ids mod[MK_MAX_MODULES];
 	/* recently used free-form names (Python events, shapes) */
 	char names[2][NAME_CACHE][96];
@@ -541,6 +594,14 @@ static void alloc_stats(xp_emit *e, const bfc *a, int64_t req, int64_t size, int
 	xp_st_i64_id(e, ST(e, c, S_RESERVED), 0);
 	xp_st_i64_id(e, ST(e, c, S_ALLOCATED), a->in_use);
 	xp_st_i64_id(e, ST(e, c, S_AVAILABLE), a->cap - a->in_use);
+	if (a->s->variants & MK_V_NO_OPTIONAL_STATS) {
+		/* the stats a reader may not count on: fragmentation, peak, id,
+		 * data_type, shape */
+		xp_st_i64_id(e, ST(e, c, S_REQ), req);
+		xp_st_i64_id(e, ST(e, c, S_ABYTES), size);
+		xp_st_i64_id(e, ST(e, c, S_ADDR), (int64_t)bfc_addr(a, off));
+		return;
+	}
 	if (frag == 0)
 		xp_st_i64_id(e, ST(e, c, S_FRAG), 0);
 	else
@@ -637,6 +698,25 @@ static void span_id(xp_emit *e, int64_t id, int64_t t0, int64_t t1)
 	xp_ev_begin_id(e, id, t0 * 1000, (t1 - t0) * 1000);
 }
 
+/* The execution on its device's line.  Old client (default):
+ *   ExecuteHelper > <module>:XLA GPU module > Build buffer allocations
+ *   (every runtime allocation, in index order), Resolve constant globals,
+ *   GpuExecutable::ExecuteThunks > thunks.
+ * new-client: [<d>] CommonPjRtLoadedExecutable::Execute (<module>) (several
+ *   devices) > ExecuteHelperOnSingleDevice > AllocateOutputBuffersWithInputReuse
+ *   (the results), then <module>:XLA GPU module > Build buffer allocations
+ *   (the rest: root tuple table, temp block).  The allocations keep the
+ *   builder's index order and times: the modules list their results before
+ *   the tuple table and the temp block (hb_runtime_allocs), which is the new
+ *   client's order too, so the outputs-then-rest split cuts that order in
+ *   two without reordering it (a module that interleaved them would abort
+ *   here rather than change the requested_bytes sequence).
+ * A failed set-up (fail_at >= 0): the allocations before fail_at, an
+ *   AllocatorRetry wait, then the allocated ones freed again in reverse,
+ *   inside the span that failed (Build, or AllocateOutputBuffers... when an
+ *   output fails under new-client); frees-after ends that span (and the
+ *   module span) right after the wait, the frees following inside the
+ *   helper; events-after adds a short host event after the frees. */
 static void emit_exec_device_part(mk_scn *s, xp_emit *e, bfc *a, const mk_act *x)
 {
 	const mk_modinfo *mi = &s->mods[x->module];
@@ -646,16 +726,56 @@ static void emit_exec_device_part(mk_scn *s, xp_emit *e, bfc *a, const mk_act *x
 	exec_layout l;
 	int64_t t = x->t_ns;
 	int64_t offs[MK_MAX_RT_ALLOCS];
+	const unsigned v = s->variants;
+	const int nc = (v & MK_V_NEW_CLIENT) != 0, failed = x->fail_at >= 0;
 	layout(mi, x->fail_at, x->retry_ns, &l);
 
-	span_id(e, EV(e, c, E_HELPER), t + 4 * US, t + l.end - 2 * US);
-	if (!mc->mod_ev) {
-		char nm[256];
-		snprintf(nm, sizeof nm, "%s:XLA GPU module", mname);
-		mc->mod_ev = xp_ev_meta(e, nm);
+	/* the failed set-up's span ends after the wait (frees-after) or after the frees */
+	int64_t tr = t + l.build_start + (1 + (int64_t)l.nalloc) * ALLOC_NS; /* the retry wait */
+	int64_t build_end = t + l.build_end, module_end = t + l.module_end;
+	if (failed && (v & MK_V_FREES_AFTER)) {
+		build_end = tr + x->retry_ns + 1 * US;
+		module_end = build_end + US / 2;
 	}
-	span_id(e, mc->mod_ev, t + 6 * US, t + l.module_end);
-	span_id(e, EV(e, c, E_BUILD), t + l.build_start, t + l.build_end);
+	if (nc && s->ndev > 1) {
+		if (!mc->nc_dexec_ev) {
+			char nm[320];
+			snprintf(nm, sizeof nm, "[%d] CommonPjRtLoadedExecutable::Execute (%s)", a->dev, mname);
+			mc->nc_dexec_ev = xp_ev_meta(e, nm);
+		}
+		span_id(e, mc->nc_dexec_ev, t + 3 * US, t + l.end - 3 * US / 2);
+	}
+	span_id(e, EV(e, c, nc ? E_NC_HELPER : E_HELPER), t + 4 * US, t + l.end - 2 * US);
+	int module_span = 1;
+	int64_t build_start = t + l.build_start, module_start = t + 6 * US;
+	if (nc) {
+		int nres = 0;
+		while (nres < mi->nallocs && mi->allocs[nres].is_result)
+			nres++;
+		for (int i = nres; i < mi->nallocs; i++)
+			if (mi->allocs[i].is_result) {
+				fprintf(stderr, "xplane-mkcapture: %s: %s lists a result after a non-result allocation\n",
+					s->host, mname);
+				abort();
+			}
+		int64_t ao_end = t + l.build_start + (int64_t)nres * ALLOC_NS + 1 * US;
+		if (failed && x->fail_at < nres) {
+			ao_end = build_end; /* an output failed: the module never ran */
+			module_span = 0;
+		}
+		span_id(e, EV(e, c, E_NC_OUTPUTS), t + 5 * US, ao_end);
+		module_start = ao_end + US / 2;
+		build_start = ao_end + 1 * US;
+	}
+	if (module_span) {
+		if (!mc->mod_ev) {
+			char nm[256];
+			snprintf(nm, sizeof nm, "%s:XLA GPU module", mname);
+			mc->mod_ev = xp_ev_meta(e, nm);
+		}
+		span_id(e, mc->mod_ev, module_start, module_end);
+		span_id(e, EV(e, c, E_BUILD), build_start, build_end);
+	}
 	int r = 0;
 	for (int i = 0; i < l.nalloc; i++) {
 		const hb_rt_alloc *ra = &mi->allocs[i];
@@ -667,8 +787,7 @@ static void emit_exec_device_part(mk_scn *s, xp_emit *e, bfc *a, const mk_act *x
 			offs[i] = bfc_alloc(a, e, ta, -1, ra->bytes, NULL);
 		}
 	}
-	if (x->fail_at >= 0) {
-		int64_t tr = t + l.build_start + (1 + l.nalloc) * ALLOC_NS;
+	if (failed) {
 		if (bfc_fits(a, mi->allocs[x->fail_at].bytes)) {
 			fprintf(stderr, "xplane-mkcapture: %s: planned failure of %s allocation %d fits\n",
 				s->host, mname, x->fail_at);
@@ -681,14 +800,27 @@ static void emit_exec_device_part(mk_scn *s, xp_emit *e, bfc *a, const mk_act *x
 		}
 		for (int h = x->handle; h < x->handle + mi->nresults; h++)
 			a->h_off[h] = -1;
+		if (v & MK_V_EVENTS_AFTER) /* after the frees and the module span, inside the helper */
+			span_id(e, EV(e, c, E_AFTER), t + l.end - 2800, t + l.end - 2300);
 		xp_flush(e);
 		return;
 	}
 	span_id(e, EV(e, c, E_RESOLVE), t + l.build_end + 1 * US, t + l.build_end + 3 * US);
-	span_id(e, EV(e, c, E_THUNKS), t + l.thunks_start, t + l.thunks_end);
-	if (!mc->name_ref)
-		mc->name_ref = xp_st_meta(e, mname);
-	xp_st_ref_id(e, ST(e, c, S_MODNAME), mc->name_ref);
+	if (nc) {
+		if (!c->nc_thunks_ev) {
+			char nm[64];
+			snprintf(nm, sizeof nm, "[%d] GpuExecutable::ExecuteThunks", a->dev);
+			c->nc_thunks_ev = xp_ev_meta(e, nm);
+		}
+		span_id(e, c->nc_thunks_ev, t + l.thunks_start, t + l.thunks_end);
+	} else {
+		span_id(e, EV(e, c, E_THUNKS), t + l.thunks_start, t + l.thunks_end);
+	}
+	if (!(v & MK_V_NO_OPTIONAL_STATS)) {
+		if (!mc->name_ref)
+			mc->name_ref = xp_st_meta(e, mname);
+		xp_st_ref_id(e, ST(e, c, S_MODNAME), mc->name_ref);
+	}
 	for (int i = 0; i < mi->nthunks; i++) {
 		int64_t th = t + l.thunks_start + (1 + i) * THUNK_NS;
 		if (!mc->thunk_ev[i])
@@ -705,6 +837,8 @@ static void emit_exec_device_part(mk_scn *s, xp_emit *e, bfc *a, const mk_act *x
 	xp_flush(e);
 }
 
+/* The main thread's part: PjitFunction(<fn>) > [capi: PJRT_LoadedExecutable_Execute
+ * linkage > PJRT_LoadedExecutable_Execute >] the client's Execute. */
 static void emit_exec_main_part(mk_scn *s, xp_emit *e, rt_ids *c, const mk_act *x, int64_t index)
 {
 	const mk_modinfo *mi = &s->mods[x->module];
@@ -717,7 +851,22 @@ static void emit_exec_main_part(mk_scn *s, xp_emit *e, rt_ids *c, const mk_act *
 		mc->pjit_ev = xp_ev_meta(e, nm);
 	}
 	span_id(e, mc->pjit_ev, x->t_ns, x->t_ns + l.end);
-	span_id(e, EV(e, c, E_EXECUTE), x->t_ns + 2 * US, x->t_ns + l.end - 1 * US);
+	if (s->variants & MK_V_CAPI) {
+		span_id(e, EV(e, c, E_CAPI_LINK), x->t_ns + 1000, x->t_ns + l.end - 500);
+		span_id(e, EV(e, c, E_CAPI), x->t_ns + 1500, x->t_ns + l.end - 750);
+	}
+	int64_t exec_ev;
+	if (s->variants & MK_V_NEW_CLIENT) {
+		if (!mc->nc_exec_ev) {
+			char nm[320];
+			snprintf(nm, sizeof nm, "CommonPjRtLoadedExecutable::Execute (%s)", hb_name(mi->hb));
+			mc->nc_exec_ev = xp_ev_meta(e, nm);
+		}
+		exec_ev = mc->nc_exec_ev;
+	} else {
+		exec_ev = EV(e, c, E_EXECUTE);
+	}
+	span_id(e, exec_ev, x->t_ns + 2 * US, x->t_ns + l.end - 1 * US);
 	xp_st_i64_id(e, ST(e, c, S_PT), 5);
 	xp_st_u64_id(e, ST(e, c, S_P), (uint64_t)index * 7919u + 1);
 }
@@ -786,6 +935,14 @@ static void gen_python(void *vctx, xp_emit *e)
 		if (x->kind == ACT_PY) {
 			span_id(e, name_id(e, c->ids, 0, x->name), x->t_ns, x->t_ns + x->dur_ns);
 			xp_flush(e);
+		} else if (x->kind == ACT_EXEC && x->leader && x->fail_at >= 0 &&
+			   (c->s->variants & MK_V_EVENTS_AFTER)) {
+			/* the exception on its way out, right after the failure (the
+			 * script leaves 20 us before its next action) */
+			int64_t end = x->t_ns + mk_exec_duration(c->s, x->module, x->fail_at, x->retry_ns);
+			span_id(e, EV(e, c->ids, E_PY_CACHE_MISS), end + 1 * US, end + 9 * US);
+			span_id(e, EV(e, c->ids, E_PY_RERAISE), end + 2 * US, end + 8 * US);
+			xp_flush(e);
 		}
 	}
 }
@@ -828,13 +985,16 @@ static void gen_stream(void *vctx, xp_emit *e)
 			}
 			span_id(e, mc->kern_ev[k], t, t + KERNEL_NS - 1 * US);
 			xp_st_u64_id(e, ST(e, ids, S_CORR), corr++);
-			if (!mc->det_ref[k]) {
-				char det[128];
-				snprintf(det, sizeof det, " grid:%d,1,1 block:256,1,1 private_mem:0 group_mem:0 occ_pct:0",
-					64 << (k % 6));
-				mc->det_ref[k] = xp_st_meta(e, det);
+			if (!(s->variants & MK_V_NO_OPTIONAL_STATS)) {
+				if (!mc->det_ref[k]) {
+					char det[128];
+					snprintf(det, sizeof det,
+						" grid:%d,1,1 block:256,1,1 private_mem:0 group_mem:0 occ_pct:0",
+						64 << (k % 6));
+					mc->det_ref[k] = xp_st_meta(e, det);
+				}
+				xp_st_ref_id(e, ST(e, ids, S_KDET), mc->det_ref[k]);
 			}
-			xp_st_ref_id(e, ST(e, ids, S_KDET), mc->det_ref[k]);
 			int64_t r = ST(e, ids, S_XLAMOD);
 			xp_st_ref_id(e, ST(e, ids, S_TFOP), r);
 			if (!mc->name_ref)
@@ -872,6 +1032,7 @@ int mk_write_xspace(mk_scn *s, FILE *f, uint64_t *bytes, uint64_t *events)
 	xp_line lines[MK_MAX_DEVICES + 2];
 	char names[MK_MAX_DEVICES + 2][64];
 	int64_t end = s->t + 1000 * US;
+	const int shuffle = (s->variants & MK_V_SHUFFLE) != 0;
 	rt_ids *ids = calloc(MK_MAX_DEVICES + 2, sizeof *ids);
 	if (!ids)
 		abort();
@@ -901,6 +1062,7 @@ int mk_write_xspace(mk_scn *s, FILE *f, uint64_t *bytes, uint64_t *events)
 		lines[0].duration_ps = (end - lines[0].timestamp_ns) * 1000;
 		lines[0].gen = gen_stream;
 		lines[0].ctx = &ctx[0];
+		lines[0].reverse = shuffle;
 		nev += xp_write_plane(&out, &p, lines, 1);
 		rt_ids_release(&ids[0]);
 		xp_plane_release(&p);
@@ -910,19 +1072,22 @@ int mk_write_xspace(mk_scn *s, FILE *f, uint64_t *bytes, uint64_t *events)
 		xp_plane p;
 		int n = 0;
 		xp_plane_init(&p, 100, "/host:CPU");
-		/* lines sorted by name, as post-processing leaves them */
+		/* lines sorted by name, as post-processing leaves them; shuffle:
+		 * other (large, non-consecutive) thread ids, the lines in reverse
+		 * order, the allocator lines' events written last first */
 		ctx[n] = (line_ctx){ s, 0, 0, &ids[n] };
 		memset(&lines[n], 0, sizeof lines[n]);
-		lines[n].id = 22244;
-		lines[n].name = "Host Threads/22244";
+		lines[n].id = shuffle ? 3197823 : 22244;
+		lines[n].name = shuffle ? "Host Threads/3197823" : "Host Threads/22244";
 		lines[n].timestamp_ns = 42400;
 		lines[n].duration_ps = (end - 42400) * 1000;
 		lines[n].gen = gen_host;
 		lines[n].ctx = &ctx[n];
+		lines[n].reverse = shuffle;
 		n++;
 		ctx[n] = (line_ctx){ s, 2, 0, &ids[n] };
 		memset(&lines[n], 0, sizeof lines[n]);
-		lines[n].id = 1085180131661504713ll;
+		lines[n].id = shuffle ? 6917529027641081857ll : 1085180131661504713ll;
 		lines[n].name = "python";
 		lines[n].timestamp_ns = 869971;
 		lines[n].duration_ps = (end - 869971) * 1000;
@@ -931,17 +1096,25 @@ int mk_write_xspace(mk_scn *s, FILE *f, uint64_t *bytes, uint64_t *events)
 		n++;
 		if (s->ndev > 1)
 			for (int d = 0; d < s->ndev; d++) {
+				int64_t tid = shuffle ? 140737354103552ll + 1048583ll * d * (d + 3)
+						      : 4747829982129071201ll + d;
 				ctx[n] = (line_ctx){ s, 1, d, &ids[n] };
 				memset(&lines[n], 0, sizeof lines[n]);
-				lines[n].id = 4747829982129071201ll + d;
-				snprintf(names[n], sizeof names[n], "tf_pjrt_thread_pool/%lld",
-					4747829982129071201ll + d);
+				lines[n].id = tid;
+				lines[n].reverse = shuffle;
+				snprintf(names[n], sizeof names[n], "tf_pjrt_thread_pool/%lld", (long long)tid);
 				lines[n].name = names[n];
 				lines[n].timestamp_ns = 707851 + 1013 * d;
 				lines[n].duration_ps = (end - lines[n].timestamp_ns) * 1000;
 				lines[n].gen = gen_host;
 				lines[n].ctx = &ctx[n];
 				n++;
+			}
+		if (shuffle)
+			for (int i = 0, j = n - 1; i < j; i++, j--) {
+				xp_line tl = lines[i];
+				lines[i] = lines[j];
+				lines[j] = tl;
 			}
 		nev += xp_write_plane(&out, &p, lines, (size_t)n);
 		for (int i = 0; i < n; i++)

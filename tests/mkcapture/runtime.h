@@ -30,6 +30,29 @@ typedef struct mk_modinfo {
 
 enum { ACT_PUT, ACT_EXEC, ACT_FREE, ACT_PY };
 
+/* Variants (--variant): each changes only the shape of the events (names,
+ * nesting, stats present, line order), never a figure: the allocator
+ * events (times, requested and allocated bytes, addresses, in use) and the
+ * kernels are the same with and without them.  See mk_variants[] and
+ * tests/scenarios/README.md. */
+enum {
+	MK_V_NEW_CLIENT = 1u << 0,        /* CommonPjRtLoadedExecutable (XLA since 2026-02) */
+	MK_V_CAPI = 1u << 1,              /* PJRT_LoadedExecutable_Execute [linkage] around executions */
+	MK_V_FREES_AFTER = 1u << 2,       /* a failed set-up's frees after its span ended */
+	MK_V_EVENTS_AFTER = 1u << 3,      /* host and Python events after a failure */
+	MK_V_NO_OPTIONAL_STATS = 1u << 4, /* optional allocator, thunk and kernel stats absent */
+	MK_V_SHUFFLE = 1u << 5,           /* host lines reversed, other thread ids, events unordered */
+};
+typedef struct mk_variant {
+	const char *name;
+	unsigned flag;
+	const char *summary;
+} mk_variant;
+extern const mk_variant mk_variants[];
+extern const int mk_nvariants;
+/* "new-client,frees-after" -> flags; -1 on an unknown name (*bad is set). */
+int mk_parse_variants(const char *list, unsigned *flags, char *bad, size_t nbad);
+
 typedef struct mk_act {
 	int kind;
 	int dev;
@@ -45,6 +68,7 @@ typedef struct mk_act {
 } mk_act;
 
 typedef struct mk_scn {
+	unsigned variants; /* MK_V_*: kept by mk_scn_init, so set it before the build */
 	const char *host;
 	int ndev;
 	uint64_t memory_size;

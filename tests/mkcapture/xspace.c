@@ -251,13 +251,15 @@ void xp_flush(xp_emit *e)
 		}
 		goto done;
 	}
+	if (e->reverse && !e->final)
+		return; /* the whole line is collected, then written backwards */
 	for (size_t i = 1; i < e->nev; i++)
 		if (ev_cmp(&e->evs[i - 1], &e->evs[i]) > 0) {
 			qsort(e->evs, e->nev, sizeof *e->evs, ev_cmp);
 			break;
 		}
-	for (size_t i = 0; i < e->nev; i++) {
-		const xp_ev *ev = &e->evs[i];
+	for (size_t k = 0; k < e->nev; k++) {
+		const xp_ev *ev = &e->evs[e->reverse ? e->nev - 1 - k : k];
 		size_t body = ev_body_len(e, ev);
 		unsigned char *q = sink_reserve(e->sink, 1 + 10 + body);
 		*q++ = (4 << 3) | WT_LEN;
@@ -302,8 +304,10 @@ static uint64_t run_line(xp_plane *p, xp_line *l, w_sink *s)
 	e.sink = s;
 	e.base_ps = l->timestamp_ns * 1000;
 	e.counting = s->f == NULL;
+	e.reverse = l->reverse;
 	if (l->gen)
 		l->gen(l->ctx, &e);
+	e.final = 1;
 	xp_flush(&e);
 	free(e.evs);
 	xpf_buf_release(&e.arena);

@@ -63,6 +63,8 @@ typedef struct xp_emit {
 	xpf_buf scratch;
 	uint64_t events_total;
 	int counting; /* the counting run: lengths only, nothing encoded */
+	int reverse;  /* write the whole line's events in reverse start order */
+	int final;    /* the line's last flush */
 } xp_emit;
 
 void xp_ev_begin(xp_emit *e, const char *name, int64_t t_ps, int64_t dur_ps);
@@ -94,6 +96,7 @@ typedef struct xp_line {
 	int64_t duration_ps;
 	void (*gen)(void *ctx, xp_emit *e);
 	void *ctx;
+	int reverse; /* events written last first (XLine events need not be sorted) */
 	uint64_t body_len; /* filled by the counting run */
 } xp_line;
 
