@@ -400,6 +400,7 @@ typedef struct rt_fig {
 	int retries;
 	int64_t retry_max;
 	int64_t earlier_results_live; /* at the last execution's start */
+	int64_t first_any; /* start of the first execution of any module */
 	span *spans;
 	size_t nspans;
 } rt_fig;
@@ -410,8 +411,35 @@ static int aev_cmp(const void *a, const void *b)
 	return x->t < y->t ? -1 : x->t > y->t;
 }
 
+/* Whether the allocations inside the Build spans of execution span s are
+ * the module's runtime allocation sizes in index order (all, or a prefix). */
+static int build_matches(const rt_fig *r, const aev *ev, size_t nev, const span *s, const Xla__HloProto *h)
+{
+	const Xla__BufferAssignmentProto *ba = h->buffer_assignment;
+	for (size_t k = 0; k < r->nspans; k++) {
+		const span *b = &r->spans[k];
+		if (strcmp(b->name, "Build buffer allocations") || b->line != s->line || b->t0 < s->t0 || b->t1 > s->t1)
+			continue;
+		size_t ai = 0;
+		for (size_t q = 0; q < nev; q++) {
+			if (ev[q].line != s->line || ev[q].t < b->t0 || ev[q].t > b->t1 || ev[q].is_free)
+				continue;
+			while (ai < ba->n_buffer_allocations &&
+			       (ba->buffer_allocations[ai]->is_entry_computation_parameter ||
+				ba->buffer_allocations[ai]->is_constant || ba->buffer_allocations[ai]->size == 0))
+				ai++;
+			if (ai >= ba->n_buffer_allocations || ev[q].req != ba->buffer_allocations[ai]->size)
+				return 0;
+			ai++;
+		}
+	}
+	return 1;
+}
+
+/* shared: other modules bear the module's name (a retrace); their
+ * executions, told apart by their requested bytes, are not the module's. */
 static void runtime_figures(const Tensorflow__Profiler__XSpace *xs, const char *module,
-	const Xla__HloProto *h, rt_fig *r)
+	const Xla__HloProto *h, rt_fig *r, int shared)
 {
 	const Tensorflow__Profiler__XPlane *cpu = plane(xs, "/host:CPU");
 	const Tensorflow__Profiler__XPlane *gpu = plane(xs, "/device:GPU:0");
@@ -467,10 +495,16 @@ static void runtime_figures(const Tensorflow__Profiler__XSpace *xs, const char *
 	r->nevents = (int)nev;
 
 	/* executions of the module that touch GPU_0_bfc, in start order */
+	r->first_any = INT64_MAX;
 	for (size_t i = 0; i < r->nspans; i++) {
 		const span *s = &r->spans[i];
+		size_t nl = strlen(s->name);
+		if (nl > 15 && strcmp(s->name + nl - 15, ":XLA GPU module") == 0 && s->t0 < r->first_any)
+			r->first_any = s->t0;
 		if (strcmp(s->name, modspan) != 0)
 			continue;
+		if (shared && !build_matches(r, ev, nev, s, h))
+			continue; /* the other compilation's */
 		int mine = 0;
 		for (size_t k = 0; k < nev; k++)
 			if (ev[k].line == s->line && ev[k].t >= s->t0 && ev[k].t <= s->t1)
@@ -656,7 +690,7 @@ static json_t *derive_codes(const plan_fig *p, const rt_fig *r, int64_t capacity
 		json_array_append_new(c, json_string("param-convert-copy"));
 	if (near)
 		json_array_append_new(c, json_string("near-fit"));
-	if (r->nevents && r->nexec && r->peak_time < r->start[0])
+	if (r->nevents && r->nexec && r->peak_time < r->first_any)
 		json_array_append_new(c, json_string("compile-time-peak"));
 	if (!exceeds && !near)
 		json_array_append_new(c, json_string("fits"));
@@ -675,6 +709,26 @@ static int code_in(json_t *arr, const char *code)
 
 /* ---------------- one capture file against the JSON ---------------- */
 
+/* Entry parameter allocations of two modules differ (in count or a size):
+ * different entry parameter shapes. */
+static int param_sizes_differ(const Xla__HloProto *a, const Xla__HloProto *b)
+{
+	const Xla__BufferAssignmentProto *x = a->buffer_assignment, *y = b->buffer_assignment;
+	size_t i = 0, j = 0;
+	for (;;) {
+		while (i < x->n_buffer_allocations && !x->buffer_allocations[i]->is_entry_computation_parameter)
+			i++;
+		while (j < y->n_buffer_allocations && !y->buffer_allocations[j]->is_entry_computation_parameter)
+			j++;
+		if (i == x->n_buffer_allocations || j == y->n_buffer_allocations)
+			return (i == x->n_buffer_allocations) != (j == y->n_buffer_allocations);
+		if (x->buffer_allocations[i]->size != y->buffer_allocations[j]->size)
+			return 1;
+		i++;
+		j++;
+	}
+}
+
 static void check_file(const char *path, json_t *doc)
 {
 	size_t n = 0;
@@ -690,10 +744,20 @@ static void check_file(const char *path, json_t *doc)
 	const Tensorflow__Profiler__XPlane *md = plane(xs, "/host:metadata");
 	assert_non_null(md);
 	Xla__HloProto *h = NULL;
+	char modbase[256];
+	snprintf(modbase, sizeof modbase, "%s", modname);
+	*strrchr(modbase, '(') = 0;
+	int shared = 0, retrace = 0;
 	for (size_t i = 0; i < md->n_event_metadata; i++) {
 		const Tensorflow__Profiler__XEventMetadata *em = md->event_metadata[i]->value;
-		if (strcmp(em->name, modname) != 0)
+		if (strcmp(em->name, modname) != 0) {
+			/* another compilation of the same name: a retrace when its
+			 * entry parameters differ */
+			size_t bl = strlen(modbase);
+			if (strncmp(em->name, modbase, bl) == 0 && em->name[bl] == '(')
+				shared++;
 			continue;
+		}
 		const Tensorflow__Profiler__XStat *hp = find_stat(md, em->stats, em->n_stats, "Hlo Proto");
 		const Tensorflow__Profiler__XStat *pid = find_stat(md, em->stats, em->n_stats, "program_id");
 		assert_non_null(hp);
@@ -706,10 +770,20 @@ static void check_file(const char *path, json_t *doc)
 		h = xla__hlo_proto__unpack(NULL, hp->bytes_value.len, hp->bytes_value.data);
 	}
 	assert_non_null(h);
-	char modbase[256];
-	snprintf(modbase, sizeof modbase, "%s", modname);
-	*strrchr(modbase, '(') = 0;
 	assert_string_equal(h->hlo_module->name, modbase);
+	for (size_t i = 0; shared && i < md->n_event_metadata; i++) {
+		const Tensorflow__Profiler__XEventMetadata *em = md->event_metadata[i]->value;
+		size_t bl = strlen(modbase);
+		if (strcmp(em->name, modname) == 0 || strncmp(em->name, modbase, bl) != 0 || em->name[bl] != '(')
+			continue;
+		const Tensorflow__Profiler__XStat *hp = find_stat(md, em->stats, em->n_stats, "Hlo Proto");
+		assert_non_null(hp);
+		Xla__HloProto *o = xla__hlo_proto__unpack(NULL, hp->bytes_value.len, hp->bytes_value.data);
+		assert_non_null(o);
+		if (param_sizes_differ(h, o))
+			retrace = 1;
+		xla__hlo_proto__free_unpacked(o, NULL);
+	}
 
 	plan_fig p;
 	json_t *ps = json_object_get(jp, "peak_shape");
@@ -757,7 +831,7 @@ static void check_file(const char *path, json_t *doc)
 		assert_string_equal(xpf_human((uint64_t)p.temp, tmp), json_string_value(json_object_get(hu, "temp")));
 
 	rt_fig r;
-	runtime_figures(xs, modbase, h, &r);
+	runtime_figures(xs, modbase, h, &r, shared);
 	int64_t capacity = r.nevents ? r.capacity : (int64_t)r.memory_size;
 #define REQ(key, val) do { if (has(jr, key)) assert_int_equal((val), jint(jr, key)); } while (0)
 	REQ("allocator_events", r.nevents);
@@ -822,6 +896,10 @@ static void check_file(const char *path, json_t *doc)
 	/* the diagnosis codes the figures imply are exactly the documented ones */
 	json_t *want = json_object_get(json_object_get(doc, "diagnosis"), "codes");
 	json_t *got = derive_codes(&p, &r, capacity);
+	if (retrace)
+		json_array_append_new(got, json_string("retrace"));
+	if (has(doc, "focus"))
+		assert_string_equal(json_string_value(json_object_get(doc, "focus")), modname);
 	size_t i;
 	json_t *v;
 	json_array_foreach(want, i, v)

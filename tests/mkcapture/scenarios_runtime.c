@@ -162,3 +162,107 @@ void mk_build_eager(mk_scn *s, int host, int scale)
 	mk_exec(s, einsum, 2, 1000ll * 1000 * 1000); /* the temp block does not fit */
 	mk_py(s, "$profiler.py:213 stop_trace", 50 * 1000);
 }
+
+/* retrace-oom: JAX compiles train_step again for a new input shape.  A
+ * two-layer MLP step (weights w1, w2 f32[8192,8192], 256 MiB each,
+ * donated: the new weights alias them) runs three times as
+ * jit_train_step(12) on batches x f32[8,1024,8192]; then the last batch is
+ * twice as large, JAX compiles jit_train_step(19) for f32[16,1024,8192],
+ * and that execution allocates its non-aliased outputs (per-example loss
+ * f32[16], loss, tuple table), waits in AllocatorRetry for its 2 GiB temp
+ * block and never launches.  Both modules bear one host name (PjitFunction
+ * (train_step), <name>:XLA GPU module), so only the requested bytes (64 B
+ * first, where (12) asks 32 B) tell which one failed.  The forward
+ * activations kept for the backward pass (jvp) are 3 of the 4 temp
+ * buffers at the heap peak; the temp block is the placement's extent, equal
+ * to the simulated peak (no fragmentation).  Figures: retrace-oom.json. */
+static int retrace_step(mk_scn *s, uint64_t program_id, int batch)
+{
+	hb_module *m = hb_new("jit_train_step", program_id);
+	hb_arr w = hb_a(ET_F32, 2, 8192, 8192), act = hb_a(ET_F32, 3, batch, 1024, 8192);
+	hb_meta md = mk_meta(NULL, "params['w1']", NULL, NULL, 0);
+	int64_t w1 = mk_param(m, "Arg_0.1", w, &md);
+	md = mk_meta(NULL, "params['w2']", NULL, NULL, 0);
+	int64_t w2 = mk_param(m, "Arg_1.2", w, &md);
+	md = mk_meta(NULL, "x", NULL, NULL, 0);
+	int64_t x = mk_param(m, "Arg_2.3", act, &md);
+	int64_t ops[2];
+
+	/* forward: a1 and h1 are kept for the backward pass, a2 for the loss's */
+	ops[0] = x;
+	ops[1] = w1;
+	md = mk_meta("dot_general", "jit(train_step)/jvp(mlp)/dense_1/dot_general", "train.py", "mlp", 21);
+	int64_t a1 = mk_tfusion(m, "gemm_fusion_dot_general", "kCustom", "dot", act, ops, 2, &md, NULL);
+	md = mk_meta("tanh", "jit(train_step)/jvp(mlp)/gelu/tanh", "train.py", "mlp", 22);
+	int64_t h1 = mk_tfusion(m, "loop_tanh_fusion", "kLoop", "tanh", act, &a1, 1, &md, NULL);
+	ops[0] = h1;
+	ops[1] = w2;
+	md = mk_meta("dot_general", "jit(train_step)/jvp(mlp)/dense_2/dot_general", "train.py", "mlp", 23);
+	int64_t a2 = mk_tfusion(m, "gemm_fusion_dot_general.1", "kCustom", "dot", act, ops, 2, &md, NULL);
+	md = mk_meta("reduce_sum", "jit(train_step)/jvp(loss_fn)/reduce_sum", "train.py", "loss_fn", 30);
+	int64_t pel = mk_ofusion(m, "input_reduce_fusion", "reduce", hb_a(ET_F32, 1, batch), &a2, 1, &md);
+	md = mk_meta("reduce_sum", "jit(train_step)/jvp(loss_fn)/mean/reduce_sum", "train.py", "loss_fn", 31);
+	int64_t loss = mk_ofusion(m, "input_reduce_fusion.1", "reduce", hb_a(ET_F32, 0), &pel, 1, &md);
+
+	/* backward */
+	md = mk_meta("mul", "jit(train_step)/transpose(jvp(loss_fn))/mul", "train.py", "loss_fn", 30);
+	int64_t da2 = mk_tfusion(m, "loop_multiply_fusion", "kLoop", "multiply", act, &a2, 1, &md, NULL);
+	ops[0] = h1;
+	ops[1] = da2;
+	md = mk_meta("dot_general", "jit(train_step)/transpose(jvp(mlp))/dense_2/dot_general", "train.py", "mlp", 23);
+	int64_t dw2 = mk_tfusion(m, "gemm_fusion_dot_general.2", "kCustom", "dot", w, ops, 2, &md, NULL);
+	ops[0] = da2;
+	ops[1] = w2;
+	int64_t dh1 = mk_tfusion(m, "gemm_fusion_dot_general.3", "kCustom", "dot", act, ops, 2, &md, NULL);
+	ops[0] = w2;
+	ops[1] = dw2;
+	md = mk_meta("sub", "jit(train_step)/sgd/sub", "train.py", "train_step", 40);
+	int64_t nw2 = mk_afusion(m, "loop_subtract_fusion", "subtract", w, ops, 2, &md);
+	ops[0] = dh1;
+	ops[1] = a1;
+	md = mk_meta("mul", "jit(train_step)/transpose(jvp(mlp))/gelu/mul", "train.py", "mlp", 22);
+	int64_t da1 = mk_tfusion(m, "loop_multiply_fusion.1", "kLoop", "multiply", act, ops, 2, &md, NULL);
+	ops[0] = x;
+	ops[1] = da1;
+	md = mk_meta("dot_general", "jit(train_step)/transpose(jvp(mlp))/dense_1/dot_general", "train.py", "mlp", 21);
+	int64_t dw1 = mk_tfusion(m, "gemm_fusion_dot_general.4", "kCustom", "dot", w, ops, 2, &md, NULL);
+	ops[0] = w1;
+	ops[1] = dw1;
+	md = mk_meta("sub", "jit(train_step)/sgd/sub", "train.py", "train_step", 40);
+	int64_t nw1 = mk_afusion(m, "loop_subtract_fusion.1", "subtract", w, ops, 2, &md);
+
+	int64_t outs[4] = { nw1, nw2, loss, pel };
+	hb_io_alias(m, 0, 0);
+	hb_io_alias(m, 1, 1);
+	mk_root(m, outs, 4);
+	return mk_add_module(s, m, "train_step", 0);
+}
+
+void mk_build_retrace_oom(mk_scn *s, int host, int scale);
+void mk_build_retrace_oom(mk_scn *s, int host, int scale)
+{
+	(void)host;
+	mk_scn_init(s, "gpu-node-0", 1, MK_POOL_MEMORY, MK_POOL_CAPACITY);
+	s->scale = scale;
+	int m12 = retrace_step(s, 12, 8), m19 = retrace_step(s, 19, 16);
+	mk_put(s, 0, 256 * MiB, "f32[8192,8192]");
+	mk_put(s, 0, 256 * MiB, "f32[8192,8192]");
+	for (int k = 0; k < 3; k++) {
+		int b = mk_put(s, 0, 256 * MiB, "f32[8,1024,8192]");
+		for (int i = 0; i < scale; i++)
+			mk_py(s, "$train.py:52 train_loop", 30 * 1000);
+		mk_gap(s, 100 * 1000);
+		/* runtime allocations: per-example loss, loss, tuple, temp */
+		int r = mk_exec(s, m12, -1, 0);
+		mk_py(s, "$builtins float", 20 * 1000);
+		mk_free(s, r);     /* per-example loss */
+		mk_free(s, r + 1); /* loss */
+		mk_free(s, b);
+	}
+	/* the last batch is larger: a new compilation, whose temp block does not fit */
+	mk_put(s, 0, 512 * MiB, "f32[16,1024,8192]");
+	mk_py(s, "$train.py:52 train_loop", 30 * 1000);
+	mk_gap(s, 200 * 1000);
+	mk_exec(s, m19, 3, 2000000000ll);
+	mk_py(s, "$profiler.py:213 stop_trace", 50 * 1000);
+}
