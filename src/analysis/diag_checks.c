@@ -249,6 +249,29 @@ static void check_capacity(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out)
 	xpf_buf_release(&f);
 }
 
+/* SPEC §5.2: a capture that shows an OOM gets a finding that explains it. */
+static void check_oom(const xpf_diagnosis *d, const xpf_runtime *rt, xpf_buf *out)
+{
+	xpf_buf f = XPF_BUF_INIT;
+	if (rt == NULL || !rt->has_events)
+		return;
+	if (!xpf_diag_oom_shown(rt)) {
+		xpf_buf_adds(&f, "no AllocatorRetry wait and no execution that never launched: nothing to explain");
+		line(out, "PASS", "oom-explained", &f);
+	} else {
+		const char *code = d->nfindings ? d->findings[0].code : "none";
+		bool unexplained = strcmp(code, "unexplained-oom") == 0;
+		for (size_t i = 0; i < d->nfindings; i++)
+			unexplained |= strcmp(d->findings[i].code, "unexplained-oom") == 0;
+		if (unexplained)
+			xpf_buf_adds(&f, "the capture shows an OOM and no finding explains it (unexplained-oom in diagnosis.txt)");
+		else
+			xpf_buf_printf(&f, "the capture shows an OOM; explained by %s", code);
+		line(out, unexplained ? "FAIL" : "PASS", "oom-explained", &f);
+	}
+	xpf_buf_release(&f);
+}
+
 void xpf_diag_checks(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out)
 {
 	const xpf_runtime *rt = NULL;
@@ -260,4 +283,5 @@ void xpf_diag_checks(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out)
 	if (!xpf_capture_is_hlo_only(h->cap))
 		check_runtime(h, d, rt, out);
 	check_capacity(h, d, out);
+	check_oom(d, rt, out);
 }

@@ -24,6 +24,8 @@ typedef struct xpf_diag_ctx {
 	const xpf_plan *p;        /* the focus plan, NULL when none */
 	const char *dir;          /* the focus module's directory name */
 	size_t cap_findings;
+	long focus_x;             /* the execution the module was chosen by
+				     (an ambiguous one that failed), or -1 */
 } xpf_diag_ctx;
 
 /* Plan of module m, or NULL (error noted in capture/errors.txt). */
@@ -47,6 +49,12 @@ void xpf_diag_text(xpf_finding *f, xpf_buf *b);  /* takes b's bytes */
 void xpf_rules_plan(xpf_diag_ctx *c);
 void xpf_rules_runtime(xpf_diag_ctx *c);
 void xpf_rules_missing(xpf_diag_ctx *c);
+/* After the others: unexplained-oom when the capture shows an OOM (a retry
+ * or an execution that never launched) and no finding explains it. */
+void xpf_rules_oom(xpf_diag_ctx *c);
+/* Does the capture show an OOM: an AllocatorRetry wait, or an execution
+ * with launched = no? */
+bool xpf_diag_oom_shown(const xpf_runtime *rt);
 
 /* Rendering helpers (diag_render.c). */
 void xpf_diag_finding_line(const xpf_finding *f, xpf_buf *out, const char *indent);

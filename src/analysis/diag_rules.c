@@ -451,7 +451,8 @@ static void rule_dups(xpf_diag_ctx *c, enum xpf_dup_kind kind)
 		}
 		nparams++;
 	}
-	if (bytes < XPF_MIB) {
+	/* SPEC §5.2: a copy finding matters at 1 MiB and 1% of the heap peak */
+	if (bytes < XPF_MIB || bytes * 100 < p->heap_peak_bytes) {
 		xpf_buf_release(&params);
 		return;
 	}
@@ -551,6 +552,102 @@ static void rule_remat_frag(xpf_diag_ctx *c)
 	}
 }
 
+/* ---- retrace (SPEC §5.2) ---------------------------------------------------- */
+
+/* The length of a module name without its " (<program id>)" suffix. */
+static size_t base_len(const char *name)
+{
+	size_t n = strlen(name);
+	const char *open = strrchr(name, '(');
+	return n > 0 && name[n - 1] == ')' && open && open > name ? (size_t)(open - name) : n;
+}
+
+static size_t executions_of(const xpf_runtime *rt, long m)
+{
+	size_t n = 0;
+	for (size_t x = 0; rt && x < rt->nexecutions; x++)
+		n += rt->executions[x].module == m;
+	return n;
+}
+
+/* The first entry parameter (by number) whose shape differs between two
+ * plans, or -1 when their parameter lists agree. */
+static long shape_differs(const xpf_plan *a, const xpf_plan *b)
+{
+	size_t n = a->nparams < b->nparams ? a->nparams : b->nparams;
+	for (size_t i = 0; i < n; i++)
+		if (a->params[i].number != b->params[i].number ||
+		    strcmp(a->params[i].shape, b->params[i].shape) != 0)
+			return (long)i;
+	return a->nparams == b->nparams ? -1 : (long)n;
+}
+
+static void rule_retrace(xpf_diag_ctx *c)
+{
+	const xpf_plan *p = c->p;
+	xpf_host *h = c->h;
+	long self = c->d->module;
+	if (p == NULL || !p->has_assignment)
+		return;
+	const char *name = xpf_capture_module(h->cap, (size_t)self)->name;
+	size_t bl = base_len(name);
+	xpf_finding *f = NULL;
+	xpf_buf b = XPF_BUF_INIT;
+	char h1[32], h2[32];
+	size_t others = 0;
+	long smaller = -1;
+	uint64_t small_need = 0;
+	for (size_t m = 0; m < h->nmodules; m++) {
+		const char *o = xpf_capture_module(h->cap, m)->name;
+		if ((long)m == self || base_len(o) != bl || strncmp(o, name, bl) != 0)
+			continue;
+		const xpf_plan *q = xpf_diag_plan(h, (long)m);
+		long i = q && q->has_assignment ? shape_differs(p, q) : -1;
+		if (i < 0)
+			continue;
+		if (f == NULL) {
+			f = xpf_diag_add(c, "retrace", XPF_TAG_READ, self);
+			xpf_buf_printf(&b, "%.*s was compiled again for new input shapes: %s (%zu execution%s) needs %s",
+				       (int)bl, name, name, executions_of(c->rt, self),
+				       executions_of(c->rt, self) == 1 ? "" : "s", xpf_human(p->need_bytes, h1));
+		}
+		const xpf_plan_param *pa = (size_t)i < p->nparams ? &p->params[i] : NULL;
+		const xpf_plan_param *qa = (size_t)i < q->nparams ? &q->params[i] : NULL;
+		xpf_buf_printf(&b, "; %s (%zu execution%s) needs %s; parameter %lld is %s there, %s here", o,
+			       executions_of(c->rt, (long)m), executions_of(c->rt, (long)m) == 1 ? "" : "s",
+			       xpf_human(q->need_bytes, h2), (long long)(pa ? pa->number : qa->number),
+			       qa ? qa->shape : "absent", pa ? pa->shape : "absent");
+		if (q->need_bytes < p->need_bytes && (smaller < 0 || q->need_bytes < small_need)) {
+			smaller = (long)m;
+			small_need = q->need_bytes;
+		}
+		if (others++ == 0) {
+			xpf_diag_num(f, "other_need_bytes", q->need_bytes);
+			xpf_diag_str(f, "other_module", "%s", o);
+			xpf_diag_str(f, "other_shape", "%s", qa ? qa->shape : "");
+			xpf_diag_str(f, "shape", "%s", pa ? pa->shape : "");
+		}
+		xpf_diag_evidence(f, "modules/%s/plan.json", h->module_dirs[m]);
+	}
+	if (f == NULL)
+		return;
+	xpf_buf_adds(&b, " (JAX compiles a function once per set of input shapes)");
+	xpf_diag_text(f, &b);
+	xpf_diag_num(f, "need_bytes", p->need_bytes);
+	xpf_diag_num(f, "modules", others + 1);
+	xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
+	if (smaller >= 0)
+		xpf_diag_addfix(c, f, p->need_bytes - small_need, small_need,
+				"more steps for the same data, or a padded batch computes on the padding",
+				"keep the input shapes at those of %s (split the batch, or pad the last batch to it)",
+				xpf_capture_module(h->cap, (size_t)smaller)->name);
+	else
+		xpf_diag_addfix(c, f, 0, 0, "a padded batch computes on the padding",
+				"keep the input shapes fixed: pad the last (or eval) batch to the training batch, or drop it");
+	xpf_diag_addfix(c, f, 0, 0, "none",
+			"find every recompile: jax.config.update('jax_log_compiles', True), or jax_explain_cache_misses");
+}
+
 void xpf_rules_plan(xpf_diag_ctx *c)
 {
 	rule_verdict(c);
@@ -558,6 +655,7 @@ void xpf_rules_plan(xpf_diag_ctx *c)
 	rule_dups(c, XPF_DUP_LAYOUT);
 	rule_dups(c, XPF_DUP_CONVERT);
 	rule_remat_frag(c);
+	rule_retrace(c);
 }
 
 /* ---- runtime rules ---------------------------------------------------------- */
@@ -975,6 +1073,37 @@ static void co_resident(xpf_diag_ctx *c, size_t x, xpf_buf *b)
 	xpf_rt_blocks_free(blocks, nb);
 }
 
+/* The latest execution that never launched and could not be linked to
+ * one module: named by its candidates. */
+static void never_ambiguous(xpf_diag_ctx *c)
+{
+	const xpf_runtime *rt = c->rt;
+	long lastx = -1;
+	size_t count = 0;
+	for (size_t x = 0; x < rt->nexecutions; x++)
+		if (rt->executions[x].module < 0 && rt->executions[x].launched == XPF_LAUNCHED_NO) {
+			count++;
+			lastx = (long)x;
+		}
+	if (count == 0)
+		return;
+	const xpf_rt_execution *x = &rt->executions[lastx];
+	xpf_finding *f = xpf_diag_add(c, "never-launched", XPF_TAG_MEASURED, -1);
+	xpf_buf b = XPF_BUF_INIT;
+	xpf_buf_printf(&b, "%zu execution%s not linked to one module never launched a kernel; the last: n %u on device %d, candidates: ",
+		       count, count == 1 ? "" : "s", x->n, x->device);
+	const xpf_rt_candidate *cd;
+	size_t n = xpf_rt_candidates(rt, (size_t)lastx, &cd);
+	for (size_t k = 0; k < n; k++)
+		xpf_buf_printf(&b, "%s%s", k ? ", " : "", xpf_capture_module(c->h->cap, (size_t)cd[k].module)->name);
+	if (n == 0)
+		xpf_buf_adds(&b, "none named by the host events");
+	xpf_diag_text(f, &b);
+	xpf_diag_num(f, "count", count);
+	xpf_diag_num(f, "execution", x->n);
+	xpf_diag_evidence(f, "runtime/executions/%u/summary.txt", x->n);
+}
+
 static void rule_never(xpf_diag_ctx *c)
 {
 	const xpf_runtime *rt = c->rt;
@@ -1005,6 +1134,7 @@ static void rule_never(xpf_diag_ctx *c)
 		xpf_diag_evidence(f, "runtime/executions.tsv");
 		xpf_diag_evidence(f, "runtime/executions/%u/summary.txt", x->n);
 	}
+	never_ambiguous(c);
 }
 
 static void rule_compile_peak(xpf_diag_ctx *c)
@@ -1051,6 +1181,98 @@ void xpf_rules_runtime(xpf_diag_ctx *c)
 	rule_retry(c);
 	rule_never(c);
 	rule_compile_peak(c);
+}
+
+/* ---- an OOM nothing explains (SPEC §5.2) ------------------------------------ */
+
+static bool has_finding(const xpf_diagnosis *d, const char *code)
+{
+	for (size_t i = 0; i < d->nfindings; i++)
+		if (strcmp(d->findings[i].code, code) == 0)
+			return true;
+	return false;
+}
+
+/* The execution that shows the OOM: the focus execution when it never
+ * launched, else the latest that never launched, else the longest
+ * retry's; -1 when the capture shows none. */
+static long oom_execution(const xpf_diag_ctx *c)
+{
+	const xpf_runtime *rt = c->rt;
+	long x = c->d->execution;
+	if (x >= 0 && rt->executions[x].launched == XPF_LAUNCHED_NO)
+		return x;
+	for (size_t i = rt->nexecutions; i-- > 0;)
+		if (rt->executions[i].launched == XPF_LAUNCHED_NO)
+			return (long)i;
+	long best = -1;
+	for (size_t i = 0; i < rt->nretries; i++)
+		if (rt->retries[i].execution >= 0 &&
+		    (best < 0 || rt->retries[i].duration_ns > rt->retries[best].duration_ns))
+			best = (long)i;
+	return best >= 0 ? rt->retries[best].execution : -1;
+}
+
+/* One module's need against the capacity, for the candidates' list. */
+static void need_vs(xpf_diag_ctx *c, long m, xpf_buf *b)
+{
+	const xpf_plan *p = xpf_diag_plan(c->h, m);
+	char h1[32], h2[32];
+	xpf_buf_printf(b, "%s ", xpf_capture_module(c->h->cap, (size_t)m)->name);
+	if (p == NULL || !p->has_assignment)
+		xpf_buf_adds(b, "(no plan)");
+	else if (c->d->capacity_bytes)
+		xpf_buf_printf(b, "needs %s of %s", xpf_human(p->need_bytes, h1),
+			       xpf_human(c->d->capacity_bytes, h2));
+	else
+		xpf_buf_printf(b, "needs %s", xpf_human(p->need_bytes, h1));
+}
+
+static const char *const explains_oom[] = {
+	"plan-exceeds-pool", "near-fit", "foreign-live-arrays", "growth-per-execution", "temp-fragmentation",
+};
+
+void xpf_rules_oom(xpf_diag_ctx *c)
+{
+	const xpf_runtime *rt = c->rt;
+	xpf_diagnosis *d = c->d;
+	if (rt == NULL || !rt->has_events || !xpf_diag_oom_shown(rt))
+		return;
+	for (size_t i = 0; i < sizeof explains_oom / sizeof *explains_oom; i++)
+		if (has_finding(d, explains_oom[i]))
+			return;
+	long x = oom_execution(c);
+	xpf_finding *f = xpf_diag_add(c, "unexplained-oom", XPF_TAG_MEASURED, d->module);
+	xpf_buf b = XPF_BUF_INIT;
+	if (x < 0) {
+		xpf_buf_printf(&b, "%zu AllocatorRetry wait%s outside every execution: the capture shows an allocation that ran out of memory but not which step made it",
+			       rt->nretries, rt->nretries == 1 ? "" : "s");
+	} else {
+		const xpf_rt_execution *e = &rt->executions[x];
+		xpf_buf_printf(&b, "execution %u on device %d ran out of memory (launched: %s) and no finding explains it; ",
+			       e->n, e->device, xpf_launched_name(e->launched));
+		if (e->module >= 0) {
+			need_vs(c, e->module, &b);
+		} else {
+			const xpf_rt_candidate *cd;
+			size_t n = xpf_rt_candidates(rt, (size_t)x, &cd);
+			xpf_buf_printf(&b, "it could not be linked to one module; candidates: ");
+			for (size_t k = 0; k < n; k++) {
+				xpf_buf_adds(&b, k ? ", " : "");
+				need_vs(c, cd[k].module, &b);
+			}
+			if (n == 0)
+				xpf_buf_adds(&b, "none named by the host events");
+		}
+		xpf_diag_num(f, "execution", e->n);
+		xpf_diag_evidence(f, "runtime/executions/%u/summary.txt", e->n);
+	}
+	xpf_buf_adds(&b, "; what would say more: the module's buffer assignment (profile from before the first call), the allocator events of the device (the BFC allocator), the device's kernels");
+	xpf_diag_text(f, &b);
+	if (d->capacity_bytes)
+		xpf_diag_num(f, "capacity_bytes", d->capacity_bytes);
+	xpf_diag_evidence(f, "runtime/executions.tsv");
+	xpf_diag_evidence(f, "runtime/retries.tsv");
 }
 
 /* ---- what is missing ------------------------------------------------------ */

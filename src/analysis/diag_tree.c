@@ -22,6 +22,9 @@ static const struct doc docs[] = {
 	{ "README", "this file: what every file below holds (generated from the tree itself)" },
 	{ "diagnosis.txt",
 	  "the findings, most important first, one per line: `[tag] code: text -> evidence paths`;\n"
+	  "what failed and why first (plan-exceeds-pool, unexplained-oom, foreign-live-arrays, growth-per-execution,\n"
+	  "near-fit, temp-fragmentation), then the role and copy findings with their fixes, then evidence; when nothing\n"
+	  "failed and the plan fits, fits comes first and the rest are hints.\n"
 	  "fix lines follow, indented: `[inferred] fix: text (saves <human>, <bytes> bytes; cost: ...)`.\n"
 	  "The first line (`# ...`) names the capture, the focus module and the capacity with its source.\n"
 	  "Tags: read (stored in the capture's plan), measured (from runtime events), inferred (a heuristic or estimate).\n"
@@ -37,8 +40,10 @@ static const struct doc docs[] = {
 	  "  never-launched       executions that never launched a kernel\n"
 	  "  xla-remat            XLA rematerialized instructions (.remat) already\n"
 	  "  temp-fragmentation   temp block - simulated heap peak >= 10% of the temp block and >= 64 MiB\n"
-	  "  param-layout-copy    layout-changing copies/transposes of entry parameters live at the peak (>= 1 MiB)\n"
-	  "  param-convert-copy   dtype-converted copies of entry parameters live at the peak (>= 1 MiB)\n"
+	  "  param-layout-copy    layout-changing copies/transposes of entry parameters live at the peak (>= 1 MiB and >= 1% of it)\n"
+	  "  param-convert-copy   dtype-converted copies of entry parameters live at the peak (>= 1 MiB and >= 1% of it)\n"
+	  "  retrace              the focus module shares its name with a module of other entry parameter shapes (a recompile)\n"
+	  "  unexplained-oom      the capture shows an OOM (a retry, an execution that never launched) and no finding explains it\n"
 	  "  near-fit             capacity x 0.95 <= need <= capacity\n"
 	  "  compile-time-peak    the pool's in-window peak falls before the first execution\n"
 	  "  fits                 neither plan-exceeds-pool nor near-fit: need, capacity, headroom\n"

@@ -40,9 +40,10 @@ const xpf_plan *xpf_diag_plan(xpf_host *h, long m)
 /* Most important first: the verdict, what explains it, what else holds
  * memory, then evidence and context. */
 static const char *const code_order[] = {
-	"plan-exceeds-pool", "mostly-forward", "mostly-backward", "mostly-workspace",
-	"near-fit", "growth-per-execution", "foreign-live-arrays", "no-donation",
-	"param-layout-copy", "param-convert-copy", "temp-fragmentation",
+	"plan-exceeds-pool", "plan", "unexplained-oom", "foreign-live-arrays",
+	"growth-per-execution", "near-fit", "temp-fragmentation",
+	"mostly-forward", "mostly-backward", "mostly-workspace", "no-donation",
+	"param-layout-copy", "param-convert-copy", "retrace",
 	"allocator-retry", "never-launched", "xla-remat", "compile-time-peak",
 	"fits", "missing-plan", "missing-runtime",
 };
@@ -215,7 +216,7 @@ static long module_by_name(xpf_host *h, const char *name)
 	return found;
 }
 
-static uint64_t module_need(xpf_host *h, long m)
+uint64_t xpf_module_need(xpf_host *h, long m)
 {
 	const xpf_plan *p = xpf_diag_plan(h, m);
 	return p && p->has_assignment ? p->need_bytes : 0;
@@ -243,7 +244,7 @@ static long biggest_module(xpf_host *h, const xpf_runtime *rt)
 	for (size_t m = 0; m < h->nmodules; m++) {
 		if (rt && last_execution(rt, (long)m, -1) < 0)
 			continue;
-		uint64_t need = module_need(h, (long)m);
+		uint64_t need = xpf_module_need(h, (long)m);
 		if (best < 0 || need > best_need) {
 			best_need = need;
 			best = (long)m;
@@ -252,24 +253,54 @@ static long biggest_module(xpf_host *h, const xpf_runtime *rt)
 	return best;
 }
 
-/* SPEC §5.1 without --module: *m and why it was chosen (static text). */
-static const char *pick_module(const xpf_diag_ctx *c, long *m)
+/* The candidate of ambiguous execution x with the largest need, or -1. */
+static long largest_candidate(xpf_host *h, const xpf_runtime *rt, size_t x)
+{
+	long best = -1;
+	uint64_t best_need = 0;
+	const xpf_rt_candidate *cd;
+	size_t n = xpf_rt_candidates(rt, x, &cd);
+	for (size_t k = 0; k < n; k++) {
+		long m = cd[k].module;
+		uint64_t need = xpf_module_need(h, m);
+		if (best < 0 || need > best_need) {
+			best_need = need;
+			best = m;
+		}
+	}
+	return best;
+}
+
+/* The latest execution that never launched and is the last of its module
+ * (an ambiguous one: of its candidates), or -1; *m its module. */
+static long failed_execution(xpf_host *h, const xpf_runtime *rt, long *m)
+{
+	for (size_t x = rt->nexecutions; x-- > 0;) {
+		const xpf_rt_execution *e = &rt->executions[x];
+		if (e->launched != XPF_LAUNCHED_NO)
+			continue;
+		if (e->module >= 0 && last_execution(rt, e->module, -1) == (long)x) {
+			*m = e->module;
+			return (long)x;
+		}
+		if (e->module < 0 && (*m = largest_candidate(h, rt, x)) >= 0)
+			return (long)x;
+	}
+	*m = -1;
+	return -1;
+}
+
+/* SPEC §5.1 without --module: *m and why it was chosen (static text);
+ * *x the focus execution when that choice names one, else -1. */
+static const char *pick_module(const xpf_diag_ctx *c, long *m, long *x)
 {
 	xpf_host *h = c->h;
 	const xpf_runtime *rt = c->rt;
+	*x = -1;
 	if (rt != NULL) {
-		/* the module whose last execution never launched (the latest such) */
-		long best_x = -1;
-		*m = -1;
-		for (size_t k = 0; k < h->nmodules; k++) {
-			long x = last_execution(rt, (long)k, -1);
-			if (x >= 0 && rt->executions[x].launched == XPF_LAUNCHED_NO && x > best_x) {
-				best_x = x;
-				*m = (long)k;
-			}
-		}
-		if (*m >= 0)
-			return "its last execution never launched";
+		if ((*x = failed_execution(h, rt, m)) >= 0)
+			return rt->executions[*x].module >= 0 ? "its last execution never launched" :
+				"the candidate with the largest need of an ambiguous execution that never launched";
 		if ((*m = biggest_module(h, rt)) >= 0)
 			return "the biggest module (by need) that ran";
 	}
@@ -294,7 +325,7 @@ static void choose_module(xpf_diag_ctx *c)
 		miss = m == -2 ? "--module matched several modules (give the full name: modules/index.tsv)" :
 				 "--module matched no module (modules/index.tsv lists them)";
 	}
-	const char *why = pick_module(c, &d->module);
+	const char *why = pick_module(c, &d->module, &c->focus_x);
 	if (d->module >= 0) {
 		xpf_buf b = XPF_BUF_INIT;
 		xpf_buf_printf(&b, "%s%s%s", miss ? miss : "", miss ? "; " : "", why);
@@ -318,6 +349,10 @@ static void choose_capacity(xpf_diag_ctx *c)
 		d->execution = last_execution(rt, d->module, want);
 		if (d->execution < 0 && want >= 0)
 			d->execution = last_execution(rt, d->module, -1);
+		/* chosen by an ambiguous execution that failed: that one */
+		if (c->focus_x >= 0 && rt->executions[c->focus_x].module < 0 &&
+		    (want < 0 || rt->executions[c->focus_x].device == want))
+			d->execution = c->focus_x;
 	}
 	if (d->execution >= 0) {
 		const xpf_rt_execution *e = &rt->executions[d->execution];
@@ -409,6 +444,16 @@ static void choose_between(xpf_diag_ctx *c)
 
 /* ---- the whole diagnosis ---------------------------------------------------- */
 
+bool xpf_diag_oom_shown(const xpf_runtime *rt)
+{
+	if (rt->nretries > 0)
+		return true;
+	for (size_t x = 0; x < rt->nexecutions; x++)
+		if (rt->executions[x].launched == XPF_LAUNCHED_NO)
+			return true;
+	return false;
+}
+
 static int finding_cmp(const void *a, const void *b)
 {
 	const xpf_finding *x = a, *y = b;
@@ -424,6 +469,7 @@ static int compute(void *ctx, void **value, xpf_error *err)
 	xpf_host *h = ctx;
 	xpf_diagnosis *d = calloc(1, sizeof *d);
 	xpf_diag_ctx c = { 0 };
+	c.focus_x = -1;
 	xpf_error e = { 0 };
 
 	if (d == NULL)
@@ -445,6 +491,13 @@ static int compute(void *ctx, void **value, xpf_error *err)
 	xpf_rules_plan(&c);
 	xpf_rules_runtime(&c);
 	xpf_rules_missing(&c);
+	xpf_rules_oom(&c);
+	/* SPEC §5.2: when nothing failed and the plan fits, fits comes first
+	 * and the rest are hints */
+	if (c.rt == NULL || !xpf_diag_oom_shown(c.rt))
+		for (size_t i = 0; i < d->nfindings; i++)
+			if (strcmp(d->findings[i].code, "fits") == 0)
+				d->findings[i].rank = -1;
 	xpf_qsort(d->findings, d->nfindings, sizeof *d->findings, finding_cmp);
 	/* checks.txt renders its checks itself (xpf_render_checks): they decode
 	 * every module's plan, which diagnosis.txt does not need. */

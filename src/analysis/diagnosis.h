@@ -77,6 +77,9 @@ typedef struct xpf_diagnosis {
 	xpf_buf checks;           /* checks.txt, rendered with the diagnosis */
 } xpf_diagnosis;
 
+/* Module m's need (SPEC §4.1), 0 when it has no buffer assignment. */
+uint64_t xpf_module_need(xpf_host *h, long m);
+
 /* The host's diagnosis (computed on first use; owned by the host). */
 int xpf_host_diagnosis(xpf_host *h, const xpf_diagnosis **out, xpf_error *err);
 void xpf_diagnosis_free(void *d);

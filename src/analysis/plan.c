@@ -108,7 +108,6 @@ typedef struct plan_priv {
 	size_t *instr_by_id;   /* indexes into instrs, sorted by id */
 	size_t *instr_by_name; /* sorted by name */
 	size_t *buffer_by_id;
-	bool tiled;            /* TPU-style tiled layouts: colours 1, 2 are not GPU's */
 } plan_priv;
 
 static const xpf_plan *sort_plan; /* qsort has no context argument */
@@ -322,7 +321,7 @@ static void index_instrs(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena 
 			x->dtype = in->shape ? xpf_dtype_name(in->shape->element_type) : "";
 			x->proto = in;
 			if (in->shape && in->shape->layout && in->shape->layout->n_tiles)
-				((plan_priv *)p->priv)->tiled = true;
+				p->tpu = true;
 			if (x->remat)
 				p->remat_instructions++;
 		}
@@ -442,7 +441,7 @@ static xpf_plan_color *color_slot(xpf_plan *p, int64_t c)
 	}
 	memset(&p->colors[i], 0, sizeof p->colors[i]);
 	p->colors[i].color = c;
-	p->colors[i].what = color_what(c, ((plan_priv *)p->priv)->tiled);
+	p->colors[i].what = color_what(c, p->tpu);
 	return &p->colors[i];
 }
 
@@ -497,10 +496,10 @@ static void index_allocs(xpf_plan *p, const Xla__HloModuleProto *mod,
 		p->total_bytes += x->bytes;
 		p->kind_bytes[x->kind] += x->bytes;
 		p->kind_count[x->kind]++;
-		if (x->color == XPF_HOST_COLOR) {
+		if (x->color == XPF_HOST_COLOR)
 			p->host_bytes += x->bytes;
+		if (!xpf_plan_device_color(p, x->color))
 			continue;
-		}
 		if (x->is_parameter) {
 			p->parameters_bytes += x->bytes;
 			p->parameters_count++;
@@ -573,7 +572,7 @@ static void params_outputs(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xp
 	p->outputs = xpf_arena_array(a, p->nallocs, sizeof *p->outputs);
 	for (size_t i = 0; i < p->nallocs; i++) {
 		const xpf_plan_alloc *al = &p->allocs[i];
-		if (!al->is_parameter || al->color == XPF_HOST_COLOR)
+		if (!al->is_parameter || !xpf_plan_device_color(p, al->color))
 			continue;
 		const Xla__BufferAllocationProto *ap = ba->buffer_allocations[i];
 		xpf_plan_param *x = &p->params[p->nparams++];
@@ -606,7 +605,7 @@ static void params_outputs(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xp
 		abort();
 	for (size_t i = 0; i < p->nallocs; i++) {
 		const xpf_plan_alloc *al = &p->allocs[i];
-		if (al->kind != XPF_KIND_OUTPUT || al->color == XPF_HOST_COLOR)
+		if (al->kind != XPF_KIND_OUTPUT || !xpf_plan_device_color(p, al->color))
 			continue;
 		xpf_plan_output *o = &p->outputs[p->noutputs++];
 		o->alloc = al;

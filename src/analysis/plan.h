@@ -8,11 +8,13 @@
  * thread.  Every pointer inside it stays valid until the host's report is
  * freed.  Strings typed `const char *` are never NULL ("" when absent).
  *
- * Memory colours (reference §3.6.1): 0 device memory; on GPU 1 collective
- * memory and 2 a separate temp colour; 5 host memory.  "Device" figures
- * below (parameters, outputs, temp, need, heap peak) count every colour
- * except host memory (5); `total_bytes` and `kind_bytes` count all colours,
- * and `colors[]` lists each colour present with its own breakdown. */
+ * Memory colours (reference §3.6.1, SPEC §4.1): 0 device memory; on GPU 1
+ * collective memory and 2 a separate temp colour; 5 host memory; on TPU
+ * only colour 0 is device memory (HBM), the others are on-chip spaces.
+ * "Device" figures below (parameters, outputs, temp, need, heap peak) count
+ * the device colours (xpf_plan_device_color); `total_bytes` and `kind_bytes`
+ * count all colours, and `colors[]` lists each colour present with its own
+ * breakdown. */
 #ifndef XPF_PLAN_H
 #define XPF_PLAN_H
 
@@ -193,7 +195,9 @@ typedef struct xpf_plan {
 	uint64_t kind_bytes[XPF_NKINDS];
 	size_t kind_count[XPF_NKINDS];
 
-	/* Device colours (all but 5).  (read) */
+	/* TPU-style tiled layouts: only colour 0 is device memory */
+	bool tpu;
+	/* Device colours (xpf_plan_device_color).  (read) */
 	uint64_t parameters_bytes;
 	size_t parameters_count;
 	uint64_t donated_bytes;
@@ -244,6 +248,13 @@ typedef struct xpf_plan {
 
 	void *priv;                     /* plan.c's arena */
 } xpf_plan;
+
+/* Does colour c count as device memory in plan p (GPU: all but host
+ * memory; TPU: HBM, colour 0, only)? */
+static inline bool xpf_plan_device_color(const xpf_plan *p, int64_t c)
+{
+	return p->tpu ? c == 0 : c != XPF_HOST_COLOR;
+}
 
 /* Module m's plan, computed on first use and cached in the host (the
  * returned plan is owned by the host).  A module without buffer assignment

@@ -48,7 +48,7 @@ static bool trace_selected(const xpf_plan *p, const Xla__HeapSimulatorTrace *t)
 	long b = buffer_index(p, t->events[0]->buffer_id);
 	if (b < 0 || p->buffers[b].alloc < 0)
 		return false;
-	return p->allocs[p->buffers[b].alloc].color != XPF_HOST_COLOR;
+	return xpf_plan_device_color(p, p->allocs[p->buffers[b].alloc].color);
 }
 
 static void add_region(xpf_plan *p, heap_state *st, long root)
@@ -182,7 +182,7 @@ int xpf_plan_simulate(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_are
 
 	size_t nrows = 0;
 	for (size_t i = 0; i < p->nallocs; i++)
-		if (p->allocs[i].indefinite && p->allocs[i].color != XPF_HOST_COLOR)
+		if (p->allocs[i].indefinite && xpf_plan_device_color(p, p->allocs[i].color))
 			nrows++;
 	if (p->peak_position >= 0) {
 		replay(p, ba, &st, p->peak_position, false);
@@ -193,7 +193,7 @@ int xpf_plan_simulate(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_are
 	p->peak = xpf_arena_array(a, nrows, sizeof *p->peak);
 	for (size_t i = 0; i < p->nallocs; i++) {
 		const xpf_plan_alloc *al = &p->allocs[i];
-		if (!al->indefinite || al->color == XPF_HOST_COLOR)
+		if (!al->indefinite || !xpf_plan_device_color(p, al->color))
 			continue;
 		xpf_plan_peak *r = &p->peak[p->npeak++];
 		r->bytes = al->bytes;

@@ -112,6 +112,8 @@ static json_t *plan_obj(const xpf_plan *p)
 		json_t *e = json_object();
 		json_object_set_new(e, "color", json_integer(c->color));
 		json_object_set_new(e, "memory", jstr(c->what));
+		/* counted in parameters, outputs, temp, need and the heap peak */
+		json_object_set_new(e, "device_figures", json_boolean(xpf_plan_device_color(p, c->color)));
 		json_object_set_new(e, "bytes", jbytes(c->bytes));
 		json_object_set_new(e, "allocations", json_integer((json_int_t)c->nallocs));
 		json_object_set_new(e, "kinds", kinds_obj(c->kind_bytes, NULL));

@@ -104,7 +104,10 @@ static unsigned classify(const char *name, int *dev)
 		return F_ALLOC;
 	if (strcmp(name, "MemoryDeallocation") == 0)
 		return F_DEALLOC;
-	if (strcmp(name, "Build buffer allocations") == 0)
+	/* the buffer set-up: the old client allocates all of an execution's
+	 * buffers in Build buffer allocations, the new one its outputs first
+	 * in AllocateOutputBuffersWithInputReuse */
+	if (strcmp(name, "Build buffer allocations") == 0 || strncmp(name, "AllocateOutputBuffers", 21) == 0)
 		return F_BUILD;
 	if (strcmp(name, "AllocatorRetry::AllocateRaw") == 0)
 		return F_RETRY;
@@ -119,7 +122,9 @@ static unsigned classify(const char *name, int *dev)
 		f |= F_THUNKS | F_ANCHOR;
 	if (ends_with(name, ":XLA GPU module"))
 		f |= F_GPUMOD | F_ANCHOR;
-	if ((f & F_EXEC) && ((f & F_PERDEV) || ends_with(rest, "ExecuteHelper")))
+	/* the old client's helper, the new client's one-device helper */
+	if ((f & F_EXEC) && ((f & F_PERDEV) || ends_with(rest, "ExecuteHelper") ||
+			     ends_with(rest, "ExecuteHelperOnSingleDevice")))
 		f |= F_ANCHOR;
 	for (size_t i = 0; i < sizeof transfer_names / sizeof *transfer_names; i++)
 		if (strcmp(name, transfer_names[i]) == 0)
@@ -751,7 +756,7 @@ static size_t new_execution(struct scan *s, uint32_t line, int64_t thread, const
 	pv->xb[xi].program_id = -1;
 	pv->xb[xi].pjit = pjit;
 	pv->xb[xi].thunk = false;
-	pv->xb[xi].retry_end = false;
+	pv->xb[xi].retried = false;
 	return xi;
 }
 
@@ -788,18 +793,18 @@ static void exec_walk_event(struct scan *s, size_t xi, struct exec_walk *w, cons
 		w->build_end = t1;
 }
 
-/* The walk is over; last_kind: where its last event was (2 in a retry,
- * 1 in a build, 0). */
+/* The walk is over; last_kind: where its last step was (2 in a retry, 1
+ * in a build, 0); retried: an AllocatorRetry wait inside it. */
 static int exec_walk_end(struct scan *s, size_t xi, const struct exec_walk *w, int last_kind,
-			 xpf_error *err)
+			 bool retried, xpf_error *err)
 {
 	struct xpf_rt_priv *pv = s->rt->priv;
 	xpf_rt_execution *x = &s->rt->executions[xi];
 	if (err->code != XPF_OK)
 		return err->code;
 	x->host_name = w->name_gpumod ? w->name_gpumod : w->name_thunks ? w->name_thunks : w->name_exec;
-	x->stopped_in_build = w->build_end >= 0 && !pv->xb[xi].thunk && last_kind != 0;
-	pv->xb[xi].retry_end = last_kind == 2;
+	x->stopped_in_build = w->build_end >= 0 && !pv->xb[xi].thunk && (last_kind != 0 || retried);
+	pv->xb[xi].retried = retried;
 	return XPF_OK;
 }
 
@@ -823,9 +828,10 @@ struct knode {
 	int dev;
 	long parent;      /* nearest node strictly around it, or -1 */
 	const char *pjit; /* nearest PjitFunction around it: its name */
-	size_t last_seq;  /* the last event whose nearest node (or self) this is */
+	size_t last_seq;  /* the last step whose nearest node (or self) this is */
 	int last_kind;    /* its kind: 2 in a retry, 1 in a build, 0 */
 	bool thunk;       /* itself a thunk, or a thunk whose nearest node this is */
+	bool retried;     /* itself a retry, or a retry whose nearest node this is */
 	bool mark;
 	long root;
 	long xid;
@@ -862,6 +868,7 @@ static int add_execution_node(struct scan *s, size_t line, struct knode *nd, siz
 	struct exec_walk w = { NULL, NULL, NULL, -1 };
 	size_t last_seq = root->last_seq;
 	int last_kind = root->last_kind;
+	bool retried = false;
 	for (size_t j = (size_t)r; j < nn && nd[j].t0 <= root->t1; j++) {
 		struct knode *e = &nd[j];
 		if ((long)j != r && e->root != r)
@@ -869,12 +876,13 @@ static int add_execution_node(struct scan *s, size_t line, struct knode *nd, siz
 		exec_walk_event(s, xi, &w, &e->ev, e->flags, e->dev, e->t1, err);
 		if (e->thunk)
 			s->rt->priv->xb[xi].thunk = true;
+		retried = retried || e->retried;
 		if (e->last_seq >= last_seq) {
 			last_seq = e->last_seq;
 			last_kind = e->last_kind;
 		}
 	}
-	return exec_walk_end(s, xi, &w, last_kind, err);
+	return exec_walk_end(s, xi, &w, last_kind, retried, err);
 }
 
 /* scan_line_stream's answer when the line is not in order: nothing made but
@@ -933,6 +941,10 @@ static int scan_line_stream(struct scan *s, size_t line, const struct order_head
 		int kind = retry ? 2 : ((flags & F_BUILD) || bnode >= 0) ? 1 : 0;
 		const char *pjit = pa ? ((pa->flags & F_PJIT) ? pa->name : pa->pjit) : NULL;
 		bool thunk = pa && thunk_of(pa->flags, flags);
+		/* A step of the execution around it: what it does after a failed
+		 * set-up (freeing the part of the set it had, error and Python
+		 * events, SPEC §4.3) is none. */
+		bool step = !(flags & F_DEALLOC) && (flags != 0 || thunk || kind != 0);
 		uint32_t transfer = pa && pa->transfer ? pa->transfer :
 				    (flags & F_TRANSFER) ? (uint32_t)k + 1 : 0;
 		uint32_t enclosing = pa ? pa->md1 : 0;
@@ -958,15 +970,20 @@ static int scan_line_stream(struct scan *s, size_t line, const struct order_head
 			n->last_seq = i;
 			n->last_kind = kind;
 			n->thunk = thunk;
+			n->retried = retry;
 			n->mark = false;
 			n->root = -1;
 			n->xid = -1;
 			self = (long)nn - 1;
 		} else if (knode >= 0) {
-			nd[knode].last_seq = i;
-			nd[knode].last_kind = kind;
+			if (step) {
+				nd[knode].last_seq = i;
+				nd[knode].last_kind = kind;
+			}
 			if (thunk)
 				nd[knode].thunk = true;
+			if (retry)
+				nd[knode].retried = true;
 		}
 		if (flags & (F_ALLOC | F_DEALLOC)) {
 			xpf_event full;
@@ -2641,6 +2658,7 @@ void xpf_runtime_free(void *p)
 	free(rt->sites);
 	xpf_big_free(rt->executions, rt->priv ? rt->priv->exec_map_len : 0);
 	free(rt->retries);
+	free(rt->candidates);
 	struct xpf_rt_priv *pv = rt->priv;
 	if (pv) {
 		for (size_t d = 0; d < pv->ndev; d++)

@@ -152,6 +152,13 @@ typedef struct xpf_rt_execution {
 	bool in_use_known;
 } xpf_rt_execution;
 
+/* A candidate module of an execution no rule linked to exactly one: every
+ * module a rule named (SPEC §4.3).  Sorted by execution. */
+typedef struct xpf_rt_candidate {
+	uint32_t execution;
+	int32_t module;
+} xpf_rt_candidate;
+
 /* One AllocatorRetry::AllocateRaw wait. */
 typedef struct xpf_rt_retry {
 	int64_t time_ns, duration_ns;
@@ -191,6 +198,8 @@ typedef struct xpf_runtime {
 	xpf_rt_execution *executions;
 	size_t nretries;
 	xpf_rt_retry *retries;
+	size_t ncandidates;        /* the ambiguous executions' candidate modules */
+	struct xpf_rt_candidate *candidates;
 	int64_t end_ns;            /* the last event end seen on /host:CPU */
 	size_t host_chunks_by_others; /* how many chunks of the host lines a
 					 thread other than the first read (their
@@ -344,7 +353,9 @@ int xpf_runtime_between(xpf_host *h, const xpf_runtime *rt, size_t from, size_t 
 void xpf_rt_between_release(xpf_rt_between *b);
 
 /* Names for the enums, as written in the TSV files. */
-const char *xpf_launched_name(enum xpf_launched l);   /* "yes" "no" "unknown" */
+const char *xpf_launched_name(enum xpf_launched l);
+/* Execution xi's candidate modules: *first of the returned count (0: none). */
+size_t xpf_rt_candidates(const xpf_runtime *rt, size_t xi, const xpf_rt_candidate **first);   /* "yes" "no" "unknown" */
 const char *xpf_link_name(enum xpf_link l);           /* "program_id" "name" ... "ambiguous" */
 
 #endif

@@ -305,9 +305,48 @@ static long link_host_side(xpf_host *h, const xpf_runtime *rt, size_t xi, bool *
 	return -1;
 }
 
+/* The ambiguous executions' candidates, kept in cv: the modules left by
+ * the rules when one of them named any (cand narrowed), else none. */
+struct cand_vec {
+	xpf_rt_candidate *v;
+	size_t n, cap;
+};
+
+static void keep_candidates(size_t xi, const bool *cand, size_t nm, struct cand_vec *cv)
+{
+	size_t k = 0;
+	for (size_t m = 0; m < nm; m++)
+		k += cand[m];
+	if (k == nm)  /* no rule named any module */
+		return;
+	for (size_t m = 0; m < nm; m++)
+		if (cand[m]) {
+			xpf_rt_candidate *c = XPF_VEC_PUSH(cv->v, cv->n, cv->cap);
+			c->execution = (uint32_t)xi;
+			c->module = (int32_t)m;
+		}
+}
+
+size_t xpf_rt_candidates(const xpf_runtime *rt, size_t xi, const xpf_rt_candidate **first)
+{
+	size_t lo = 0, hi = rt->ncandidates;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (rt->candidates[mid].execution < xi)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	size_t n = 0;
+	while (lo + n < rt->ncandidates && rt->candidates[lo + n].execution == xi)
+		n++;
+	*first = rt->candidates + lo;
+	return n;
+}
+
 /* cand, hit: scratch of h->nmodules flags each. */
 static void link_execution(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, size_t xi,
-			   struct seen *seen, bool *cand, bool *hit)
+			   struct seen *seen, bool *cand, bool *hit, struct cand_vec *cv)
 {
 	struct xpf_rt_priv *pv = rt->priv;
 	xpf_rt_execution *x = &rt->executions[xi];
@@ -357,8 +396,10 @@ static void link_execution(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, s
 		if (km >= 0 && cand[km]) {
 			x->module = km;
 			x->link = XPF_LINK_KERNELS;
+			return;
 		}
 	}
+	keep_candidates(xi, cand, nm, cv);
 }
 
 void xpf_rt_kernels_wanted(xpf_host *h, xpf_runtime *rt, bool *want)
@@ -615,11 +656,12 @@ struct join_range {
 	struct mod_plans *mp;
 	const struct xpf_rt_finish *f;
 	size_t from, to;
+	struct cand_vec cands;   /* the range's ambiguous executions' candidates */
 };
 
 static void *join_range_run(void *arg)
 {
-	const struct join_range *j = arg;
+	struct join_range *j = arg;
 	xpf_host *h = j->h;
 	xpf_runtime *rt = j->rt;
 	size_t nm = h->nmodules, maxcnt = j->f->maxcnt, maxba = 0;
@@ -643,7 +685,7 @@ static void *join_range_run(void *arg)
 			seen_v[nseen++] = xpf_rt_ev_requested(rt, e);
 		}
 		struct seen seen = { seen_v, nseen, seen_sorted, false };
-		link_execution(h, rt, j->mp, xi, &seen, cand, hit);
+		link_execution(h, rt, j->mp, xi, &seen, cand, hit, &j->cands);
 		if (x->module >= 0 && nseen > 0) {
 			const struct mod_plan *p = mod_plan(h, j->mp, x->module);
 			if (p->ba && p->ba->n_buffer_allocations + 1 > maxba) {
@@ -663,6 +705,18 @@ static void *join_range_run(void *arg)
 	return NULL;
 }
 
+/* The two ranges' candidates as the runtime's (the first range's
+ * executions come before the second's: still sorted). */
+static void join_candidates(xpf_runtime *rt, struct join_range *jr)
+{
+	size_t n0 = jr[0].cands.n, n1 = jr[1].cands.n;
+	rt->ncandidates = n0 + n1;
+	rt->candidates = xpf_realloc_array(jr[0].cands.v, n0 + n1 ? n0 + n1 : 1, sizeof *rt->candidates);
+	if (n1)
+		memcpy(rt->candidates + n0, jr[1].cands.v, n1 * sizeof *rt->candidates);
+	free(jr[1].cands.v);
+}
+
 /* Step 3, after the kernel scans: link to modules (the last rule reads the
  * kernels), join to the plans, number per module, launched, between. */
 int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf_error *err)
@@ -675,7 +729,8 @@ int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf
 	size_t half = 0;
 	while (half < nx && (size_t)f->xend[half] * 2 < (nx ? (size_t)f->xend[nx - 1] : 0))
 		half++;
-	struct join_range jr[2] = { { h, rt, &mp, f, 0, half }, { h, rt, &mp, f, half, nx } };
+	struct join_range jr[2] = { { h, rt, &mp, f, 0, half, { NULL, 0, 0 } },
+				    { h, rt, &mp, f, half, nx, { NULL, 0, 0 } } };
 	pthread_t tid;
 	bool two = f->threads > 1 && half > 0 && half < nx &&
 		   pthread_create(&tid, NULL, join_range_run, &jr[1]) == 0;
@@ -686,6 +741,7 @@ int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf
 		join_range_run(&jr[1]);
 	mod_plans_free(&mp);
 	xpf_rt_finish_release(f);
+	join_candidates(rt, jr);
 
 	/* prev: the execution before of the same module on the same device;
 	 * numbers per (module, device); growth */
@@ -716,7 +772,7 @@ int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf
 		bool after;
 		if (xpf_rt_has_kernel(pv, x->device, x->module, x->start_ps, until, &after))
 			x->launched = XPF_LAUNCHED_YES;
-		else if (x->stopped_in_build || pv->xb[xi].retry_end)
+		else if (x->stopped_in_build || pv->xb[xi].retried)
 			x->launched = XPF_LAUNCHED_NO;
 		else if (after && x->module >= 0)
 			x->launched = XPF_LAUNCHED_NO;

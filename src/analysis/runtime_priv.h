@@ -40,7 +40,7 @@ struct xpf_rt_xbuild {
 	int64_t program_id;           /* -1: none seen on the host side */
 	const char *pjit;             /* "PjitFunction(f)" around it, or NULL */
 	bool thunk;                   /* a thunk event nested in it */
-	bool retry_end;               /* it ends inside an AllocatorRetry wait */
+	bool retried;                 /* an AllocatorRetry wait inside it */
 };
 
 /* An allocator's in-window peak as the scan meets its events (scan order):

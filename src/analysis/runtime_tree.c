@@ -370,6 +370,26 @@ static int render_live(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 	return XPF_OK;
 }
 
+/* An ambiguous execution's candidates (SPEC §4.3), with their needs. */
+static void exec_candidates(xpf_host *h, const xpf_runtime *rt, size_t xi, xpf_buf *out)
+{
+	const xpf_rt_candidate *cd;
+	size_t n = xpf_rt_candidates(rt, xi, &cd);
+	char h1[32];
+	if (n == 0) {
+		xpf_buf_adds(out, "candidates: none (no rule named a module)\n");
+		return;
+	}
+	xpf_buf_printf(out, "candidates: %zu\n", n);
+	for (size_t k = 0; k < n; k++) {
+		uint64_t need = xpf_module_need(h, cd[k].module);
+		xpf_buf_printf(out, "  %s", xpf_capture_module(h->cap, (size_t)cd[k].module)->name);
+		if (need)
+			xpf_buf_printf(out, ": needs %s (%" PRIu64 " bytes) [read]", xpf_human(need, h1), need);
+		xpf_buf_adds(out, "\n");
+	}
+}
+
 static int render_exec_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
 	const xpf_runtime *rt;
@@ -386,6 +406,8 @@ static int render_exec_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf
 	xpf_buf_printf(out, "linked by: %s%s%s%s\n", xpf_link_name(x->link),
 		       x->host_name ? " (host side names " : "", x->host_name ? x->host_name : "",
 		       x->host_name ? ")" : "");
+	if (x->module < 0)
+		exec_candidates(h, rt, (size_t)n->arg, out);
 	xpf_buf_printf(out, "host event: %s, thread %" PRId64 ", %" PRId64 " to %" PRId64 " ns\n",
 		       x->event_name, x->thread, xpf_rt_x_start_ns(x), xpf_rt_x_end_ns(x));
 	xpf_buf_printf(out, "launched: %s%s\n", xpf_launched_name(x->launched),

@@ -111,7 +111,7 @@ static void split_roles(const xpf_plan *p, column *cols, size_t ncols)
 	}
 	for (size_t i = 0; i < p->nbuffers; i++) {
 		const xpf_plan_buffer *b = &p->buffers[i];
-		if (b->start < 0 || (size_t)b->start >= n || b->color == XPF_HOST_COLOR)
+		if (b->start < 0 || (size_t)b->start >= n || !xpf_plan_device_color(p, b->color))
 			continue;
 		if (b->alloc >= 0 && (size_t)b->alloc < p->nallocs && p->allocs[b->alloc].indefinite)
 			continue;
