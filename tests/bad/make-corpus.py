@@ -483,6 +483,8 @@ def cases():
     c['name-collide.xplane.pb'] = base(modules=[('jit_f', 1, hlo), ('jit_f', 2, hlo),
                                                 ('jit_f (2)', 3, hlo), ('jit_f', 4, hlo)])
     c['name-ctrl.xplane.pb'] = base(modules=[('a\tb\nc\\d\x01(1)', 1, hlo)])
+    # A module named as the file beside the module directories.
+    c['name-index-tsv.xplane.pb'] = base(modules=[('index.tsv', 1, hlo), ('jit_g(2)', 2, hlo)])
     c['name-module-bad-utf8.xplane.pb'] = base(modules=[(b'jit_\xff\xfe(1)', 1, hlo)])
     c['name-plane-bad-utf8.xplane.pb'] = xspace([plane(1, b'/host:\xc0\xaf'), md])
     c['name-plane-nul.xplane.pb'] = xspace([plane(1, b'/host:CPU\x00x')])

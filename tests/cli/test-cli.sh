@@ -160,8 +160,9 @@ want_names() {
 want_names name-collide $'jit_f\tjit_f\njit_f (2)\tjit_f\njit_f (2) (2)\tjit_f (2)\njit_f (3)\tjit_f'
 want_names name-slash $'jit_.._.._etc_passwd(1)\tjit/../../etc/passwd(1)\n_(2)\t/(2)'
 want_names name-dots $'_dot_\t.\n_dotdot_\t..\n_empty_\t\n_dot_ (2)\t_dot_'
-# (a tab, a newline, a backslash and a \001: TSV escapes the first three)
-want_names name-ctrl $'a\\tb\\nc\\\\d\001(1)\ta\\tb\\nc\\\\d\001(1)'
+# (a tab, a newline, a backslash and a \001: the directory has '_' for the
+# control characters; TSV escapes all four, \001 as \x01)
+want_names name-ctrl $'a_b_c\\\\d_(1)\ta\\tb\\nc\\\\d\\x01(1)'
 # cut to at most 255 bytes, on a UTF-8 boundary
 long=$(names name-utf8-300 | cut -f1)
 if [ -z "$long" ] || echo "$long" | LC_ALL=C awk 'length($0) > 255 { bad = 1 } END { exit !bad }' ||
@@ -170,6 +171,17 @@ if [ -z "$long" ] || echo "$long" | LC_ALL=C awk 'length($0) > 255 { bad = 1 } E
 	fails=$((fails + 1))
 else
 	echo "ok: name-utf8-300 directories within 255 bytes, whole characters"
+fi
+
+# A module named as the file beside the module directories (SPEC §3)
+if "$XPF" --export "$tmp/idx" "$here/bad/cases/name-index-tsv.xplane.pb" 2>"$tmp/err" &&
+	[ "$(ls "$tmp/idx/modules" | tr '\n' '|')" = "index.tsv|index.tsv (2)|jit_g(2)|" ] &&
+	[ -f "$tmp/idx/modules/index.tsv" ] && [ -f "$tmp/idx/modules/index.tsv (2)/plan.json" ] &&
+	[ "$(cut -f1,2 "$tmp/idx/modules/index.tsv" | tail -n +2 | tr '\n' '|')" = $'index.tsv (2)\tindex.tsv|jit_g(2)\tjit_g(2)|' ]; then
+	echo "ok: a module named index.tsv"
+else
+	echo "FAIL: a module named index.tsv: $(head -c 300 "$tmp/err"); $(ls "$tmp/idx/modules" 2>&1 | tr '\n' '|')"
+	fails=$((fails + 1))
 fi
 
 # A device ordinal sizes nothing beyond what the capture holds (10,000,000
