@@ -485,6 +485,13 @@ def cases():
     c['name-ctrl.xplane.pb'] = base(modules=[('a\tb\nc\\d\x01(1)', 1, hlo)])
     # A module named as the file beside the module directories.
     c['name-index-tsv.xplane.pb'] = base(modules=[('index.tsv', 1, hlo), ('jit_g(2)', 2, hlo)])
+    # Control characters that would forge a line on stderr and in text
+    # files, and colour a terminal: in a module name its error reaches
+    # (garbage HloProto), and in a device plane's name.
+    forge = '\nxplanefs: all good\x1b[31m'
+    c['name-ctrl-forge.xplane.pb'] = base(
+        modules=[('jit_f' + forge + '(1)', 1, b'\xff\xff\xff\xff\x0f' * 8)],
+        dev=device_plane(name='/device:GPU:0' + forge))
     c['name-module-bad-utf8.xplane.pb'] = base(modules=[(b'jit_\xff\xfe(1)', 1, hlo)])
     c['name-plane-bad-utf8.xplane.pb'] = xspace([plane(1, b'/host:\xc0\xaf'), md])
     c['name-plane-nul.xplane.pb'] = xspace([plane(1, b'/host:CPU\x00x')])

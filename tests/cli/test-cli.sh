@@ -184,6 +184,31 @@ else
 	fails=$((fails + 1))
 fi
 
+# Names with control characters (SPEC §3): escaped in error lines, text
+# files and TSV, so a name cannot forge a line or colour a terminal
+forge="$here/bad/cases/name-ctrl-forge.xplane.pb"
+esc='\nxplanefs: all good\x1b[31m'
+expect 3 "module 'jit_f${esc}(1)': unsupported wire type" -- --cat summary.txt "$forge"
+if grep -qxF "  /device:GPU:0${esc}: name ?, vendor Nvidia, HBM 80.00 GiB (85899345920 bytes) [read]" "$tmp/out" &&
+	grep -qxF "  jit_f${esc}(1) (focus): no buffer assignment, 0 executions" "$tmp/out" &&
+	! LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' "$tmp/out" &&
+	! grep -q '^xplanefs: all good' "$tmp/out"; then
+	echo "ok: summary.txt escapes control characters in names"
+else
+	echo "FAIL: summary.txt of name-ctrl-forge: $(head -c 600 "$tmp/out" | od -c | head -20)"
+	fails=$((fails + 1))
+fi
+expect 0 "" -- --cat capture/planes.tsv "$forge"
+"$XPF" --cat capture/planes.tsv "$forge" 2>/dev/null | grep -qxF "2	0	/device:GPU:0${esc}	1	1	1	3	188" &&
+	echo "ok: planes.tsv escapes ESC" || { echo "FAIL: planes.tsv of name-ctrl-forge"; fails=$((fails + 1)); }
+expect 3 "" -- --cat diagnosis.txt "$forge"
+if [ "$(grep -c . "$tmp/out")" -eq 2 ] && grep -qF "[read] missing-plan: jit_f${esc}(1) has no buffer assignment" "$tmp/out"; then
+	echo "ok: diagnosis.txt: one finding, one line"
+else
+	echo "FAIL: diagnosis.txt of name-ctrl-forge: $(head -c 600 "$tmp/out")"
+	fails=$((fails + 1))
+fi
+
 # A device ordinal sizes nothing beyond what the capture holds (10,000,000
 # per-device entries took 1.5 GB; now a few MB, 200 MB allows a sanitizer)
 if [ -x /usr/bin/time ]; then
