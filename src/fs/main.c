@@ -116,6 +116,9 @@ static int do_cat(xpf_report *r, const char *path, xpf_error *err)
 		return xpf_fail(err, XPF_EUSAGE, "%s: is a directory (%zu entries; try %.*s%s%s)", path, k,
 				(int)pl, path, pl ? "/" : "", k ? kids[0]->name : "");
 	}
+	/* "diagnosis.txt/" names a directory that is not there, as cat says */
+	if (path[0] && path[strlen(path) - 1] == '/')
+		return xpf_fail(err, XPF_EUSAGE, "%s: not a directory", path);
 	const char *data;
 	size_t len;
 	rc = xpf_node_content(n, &data, &len, err);
@@ -410,6 +413,11 @@ int main(int argc, char **argv)
 		xpf_input_free(in);
 		if (rc != XPF_OK) {
 			fflush(stdout);
+			return fail(&err);
+		}
+		/* a summary nobody got (stdout full, closed) is not a pass */
+		if (fflush(stdout) != 0 || ferror(stdout)) {
+			xpf_fail(&err, XPF_EIO, "writing to stdout: %s", strerror(errno ? errno : EIO));
 			return fail(&err);
 		}
 		return 0;

@@ -209,6 +209,25 @@ else
 	fails=$((fails + 1))
 fi
 
+# Exit codes (issue 23): a trailing slash on a file; a --check summary that
+# could not be written; a diagnosis made without a module's broken plan
+expect 1 "diagnosis.txt/: not a directory" -- --cat diagnosis.txt/ "$here/bad/cases/ok-base.xplane.pb"
+if [ -w /dev/full ]; then
+	"$XPF" --check "$here/bad/cases/ok-base.xplane.pb" >/dev/full 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" -eq 2 ] && [ "$(cat "$tmp/err")" = "xplanefs: writing to stdout: No space left on device" ]; then
+		echo "ok: --check > /dev/full exits 2"
+	else
+		echo "FAIL: --check > /dev/full: exit $rc: $(head -c 300 "$tmp/err")"
+		fails=$((fails + 1))
+	fi
+else
+	echo "skipping the /dev/full case: no /dev/full"
+fi
+expect 3 "module 'jit_f(1)': unsupported wire type (byte 44) (the file was made without that part" -- --cat diagnosis.txt "$here/bad/cases/hlo-garbage.xplane.pb"
+# a bad tag names no field (the field number was never read)
+expect 3 "its first bytes do not decode as an XSpace (XSpace: truncated or over-long varint, byte 0)" -- --check "$here/bad/cases/varint-overlong.xplane.pb"
+
 # A device ordinal sizes nothing beyond what the capture holds (10,000,000
 # per-device entries took 1.5 GB; now a few MB, 200 MB allows a sanitizer)
 if [ -x /usr/bin/time ]; then
