@@ -48,11 +48,26 @@ expect 4 "not supported" -- --check "$tmp/x.xplane.riegeli"
 expect 3 "empty file" -- --check "$tmp/empty.xplane.pb"
 head -c 4096 /dev/urandom >"$tmp/random.xplane.pb"
 expect 3 "" -- --check "$tmp/random.xplane.pb"
-# --export never writes into the capture's folder, nor onto a file
+# --export never writes into the capture's folder itself, onto the capture,
+# nor inside a run directory given as CAPTURE; a new folder beside the
+# capture is the user's choice (README: `--export report/ capture.xplane.pb`)
 mkdir "$tmp/capdir"
 cp "$here/bad/cases/ok-base.xplane.pb" "$tmp/capdir/c.xplane.pb"
-expect 1 "capdir/out: in the capture's own folder, which xplanefs never writes to" -- --export "$tmp/capdir/out" "$tmp/capdir/c.xplane.pb"
-expect 1 "capdir: in the capture's own folder" -- --export "$tmp/capdir" "$tmp/capdir/c.xplane.pb"
+expect 1 "capdir: the capture's own folder, which xplanefs never writes to" -- --export "$tmp/capdir" "$tmp/capdir/c.xplane.pb"
+expect 1 "capdir/: the capture's own folder" -- --export "$tmp/capdir/" "$tmp/capdir/c.xplane.pb"
+expect 1 "c.xplane.pb: the capture itself, which xplanefs never writes to" -- --export "$tmp/capdir/c.xplane.pb" "$tmp/capdir/c.xplane.pb"
+expect 1 "capdir/new: inside the folder given as CAPTURE" -- --export "$tmp/capdir/new" "$tmp/capdir"
+expect 1 "capdir/new: inside the folder given as CAPTURE" -- --export "$tmp/capdir/new" "$tmp/capdir/"
+(cd "$tmp/capdir" && "$XPF" --export report/ c.xplane.pb >"$tmp/out" 2>"$tmp/err")
+rc=$?
+if [ "$rc" -eq 0 ] && [ -s "$tmp/capdir/report/diagnosis.txt" ] && [ ! -s "$tmp/err" ] &&
+	cmp -s "$tmp/capdir/c.xplane.pb" "$here/bad/cases/ok-base.xplane.pb"; then
+	echo "ok: --export report/ beside the capture"
+else
+	echo "FAIL: --export report/ beside the capture: exit $rc: $(head -c 300 "$tmp/err")"
+	fails=$((fails + 1))
+fi
+rm -rf "$tmp/capdir/report"
 # nor does the mount put its default mount point there (SPEC §2: exit 1)
 (cd "$tmp/capdir" && "$XPF" c.xplane.pb >"$tmp/out" 2>"$tmp/err")
 rc=$?
@@ -64,6 +79,28 @@ elif [ "$rc" -eq 1 ] && grep -q "the current directory holds the capture, and xp
 else
 	echo "FAIL: default mount point in the capture's folder: exit $rc: $(head -c 300 "$tmp/err"); $(ls "$tmp/capdir")"
 	fails=$((fails + 1))
+fi
+# nor a mount point that is the capture's folder (it would hide it), nor a
+# default one named ".." or "." ("...xplane.pb", "..xplane.pb")
+mkdir -p "$tmp/dots/here"
+cp "$here/bad/cases/ok-base.xplane.pb" "$tmp/dots/...xplane.pb"
+cp "$here/bad/cases/ok-base.xplane.pb" "$tmp/dots/..xplane.pb"
+if "$XPF" -f "$tmp/capdir/c.xplane.pb" "$tmp/capdir" 2>&1 | grep -q "built without FUSE"; then
+	echo "skipping the mount point cases: built without FUSE"
+else
+	expect 1 "capdir: the capture's own folder: a mount there would hide it; give another MOUNTPOINT" -- -f "$tmp/capdir/c.xplane.pb" "$tmp/capdir"
+	for c in ...xplane.pb ..xplane.pb; do
+		(cd "$tmp/dots/here" && timeout 20 "$XPF" -f "../$c" >"$tmp/out" 2>"$tmp/err")
+		rc=$?
+		if [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+			grep -qF "xplanefs: $c: its name gives no mount point" "$tmp/err" &&
+			[ -z "$(ls "$tmp/dots/here")" ] && ! grep -q " $tmp/dots" /proc/mounts; then
+			echo "ok: no default mount point from $c"
+		else
+			echo "FAIL: default mount point from $c: exit $rc: $(head -c 300 "$tmp/err")"
+			fails=$((fails + 1))
+		fi
+	done
 fi
 # a folder of the user's own below it is theirs
 mkdir "$tmp/capdir/mine"
