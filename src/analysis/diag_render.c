@@ -17,8 +17,11 @@ static void header(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out)
 {
 	char h1[32], h2[32];
 	xpf_buf_printf(out, "# %s", xpf_capture_label(h->cap));
-	if (d->module >= 0)
-		xpf_buf_printf(out, ": focus %s (%s)", module_name(h, d->module), d->module_why);
+	if (d->module >= 0) {
+		xpf_buf_adds(out, ": focus ");
+		xpf_buf_text(out, module_name(h, d->module));
+		xpf_buf_printf(out, " (%s)", d->module_why);
+	}
 	if (d->capacity_bytes)
 		xpf_buf_printf(out, "; capacity %s [%s] from %s", xpf_human(d->capacity_bytes, h1),
 			       xpf_tag_name(d->capacity_tag), d->capacity_source);
@@ -35,17 +38,23 @@ static void header(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out)
 void xpf_diag_finding_line(const xpf_finding *f, xpf_buf *out, const char *indent)
 {
 	char h1[32];
-	xpf_buf_printf(out, "%s[%s] %s: %s", indent, xpf_tag_name(f->tag), f->code, f->text ? f->text : "");
+	/* the texts quote module names: escaped, one finding stays one line */
+	xpf_buf_printf(out, "%s[%s] %s: ", indent, xpf_tag_name(f->tag), f->code);
+	xpf_buf_text(out, f->text ? f->text : "");
 	if (f->nevidence) {
 		xpf_buf_adds(out, " -> ");
-		for (size_t i = 0; i < f->nevidence; i++)
-			xpf_buf_printf(out, "%s%s", i ? ", " : "", f->evidence[i]);
+		for (size_t i = 0; i < f->nevidence; i++) {
+			xpf_buf_adds(out, i ? ", " : "");
+			xpf_buf_text(out, f->evidence[i]);
+		}
 	}
 	xpf_buf_addc(out, '\n');
 	for (size_t i = 0; i < f->nfixes; i++) {
 		const xpf_diag_fix *x = &f->fixes[i];
-		xpf_buf_printf(out, "%s    [inferred] fix: %s (saves %s, %llu bytes; cost: %s)\n", indent, x->text,
-			       xpf_human(x->saving_bytes, h1), (unsigned long long)x->saving_bytes, x->cost);
+		xpf_buf_printf(out, "%s    [inferred] fix: ", indent);
+		xpf_buf_text(out, x->text);
+		xpf_buf_printf(out, " (saves %s, %llu bytes; cost: %s)\n", xpf_human(x->saving_bytes, h1),
+			       (unsigned long long)x->saving_bytes, x->cost);
 	}
 }
 
@@ -149,13 +158,21 @@ int xpf_render_checks(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *e
 
 /* ---- summary.txt ------------------------------------------------------------ */
 
+/* A stat's text (not NUL-terminated) as xpf_buf_text writes a name. */
+static void add_text(xpf_buf *out, const char *s, size_t n)
+{
+	char *z = xpf_str_dup((xpf_str){ s, n });
+	xpf_buf_text(out, z);
+	free(z);
+}
+
 static void text_stat(const xpf_plane *p, const char *name, xpf_buf *out)
 {
 	xpf_stat st;
 	xpf_str s;
 	xpf_error e = { 0 };
 	if (xpf_plane_stat(p, name, &st, &e) == 1 && xpf_stat_text(&st, &s))
-		xpf_buf_add(out, s.p, s.n);
+		add_text(out, s.p, s.n);
 	else
 		xpf_buf_adds(out, "?");
 }
@@ -177,9 +194,11 @@ static void summary_devices(xpf_host *h, xpf_buf *out)
 		    xpf_capture_plane_meta(h->cap, i, &p, &e) != XPF_OK) /* its stats only */
 			continue;
 		xpf_str dn;
-		xpf_buf_printf(out, "  %s: name ", hd->name);
+		xpf_buf_adds(out, "  ");
+		xpf_buf_text(out, hd->name);
+		xpf_buf_adds(out, ": name ");
 		if (xpf_diag_device_name(p, &dn, &e))
-			xpf_buf_add(out, dn.p, dn.n);
+			add_text(out, dn.p, dn.n);
 		else
 			xpf_buf_adds(out, "?");
 		xpf_buf_adds(out, ", vendor ");
@@ -204,16 +223,20 @@ int xpf_render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 	if (!xpf_capture_is_hlo_only(h->cap) && xpf_host_runtime(h, &rt, &e) != XPF_OK)
 		rt = NULL;
 
-	xpf_buf_printf(out, "host: %s\ncapture: %s (%llu bytes)\n", h->name ? h->name : "?",
-		       xpf_capture_label(h->cap), (unsigned long long)xpf_capture_size(h->cap));
+	xpf_buf_adds(out, "host: ");
+	xpf_buf_text(out, h->name ? h->name : "?");
+	xpf_buf_printf(out, "\ncapture: %s (%llu bytes)\n", xpf_capture_label(h->cap),
+		       (unsigned long long)xpf_capture_size(h->cap));
 	summary_devices(h, out);
 
 	if (rt && rt->has_events) {
 		xpf_buf_printf(out, "allocators: %zu\n", rt->nallocators);
 		for (size_t a = 0; a < rt->nallocators; a++) {
 			const xpf_rt_allocator *al = &rt->allocators[a];
-			xpf_buf_printf(out, "  %s%s: capacity %s, peak in window %s, lifetime peak %s, %llu allocations, %llu deallocations [measured]\n",
-				       al->name, al->is_pool ? " (device pool)" : "",
+			xpf_buf_adds(out, "  ");
+			xpf_buf_text(out, al->name);
+			xpf_buf_printf(out, "%s: capacity %s, peak in window %s, lifetime peak %s, %llu allocations, %llu deallocations [measured]\n",
+				       al->is_pool ? " (device pool)" : "",
 				       xpf_human(al->capacity_bytes, h1), xpf_human(al->peak_in_window_bytes, h2),
 				       xpf_human(al->lifetime_peak_bytes, h3), (unsigned long long)al->allocations,
 				       (unsigned long long)al->deallocations);
@@ -253,7 +276,9 @@ int xpf_render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 		size_t nx = 0;
 		for (size_t x = 0; rt && x < rt->nexecutions; x++)
 			nx += rt->executions[x].module == best;
-		xpf_buf_printf(out, "  %s%s: ", module_name(h, best), best == d->module ? " (focus)" : "");
+		xpf_buf_adds(out, "  ");
+		xpf_buf_text(out, module_name(h, best));
+		xpf_buf_adds(out, best == d->module ? " (focus): " : ": ");
 		if (p && p->has_assignment)
 			xpf_buf_printf(out, "need %s, parameters %s, outputs %s, temp %s, heap peak %s [read]",
 				       xpf_human(p->need_bytes, h1), xpf_human(p->parameters_bytes, h2),

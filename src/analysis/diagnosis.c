@@ -30,8 +30,12 @@ const xpf_plan *xpf_diag_plan(xpf_host *h, long m)
 
 	if (m < 0 || (size_t)m >= h->nmodules)
 		return NULL;
-	if (xpf_host_plan(h, (size_t)m, &p, &e) != XPF_OK)
-		return NULL; /* the plan's own files report the error */
+	if (xpf_host_plan(h, (size_t)m, &p, &e) != XPF_OK) {
+		/* the plan's own files report the error; --cat and --export of
+		 * a file made without it say so in their exit status */
+		xpf_host_note_error(h, &e);
+		return NULL;
+	}
 	return p;
 }
 

@@ -1,6 +1,8 @@
 /* The report tree (see report.h for the model). */
 #include "analysis/report.h"
 #include "common/alloc.h"
+#include "common/intern.h"
+#include "common/map.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -284,50 +286,79 @@ static size_t utf8_cut(const char *s, size_t n, size_t max)
 	return k;
 }
 
-char **xpf_safe_names(const char *const *names, size_t n)
+/* A name from the capture as a directory entry, before collisions: '/' and
+ * control characters become '_', "." ".." "" are renamed.  malloc'd. */
+static char *safe_base(const char *s)
+{
+	size_t len = strlen(s);
+	char *d = xpf_malloc(len + 16);
+	for (size_t k = 0; k < len; k++) {
+		unsigned char c = (unsigned char)s[k];
+		d[k] = c == '/' || c < 0x20 || c == 0x7f ? '_' : (char)c;
+	}
+	d[len] = '\0';
+	if (len == 0)
+		strcpy(d, "_empty_");
+	else if (strcmp(d, ".") == 0)
+		strcpy(d, "_dot_");
+	else if (strcmp(d, "..") == 0)
+		strcpy(d, "_dotdot_");
+	return d;
+}
+
+/* Take name d in the set: false when it was taken already. */
+static bool take(xpf_intern *taken, const char *d)
+{
+	size_t before = xpf_intern_count(taken);
+	xpf_intern_get(taken, d, strlen(d));
+	return xpf_intern_count(taken) != before;
+}
+
+/* Collisions get " (2)", " (3)", ... kept within 255 bytes.  The next k to
+ * try is kept per base name (by its interned pointer): every k below it is
+ * taken already and stays so, and a candidate " (k)" that fails is another
+ * name's, so the whole search is linear in the number of names, not cubic
+ * as a rescan of every earlier name for every k was. */
+static char *unique_name(xpf_intern *taken, xpf_intern *bases, xpf_map *next_k, char *base)
+{
+	char *d = xpf_strdup(base);
+	d[utf8_cut(d, strlen(d), 255)] = '\0';
+	if (take(taken, d))
+		return d;
+	const char *key = xpf_intern_get(bases, base, strlen(base));
+	size_t slot = xpf_map_find(next_k, (uintptr_t)key, 0);
+	uint64_t k = next_k->s[slot].val >= 0 ? (uint64_t)next_k->s[slot].val : 2;
+	for (;; k++) {
+		char sfx[32];
+		snprintf(sfx, sizeof sfx, " (%llu)", (unsigned long long)k);
+		size_t keep = utf8_cut(base, strlen(base), 255 - strlen(sfx));
+		free(d);
+		d = xpf_malloc(keep + strlen(sfx) + 1);
+		memcpy(d, base, keep);
+		strcpy(d + keep, sfx);
+		if (take(taken, d))
+			break;
+	}
+	xpf_map_put(next_k, (uintptr_t)key, 0, (int64_t)(k + 1));
+	return d;
+}
+
+char **xpf_safe_names(const char *const *names, size_t n, const char *const *reserved)
 {
 	char **out = xpf_malloc((n ? n : 1) * sizeof *out);
+	xpf_intern *taken = xpf_intern_new(), *bases = xpf_intern_new();
+	xpf_map next_k;
+	xpf_map_init(&next_k, 16);
+	for (size_t r = 0; reserved && reserved[r]; r++)
+		take(taken, reserved[r]);
 	for (size_t i = 0; i < n; i++) {
-		const char *s = names[i] ? names[i] : "";
-		size_t len = strlen(s);
-		char *d = xpf_malloc(len + 16);
-		for (size_t k = 0; k < len; k++)
-			d[k] = s[k] == '/' ? '_' : s[k];
-		d[len] = '\0';
-		if (len == 0)
-			strcpy(d, "_empty_");
-		else if (strcmp(d, ".") == 0)
-			strcpy(d, "_dot_");
-		else if (strcmp(d, "..") == 0)
-			strcpy(d, "_dotdot_");
-		d[utf8_cut(d, strlen(d), 255)] = '\0';
-		/* collisions: " (2)", " (3)", ... kept within 255 bytes */
-		for (unsigned k = 2;; k++) {
-			bool clash = false;
-			for (size_t j = 0; j < i && !clash; j++)
-				clash = strcmp(out[j], d) == 0;
-			if (!clash)
-				break;
-			char sfx[24];
-			snprintf(sfx, sizeof sfx, " (%u)", k);
-			const char *base = s[0] ? s : "_empty_";
-			size_t bl = strlen(base);
-			char *e = xpf_malloc(bl + sizeof sfx + 16);
-			for (size_t q = 0; q < bl; q++)
-				e[q] = base[q] == '/' ? '_' : base[q];
-			e[bl] = '\0';
-			if (strcmp(e, ".") == 0)
-				strcpy(e, "_dot_");
-			else if (strcmp(e, "..") == 0)
-				strcpy(e, "_dotdot_");
-			size_t keep = utf8_cut(e, strlen(e), 255 - strlen(sfx));
-			e[keep] = '\0';
-			strcat(e, sfx);
-			free(d);
-			d = e;
-		}
-		out[i] = d;
+		char *base = safe_base(names[i] ? names[i] : "");
+		out[i] = unique_name(taken, bases, &next_k, base);
+		free(base);
 	}
+	xpf_map_free(&next_k);
+	xpf_intern_free(bases);
+	xpf_intern_free(taken);
 	return out;
 }
 
@@ -367,7 +398,9 @@ int xpf_report_open(xpf_input *in, const xpf_options *opt, xpf_report **out, xpf
 		const char **names = xpf_malloc((h->nmodules ? h->nmodules : 1) * sizeof *names);
 		for (size_t m = 0; m < h->nmodules; m++)
 			names[m] = xpf_capture_module(h->cap, m)->name;
-		h->module_dirs = xpf_safe_names(names, h->nmodules);
+		/* modules/ also holds index.tsv (plan_tree.c) */
+		static const char *const beside_modules[] = { "index.tsv", NULL };
+		h->module_dirs = xpf_safe_names(names, h->nmodules, beside_modules);
 		free(names);
 		h->plans = xpf_malloc((h->nmodules ? h->nmodules : 1) * sizeof *h->plans);
 		for (size_t m = 0; m < h->nmodules; m++)
@@ -380,7 +413,7 @@ int xpf_report_open(xpf_input *in, const xpf_options *opt, xpf_report **out, xpf
 		const char **names = xpf_malloc(in->nhosts * sizeof *names);
 		for (size_t i = 0; i < in->nhosts; i++)
 			names[i] = r->hosts[i].name;
-		char **safe = xpf_safe_names(names, in->nhosts);
+		char **safe = xpf_safe_names(names, in->nhosts, NULL);
 		for (size_t i = 0; i < in->nhosts; i++) {
 			host_tree(&r->hosts[i], xpf_node_dir(hosts, safe[i], NULL, 0));
 			free(safe[i]);

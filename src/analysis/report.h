@@ -143,10 +143,12 @@ void xpf_tree_root(xpf_host *h, xpf_node *root);     /* README, diagnosis.*, sum
  * cross-host files (diag_tree.c). */
 void xpf_tree_cross(xpf_report *r, xpf_node *root);
 
-/* Safe, unique directory names for modules (SPEC §3): '/' and NUL become
- * '_', "." ".." and "" are renamed, names are cut to 255 bytes on a UTF-8
- * boundary, collisions get " (2)", " (3)".  Returns n malloc'd strings. */
-char **xpf_safe_names(const char *const *names, size_t n);
+/* Safe, unique directory names for modules (SPEC §3): '/' and control
+ * characters become '_', "." ".." and "" are renamed, names are cut to 255
+ * bytes on a UTF-8 boundary, collisions get " (2)", " (3)", and so do names
+ * equal to one of reserved (NULL-terminated, may be NULL: the fixed files
+ * beside the directories).  Linear in n.  Returns n malloc'd strings. */
+char **xpf_safe_names(const char *const *names, size_t n, const char *const *reserved);
 
 
 #endif

@@ -162,6 +162,13 @@ static int natural_cmp(const char *a, const char *b)
 
 /* The index of allocator name in rt, added when new; -1 when it would be
  * one more than XPF_RT_MAX_ALLOCATORS. */
+/* An allocator name's ordinal as a device: one above what an execution
+ * keeps (xpf_rt_device16; "GPU_-1_bfc" reads as 4294967295) is unknown. */
+static int allocator_ordinal(unsigned d)
+{
+	return d <= INT16_MAX ? (int)d : -1;
+}
+
 static int find_allocator(xpf_runtime *rt, size_t *cap, const char *name, bool by_index)
 {
 	for (size_t i = 0; i < rt->nallocators; i++)
@@ -183,14 +190,14 @@ static int find_allocator(xpf_runtime *rt, size_t *cap, const char *name, bool b
 	unsigned d;
 	int used = 0;
 	if (sscanf(name, "GPU_%u_bfc%n", &d, &used) == 1 && name[used] == '\0') {
-		a->device = (int)d;
+		a->device = allocator_ordinal(d);
 		a->is_pool = true;
 	} else if (sscanf(name, "tpu:%u%n", &d, &used) == 1 && name[used] == '\0') {
-		a->device = (int)d;
+		a->device = allocator_ordinal(d);
 		a->is_pool = true;
 	} else if (sscanf(name, "GPU_collectivememory_%u_bfc%n", &d, &used) == 1 &&
 		   name[used] == '\0') {
-		a->device = (int)d;
+		a->device = allocator_ordinal(d);
 	}
 	return (int)(rt->nallocators - 1);
 }
@@ -1391,12 +1398,31 @@ static void add_kernel(struct xpf_rt_priv *pv, struct xpf_rt_kdev *k, long *bcac
 	q->bucket = (size_t)b;
 }
 
-/* Device planes: "/device:GPU:<d>" or "/device:TPU:<d>"; false otherwise. */
+/* Device planes: "/device:GPU:<d>" or "/device:TPU:<d>"; false otherwise.
+ * A host numbers its devices from 0, each with its own plane, so an ordinal
+ * is one of this capture's devices only below its number of planes: the
+ * per-device arrays (pv->kdev, want[]) are sized by the ordinals, and a
+ * name like "/device:GPU:10000000" in a 1 KB file must not size them (nor
+ * "-1", which %u reads as 4294967295).  Such a plane is listed, not read. */
 static bool device_plane(const xpf_host *h, size_t i, unsigned *d, bool *tpu)
 {
 	const char *pn = xpf_capture_plane_head(h->cap, i)->name;
-	*tpu = sscanf(pn, "/device:TPU:%u", d) == 1;
-	return *tpu || sscanf(pn, "/device:GPU:%u", d) == 1;
+	bool is_tpu = strncmp(pn, "/device:TPU:", 12) == 0;
+	*tpu = false;
+	if (!is_tpu && strncmp(pn, "/device:GPU:", 12) != 0)
+		return false;
+	size_t v = 0, np = xpf_capture_nplanes(h->cap);
+	const char *q = pn + 12;
+	if (*q < '0' || *q > '9')
+		return false;
+	for (; *q >= '0' && *q <= '9'; q++) {
+		v = v * 10 + (size_t)(*q - '0');
+		if (v >= np)
+			return false;
+	}
+	*d = (unsigned)v;
+	*tpu = is_tpu;
+	return true;
 }
 
 /* A TPU plane's "XLA Modules" line: one execution per event. */

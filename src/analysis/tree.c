@@ -103,7 +103,7 @@ static int render_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 	xpf_error e2 = { 0 };
 	if (xpf_capture_validate(c, &e2) != XPF_OK) {
 		xpf_buf_adds(out, "decoder error: ");
-		xpf_buf_tsv(out, e2.msg);
+		xpf_buf_text(out, e2.msg);
 		xpf_buf_addc(out, '\n');
 	} else {
 		xpf_buf_adds(out, "decoder: every plane, event, stat and module decodes\n");
@@ -114,7 +114,7 @@ static int render_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 		xpf_error e3 = { 0 };
 		if (xpf_capture_module_hlo(c, m, &hp, &e3) != XPF_OK && strcmp(e3.msg, e2.msg) != 0) {
 			xpf_buf_adds(out, "decoder error: ");
-			xpf_buf_tsv(out, e3.msg);
+			xpf_buf_text(out, e3.msg);
 			xpf_buf_addc(out, '\n');
 		}
 	}
@@ -128,7 +128,7 @@ static int render_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 			xpf_buf_adds(out, "plan error: modules/");
 			xpf_buf_tsv(out, h->module_dirs[m]);
 			xpf_buf_adds(out, ": ");
-			xpf_buf_tsv(out, e3.msg);
+			xpf_buf_text(out, e3.msg);
 			xpf_buf_addc(out, '\n');
 		}
 	}
@@ -137,7 +137,7 @@ static int render_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 		xpf_error e4 = { 0 };
 		if (xpf_host_runtime(h, &rt, &e4) != XPF_OK) {
 			xpf_buf_adds(out, "runtime error: runtime/: ");
-			xpf_buf_tsv(out, e4.msg);
+			xpf_buf_text(out, e4.msg);
 			xpf_buf_addc(out, '\n');
 		}
 	}
@@ -146,7 +146,7 @@ static int render_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 		xpf_error e5 = { 0 };
 		if (xpf_host_diagnosis(h, &d, &e5) != XPF_OK) {
 			xpf_buf_adds(out, "diagnosis error: diagnosis.txt: ");
-			xpf_buf_tsv(out, e5.msg);
+			xpf_buf_text(out, e5.msg);
 			xpf_buf_addc(out, '\n');
 		} else if (d->between_error.code != XPF_OK) {
 			xpf_buf_adds(out, "runtime error: runtime/between.tsv: ");

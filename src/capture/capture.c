@@ -1115,7 +1115,10 @@ static int open_xspace(xpf_capture *c, xpf_error *err)
 			break;
 		if (rc != WIRE_OK) {
 			char where[64];
-			snprintf(where, sizeof where, "XSpace, field %u", f.num);
+			if (f.num)
+				snprintf(where, sizeof where, "XSpace, field %u", f.num);
+			else /* the tag itself is bad */
+				snprintf(where, sizeof where, "XSpace");
 			/* the first field's tag is none of an XSpace's (planes,
 			 * errors, warnings, hostnames): another kind of file */
 			if (at == c->data && c->data[0] != 0x0a && c->data[0] != 0x12 &&

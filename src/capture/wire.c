@@ -7,6 +7,7 @@ int wire_next(const uint8_t **p, const uint8_t *end, wire_field *f)
 	const uint8_t *q = *p;
 	uint64_t tag;
 	f->at = q;
+	f->num = 0; /* until the tag is read: no field to name */
 	int rc;
 	if (*q < 0x80) {
 		tag = *q++;

@@ -1,6 +1,7 @@
 #include "buf.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,32 +87,60 @@ char *xpf_buf_detach(xpf_buf *b, size_t *len)
 	return p;
 }
 
-void xpf_buf_tsvn(xpf_buf *b, const char *s, size_t n)
+/* The escape of control character c in a name (SPEC §3): \t \n \r, else
+ * \xHH, written into esc (5 bytes); its length. */
+static size_t control_escape(unsigned char c, char esc[5])
 {
-	if (s == NULL)
-		return;
+	switch (c) {
+	case '\t': memcpy(esc, "\\t", 2); return 2;
+	case '\n': memcpy(esc, "\\n", 2); return 2;
+	case '\r': memcpy(esc, "\\r", 2); return 2;
+	}
+	snprintf(esc, 5, "\\x%02x", c);
+	return 4;
+}
+
+static bool is_control(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f;
+}
+
+/* s[0..n) with its control characters escaped, and backslashes too when
+ * tsv (so that a TSV reader can undo it). */
+static void add_escaped(xpf_buf *b, const char *s, size_t n, bool tsv)
+{
 	size_t start = 0;
 	for (size_t i = 0; i < n; i++) {
-		const char *esc = NULL;
-		switch (s[i]) {
-		case '\t': esc = "\\t"; break;
-		case '\n': esc = "\\n"; break;
-		case '\r': esc = "\\r"; break;
-		case '\\': esc = "\\\\"; break;
-		}
-		if (esc) {
-			xpf_buf_add(b, s + start, i - start);
-			xpf_buf_add(b, esc, 2);
-			start = i + 1;
-		}
+		unsigned char c = (unsigned char)s[i];
+		char esc[5] = "\\\\";
+		size_t el = 2;
+		if (is_control(c))
+			el = control_escape(c, esc);
+		else if (!tsv || c != '\\')
+			continue;
+		xpf_buf_add(b, s + start, i - start);
+		xpf_buf_add(b, esc, el);
+		start = i + 1;
 	}
 	xpf_buf_add(b, s + start, n - start);
+}
+
+void xpf_buf_tsvn(xpf_buf *b, const char *s, size_t n)
+{
+	if (s)
+		add_escaped(b, s, n, true);
 }
 
 void xpf_buf_tsv(xpf_buf *b, const char *s)
 {
 	if (s)
 		xpf_buf_tsvn(b, s, strlen(s));
+}
+
+void xpf_buf_text(xpf_buf *b, const char *s)
+{
+	if (s)
+		add_escaped(b, s, strlen(s), false);
 }
 
 void xpf_buf_json_str(xpf_buf *b, const char *s)

@@ -30,9 +30,14 @@ void xpf_buf_release(xpf_buf *b);
 char *xpf_buf_detach(xpf_buf *b, size_t *len);
 
 /* TSV: one field, with tab, newline, carriage return and backslash escaped
- * as \t \n \r \\ (SPEC §4).  NULL writes nothing (a missing value). */
+ * as \t \n \r \\ and any other control character as \xHH (SPEC §3, §4).
+ * NULL writes nothing (a missing value). */
 void xpf_buf_tsv(xpf_buf *b, const char *s);
 void xpf_buf_tsvn(xpf_buf *b, const char *s, size_t n);
+/* A name from the capture in a line of text: its control characters
+ * escaped as in TSV (backslashes kept), so that it stays on its line and
+ * sends no terminal escapes (SPEC §3).  NULL writes nothing. */
+void xpf_buf_text(xpf_buf *b, const char *s);
 
 /* JSON string literal with quotes (for hand-written JSON). */
 void xpf_buf_json_str(xpf_buf *b, const char *s);

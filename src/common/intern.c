@@ -97,6 +97,11 @@ const char *xpf_intern_get(xpf_intern *set, const void *s, size_t n)
 	return v;
 }
 
+size_t xpf_intern_count(const xpf_intern *set)
+{
+	return set->n;
+}
+
 void xpf_intern_free(xpf_intern *set)
 {
 	if (set == NULL)

@@ -7,6 +7,14 @@
 #include "analysis/runtime.h"
 #include "common/buf.h"
 
+/* A name from the capture, its control characters escaped (SPEC §3). */
+static const char *text(xpf_buf *b, const char *name)
+{
+	xpf_buf_reset(b);
+	xpf_buf_text(b, name ? name : ""); /* NUL-terminated */
+	return b->data;
+}
+
 /* Allocator event counts per allocator: the runtime's own accounting
  * (allocator_name, else tpu:<index_on_host>), not a second count. */
 static int count_allocators(xpf_host *h, FILE *out, xpf_error *err)
@@ -15,6 +23,7 @@ static int count_allocators(xpf_host *h, FILE *out, xpf_error *err)
 	int rc = xpf_host_runtime(h, &rt, err);
 	if (rc != XPF_OK)
 		return rc;
+	xpf_buf nb = XPF_BUF_INIT;
 	if (rt->nallocators == 0)
 		fprintf(out, "  allocator events: none (the BFC allocator emits them; cuda_async and others do not)\n");
 	for (size_t i = 0; i < rt->nallocators; i++) {
@@ -22,17 +31,17 @@ static int count_allocators(xpf_host *h, FILE *out, xpf_error *err)
 		char hb[32];
 		fprintf(out, "  allocator %s%s: %" PRIu64 " allocations, %" PRIu64
 			" deallocations, max peak_bytes_in_use %" PRIu64 " (%s)\n",
-			a->name, a->keyed_by_index ? " (keyed by index_on_host)" : "", a->allocations,
+			text(&nb, a->name), a->keyed_by_index ? " (keyed by index_on_host)" : "", a->allocations,
 			a->deallocations, a->lifetime_peak_bytes, xpf_human(a->lifetime_peak_bytes, hb));
 	}
+	xpf_buf_release(&nb);
 	return XPF_OK;
 }
 
-static int check_host(const xpf_input_host *h, xpf_host *host, FILE *out, xpf_error *err)
+/* The planes and modules of capture c, as --check prints them. */
+static int check_planes_modules(xpf_capture *c, FILE *out, xpf_buf *nb, xpf_error *err)
 {
-	xpf_capture *c = h->cap;
 	char hb[32];
-	fprintf(out, "host %s: %s, %" PRIu64 " bytes\n", h->name, h->path, xpf_capture_size(c));
 	int rc = xpf_capture_validate(c, err);
 	if (rc != XPF_OK)
 		return rc;
@@ -43,8 +52,8 @@ static int check_host(const xpf_input_host *h, xpf_host *host, FILE *out, xpf_er
 			rc = xpf_capture_plane(c, i, &p, err);
 			if (rc != XPF_OK)
 				return rc;
-			fprintf(out, "    %zu %s: %zu lines, %" PRIu64 " events\n", i, p->name, p->nlines,
-				p->nevents);
+			fprintf(out, "    %zu %s: %zu lines, %" PRIu64 " events\n", i, text(nb, p->name),
+				p->nlines, p->nevents);
 			if (strncmp(p->name, "/device:", 8) == 0) {
 				xpf_stat st;
 				uint64_t mem;
@@ -53,7 +62,7 @@ static int check_host(const xpf_input_host *h, xpf_host *host, FILE *out, xpf_er
 			}
 		}
 		for (size_t i = 0; i < xpf_capture_nstrings(c, 2); i++)
-			fprintf(out, "  capture error: %s\n", xpf_capture_string(c, 2, i));
+			fprintf(out, "  capture error: %s\n", text(nb, xpf_capture_string(c, 2, i)));
 	}
 	fprintf(out, "  modules: %zu\n", xpf_capture_nmodules(c));
 	for (size_t m = 0; m < xpf_capture_nmodules(c); m++) {
@@ -68,15 +77,26 @@ static int check_host(const xpf_input_host *h, xpf_host *host, FILE *out, xpf_er
 				total += (uint64_t)ba->buffer_allocations[a]->size;
 		if (ba)
 			fprintf(out, "    %s: program_id %" PRIu64 ", buffer assignment yes: %zu allocations, %zu logical buffers, %" PRIu64 " bytes\n",
-				xpf_capture_module(c, m)->name, xpf_capture_module(c, m)->program_id,
+				text(nb, xpf_capture_module(c, m)->name), xpf_capture_module(c, m)->program_id,
 				ba->n_buffer_allocations, ba->n_logical_buffers, total);
 		else
 			fprintf(out, "    %s: program_id %" PRIu64 ", buffer assignment no\n",
-				xpf_capture_module(c, m)->name, xpf_capture_module(c, m)->program_id);
+				text(nb, xpf_capture_module(c, m)->name), xpf_capture_module(c, m)->program_id);
 	}
-	if (!xpf_capture_is_hlo_only(c))
-		return count_allocators(host, out, err);
 	return XPF_OK;
+}
+
+static int check_host(const xpf_input_host *h, xpf_host *host, FILE *out, xpf_error *err)
+{
+	xpf_capture *c = h->cap;
+	xpf_buf nb = XPF_BUF_INIT;
+	fprintf(out, "host %s: %s, %" PRIu64 " bytes\n", text(&nb, h->name), h->path,
+		xpf_capture_size(c));
+	int rc = check_planes_modules(c, out, &nb, err);
+	xpf_buf_release(&nb);
+	if (rc == XPF_OK && !xpf_capture_is_hlo_only(c))
+		return count_allocators(host, out, err);
+	return rc;
 }
 
 int xpf_check(xpf_input *in, FILE *out, xpf_error *err)

@@ -116,6 +116,9 @@ static int do_cat(xpf_report *r, const char *path, xpf_error *err)
 		return xpf_fail(err, XPF_EUSAGE, "%s: is a directory (%zu entries; try %.*s%s%s)", path, k,
 				(int)pl, path, pl ? "/" : "", k ? kids[0]->name : "");
 	}
+	/* "diagnosis.txt/" names a directory that is not there, as cat says */
+	if (path[0] && path[strlen(path) - 1] == '/')
+		return xpf_fail(err, XPF_EUSAGE, "%s: not a directory", path);
 	const char *data;
 	size_t len;
 	rc = xpf_node_content(n, &data, &len, err);
@@ -256,27 +259,41 @@ static bool is_capture_folder(const xpf_input *in, const char *abs)
 	return false;
 }
 
-/* Whether writing a tree at path would write in such a folder: path is one,
- * or would be created in one, or is the capture itself.  A folder that
- * already exists below one is the user's own: writing in it leaves the
- * capture's folder as it was. */
-static bool writes_in_capture_folder(const xpf_input *in, const char *path)
+/* Whether abs lies strictly below the folder dir (both absolute). */
+static bool is_below(const char *abs, const char *dir)
+{
+	size_t n = strlen(dir);
+	if (strcmp(dir, "/") == 0)
+		return abs[1] != '\0';
+	return strncmp(abs, dir, n) == 0 && abs[n] == '/';
+}
+
+/* Why --export DIR would write where xplanefs never writes (SPEC §6), or
+ * NULL: DIR is a folder that holds a capture, or a capture itself, or lies
+ * inside the run directory or logdir given as CAPTURE.  A new folder beside
+ * a capture (`--export report/ capture.xplane.pb` in the capture's folder)
+ * is the user's own choice: writing it leaves the capture and the other
+ * files of its folder as they were. */
+static const char *export_forbidden(const xpf_input *in, const char *path)
 {
 	char target[PATH_MAX], f[PATH_MAX];
 	struct stat sb;
 	if (!abs_path(path, target))
-		return false;
-	if (is_capture_folder(in, target)) /* or the input itself, a file */
-		return true;
-	for (size_t i = 0; i < in->nhosts; i++)
-		if (in->hosts[i].path && realpath(in->hosts[i].path, f) && strcmp(target, f) == 0)
-			return true;
-	if (stat(target, &sb) == 0)
-		return false;
-	char *slash = strrchr(target, '/');
-	if (slash)
-		*(slash == target ? slash + 1 : slash) = '\0';
-	return is_capture_folder(in, target);
+		return NULL;
+	bool resolved = realpath(in->path, f) != NULL;
+	bool input_dir = resolved && stat(f, &sb) == 0 && S_ISDIR(sb.st_mode);
+	if (resolved && !input_dir && strcmp(target, f) == 0)
+		return "the capture itself";
+	for (size_t i = 0; i < in->nhosts; i++) {
+		char h[PATH_MAX];
+		if (in->hosts[i].path && realpath(in->hosts[i].path, h) && strcmp(target, h) == 0)
+			return "the capture itself";
+	}
+	if (is_capture_folder(in, target))
+		return "the capture's own folder";
+	if (input_dir && is_below(target, f))
+		return "inside the folder given as CAPTURE";
+	return NULL;
 }
 
 /* Default mount point: ./NAME, unless that would put it in the capture's
@@ -302,6 +319,10 @@ static int default_mountpoint(const xpf_input *in, char **out, xpf_error *err)
 	if (getcwd(cwd, sizeof cwd) == NULL || is_capture_folder(in, cwd))
 		return xpf_fail(err, XPF_EUSAGE,
 				"the current directory holds the capture, and xplanefs never writes there: give a MOUNTPOINT");
+	/* "...xplane.pb" would name "..": a mount over the parent folder */
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return xpf_fail(err, XPF_EUSAGE,
+				"%s: its name gives no mount point ('%s'): give a MOUNTPOINT", base, name);
 	*out = xpf_strdup(name);
 	return XPF_OK;
 }
@@ -412,6 +433,11 @@ int main(int argc, char **argv)
 			fflush(stdout);
 			return fail(&err);
 		}
+		/* a summary nobody got (stdout full, closed) is not a pass */
+		if (fflush(stdout) != 0 || ferror(stdout)) {
+			xpf_fail(&err, XPF_EIO, "writing to stdout: %s", strerror(errno ? errno : EIO));
+			return fail(&err);
+		}
 		return 0;
 	}
 
@@ -430,10 +456,11 @@ int main(int argc, char **argv)
 	} else if (export_dir_path) {
 		struct export_soft soft = { 0 };
 		struct stat sb;
-		if (writes_in_capture_folder(in, export_dir_path)) {
+		const char *forbidden = export_forbidden(in, export_dir_path);
+		if (forbidden) {
 			xpf_fail(&err, XPF_EUSAGE,
-				 "%s: in the capture's own folder, which xplanefs never writes to: give --export another DIR",
-				 export_dir_path);
+				 "%s: %s, which xplanefs never writes to: give --export another DIR",
+				 export_dir_path, forbidden);
 			rc = fail(&err);
 		} else if (stat(export_dir_path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
 			xpf_fail(&err, XPF_EUSAGE, "%s: not a directory (--export writes a tree there)",
@@ -460,6 +487,14 @@ int main(int argc, char **argv)
 		}
 		if (nargs == 2) {
 			mo.mountpoint = argv[optind + 1];
+			char mp[PATH_MAX];
+			if (realpath(mo.mountpoint, mp) && is_capture_folder(in, mp)) {
+				xpf_fail(&err, XPF_EUSAGE,
+					 "%s: the capture's own folder: a mount there would hide it; give another MOUNTPOINT",
+					 mo.mountpoint);
+				rc = fail(&err);
+				goto out;
+			}
 		} else {
 			if (default_mountpoint(in, &mp_alloc, &err) != XPF_OK) {
 				rc = fail(&err);

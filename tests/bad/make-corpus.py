@@ -193,12 +193,12 @@ def cpu_plane(events=None, ts=1000, extra_lines=(), emd=None):
                         *extra_lines],
                  emd=emd, smd=[(v, k) for k, v in S.items()])
 
-def device_plane(kernel_stats=None):
+def device_plane(kernel_stats=None, name='/device:GPU:0'):
     """One kernel event; with kernel_stats, those stats on it and the kernel
     stat names (4 hlo_module, 5 program_id, 6 module_name) in the metadata."""
     extra = [] if kernel_stats is None else [(4, 'hlo_module'), (5, 'program_id'),
                                              (6, 'module_name')]
-    return plane(0, '/device:GPU:0',
+    return plane(0, name,
                  lines=[line(1, 'Stream #1', 2000, [event(1, 20_000, 1000, kernel_stats or ())])],
                  emd=[(1, (1, 'fusion.1'))],
                  smd=[(1, 'memory_size'), (2, 'device_vendor'), (3, 'core_count')] + extra,
@@ -360,6 +360,19 @@ def cases():
         dev0([event(1, 20_000, 1000, [stat(5, 'u', 2)]),
               event(1, 900_000_000, 1000, [stat(5, 'u', 2)])])])
 
+    # Device ordinals no capture of a few planes has (arrays per ordinal
+    # must not be sized by them): the plane is listed, its kernels not read.
+    for label, pname in [('u32max', '/device:GPU:4294967295'), ('minus1', '/device:GPU:-1'),
+                         ('10m', '/device:GPU:10000000')]:
+        c['dev-ordinal-%s.xplane.pb' % label] = base(dev=device_plane(name=pname))
+    c['dev-ordinal-tpu.xplane.pb'] = base(dev=plane(
+        0, '/device:TPU:4294967295',
+        lines=[line(1, 'XLA Modules', 2000, [event(1, 20_000, 1000, [stat(1, 'u', 1)])])],
+        emd=[(1, (1, 'jit_f(1)'))], smd=[(1, 'program_id')]))
+    c['alloc-ordinal-huge.xplane.pb'] = base(cpu=cpu_plane(events=[
+        event(1, 1_000_000, 0, alloc_stats(1024, 1024, 0x7000, allocator='GPU_4294967294_bfc')),
+        event(2, 2_000_000, 0, alloc_stats(0, 1024, 0x7000, allocator='GPU_4294967294_bfc'))]))
+
     # Inconsistent buffer assignments.
     c['ba-lb-missing.xplane.pb'] = base(modules=[('jit_f(1)', 1, hlo_proto(allocs=[
         allocation(0, 1024, [assigned(999, 0, 1024)], param=0),
@@ -470,6 +483,15 @@ def cases():
     c['name-collide.xplane.pb'] = base(modules=[('jit_f', 1, hlo), ('jit_f', 2, hlo),
                                                 ('jit_f (2)', 3, hlo), ('jit_f', 4, hlo)])
     c['name-ctrl.xplane.pb'] = base(modules=[('a\tb\nc\\d\x01(1)', 1, hlo)])
+    # A module named as the file beside the module directories.
+    c['name-index-tsv.xplane.pb'] = base(modules=[('index.tsv', 1, hlo), ('jit_g(2)', 2, hlo)])
+    # Control characters that would forge a line on stderr and in text
+    # files, and colour a terminal: in a module name its error reaches
+    # (garbage HloProto), and in a device plane's name.
+    forge = '\nxplanefs: all good\x1b[31m'
+    c['name-ctrl-forge.xplane.pb'] = base(
+        modules=[('jit_f' + forge + '(1)', 1, b'\xff\xff\xff\xff\x0f' * 8)],
+        dev=device_plane(name='/device:GPU:0' + forge))
     c['name-module-bad-utf8.xplane.pb'] = base(modules=[(b'jit_\xff\xfe(1)', 1, hlo)])
     c['name-plane-bad-utf8.xplane.pb'] = xspace([plane(1, b'/host:\xc0\xaf'), md])
     c['name-plane-nul.xplane.pb'] = xspace([plane(1, b'/host:CPU\x00x')])

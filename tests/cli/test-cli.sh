@@ -48,11 +48,26 @@ expect 4 "not supported" -- --check "$tmp/x.xplane.riegeli"
 expect 3 "empty file" -- --check "$tmp/empty.xplane.pb"
 head -c 4096 /dev/urandom >"$tmp/random.xplane.pb"
 expect 3 "" -- --check "$tmp/random.xplane.pb"
-# --export never writes into the capture's folder, nor onto a file
+# --export never writes into the capture's folder itself, onto the capture,
+# nor inside a run directory given as CAPTURE; a new folder beside the
+# capture is the user's choice (README: `--export report/ capture.xplane.pb`)
 mkdir "$tmp/capdir"
 cp "$here/bad/cases/ok-base.xplane.pb" "$tmp/capdir/c.xplane.pb"
-expect 1 "capdir/out: in the capture's own folder, which xplanefs never writes to" -- --export "$tmp/capdir/out" "$tmp/capdir/c.xplane.pb"
-expect 1 "capdir: in the capture's own folder" -- --export "$tmp/capdir" "$tmp/capdir/c.xplane.pb"
+expect 1 "capdir: the capture's own folder, which xplanefs never writes to" -- --export "$tmp/capdir" "$tmp/capdir/c.xplane.pb"
+expect 1 "capdir/: the capture's own folder" -- --export "$tmp/capdir/" "$tmp/capdir/c.xplane.pb"
+expect 1 "c.xplane.pb: the capture itself, which xplanefs never writes to" -- --export "$tmp/capdir/c.xplane.pb" "$tmp/capdir/c.xplane.pb"
+expect 1 "capdir/new: inside the folder given as CAPTURE" -- --export "$tmp/capdir/new" "$tmp/capdir"
+expect 1 "capdir/new: inside the folder given as CAPTURE" -- --export "$tmp/capdir/new" "$tmp/capdir/"
+(cd "$tmp/capdir" && "$XPF" --export report/ c.xplane.pb >"$tmp/out" 2>"$tmp/err")
+rc=$?
+if [ "$rc" -eq 0 ] && [ -s "$tmp/capdir/report/diagnosis.txt" ] && [ ! -s "$tmp/err" ] &&
+	cmp -s "$tmp/capdir/c.xplane.pb" "$here/bad/cases/ok-base.xplane.pb"; then
+	echo "ok: --export report/ beside the capture"
+else
+	echo "FAIL: --export report/ beside the capture: exit $rc: $(head -c 300 "$tmp/err")"
+	fails=$((fails + 1))
+fi
+rm -rf "$tmp/capdir/report"
 # nor does the mount put its default mount point there (SPEC §2: exit 1)
 (cd "$tmp/capdir" && "$XPF" c.xplane.pb >"$tmp/out" 2>"$tmp/err")
 rc=$?
@@ -64,6 +79,28 @@ elif [ "$rc" -eq 1 ] && grep -q "the current directory holds the capture, and xp
 else
 	echo "FAIL: default mount point in the capture's folder: exit $rc: $(head -c 300 "$tmp/err"); $(ls "$tmp/capdir")"
 	fails=$((fails + 1))
+fi
+# nor a mount point that is the capture's folder (it would hide it), nor a
+# default one named ".." or "." ("...xplane.pb", "..xplane.pb")
+mkdir -p "$tmp/dots/here"
+cp "$here/bad/cases/ok-base.xplane.pb" "$tmp/dots/...xplane.pb"
+cp "$here/bad/cases/ok-base.xplane.pb" "$tmp/dots/..xplane.pb"
+if "$XPF" -f "$tmp/capdir/c.xplane.pb" "$tmp/capdir" 2>&1 | grep -q "built without FUSE"; then
+	echo "skipping the mount point cases: built without FUSE"
+else
+	expect 1 "capdir: the capture's own folder: a mount there would hide it; give another MOUNTPOINT" -- -f "$tmp/capdir/c.xplane.pb" "$tmp/capdir"
+	for c in ...xplane.pb ..xplane.pb; do
+		(cd "$tmp/dots/here" && timeout 20 "$XPF" -f "../$c" >"$tmp/out" 2>"$tmp/err")
+		rc=$?
+		if [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
+			grep -qF "xplanefs: $c: its name gives no mount point" "$tmp/err" &&
+			[ -z "$(ls "$tmp/dots/here")" ] && ! grep -q " $tmp/dots" /proc/mounts; then
+			echo "ok: no default mount point from $c"
+		else
+			echo "FAIL: default mount point from $c: exit $rc: $(head -c 300 "$tmp/err")"
+			fails=$((fails + 1))
+		fi
+	done
 fi
 # a folder of the user's own below it is theirs
 mkdir "$tmp/capdir/mine"
@@ -160,8 +197,9 @@ want_names() {
 want_names name-collide $'jit_f\tjit_f\njit_f (2)\tjit_f\njit_f (2) (2)\tjit_f (2)\njit_f (3)\tjit_f'
 want_names name-slash $'jit_.._.._etc_passwd(1)\tjit/../../etc/passwd(1)\n_(2)\t/(2)'
 want_names name-dots $'_dot_\t.\n_dotdot_\t..\n_empty_\t\n_dot_ (2)\t_dot_'
-# (a tab, a newline, a backslash and a \001: TSV escapes the first three)
-want_names name-ctrl $'a\\tb\\nc\\\\d\001(1)\ta\\tb\\nc\\\\d\001(1)'
+# (a tab, a newline, a backslash and a \001: the directory has '_' for the
+# control characters; TSV escapes all four, \001 as \x01)
+want_names name-ctrl $'a_b_c\\\\d_(1)\ta\\tb\\nc\\\\d\\x01(1)'
 # cut to at most 255 bytes, on a UTF-8 boundary
 long=$(names name-utf8-300 | cut -f1)
 if [ -z "$long" ] || echo "$long" | LC_ALL=C awk 'length($0) > 255 { bad = 1 } END { exit !bad }' ||
@@ -170,6 +208,76 @@ if [ -z "$long" ] || echo "$long" | LC_ALL=C awk 'length($0) > 255 { bad = 1 } E
 	fails=$((fails + 1))
 else
 	echo "ok: name-utf8-300 directories within 255 bytes, whole characters"
+fi
+
+# A module named as the file beside the module directories (SPEC §3)
+if "$XPF" --export "$tmp/idx" "$here/bad/cases/name-index-tsv.xplane.pb" 2>"$tmp/err" &&
+	[ "$(ls "$tmp/idx/modules" | tr '\n' '|')" = "index.tsv|index.tsv (2)|jit_g(2)|" ] &&
+	[ -f "$tmp/idx/modules/index.tsv" ] && [ -f "$tmp/idx/modules/index.tsv (2)/plan.json" ] &&
+	[ "$(cut -f1,2 "$tmp/idx/modules/index.tsv" | tail -n +2 | tr '\n' '|')" = $'index.tsv (2)\tindex.tsv|jit_g(2)\tjit_g(2)|' ]; then
+	echo "ok: a module named index.tsv"
+else
+	echo "FAIL: a module named index.tsv: $(head -c 300 "$tmp/err"); $(ls "$tmp/idx/modules" 2>&1 | tr '\n' '|')"
+	fails=$((fails + 1))
+fi
+
+# Names with control characters (SPEC §3): escaped in error lines, text
+# files and TSV, so a name cannot forge a line or colour a terminal
+forge="$here/bad/cases/name-ctrl-forge.xplane.pb"
+esc='\nxplanefs: all good\x1b[31m'
+expect 3 "module 'jit_f${esc}(1)': unsupported wire type" -- --cat summary.txt "$forge"
+if grep -qxF "  /device:GPU:0${esc}: name ?, vendor Nvidia, HBM 80.00 GiB (85899345920 bytes) [read]" "$tmp/out" &&
+	grep -qxF "  jit_f${esc}(1) (focus): no buffer assignment, 0 executions" "$tmp/out" &&
+	! LC_ALL=C grep -q $'[\x01-\x09\x0b-\x1f\x7f]' "$tmp/out" &&
+	! grep -q '^xplanefs: all good' "$tmp/out"; then
+	echo "ok: summary.txt escapes control characters in names"
+else
+	echo "FAIL: summary.txt of name-ctrl-forge: $(head -c 600 "$tmp/out" | od -c | head -20)"
+	fails=$((fails + 1))
+fi
+expect 0 "" -- --cat capture/planes.tsv "$forge"
+"$XPF" --cat capture/planes.tsv "$forge" 2>/dev/null | grep -qxF "2	0	/device:GPU:0${esc}	1	1	1	3	188" &&
+	echo "ok: planes.tsv escapes ESC" || { echo "FAIL: planes.tsv of name-ctrl-forge"; fails=$((fails + 1)); }
+expect 3 "" -- --cat diagnosis.txt "$forge"
+if [ "$(grep -c . "$tmp/out")" -eq 2 ] && grep -qF "[read] missing-plan: jit_f${esc}(1) has no buffer assignment" "$tmp/out"; then
+	echo "ok: diagnosis.txt: one finding, one line"
+else
+	echo "FAIL: diagnosis.txt of name-ctrl-forge: $(head -c 600 "$tmp/out")"
+	fails=$((fails + 1))
+fi
+
+# Exit codes (issue 23): a trailing slash on a file; a --check summary that
+# could not be written; a diagnosis made without a module's broken plan
+expect 1 "diagnosis.txt/: not a directory" -- --cat diagnosis.txt/ "$here/bad/cases/ok-base.xplane.pb"
+if [ -w /dev/full ]; then
+	"$XPF" --check "$here/bad/cases/ok-base.xplane.pb" >/dev/full 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" -eq 2 ] && [ "$(cat "$tmp/err")" = "xplanefs: writing to stdout: No space left on device" ]; then
+		echo "ok: --check > /dev/full exits 2"
+	else
+		echo "FAIL: --check > /dev/full: exit $rc: $(head -c 300 "$tmp/err")"
+		fails=$((fails + 1))
+	fi
+else
+	echo "skipping the /dev/full case: no /dev/full"
+fi
+expect 3 "module 'jit_f(1)': unsupported wire type (byte 44) (the file was made without that part" -- --cat diagnosis.txt "$here/bad/cases/hlo-garbage.xplane.pb"
+# a bad tag names no field (the field number was never read)
+expect 3 "its first bytes do not decode as an XSpace (XSpace: truncated or over-long varint, byte 0)" -- --check "$here/bad/cases/varint-overlong.xplane.pb"
+
+# A device ordinal sizes nothing beyond what the capture holds (10,000,000
+# per-device entries took 1.5 GB; now a few MB, 200 MB allows a sanitizer)
+if [ -x /usr/bin/time ]; then
+	/usr/bin/time -f %M -o "$tmp/rss" "$XPF" --export "$tmp/ord" "$here/bad/cases/dev-ordinal-10m.xplane.pb" 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" -eq 0 ] && [ "$(tail -n 1 "$tmp/rss")" -lt 204800 ]; then
+		echo "ok: /device:GPU:10000000 in $(tail -n 1 "$tmp/rss") KiB"
+	else
+		echo "FAIL: /device:GPU:10000000: exit $rc, $(tail -n 1 "$tmp/rss") KiB: $(head -c 300 "$tmp/err")"
+		fails=$((fails + 1))
+	fi
+else
+	echo "skipping the ordinal memory case: no /usr/bin/time"
 fi
 
 # A /host:CPU plane broken in the middle (found late): diagnosis.txt is made
