@@ -89,6 +89,10 @@ static const struct doc docs[] = {
 	  "bytes at the heap peak rolled up by Python source line: source, bytes, human, share_pct (of the heap peak),\n"
 	  "buffers (rows of peak_buffers.tsv); largest first, ties by source" },
 	{ "modules/<dir>/instructions.tsv", "every instruction: computation, id, name, opcode, shape, op_name, source; in the HLO module's order" },
+	{ "modules/<dir>/peak.pb.gz",
+	  "the rows of peak_buffers.tsv as a gzip'd pprof profile (pprof -top, go tool pprof -http=:): sample types\n"
+	  "space/bytes and objects/count, one sample per row; stack = the instruction's Python frames (else its op_name\n"
+	  "split on '/'); labels role, kind, dtype, shape, instruction; the bytes sum to the heap peak" },
 	{ "runtime", "what the allocator really did (MemoryAllocation/MemoryDeallocation events on /host:CPU)" },
 	{ "runtime/summary.txt", "allocators, capacity, peak, executions, retries, what is live at the end (or why there are no events)" },
 	{ "runtime/allocators.tsv",
@@ -115,6 +119,9 @@ static const struct doc docs[] = {
 	  "allocation explains are one row 'allocated before the capture started' (on TPU, whose in use counts\n"
 	  "bytes_reserved, 'reserved ... or allocated before the capture started')" },
 	{ "runtime/executions/<n>/summary.txt", "the execution for people" },
+	{ "runtime/executions/<n>/live.pb.gz",
+	  "the rows of live.tsv as a gzip'd pprof profile: sample types space/bytes and objects/count, one sample per\n"
+	  "block; stack = the allocating host event inside the origin; labels origin, module; the bytes sum to the live bytes" },
 	{ "runtime/retries.tsv",
 	  "every AllocatorRetry::AllocateRaw wait: time_ns, duration_ns, allocator, thread, execution (n), module,\n"
 	  "launched (of that execution); in time order" },

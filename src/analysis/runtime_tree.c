@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/diagnosis.h"
+#include "analysis/pprof.h"
 #include "analysis/runtime.h"
 #include "analysis/svg.h"
 
@@ -460,6 +461,7 @@ static int populate_executions(xpf_host *h, xpf_node *dir, xpf_error *err)
 		xpf_node *d = xpf_node_dir(dir, name, NULL, (long)i);
 		xpf_node_file(d, "live.tsv", render_live, (long)i);
 		xpf_node_file(d, "summary.txt", render_exec_summary, (long)i);
+		xpf_node_file(d, "live.pb.gz", xpf_render_live_pprof, (long)i);
 	}
 	return XPF_OK;
 }
