@@ -105,6 +105,10 @@ static const struct doc docs[] = {
 	  "in_use_after_bytes, thread, host_event (the enclosing host event), execution (n), role (temp, output, or\n"
 	  "execution: inside one but not matched to its plan), buffer_allocation (matched index in allocations.tsv), shape" },
 	{ "runtime/timeline.svg", "bytes in use over time per allocator, capacity line, execution spans" },
+	{ "runtime/memory.trace.json",
+	  "memory over time as Chrome trace-event JSON (open it in ui.perfetto.dev): a counter per allocator (in_use_bytes\n"
+	  "after each event of events.tsv that changes it), a span per execution (args module, n, launched, device), an\n"
+	  "instant event per AllocatorRetry wait; ts and dur in microseconds from the profile start" },
 	{ "runtime/executions.tsv",
 	  "n, device, module, module_execution, start_ns, end_ns, launched, in_use_at_start_bytes, peak_during_bytes,\n"
 	  "allocations, deallocations, in_use_at_start_human, growth_bytes (since the module's previous execution on\n"

@@ -12,6 +12,7 @@
 #include "analysis/pprof.h"
 #include "analysis/runtime.h"
 #include "analysis/svg.h"
+#include "analysis/trace_json.h"
 
 static const char *module_name(const xpf_host *h, const xpf_rt_execution *x)
 {
@@ -477,4 +478,5 @@ void xpf_tree_runtime(xpf_host *h, xpf_node *dir)
 	xpf_node_file(dir, "retries.tsv", render_retries, 0);
 	xpf_node_file(dir, "between.tsv", render_between, 0);
 	xpf_node_file(dir, "timeline.svg", xpf_render_timeline_svg, 0);
+	xpf_node_file(dir, "memory.trace.json", xpf_render_trace_json, 0);
 }
