@@ -94,6 +94,10 @@ static const struct doc docs[] = {
 	  "bytes at the heap peak rolled up by Python source line: source, bytes, human, share_pct (of the heap peak),\n"
 	  "buffers (rows of peak_buffers.tsv); largest first, ties by source" },
 	{ "modules/<dir>/instructions.tsv", "every instruction: computation, id, name, opcode, shape, op_name, source; in the HLO module's order" },
+	{ "modules/<dir>/peak.pb.gz",
+	  "the rows of peak_buffers.tsv as a gzip'd pprof profile (pprof -top, go tool pprof -http=:): sample types\n"
+	  "space/bytes and objects/count, one sample per row; stack = the instruction's Python frames (else its op_name\n"
+	  "split on '/'); labels role, kind, dtype, shape, instruction; the bytes sum to the heap peak" },
 	{ "runtime", "what the allocator really did (MemoryAllocation/MemoryDeallocation events on /host:CPU)" },
 	{ "runtime/summary.txt", "allocators, capacity, peak, executions, retries, what is live at the end (or why there are no events)" },
 	{ "runtime/allocators.tsv",
@@ -106,6 +110,10 @@ static const struct doc docs[] = {
 	  "in_use_after_bytes, thread, host_event (the enclosing host event), execution (n), role (temp, output, or\n"
 	  "execution: inside one but not matched to its plan), buffer_allocation (matched index in allocations.tsv), shape" },
 	{ "runtime/timeline.svg", "bytes in use over time per allocator, capacity line, execution spans" },
+	{ "runtime/memory.trace.json",
+	  "memory over time as Chrome trace-event JSON (open it in ui.perfetto.dev): a counter per allocator (in_use_bytes\n"
+	  "after each event of events.tsv that changes it), a span per execution (args module, n, launched, device), an\n"
+	  "instant event per AllocatorRetry wait; ts and dur in microseconds from the profile start" },
 	{ "runtime/executions.tsv",
 	  "n, device, module, module_execution, start_ns, end_ns, launched, in_use_at_start_bytes, peak_during_bytes,\n"
 	  "allocations, deallocations, in_use_at_start_human, growth_bytes (since the module's previous execution on\n"
@@ -120,6 +128,9 @@ static const struct doc docs[] = {
 	  "allocation explains are one row 'allocated before the capture started' (on TPU, whose in use counts\n"
 	  "bytes_reserved, 'reserved ... or allocated before the capture started')" },
 	{ "runtime/executions/<n>/summary.txt", "the execution for people" },
+	{ "runtime/executions/<n>/live.pb.gz",
+	  "the rows of live.tsv as a gzip'd pprof profile: sample types space/bytes and objects/count, one sample per\n"
+	  "block; stack = the allocating host event inside the origin; labels origin, module; the bytes sum to the live bytes" },
 	{ "runtime/retries.tsv",
 	  "every AllocatorRetry::AllocateRaw wait: time_ns, duration_ns, allocator, thread, execution (n), module,\n"
 	  "launched (of that execution); in time order" },

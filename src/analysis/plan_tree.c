@@ -7,6 +7,7 @@
 
 #include "analysis/plan.h"
 #include "analysis/plan_priv.h"
+#include "analysis/pprof.h"
 #include "analysis/runtime.h"
 #include "analysis/svg.h"
 
@@ -361,6 +362,7 @@ void xpf_tree_modules(xpf_host *h, xpf_node *dir)
 		{ "heap.svg", xpf_render_heap_svg },
 		{ "by_source.tsv", render_by_source },
 		{ "instructions.tsv", render_instrs },
+		{ "peak.pb.gz", xpf_render_peak_pprof },
 	};
 	xpf_node_file(dir, "index.tsv", render_index, 0);
 	for (size_t m = 0; m < h->nmodules; m++) {

@@ -9,8 +9,10 @@
 #include <string.h>
 
 #include "analysis/diagnosis.h"
+#include "analysis/pprof.h"
 #include "analysis/runtime.h"
 #include "analysis/svg.h"
+#include "analysis/trace_json.h"
 
 static const char *module_name(const xpf_host *h, const xpf_rt_execution *x)
 {
@@ -482,6 +484,7 @@ static int populate_executions(xpf_host *h, xpf_node *dir, xpf_error *err)
 		xpf_node *d = xpf_node_dir(dir, name, NULL, (long)i);
 		xpf_node_file(d, "live.tsv", render_live, (long)i);
 		xpf_node_file(d, "summary.txt", render_exec_summary, (long)i);
+		xpf_node_file(d, "live.pb.gz", xpf_render_live_pprof, (long)i);
 	}
 	return XPF_OK;
 }
@@ -497,4 +500,5 @@ void xpf_tree_runtime(xpf_host *h, xpf_node *dir)
 	xpf_node_file(dir, "retries.tsv", render_retries, 0);
 	xpf_node_file(dir, "between.tsv", render_between, 0);
 	xpf_node_file(dir, "timeline.svg", xpf_render_timeline_svg, 0);
+	xpf_node_file(dir, "memory.trace.json", xpf_render_trace_json, 0);
 }
