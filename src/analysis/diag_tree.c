@@ -136,6 +136,9 @@ static const struct doc docs[] = {
 	  "launched (of that execution); in time order" },
 	{ "runtime/between.tsv", "host events between the focus module's last two executions on its device: name, count, total_ns; by total_ns, largest first" },
 	{ "hosts", "one directory per host, each a full tree as described here" },
+	{ "base", "(with --base) the baseline capture's own tree, described by base/README" },
+	{ "compare", "(with --base) what changed against the baseline: start with compare/diagnosis.txt;\n"
+		     "compare/README describes its files" },
 };
 
 static const char *doc_of(const char *path)
@@ -206,6 +209,11 @@ static void walk(xpf_node *dir, const char *pattern, xpf_buf *out, int depth)
 		if (strcmp(pattern, "hosts") == 0 && k->type == XPF_NODE_DIR) {
 			put_entry(out, "hosts/<host>", k->type);
 			continue; /* described by the per-host README */
+		}
+		if (depth == 0 && k->type == XPF_NODE_DIR &&
+		    (strcmp(name, "base") == 0 || strcmp(name, "compare") == 0)) {
+			put_entry(out, path, k->type);
+			continue; /* each has its own README */
 		}
 		put_entry(out, path, k->type);
 		if (k->type == XPF_NODE_DIR && k->populate != NULL)
@@ -367,6 +375,10 @@ static int render_cross_readme(xpf_host *unused, const xpf_node *n, xpf_buf *out
 		     "diagnosis.json\n    {\"capture\",\"findings\":[every host's findings, each with \"host\"],\"hosts\":[each host's diagnosis.json, with \"dir\"]}\n"
 		     "summary.txt\n    one line per host: modules, focus, capacity, findings\n"
 		     "hosts/<host>/\n    a full tree per host, described by hosts/<host>/README\n");
+	if (xpf_report_base(n->report)) {
+		put_entry(out, "base", XPF_NODE_DIR);
+		put_entry(out, "compare", XPF_NODE_DIR);
+	}
 	return XPF_OK;
 }
 

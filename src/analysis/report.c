@@ -14,6 +14,11 @@ struct xpf_report {
 	size_t nhosts;
 	xpf_host *hosts;
 	xpf_node *root;
+	/* With --base (SPEC §8): the baseline's report, whose tree hangs at
+	 * base/; its nodes take their inode numbers from, and are freed with,
+	 * the report that holds it (`top`; a report without one is its own). */
+	xpf_report *base;
+	xpf_report *top;
 	pthread_mutex_t ino_mu;
 	size_t nnodes, capnodes;
 	xpf_node **nodes; /* by ino - 1 */
@@ -30,14 +35,15 @@ static xpf_node *node_new(xpf_report *r, xpf_node *parent, enum xpf_node_type ty
 	n->report = r;
 	n->host = parent ? parent->host : NULL;
 	xpf_lazy_init(&n->content);
-	pthread_mutex_lock(&r->ino_mu);
-	if (r->nnodes == r->capnodes) {
-		r->capnodes = r->capnodes ? r->capnodes * 2 : 64;
-		r->nodes = xpf_realloc_array(r->nodes, r->capnodes, sizeof *r->nodes);
+	xpf_report *t = r->top;
+	pthread_mutex_lock(&t->ino_mu);
+	if (t->nnodes == t->capnodes) {
+		t->capnodes = t->capnodes ? t->capnodes * 2 : 64;
+		t->nodes = xpf_realloc_array(t->nodes, t->capnodes, sizeof *t->nodes);
 	}
-	r->nodes[r->nnodes++] = n;
-	n->ino = r->nnodes;
-	pthread_mutex_unlock(&r->ino_mu);
+	t->nodes[t->nnodes++] = n;
+	n->ino = t->nnodes;
+	pthread_mutex_unlock(&t->ino_mu);
 	if (parent) {
 		if (parent->nkids == parent->capkids) {
 			parent->capkids = parent->capkids ? parent->capkids * 2 : 8;
@@ -261,6 +267,8 @@ void xpf_host_note_error(xpf_host *h, const xpf_error *err)
 
 bool xpf_report_first_late_error(xpf_report *r, xpf_error *out)
 {
+	if (r->base && xpf_report_first_late_error(r->base, out))
+		return true;
 	for (size_t i = 0; i < xpf_report_nhosts(r); i++) {
 		xpf_host *h = xpf_report_host(r, i);
 		pthread_mutex_lock(&h->err_mu);
@@ -374,17 +382,16 @@ static void host_tree(xpf_host *h, xpf_node *root)
 	xpf_tree_runtime(h, xpf_node_dir(root, "runtime", NULL, 0));
 }
 
-int xpf_report_open(xpf_input *in, const xpf_options *opt, xpf_report **out, xpf_error *err)
+/* The hosts of in and their trees under root (a report's own root, or
+ * base/ of the report that holds it). */
+static void report_build(xpf_report *r, xpf_input *in, const xpf_options *opt, xpf_node *root)
 {
-	xpf_report *r = xpf_malloc(sizeof *r);
-	memset(r, 0, sizeof *r);
 	r->in = in;
 	r->opt = *opt;
-	pthread_mutex_init(&r->ino_mu, NULL);
 	r->nhosts = in->nhosts;
-	r->hosts = xpf_malloc(in->nhosts * sizeof *r->hosts);
-	memset(r->hosts, 0, in->nhosts * sizeof *r->hosts);
-	r->root = node_new(r, NULL, XPF_NODE_DIR, "");
+	r->hosts = xpf_malloc((in->nhosts ? in->nhosts : 1) * sizeof *r->hosts);
+	memset(r->hosts, 0, (in->nhosts ? in->nhosts : 1) * sizeof *r->hosts);
+	r->root = root;
 	for (size_t i = 0; i < in->nhosts; i++) {
 		xpf_host *h = &r->hosts[i];
 		h->report = r;
@@ -407,9 +414,10 @@ int xpf_report_open(xpf_input *in, const xpf_options *opt, xpf_report **out, xpf
 			xpf_lazy_init(&h->plans[m]);
 	}
 	if (in->nhosts == 1) {
-		host_tree(&r->hosts[0], r->root);
+		host_tree(&r->hosts[0], root);
 	} else {
-		xpf_node *hosts = xpf_node_dir(r->root, "hosts", NULL, 0);
+		xpf_node *hosts = xpf_node_dir(root, "hosts", NULL, 0);
+		hosts->host = NULL;
 		const char **names = xpf_malloc(in->nhosts * sizeof *names);
 		for (size_t i = 0; i < in->nhosts; i++)
 			names[i] = r->hosts[i].name;
@@ -420,7 +428,40 @@ int xpf_report_open(xpf_input *in, const xpf_options *opt, xpf_report **out, xpf
 		}
 		free(safe);
 		free(names);
-		xpf_tree_cross(r, r->root);
+		xpf_tree_cross(r, root);
+	}
+}
+
+static xpf_report *report_new(xpf_report *top)
+{
+	xpf_report *r = xpf_malloc(sizeof *r);
+	memset(r, 0, sizeof *r);
+	r->top = top ? top : r;
+	pthread_mutex_init(&r->ino_mu, NULL);
+	return r;
+}
+
+int xpf_report_open(xpf_input *in, const xpf_options *opt, xpf_report **out, xpf_error *err)
+{
+	return xpf_report_open_compare(in, NULL, opt, out, err);
+}
+
+int xpf_report_open_compare(xpf_input *in, xpf_input *base, const xpf_options *opt, xpf_report **out,
+			    xpf_error *err)
+{
+	xpf_report *r = report_new(NULL);
+	xpf_node *root = node_new(r, NULL, XPF_NODE_DIR, "");
+	report_build(r, in, opt, root);
+	if (base) {
+		/* base/ belongs to the baseline's report, so that its cross-host
+		 * files (n->report) read the baseline's hosts. */
+		r->base = report_new(r);
+		xpf_node *broot = node_new(r->base, root, XPF_NODE_DIR, "base");
+		broot->host = NULL;
+		report_build(r->base, base, opt, broot);
+		xpf_node *cmp = xpf_node_dir(root, "compare", NULL, 0);
+		cmp->host = NULL;
+		xpf_tree_compare(r, cmp);
 	}
 	(void)err;
 	*out = r;
@@ -432,10 +473,8 @@ void xpf_plan_free(void *plan);
 void xpf_runtime_free(void *rt);
 void xpf_diagnosis_free(void *d);
 
-void xpf_report_free(xpf_report *r)
+static void report_free_hosts(xpf_report *r)
 {
-	if (r == NULL)
-		return;
 	for (size_t i = 0; i < r->nhosts; i++) {
 		xpf_host *h = &r->hosts[i];
 		for (size_t m = 0; m < h->nmodules; m++) {
@@ -448,6 +487,19 @@ void xpf_report_free(xpf_report *r)
 		xpf_lazy_release(&h->runtime, xpf_runtime_free);
 		pthread_mutex_destroy(&h->err_mu);
 	}
+	free(r->hosts);
+}
+
+void xpf_report_free(xpf_report *r)
+{
+	if (r == NULL)
+		return;
+	if (r->base) {
+		report_free_hosts(r->base);
+		pthread_mutex_destroy(&r->base->ino_mu);
+		free(r->base);
+	}
+	report_free_hosts(r);
 	for (size_t i = 0; i < r->nnodes; i++) {
 		xpf_node *n = r->nodes[i];
 		if (n->type != XPF_NODE_DIR)
@@ -460,12 +512,12 @@ void xpf_report_free(xpf_report *r)
 		free(n);
 	}
 	free(r->nodes);
-	free(r->hosts);
 	pthread_mutex_destroy(&r->ino_mu);
 	free(r);
 }
 
 xpf_node *xpf_report_root(xpf_report *r) { return r->root; }
 xpf_input *xpf_report_input(xpf_report *r) { return r->in; }
+xpf_report *xpf_report_base(xpf_report *r) { return r->base; }
 size_t xpf_report_nhosts(xpf_report *r) { return r->nhosts; }
 xpf_host *xpf_report_host(xpf_report *r, size_t i) { return i < r->nhosts ? &r->hosts[i] : NULL; }

@@ -87,6 +87,14 @@ struct xpf_host {
 };
 
 int xpf_report_open(xpf_input *in, const xpf_options *opt, xpf_report **out, xpf_error *err);
+/* With a baseline (--base, SPEC §8): in's tree, plus base/ (the baseline's
+ * own tree, its own report) and compare/.  base may be NULL (then it is
+ * xpf_report_open).  Neither input is freed by the report. */
+int xpf_report_open_compare(xpf_input *in, xpf_input *base, const xpf_options *opt, xpf_report **out,
+			    xpf_error *err);
+/* The baseline's report, or NULL without one.  Its hosts are its own
+ * (xpf_report_host); its nodes live in the report that holds it. */
+xpf_report *xpf_report_base(xpf_report *r);
 /* Does not free the input. */
 void xpf_report_free(xpf_report *r);
 xpf_node *xpf_report_root(xpf_report *r);
@@ -142,6 +150,8 @@ void xpf_tree_root(xpf_host *h, xpf_node *root);     /* README, diagnosis.*, sum
 /* The top of a multi-host report: hosts/<host>/ exist already; this adds the
  * cross-host files (diag_tree.c). */
 void xpf_tree_cross(xpf_report *r, xpf_node *root);
+/* compare/ of a report with a baseline (compare_tree.c). */
+void xpf_tree_compare(xpf_report *r, xpf_node *dir);
 
 /* Safe, unique directory names for modules (SPEC §3): '/' and control
  * characters become '_', "." ".." and "" are renamed, names are cut to 255

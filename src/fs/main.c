@@ -23,6 +23,9 @@ static const char usage_text[] =
 "  xplanefs --export DIR CAPTURE            write the whole report tree into DIR\n"
 "  xplanefs --check CAPTURE                 decode and validate everything; print a summary\n"
 "  xplanefs -u MOUNTPOINT                   unmount\n"
+"  xplanefs --base BEFORE [options] AFTER [MOUNTPOINT]   (also with --cat, --export)\n"
+"                                           AFTER's tree plus base/ (BEFORE's own tree) and\n"
+"                                           compare/: did the fix work, and by how much\n"
 "\n"
 "Explore why a JAX step ran out of device memory, from a profiler capture.\n"
 "Start with:  xplanefs --cat diagnosis.txt CAPTURE\n"
@@ -43,7 +46,11 @@ static const char usage_text[] =
 "  --capacity BYTES   pool size when the capture has no allocator events\n"
 "  --top N            rows in summaries (default 25)\n"
 "  --device N         which device's allocator the diagnosis reads\n"
-"  --run NAME         which run of a logdir\n"
+"  --run NAME         which run of a logdir (of both captures with --base)\n"
+"  --base CAPTURE     compare with a baseline capture (before a fix): compare/\n"
+"                     says what changed (start with compare/diagnosis.txt);\n"
+"                     base/ is the baseline's own tree.  E.g.\n"
+"                     xplanefs --base before.xplane.pb --cat compare/diagnosis.txt after.xplane.pb\n"
 "  -h, --help         this help\n"
 "  -V, --version      print the version\n"
 "\n"
@@ -224,7 +231,7 @@ static bool parse_u64(const char *s, uint64_t *out)
 	return true;
 }
 
-enum { OPT_CAT = 256, OPT_EXPORT, OPT_CHECK, OPT_MODULE, OPT_CAPACITY, OPT_TOP, OPT_DEVICE, OPT_RUN };
+enum { OPT_CAT = 256, OPT_EXPORT, OPT_CHECK, OPT_MODULE, OPT_CAPACITY, OPT_TOP, OPT_DEVICE, OPT_RUN, OPT_BASE };
 
 /* The absolute form of path, which need not exist yet (its folder must). */
 static bool abs_path(const char *path, char out[PATH_MAX])
@@ -350,13 +357,14 @@ int main(int argc, char **argv)
 		{ "top", required_argument, NULL, OPT_TOP },
 		{ "device", required_argument, NULL, OPT_DEVICE },
 		{ "run", required_argument, NULL, OPT_RUN },
+		{ "base", required_argument, NULL, OPT_BASE },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	xpf_options opt = XPF_OPTIONS_INIT;
 	xpf_mount_opts mo = { 0 };
-	const char *cat_path = NULL, *export_dir_path = NULL, *unmount_path = NULL;
+	const char *cat_path = NULL, *export_dir_path = NULL, *unmount_path = NULL, *base_path = NULL;
 	bool check = false;
 	int c;
 
@@ -391,6 +399,7 @@ int main(int argc, char **argv)
 			opt.device = (int)v;
 			break;
 		case OPT_RUN: opt.run = optarg; break;
+		case OPT_BASE: base_path = optarg; break;
 		default: { /* ':' an option without its argument, '?' an unknown one */
 			char msg[300];
 			const char *o = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
@@ -405,6 +414,8 @@ int main(int argc, char **argv)
 	int nargs = argc - optind;
 	xpf_error err = { 0 };
 
+	if (base_path && (unmount_path || check))
+		return usage_error("--base does not go with -u or --check");
 	if (unmount_path) {
 		if (nargs != 0)
 			return usage_error("-u takes only the mount point");
@@ -442,9 +453,14 @@ int main(int argc, char **argv)
 	}
 
 	xpf_report *r = NULL;
+	xpf_input *base = NULL;
 	int rc = XPF_OK;
 	char *mp_alloc = NULL;
-	if (xpf_report_open(in, &opt, &r, &err) != XPF_OK) {
+	if (base_path && xpf_input_open(base_path, opt.run, &base, &err) != XPF_OK) {
+		rc = fail(&err);
+		goto out;
+	}
+	if (xpf_report_open_compare(in, base, &opt, &r, &err) != XPF_OK) {
 		rc = fail(&err);
 		goto out;
 	}
@@ -457,6 +473,8 @@ int main(int argc, char **argv)
 		struct export_soft soft = { 0 };
 		struct stat sb;
 		const char *forbidden = export_forbidden(in, export_dir_path);
+		if (!forbidden && base)
+			forbidden = export_forbidden(base, export_dir_path);
 		if (forbidden) {
 			xpf_fail(&err, XPF_EUSAGE,
 				 "%s: %s, which xplanefs never writes to: give --export another DIR",
@@ -496,10 +514,13 @@ int main(int argc, char **argv)
 				goto out;
 			}
 		} else {
-			if (default_mountpoint(in, &mp_alloc, &err) != XPF_OK) {
+			char *unused = NULL; /* nor in the baseline's folder */
+			if (default_mountpoint(in, &mp_alloc, &err) != XPF_OK ||
+			    (base && default_mountpoint(base, &unused, &err) != XPF_OK)) {
 				rc = fail(&err);
 				goto out;
 			}
+			free(unused);
 			if (mkdir(mp_alloc, 0755) == 0) {
 				mo.remove_mountpoint = true;
 			} else if (errno != EEXIST) {
@@ -520,6 +541,7 @@ int main(int argc, char **argv)
 out:
 	xpf_report_free(r);
 	xpf_input_free(in);
+	xpf_input_free(base);
 	free(mp_alloc);
 	return rc;
 }
