@@ -103,7 +103,7 @@ if d=$(export_pair $B $A); then
 	want "$d" growth-per-execution 0 "$(sj $A .runtime.growth_per_execution_bytes)"
 	want "$d" pool-peak "$(sj $B .runtime.peak_in_window_bytes)" "$(sj $A .runtime.peak_in_window_bytes)"
 	has "$d" "^\[inferred\] codes-gone: 5 findings went away: plan-exceeds-pool, mostly-forward, allocator-retry, never-launched, xla-remat -> base/diagnosis.txt$"
-	has "$d" "^\[inferred\] codes-new: 2 findings appeared: growth-per-execution, fits -> diagnosis.txt$"
+	has "$d" "^\[inferred\] codes-new: 2 findings appeared: fits, growth-per-execution -> diagnosis.txt$"
 	fwd=$(jq -r '[.changes[] | select(.code == "peak-role" and (.text | startswith("forward")))][0].figures.before_bytes' "$d/compare/diagnosis.json")
 	[ "$fwd" = "$(sj $B .plan.roles_bytes.forward)" ] && ok "forward-kept before $fwd" || fail "forward-kept before $fwd"
 	[ "$(head -1 "$d/compare/diagnosis.txt" | grep -c 'fits-now')" = 0 ] && [ "$(sed -n 2p "$d/compare/diagnosis.txt" | grep -c '^\[measured\] fits-now')" = 1 ] &&
