@@ -225,8 +225,11 @@ static void test_attention(void **state)
 			 fig(f, "parameters_bytes") + fig(f, "non_aliased_outputs_bytes") +
 			 fig(f, "temp_bytes") + fig(f, "constants_bytes"));
 	assert_string_equal(json_string_value(json_object_get(f, "tag")), "measured");
-	/* the temp block as XLA's OOM message prints it (seed: "3.41GiB") */
+	/* the temp block as XLA's OOM message prints it (seed: "3.41GiB"),
+	 * named from the events: the first planned allocation that never came */
 	assert_contains(text(f), "Out of memory while trying to allocate 3.41GiB");
+	assert_int_equal(fig(f, "failed_request_bytes"), 3664773120ll);
+	assert_contains(text(f), "freeing other arrays cannot help");
 	assert_contains(text(f), "forward 81.6%");
 
 	f = need_finding(&p, "mostly-forward");
@@ -320,6 +323,11 @@ static void test_no_donation(void **state)
 	assert_contains(json_string_value(json_object_get(x, "text")), ": fits");
 	f = need_finding(&p, "plan-exceeds-pool");
 	assert_contains(text(f), "needs 3.88 GiB > capacity 2.79 GiB");
+	/* SPEC 5.3: the events show an output failing, not the temp block:
+	 * the new replay obs, f32[1048576,384] (1.50 GiB), after 9 outputs */
+	assert_int_equal(fig(f, "failed_request_bytes"), 1610612736ll);
+	assert_contains(text(f), "output f32[1048576,384]{1,0} of loop_dynamic_update_slice_fusion.0");
+	assert_contains(text(f), "Out of memory while trying to allocate 1.50GiB");
 	close_rep(&p);
 }
 
@@ -727,7 +735,7 @@ static const char *scenario_variant(const char *name, const char *v)
  * variant must give them: those of the default shape. */
 struct failure_view {
 	char module[256];
-	long long n;
+	long long n, failed_request;
 	char launched[16];
 };
 
@@ -735,7 +743,10 @@ static void failure_view(struct rep *p, struct failure_view *fv)
 {
 	json_t *d = diag_json(p);
 	snprintf(fv->module, sizeof fv->module, "%s", json_string_value(json_object_get(d, "module")));
-	json_t *f = finding(p, "never-launched");
+	json_t *f = finding(p, "plan-exceeds-pool");
+	json_t *fr = f ? json_object_get(json_object_get(f, "figures"), "failed_request_bytes") : NULL;
+	fv->failed_request = fr ? json_integer_value(fr) : -1;
+	f = finding(p, "never-launched");
 	fv->n = f ? fig(f, "execution") : -1;
 	fv->launched[0] = 0;
 	if (fv->n > 0) {
@@ -800,6 +811,7 @@ static void test_variants(void **state)
 			check_one(&p, name, sj, jpath);
 			assert_string_equal(have.module, want.module);
 			assert_int_equal(have.n, want.n);
+			assert_int_equal(have.failed_request, want.failed_request);
 			assert_string_equal(have.launched, want.launched);
 			close_rep(&p);
 			rows++;

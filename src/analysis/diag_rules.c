@@ -203,6 +203,73 @@ static void offer_fraction(xpf_diag_ctx *c, xpf_finding *f, uint64_t need)
 	}
 }
 
+/* The request that failed (SPEC §5.3): the first planned run-time
+ * allocation (not a parameter, constant or thread-local) of the focus
+ * execution that never came, when that execution never launched and the
+ * join matched what came before it; else NULL. */
+static const xpf_plan_alloc *failed_request(const xpf_diag_ctx *c)
+{
+	const xpf_runtime *rt = c->rt;
+	const xpf_plan *p = c->p;
+	long x = c->d->execution;
+	if (rt == NULL || x < 0 || rt->executions[x].launched != XPF_LAUNCHED_NO ||
+	    rt->executions[x].module != c->d->module)
+		return NULL;
+	const xpf_rt_execution *e = &rt->executions[x];
+	bool *came = calloc(p->nallocs ? p->nallocs : 1, sizeof *came);
+	if (came == NULL)
+		abort();
+	size_t lo = 0, hi = rt->nevents;
+	while (lo < hi) {  /* the first event at or after its start */
+		size_t mid = lo + (hi - lo) / 2;
+		if (rt->events[mid].t_ps < e->start_ps)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < rt->nevents && rt->events[i].t_ps <= e->end_ps; i++) {
+		const xpf_rt_event *ev = &rt->events[i];
+		if (ev->execution == x && ev->kind == XPF_RT_ALLOC && ev->buffer_allocation >= 0 &&
+		    (size_t)ev->buffer_allocation < p->nallocs)
+			came[ev->buffer_allocation] = true;
+	}
+	const xpf_plan_alloc *first = NULL;
+	for (size_t i = 0; i < p->nallocs && first == NULL; i++) {
+		const xpf_plan_alloc *a = &p->allocs[i];
+		if (!came[i] && a->bytes > 0 && xpf_plan_device_color(p, a->color) &&
+		    (a->kind == XPF_KIND_OUTPUT || a->kind == XPF_KIND_TEMP))
+			first = a;
+	}
+	free(came);
+	return first;
+}
+
+/* "; the request that failed: ..., and what cannot help" */
+static void failed_request_text(const xpf_diag_ctx *c, const xpf_plan_alloc *a, xpf_buf *b)
+{
+	const xpf_plan *p = c->p;
+	const xpf_plan_buffer *buf = a->largest >= 0 ? &p->buffers[a->largest] : NULL;
+	char tsl[32], h1[32], h2[32];
+	bool block = a->kind == XPF_KIND_TEMP && a->bytes * 2 > p->temp_bytes;
+	xpf_buf_printf(b, "; the request that failed (the first planned allocation of execution %u that never came): allocation %lld, %s, ",
+		       c->rt->executions[c->d->execution].n, (long long)a->index, xpf_human(a->bytes, h1));
+	if (block)
+		xpf_buf_adds(b, "the temp block");
+	else if (buf)
+		xpf_buf_printf(b, "%s %s of %s", a->kind == XPF_KIND_OUTPUT ? "output" : "temp", buf->shape,
+			       buf->instr ? buf->instr->name : "?");
+	else
+		xpf_buf_adds(b, a->kind == XPF_KIND_OUTPUT ? "an output" : "a temp allocation");
+	xpf_buf_printf(b, ": \"Out of memory while trying to allocate %s\" (%llu bytes)", tsl_human(a->bytes, tsl),
+		       (unsigned long long)a->bytes);
+	uint64_t cap = c->d->capacity_bytes, mem = c->d->memory_bytes;
+	if (mem && p->need_bytes > mem)
+		xpf_buf_printf(b, "; the need exceeds the device's memory (%s): no memory fraction can help",
+			       xpf_human(mem, h2));
+	else if (a->bytes > cap)
+		xpf_buf_adds(b, "; one request larger than the pool: freeing other arrays cannot help, only a smaller program or a larger pool");
+}
+
 static void rule_verdict(xpf_diag_ctx *c)
 {
 	const xpf_plan *p = c->p;
@@ -233,9 +300,12 @@ static void rule_verdict(xpf_diag_ctx *c)
 		} else {
 			xpf_buf_adds(&b, "; no heap-simulator trace, so no role split at the peak");
 		}
-		if (p->temp_bytes) {
+		const xpf_plan_alloc *fr = failed_request(c);
+		if (fr)
+			failed_request_text(c, fr, &b);
+		else if (p->temp_bytes) {
 			char tsl[32];
-			xpf_buf_printf(&b, "; the temp block is the request an OOM error names: \"Out of memory while trying to allocate %s\" (or %llu bytes)",
+			xpf_buf_printf(&b, "; an OOM error names the first request that did not fit, most often the temp block: \"Out of memory while trying to allocate %s\" (or %llu bytes)",
 				       tsl_human(p->temp_bytes, tsl), (unsigned long long)p->temp_bytes);
 		}
 		xpf_diag_text(f, &b);
@@ -247,6 +317,10 @@ static void rule_verdict(xpf_diag_ctx *c)
 		xpf_diag_num(f, "temp_bytes", p->temp_bytes);
 		xpf_diag_num(f, "constants_bytes", p->constants_bytes);
 		xpf_diag_num(f, "heap_peak_bytes", p->heap_peak_bytes);
+		if (fr) {
+			xpf_diag_num(f, "failed_request_bytes", fr->bytes);
+			xpf_diag_num(f, "failed_allocation", (uint64_t)fr->index);
+		}
 		for (int r = 0; r < XPF_NROLES; r++)
 			xpf_diag_num(f, role_fig[r], p->role_bytes[r]);
 		xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
