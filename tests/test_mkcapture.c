@@ -1304,7 +1304,7 @@ int main(void)
 	static const char *const names[] = {
 		"attention-too-big", "grads-kept", "no-donation", "scan-fits", "temp-fragmentation",
 		"layout-copy", "convert-copy", "foreign-arrays", "no-runtime", "multi-host", "eager",
-		"retrace-oom",
+		"retrace-oom", "retrace-oom-ambiguous",
 	};
 	/* every scenario, then every scenario x each of its "variants" */
 	struct CMUnitTest tests[sizeof names / sizeof names[0] * 17];

@@ -276,9 +276,10 @@ static long only(const bool *cand, size_t nm)
 
 /* The rules of what the host side names (program_id, then the name) for
  * execution xi: the module and how (*link), or -1 with cand narrowed for
- * the rules after.  cand, hit: scratch of h->nmodules flags each. */
+ * the rules after (*named: a rule named at least one module).  cand, hit:
+ * scratch of h->nmodules flags each. */
 static long link_host_side(xpf_host *h, const xpf_runtime *rt, size_t xi, bool *cand, bool *hit,
-			   enum xpf_link *link)
+			   enum xpf_link *link, bool *named)
 {
 	struct xpf_rt_priv *pv = rt->priv;
 	const xpf_rt_execution *x = &rt->executions[xi];
@@ -289,7 +290,9 @@ static long link_host_side(xpf_host *h, const xpf_runtime *rt, size_t xi, bool *
 	if (pv->xb[xi].program_id >= 0) {
 		for (size_t m = 0; m < nm; m++)
 			hit[m] = xpf_capture_module(h->cap, m)->program_id == (uint64_t)pv->xb[xi].program_id;
-		if (narrow(cand, hit, nm) && (r = only(cand, nm)) >= 0) {
+		size_t k = narrow(cand, hit, nm);
+		*named |= k > 0;
+		if (k && (r = only(cand, nm)) >= 0) {
 			*link = XPF_LINK_PROGRAM_ID;
 			return r;
 		}
@@ -297,7 +300,9 @@ static long link_host_side(xpf_host *h, const xpf_runtime *rt, size_t xi, bool *
 	if (x->host_name) {
 		for (size_t m = 0; m < nm; m++)
 			hit[m] = name_names(h, pv, m, x->host_name);
-		if (narrow(cand, hit, nm) && (r = only(cand, nm)) >= 0) {
+		size_t k = narrow(cand, hit, nm);
+		*named |= k > 0;
+		if (k && (r = only(cand, nm)) >= 0) {
 			*link = XPF_LINK_NAME;
 			return r;
 		}
@@ -306,18 +311,16 @@ static long link_host_side(xpf_host *h, const xpf_runtime *rt, size_t xi, bool *
 }
 
 /* The ambiguous executions' candidates, kept in cv: the modules left by
- * the rules when one of them named any (cand narrowed), else none. */
+ * the rules when one of them named any (named; cand narrowed, possibly to
+ * every module of the capture: two compilations of one name), else none. */
 struct cand_vec {
 	xpf_rt_candidate *v;
 	size_t n, cap;
 };
 
-static void keep_candidates(size_t xi, const bool *cand, size_t nm, struct cand_vec *cv)
+static void keep_candidates(size_t xi, const bool *cand, size_t nm, bool named, struct cand_vec *cv)
 {
-	size_t k = 0;
-	for (size_t m = 0; m < nm; m++)
-		k += cand[m];
-	if (k == nm)  /* no rule named any module */
+	if (!named) /* no rule named any module */
 		return;
 	for (size_t m = 0; m < nm; m++)
 		if (cand[m]) {
@@ -354,7 +357,8 @@ static void link_execution(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, s
 	if (nm == 0)
 		return;
 	enum xpf_link link;
-	long r = link_host_side(h, rt, xi, cand, hit, &link);
+	bool named = false;
+	long r = link_host_side(h, rt, xi, cand, hit, &link, &named);
 	if (r >= 0) {
 		x->module = r;
 		x->link = (uint8_t)link;
@@ -369,6 +373,7 @@ static void link_execution(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, s
 				hit[m] = cand[m] && bytes_match(h, mp, (long)m, seen, true);
 			k = narrow(cand, hit, nm);
 		}
+		named |= k > 0;
 		if (k && (r = only(cand, nm)) >= 0) {
 			x->module = r;
 			x->link = XPF_LINK_BYTES;
@@ -385,7 +390,9 @@ static void link_execution(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, s
 			hit[m] = strncmp(b, "jit_", 4) == 0 && strlen(b + 4) == fl &&
 				 strncmp(b + 4, f, fl) == 0;
 		}
-		if (narrow(cand, hit, nm) && (r = only(cand, nm)) >= 0) {
+		size_t k = narrow(cand, hit, nm);
+		named |= k > 0;
+		if (k && (r = only(cand, nm)) >= 0) {
 			x->module = r;
 			x->link = XPF_LINK_PJIT;
 			return;
@@ -399,7 +406,7 @@ static void link_execution(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, s
 			return;
 		}
 	}
-	keep_candidates(xi, cand, nm, cv);
+	keep_candidates(xi, cand, nm, named, cv);
 }
 
 void xpf_rt_kernels_wanted(xpf_host *h, xpf_runtime *rt, bool *want)
@@ -419,7 +426,8 @@ void xpf_rt_kernels_wanted(xpf_host *h, xpf_runtime *rt, bool *want)
 			continue; /* no module to link, nothing to ask */
 		if (!have_last || x->host_name != last_name || pv->xb[xi].program_id != last_pid) {
 			enum xpf_link link;
-			last_named = nm > 0 && link_host_side(h, rt, xi, cand, hit, &link) >= 0;
+			bool named = false;
+			last_named = nm > 0 && link_host_side(h, rt, xi, cand, hit, &link, &named) >= 0;
 			last_name = x->host_name;
 			last_pid = pv->xb[xi].program_id;
 			have_last = true;

@@ -12,6 +12,7 @@ void mk_build_no_runtime(mk_scn *s, int host, int scale);
 void mk_build_multi_host(mk_scn *s, int host, int scale);
 void mk_build_eager(mk_scn *s, int host, int scale);
 void mk_build_retrace_oom(mk_scn *s, int host, int scale);
+void mk_build_retrace_oom_ambiguous(mk_scn *s, int host, int scale);
 
 const mk_scenario mk_scenarios[] = {
 	{ "attention-too-big", 1, mk_build_attention_too_big,
@@ -38,5 +39,7 @@ const mk_scenario mk_scenarios[] = {
 	  "op by op (40 small modules, each run once): the kept outputs of 39 modules fill the pool; the last OOMs" },
 	{ "retrace-oom", 1, mk_build_retrace_oom,
 	  "train_step recompiled for a larger last batch: jit_train_step(19) (one host name with (12)) OOMs on its temp block" },
+	{ "retrace-oom-ambiguous", 1, mk_build_retrace_oom_ambiguous,
+	  "retrace-oom with outputs that do not depend on the batch: the failed execution is ambiguous between (12) and (19)" },
 };
 const int mk_nscenarios = (int)(sizeof mk_scenarios / sizeof mk_scenarios[0]);

@@ -176,7 +176,7 @@ void mk_build_eager(mk_scn *s, int host, int scale)
  * activations kept for the backward pass (jvp) are 3 of the 4 temp
  * buffers at the heap peak; the temp block is the placement's extent, equal
  * to the simulated peak (no fragmentation).  Figures: retrace-oom.json. */
-static int retrace_step(mk_scn *s, uint64_t program_id, int batch)
+static int retrace_step(mk_scn *s, uint64_t program_id, int batch, int per_example)
 {
 	hb_module *m = hb_new("jit_train_step", program_id);
 	hb_arr w = hb_a(ET_F32, 2, 8192, 8192), act = hb_a(ET_F32, 3, batch, 1024, 8192);
@@ -199,10 +199,17 @@ static int retrace_step(mk_scn *s, uint64_t program_id, int batch)
 	ops[1] = w2;
 	md = mk_meta("dot_general", "jit(train_step)/jvp(mlp)/dense_2/dot_general", "train.py", "mlp", 23);
 	int64_t a2 = mk_tfusion(m, "gemm_fusion_dot_general.1", "kCustom", "dot", act, ops, 2, &md, NULL);
-	md = mk_meta("reduce_sum", "jit(train_step)/jvp(loss_fn)/reduce_sum", "train.py", "loss_fn", 30);
-	int64_t pel = mk_ofusion(m, "input_reduce_fusion", "reduce", hb_a(ET_F32, 1, batch), &a2, 1, &md);
-	md = mk_meta("reduce_sum", "jit(train_step)/jvp(loss_fn)/mean/reduce_sum", "train.py", "loss_fn", 31);
-	int64_t loss = mk_ofusion(m, "input_reduce_fusion.1", "reduce", hb_a(ET_F32, 0), &pel, 1, &md);
+	int64_t pel = -1, loss;
+	if (per_example) {
+		md = mk_meta("reduce_sum", "jit(train_step)/jvp(loss_fn)/reduce_sum", "train.py", "loss_fn", 30);
+		pel = mk_ofusion(m, "input_reduce_fusion", "reduce", hb_a(ET_F32, 1, batch), &a2, 1, &md);
+		md = mk_meta("reduce_sum", "jit(train_step)/jvp(loss_fn)/mean/reduce_sum", "train.py", "loss_fn", 31);
+		loss = mk_ofusion(m, "input_reduce_fusion.1", "reduce", hb_a(ET_F32, 0), &pel, 1, &md);
+	} else {
+		/* the mean loss straight from a2: no output depends on the batch */
+		md = mk_meta("reduce_sum", "jit(train_step)/jvp(loss_fn)/mean/reduce_sum", "train.py", "loss_fn", 31);
+		loss = mk_ofusion(m, "input_reduce_fusion", "reduce", hb_a(ET_F32, 0), &a2, 1, &md);
+	}
 
 	/* backward */
 	md = mk_meta("mul", "jit(train_step)/transpose(jvp(loss_fn))/mul", "train.py", "loss_fn", 30);
@@ -234,17 +241,18 @@ static int retrace_step(mk_scn *s, uint64_t program_id, int batch)
 	int64_t outs[4] = { nw1, nw2, loss, pel };
 	hb_io_alias(m, 0, 0);
 	hb_io_alias(m, 1, 1);
-	mk_root(m, outs, 4);
+	mk_root(m, outs, per_example ? 4 : 3);
 	return mk_add_module(s, m, "train_step", 0);
 }
 
-void mk_build_retrace_oom(mk_scn *s, int host, int scale);
-void mk_build_retrace_oom(mk_scn *s, int host, int scale)
+/* The script of both retrace scenarios; per_example: the modules also
+ * output the per-example loss f32[B] (first of the runtime allocations). */
+static void retrace_run(mk_scn *s, int scale, int per_example)
 {
-	(void)host;
 	mk_scn_init(s, "gpu-node-0", 1, MK_POOL_MEMORY, MK_POOL_CAPACITY);
 	s->scale = scale;
-	int m12 = retrace_step(s, 12, 8), m19 = retrace_step(s, 19, 16);
+	int m12 = retrace_step(s, 12, 8, per_example), m19 = retrace_step(s, 19, 16, per_example);
+	const int nout = per_example ? 2 : 1; /* the results the script frees */
 	mk_put(s, 0, 256 * MiB, "f32[8192,8192]");
 	mk_put(s, 0, 256 * MiB, "f32[8192,8192]");
 	for (int k = 0; k < 3; k++) {
@@ -252,17 +260,38 @@ void mk_build_retrace_oom(mk_scn *s, int host, int scale)
 		for (int i = 0; i < scale; i++)
 			mk_py(s, "$train.py:52 train_loop", 30 * 1000);
 		mk_gap(s, 100 * 1000);
-		/* runtime allocations: per-example loss, loss, tuple, temp */
+		/* runtime allocations: [per-example loss,] loss, tuple, temp */
 		int r = mk_exec(s, m12, -1, 0);
 		mk_py(s, "$builtins float", 20 * 1000);
-		mk_free(s, r);     /* per-example loss */
-		mk_free(s, r + 1); /* loss */
+		for (int o = 0; o < nout; o++)
+			mk_free(s, r + o); /* [per-example loss,] loss */
 		mk_free(s, b);
 	}
-	/* the last batch is larger: a new compilation, whose temp block does not fit */
+	/* the last batch is larger: a new compilation, whose temp block (after
+	 * the results and the tuple table) does not fit */
 	mk_put(s, 0, 512 * MiB, "f32[16,1024,8192]");
 	mk_py(s, "$train.py:52 train_loop", 30 * 1000);
 	mk_gap(s, 200 * 1000);
-	mk_exec(s, m19, 3, 2000000000ll);
+	mk_exec(s, m19, nout + 1, 2000000000ll);
 	mk_py(s, "$profiler.py:213 stop_trace", 50 * 1000);
+}
+
+void mk_build_retrace_oom(mk_scn *s, int host, int scale);
+void mk_build_retrace_oom(mk_scn *s, int host, int scale)
+{
+	(void)host;
+	retrace_run(s, scale, 1);
+}
+
+/* retrace-oom-ambiguous: retrace-oom without the per-example loss, so that
+ * no output depends on the batch: both compilations allocate loss (4 B)
+ * and the tuple table (24 B) before their temp blocks, and the failed
+ * execution of (19), which stops at its temp block, requested a prefix of
+ * both modules' sizes.  No rule links it to one module: it is ambiguous,
+ * with candidates (12) and (19).  Figures: retrace-oom-ambiguous.json. */
+void mk_build_retrace_oom_ambiguous(mk_scn *s, int host, int scale);
+void mk_build_retrace_oom_ambiguous(mk_scn *s, int host, int scale)
+{
+	(void)host;
+	retrace_run(s, scale, 0);
 }
