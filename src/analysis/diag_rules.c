@@ -1091,9 +1091,13 @@ static void rule_retry(xpf_diag_ctx *c)
 		xpf_buf_printf(&b, " on %s", rt->allocators[r->allocator].name);
 	if (r->execution >= 0) {
 		const xpf_rt_execution *x = &rt->executions[r->execution];
-		const char *mname = x->module >= 0 ? xpf_capture_module(c->h->cap, x->module)->name : "an ambiguous module";
-		xpf_buf_printf(&b, ", inside %s execution %u (n %u), launched: %s", mname,
-			       x->module_execution, x->n, xpf_launched_name(x->launched));
+		if (x->module >= 0)
+			xpf_buf_printf(&b, ", inside %s execution %u (n %u), launched: %s",
+				       xpf_capture_module(c->h->cap, x->module)->name, x->module_execution, x->n,
+				       xpf_launched_name(x->launched));
+		else
+			xpf_buf_printf(&b, ", inside execution n %u (not linked to one module: see its candidates), launched: %s",
+				       x->n, xpf_launched_name(x->launched));
 		const xpf_plan *p = xpf_diag_plan(c->h, x->module);
 		if (p && p->has_assignment)
 			xpf_buf_printf(&b, "; the failed request is usually its temp block (%s) or an output",
