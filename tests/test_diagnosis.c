@@ -317,8 +317,12 @@ static void test_no_donation(void **state)
 	assert_int_equal(fig(f, "saving_bytes"), 1902ll * 1024 * 1024);
 	assert_true(fig(f, "parameters_bytes") >= 1902ll * 1024 * 1024);
 	assert_int_equal(fig(f, "donated_bytes"), 0);
-	assert_contains(text(f), "could be saved with donate_argnums");
+	assert_contains(text(f), "could be saved by donating them");
 	json_t *x = json_array_get(json_object_get(f, "fixes"), 0);
+	/* SPEC 5.3: the Python arguments (entry parameters' op_name), never
+	 * HLO parameter numbers as argnums */
+	assert_contains(json_string_value(json_object_get(x, "text")), "donate_argnames=('state', 'replay')");
+	assert_contains(json_string_value(json_object_get(x, "text")), "14 leaves, e.g. state.params['dense_0']");
 	assert_int_equal(json_integer_value(json_object_get(x, "saving_bytes")), 1902ll * 1024 * 1024);
 	assert_contains(json_string_value(json_object_get(x, "text")), ": fits");
 	f = need_finding(&p, "plan-exceeds-pool");

@@ -1352,5 +1352,9 @@ int main(void)
 		}
 		json_decref(doc);
 	}
-	return _cmocka_run_group_tests("mkcapture", tests, n, NULL, NULL);
+	int rc = _cmocka_run_group_tests("mkcapture", tests, n, NULL, NULL);
+	for (size_t i = 0; i < n; i++) /* the variants' names were malloc'd */
+		if (tests[i].test_func == test_variant)
+			free((void *)tests[i].initial_state);
+	return rc;
 }

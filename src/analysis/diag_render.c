@@ -53,8 +53,11 @@ void xpf_diag_finding_line(const xpf_finding *f, xpf_buf *out, const char *inden
 		const xpf_diag_fix *x = &f->fixes[i];
 		xpf_buf_printf(out, "%s    [inferred] fix: ", indent);
 		xpf_buf_text(out, x->text);
-		xpf_buf_printf(out, " (saves %s, %llu bytes; cost: %s)\n", xpf_human(x->saving_bytes, h1),
-			       (unsigned long long)x->saving_bytes, x->cost);
+		if (x->saving_bytes) /* a fix that saves nothing says what it does in its text */
+			xpf_buf_printf(out, " (saves %s, %llu bytes; cost: %s)\n", xpf_human(x->saving_bytes, h1),
+				       (unsigned long long)x->saving_bytes, x->cost);
+		else
+			xpf_buf_printf(out, " (cost: %s)\n", x->cost);
 	}
 }
 

@@ -195,10 +195,14 @@ static void offer_fraction(xpf_diag_ctx *c, xpf_finding *f, uint64_t need)
 		if (frac > 95)
 			frac = 95;
 		uint64_t pool = d->memory_bytes / 100 * frac;
-		xpf_diag_addfix(c, f, sub0(pool, d->capacity_bytes), 0,
-				"none in memory; less room for other processes on the GPU",
-				"raise XLA_PYTHON_CLIENT_MEM_FRACTION to .%02u: the device has %s and the step needs %s%s",
-				frac, xpf_human(d->memory_bytes, h1), xpf_human(need, h2),
+		/* SPEC 5.3: capacity is not a saving; it comes after the
+		 * program fixes, with what it takes from outside the pool */
+		char h3[32];
+		xpf_diag_addfix(c, f, 0, 0,
+				"the memory the CUDA context, cuDNN/cuBLAS workspaces and NCCL need outside the pool; try the program fixes first",
+				"after the program fixes, if still short: XLA_PYTHON_CLIENT_MEM_FRACTION=.%02u adds %s to the pool (not a saving): the device has %s and the step needs %s%s",
+				frac, xpf_human(sub0(pool, d->capacity_bytes), h3), xpf_human(d->memory_bytes, h1),
+				xpf_human(need, h2),
 				d->fraction_set ? " (the capacity is not 75% of the device: the fraction is set already)" : "");
 	}
 }
@@ -441,6 +445,72 @@ static void rule_verdict(xpf_diag_ctx *c)
 
 /* ---- no-donation ------------------------------------------------------------ */
 
+/* The Python argument an entry parameter's op_name names (SPEC 5.3):
+ * `state.params['emb']` -> state, `params['emb']` -> params, `args[0]`
+ * -> args[0] (a positional argument); its length, 0 when none. */
+static size_t arg_of(const char *op, bool *positional)
+{
+	size_t n = strcspn(op, ".[ /");
+	*positional = n == 4 && strncmp(op, "args", 4) == 0 && op[4] == '[';
+	if (*positional)
+		n += strcspn(op + n, "]") + 1;
+	return op[0] == '\0' ? 0 : n;
+}
+
+/* donate_argnames=(...) / donate_argnums=(...) for the parameters the
+ * matching outputs could reuse, and the leaves they hold, into b (reset
+ * first); false when an op_name names no argument (b: the HLO numbers). */
+static bool donate_args(const xpf_plan *p, xpf_buf *b)
+{
+	const char *names[8], *leaves[4];
+	size_t nn = 0, nl = 0, nleaves = 0;
+	bool named = true, pos_all = true;
+	xpf_buf_reset(b);
+	for (size_t i = 0; i < p->noutputs; i++) {
+		const xpf_plan_param *m = p->outputs[i].matches;
+		if (m == NULL)
+			continue;
+		const char *op = m->instr ? m->instr->op_name : "";
+		bool pos;
+		size_t n = arg_of(op, &pos);
+		if (n == 0) {
+			named = false;
+			xpf_buf_printf(b, "%s%lld%s", nleaves ? ", " : "", (long long)m->number, m->shape_index);
+		}
+		nleaves++;
+		if (nl < 4)
+			leaves[nl++] = op;
+		bool seen = false;
+		for (size_t k = 0; k < nn && !seen; k++)
+			seen = strlen(names[k]) >= n && strncmp(names[k], op, n) == 0 &&
+			       (names[k][n] == '\0' || strchr(".[ /", names[k][n]));
+		if (!seen && n && nn < 8) {
+			names[nn++] = op;
+			pos_all = pos_all && pos;
+		}
+	}
+	if (!named || nn == 0)
+		return false;
+	xpf_buf_reset(b);
+	xpf_buf_adds(b, pos_all ? "donate_argnums=(" : "donate_argnames=(");
+	for (size_t k = 0; k < nn; k++) {
+		bool pos;
+		size_t n = arg_of(names[k], &pos);
+		if (pos_all)
+			xpf_buf_printf(b, "%s%.*s", k ? ", " : "", (int)(n - 6), names[k] + 5);
+		else
+			xpf_buf_printf(b, "%s'%.*s'", k ? ", " : "", (int)n, names[k]);
+	}
+	xpf_buf_adds(b, nn == 1 ? ",)" : ")");
+	xpf_buf_printf(b, ") (%zu lea%s, e.g. ", nleaves, nleaves == 1 ? "f" : "ves");
+	for (size_t k = 0; k < nl; k++) {
+		xpf_buf_adds(b, k ? ", " : "");
+		xpf_buf_text(b, leaves[k]);
+	}
+	xpf_buf_adds(b, nleaves > nl ? ", ..." : "");
+	return true;
+}
+
 static void rule_donation(xpf_diag_ctx *c)
 {
 	const xpf_plan *p = c->p;
@@ -454,7 +524,7 @@ static void rule_donation(xpf_diag_ctx *c)
 	for (size_t i = 0; i < p->noutputs; i++)
 		nmatch += p->outputs[i].matches != NULL;
 	xpf_finding *f = xpf_diag_add(c, "no-donation", XPF_TAG_READ, c->d->module);
-	xpf_buf_printf(&b, "no parameter of %s is donated: parameters %s, outputs %s, 0 donated; %zu output%s match%s a parameter in shape and dtype, so %s could be saved with donate_argnums",
+	xpf_buf_printf(&b, "no parameter of %s is donated: parameters %s, outputs %s, 0 donated; %zu output%s match%s a parameter in shape and dtype, so %s could be saved by donating them",
 		       p->module, xpf_human(p->parameters_bytes, h1), xpf_human(p->outputs_bytes, h2),
 		       nmatch, nmatch == 1 ? "" : "s", nmatch == 1 ? "es" : "", xpf_human(p->matching_output_bytes, h3));
 	xpf_diag_text(f, &b);
@@ -466,23 +536,16 @@ static void rule_donation(xpf_diag_ctx *c)
 	xpf_diag_evidence(f, "modules/%s/allocations.tsv", c->dir);
 	xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
 
-	/* The parameters the matching outputs could reuse. */
-	xpf_buf_adds(&b, "");
-	size_t shown = 0;
-	for (size_t i = 0; i < p->noutputs && shown < 6; i++) {
-		const xpf_plan_param *m = p->outputs[i].matches;
-		if (m == NULL)
-			continue;
-		xpf_buf_printf(&b, "%s%lld%s", shown ? ", " : "", (long long)m->number, m->shape_index);
-		shown++;
-	}
-	if (nmatch > shown)
-		xpf_buf_printf(&b, ", ... (%zu in all)", nmatch);
 	uint64_t s = p->matching_output_bytes;
-	xpf_diag_addfix(c, f, s, sub0(p->need_bytes, s),
-			"none in memory; the donated arrays are invalid after the call (reassign them, e.g. state = step(state, batch))",
-			"donate the state arguments with jax.jit(..., donate_argnums=...) (parameters %s): their outputs reuse the inputs' memory, saving %s",
-			b.data ? b.data : "", xpf_human(s, h1));
+	const char *cost = "none in memory; the donated arrays are invalid after the call (reassign them, e.g. state = step(state, batch))";
+	if (donate_args(p, &b))
+		xpf_diag_addfix(c, f, s, sub0(p->need_bytes, s), cost,
+				"donate the arguments that hold the matching inputs: jax.jit(..., %s): their outputs reuse the inputs' memory, saving %s",
+				b.data, xpf_human(s, h1));
+	else
+		xpf_diag_addfix(c, f, s, sub0(p->need_bytes, s), cost,
+				"donate the state arguments with jax.jit(..., donate_argnums=...) (HLO parameters %s count flattened leaves, not Python arguments; the capture names no argument): their outputs reuse the inputs' memory, saving %s",
+				b.data ? b.data : "", xpf_human(s, h1));
 	xpf_buf_release(&b);
 }
 
