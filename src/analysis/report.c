@@ -122,12 +122,27 @@ int xpf_node_lookup(xpf_node *dir, const char *name, xpf_node **out, xpf_error *
 	return XPF_OK;
 }
 
+/* SPEC §6: once the capture shrank under us (reads past its new end saw
+ * zeros), a file not made before gives EIO; capture/errors.txt says why. */
+static int shrunk_fail(const xpf_node *f, xpf_error *err)
+{
+	return xpf_fail(err, XPF_EIO, "%s: the capture %s shrank while mounted (truncated or rewritten in place): files not read before give EIO; unmount and mount it again",
+			f->name, xpf_capture_label(f->host->cap));
+}
+
 static int render_fn(void *ctx, void **value, xpf_error *err)
 {
 	xpf_node *f = ctx;
 	xpf_buf b = XPF_BUF_INIT;
+	bool guarded = f->host && f->render != xpf_render_capture_errors;
+	if (guarded && xpf_capture_shrunk(f->host->cap))
+		return shrunk_fail(f, err);
 	int rc = f->render ? f->render(f->host, f, &b, err)
 			   : xpf_fail(err, XPF_EUSAGE, "%s: nothing to render", f->name);
+	if (rc == XPF_OK && guarded && xpf_capture_shrunk(f->host->cap)) {
+		xpf_buf_release(&b);
+		return shrunk_fail(f, err);  /* made from zeros, in part */
+	}
 	if (rc != XPF_OK) {
 		xpf_buf_release(&b);
 		if (f->host)

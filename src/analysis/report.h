@@ -138,6 +138,8 @@ void xpf_node_path(const xpf_node *n, xpf_buf *out);
  * needs itself, so that it names every broken part whichever file was read
  * first (and stays the same bytes). */
 void xpf_host_note_error(xpf_host *h, const xpf_error *err);
+/* capture/errors.txt (tree.c): rendered even after the capture shrank. */
+int xpf_render_capture_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
 /* The first error any host noted, into *out: false when none (for --cat
  * and --export, which say it on stderr). */
 bool xpf_report_first_late_error(xpf_report *r, xpf_error *out);

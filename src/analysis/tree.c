@@ -85,9 +85,23 @@ static int render_devices(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 	return XPF_OK;
 }
 
-static int render_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+/* errors.txt once the capture shrank under us (SPEC §6). */
+static int shrunk_errors(xpf_capture *c, xpf_buf *out)
+{
+	xpf_buf_reset(out);
+	xpf_buf_adds(out, "# The capture's own errors and warnings (XSpace), then what xplanefs found\n"
+			  "# decoding every plane, event, stat and module.\n"
+			  "capture changed: ");
+	xpf_buf_text(out, xpf_capture_label(c));
+	xpf_buf_adds(out, " shrank while mounted (truncated or rewritten in place); files made before keep their bytes, the others give EIO; unmount and mount it again\n");
+	return XPF_OK;
+}
+
+int xpf_render_capture_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
 	xpf_capture *c = h->cap;
+	if (xpf_capture_shrunk(c))  /* its bytes are gone: decode nothing */
+		return shrunk_errors(c, out);
 	xpf_buf_adds(out, "# The capture's own errors and warnings (XSpace), then what xplanefs found\n"
 			  "# decoding every plane, event, stat and module.\n");
 	for (size_t i = 0; i < xpf_capture_nstrings(c, 2); i++) {
@@ -155,6 +169,8 @@ static int render_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 		}
 	}
 	(void)err;
+	if (xpf_capture_shrunk(c))  /* it shrank while we decoded: zeros */
+		return shrunk_errors(c, out);
 	return XPF_OK;
 }
 
@@ -162,5 +178,5 @@ void xpf_tree_capture(xpf_host *h, xpf_node *dir)
 {
 	xpf_node_file(dir, "planes.tsv", render_planes, 0);
 	xpf_node_file(dir, "devices.tsv", render_devices, 0);
-	xpf_node_file(dir, "errors.txt", render_errors, 0);
+	xpf_node_file(dir, "errors.txt", xpf_render_capture_errors, 0);
 }

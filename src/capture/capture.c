@@ -8,6 +8,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +38,7 @@ struct xpf_capture {
 	void *map;        /* non-NULL when we mapped the file */
 	size_t map_len;
 	int fd;           /* the file, for xpf_window reads; -1: none */
+	atomic_uint shrunk; /* faults past the file's new end (SIGBUS) */
 	bool hlo_only;
 
 	size_t nplanes;
@@ -1302,6 +1306,83 @@ static int index_modules(xpf_capture *c, xpf_error *err)
 	return XPF_OK;
 }
 
+/* ---- a capture that shrinks under its mapping ---------------------------
+ *
+ * A file truncated while mapped (`cp new.pb capture.pb` truncates first)
+ * raises SIGBUS on a read past its new end: the daemon would die and leave
+ * a stale mount.  Our mappings are registered here; the handler maps zero
+ * pages over the rest of the faulting mapping, counts the fault on its
+ * capture and returns, so the read goes on over zeros.  The report layer
+ * then refuses every file not made before (SPEC §6: EIO, a line in
+ * capture/errors.txt).  mmap is async-signal-safe on Linux. */
+
+#define MAX_MAPPINGS 64
+struct mapping {
+	_Atomic uintptr_t lo, hi;  /* [lo, hi) page-rounded; 0, 0: free slot */
+	xpf_capture *_Atomic cap;
+};
+static struct mapping mappings[MAX_MAPPINGS];
+static pthread_mutex_t mappings_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool sigbus_installed;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	uintptr_t a = (uintptr_t)si->si_addr, page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	for (size_t i = 0; i < MAX_MAPPINGS; i++) {
+		uintptr_t lo = atomic_load(&mappings[i].lo), hi = atomic_load(&mappings[i].hi);
+		if (a < lo || a >= hi)
+			continue;
+		uintptr_t from = a & ~(page - 1);
+		if (mmap((void *)from, hi - from, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+		    MAP_FAILED)
+			break;
+		atomic_fetch_add(&atomic_load(&mappings[i].cap)->shrunk, 1);
+		return;
+	}
+	signal(sig, SIG_DFL);  /* not ours: the default, a crash */
+	raise(sig);
+}
+
+static void mapping_add(xpf_capture *c)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	pthread_mutex_lock(&mappings_mu);
+	if (!sigbus_installed) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_sigaction = on_sigbus;
+		sa.sa_flags = SA_SIGINFO;
+		sigemptyset(&sa.sa_mask);
+		sigbus_installed = sigaction(SIGBUS, &sa, NULL) == 0;
+	}
+	for (size_t i = 0; i < MAX_MAPPINGS; i++)
+		if (atomic_load(&mappings[i].hi) == 0) {
+			atomic_store(&mappings[i].cap, c);
+			atomic_store(&mappings[i].lo, (uintptr_t)c->map);
+			atomic_store(&mappings[i].hi, ((uintptr_t)c->map + c->map_len + page - 1) & ~(page - 1));
+			break;
+		}
+	pthread_mutex_unlock(&mappings_mu);
+}
+
+static void mapping_remove(const xpf_capture *c)
+{
+	pthread_mutex_lock(&mappings_mu);
+	for (size_t i = 0; i < MAX_MAPPINGS; i++)
+		if (atomic_load(&mappings[i].cap) == c) {
+			atomic_store(&mappings[i].hi, 0);
+			atomic_store(&mappings[i].lo, 0);
+			atomic_store(&mappings[i].cap, NULL);
+		}
+	pthread_mutex_unlock(&mappings_mu);
+}
+
+unsigned xpf_capture_shrunk(xpf_capture *c)
+{
+	return atomic_load(&c->shrunk);
+}
+
 static int map_file(const char *path, xpf_capture *c, xpf_error *err)
 {
 	/* O_NONBLOCK: opening a FIFO must not wait for a writer (it is then
@@ -1330,6 +1411,7 @@ static int map_file(const char *path, xpf_capture *c, xpf_error *err)
 		c->map = m;
 		c->map_len = c->size;
 		c->data = m;
+		mapping_add(c);
 	} else {
 		c->data = (const uint8_t *)"";
 	}
@@ -1544,8 +1626,10 @@ void xpf_capture_free(xpf_capture *c)
 			free(c->str[w][i]);
 		free(c->str[w]);
 	}
-	if (c->map)
+	if (c->map) {
+		mapping_remove(c);
 		munmap(c->map, c->map_len);
+	}
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->label);

@@ -295,6 +295,9 @@ int xpf_capture_open_mem(const void *data, size_t len, const char *label,
 void xpf_capture_free(xpf_capture *c);
 
 const char *xpf_capture_label(const xpf_capture *c); /* file name for messages */
+/* How many reads faulted past the file's end since it was mapped (it was
+ * truncated under us: those reads saw zeros); 0: the file is whole. */
+unsigned xpf_capture_shrunk(xpf_capture *c);
 uint64_t xpf_capture_size(const xpf_capture *c);
 bool xpf_capture_is_hlo_only(const xpf_capture *c);
 

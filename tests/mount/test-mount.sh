@@ -618,6 +618,44 @@ else
 	echo "note: no tests/bad corpus (XPF_SOURCE unset?): late errors not checked"
 fi
 
+# --- the capture shrinks under the mount (SPEC §6) ---------------------------
+# `cp new.pb capture.pb` truncates the mounted file first: reads of the
+# mapping past its new end raise SIGBUS. The daemon lives; files made before
+# keep their bytes; the others give EIO; capture/errors.txt says why.
+shrink_src=""
+for x in "${all_caps[@]}"; do
+	[ -f "$x" ] && [ "$(stat -c %s "$x")" -gt 65536 ] && { shrink_src=$x; break; }
+done
+if [ -n "$shrink_src" ]; then
+	cp "$shrink_src" "$tmp/shrink.xplane.pb"
+	ms=$tmp/mnt-shrink
+	mkdir -p "$ms"
+	mounts+=("$ms")
+	if start_fg "$ms" "$tmp/shrink.log" "$tmp/shrink.xplane.pb"; then
+		before=$(to cat "$ms/summary.txt" | md5sum)
+		truncate -s 4096 "$tmp/shrink.xplane.pb"
+		# errors.txt decodes every byte: the reads past the new end fault
+		to grep -q "shrank while mounted" "$ms/capture/errors.txt" &&
+			ok "shrink: capture/errors.txt says the capture shrank" ||
+			fail "shrink: capture/errors.txt: $(to head -c 300 "$ms/capture/errors.txt")"
+		to cat "$ms/runtime/events.tsv" >/dev/null 2>"$tmp/shrink.err"
+		rc=$?
+		if ! alive "$daemon"; then
+			fail "shrink: the daemon died after the capture shrank: $(tail -c 300 "$tmp/shrink.log")"
+		elif [ "$rc" -eq 0 ] || ! grep -q "Input/output error" "$tmp/shrink.err"; then
+			fail "shrink: runtime/events.tsv after the capture shrank: exit $rc, $(head -c 200 "$tmp/shrink.err") (want EIO)"
+		else
+			ok "shrink: a file not made before gives EIO; the daemon lives"
+		fi
+		[ "$(to cat "$ms/summary.txt" | md5sum)" = "$before" ] &&
+			ok "shrink: summary.txt, made before, keeps its bytes" ||
+			fail "shrink: summary.txt changed after the capture shrank"
+		stop "$daemon" "$ms" fusermount3
+	else
+		fail "shrink: could not mount $shrink_src"
+	fi
+fi
+
 # --- broken captures never mount ---------------------------------------------
 for c in "$S"/bad/*; do
 	[ -f "$c" ] || continue
