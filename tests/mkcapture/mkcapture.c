@@ -1,4 +1,4 @@
-/* xplane-mkcapture SCENARIO [--scale N] [--big-module N] OUT
+/* xplane-mkcapture SCENARIO [--scale N] [--big-module N] [--big-step N] OUT
  *
  * Writes a synthetic JAX GPU profiler capture (an XSpace, as
  * `jax.profiler.trace` saves it) for one of the project's scenarios.  The
@@ -8,7 +8,9 @@
  * is built with scale N (its own scale-dependent events), then steps of a
  * small input-pipeline module (runtime.h, mk_scale_prefix) are replayed
  * before its script, as many as bring the size to N x the scale-1 size.
- * --big-module N adds a never-executed module of about N instructions. */
+ * --big-module N adds a never-executed module of about N instructions;
+ * --big-step N a module of about N instructions that runs and is the focus
+ * (runtime.c, mk_add_big_step). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,10 +21,11 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: xplane-mkcapture SCENARIO [--scale N] [--big-module N] [-v] OUT\n"
+	fprintf(f, "usage: xplane-mkcapture SCENARIO [--scale N] [--big-module N] [--big-step N] [-v] OUT\n"
 		   "       xplane-mkcapture --list\n"
 		   "--scale N: about N times the scale-1 size (more steps, events, kernels)\n"
 		   "--big-module N: add a compiled, never executed module of about N instructions\n"
+		   "--big-step N: add a module of about N instructions that runs once and is the focus\n"
 		   "Writes a synthetic JAX GPU capture (OUT.xplane.pb, or a run directory OUT/\n"
 		   "of <host>.xplane.pb for multi-host scenarios).\n");
 }
@@ -47,8 +50,8 @@ static void calibrate(const mk_scenario *sc, int host, int scale, mk_scn *s)
 	mk_set_prefix_steps(s, want > 0 ? (int64_t)(want / per + 0.5) : 0);
 }
 
-static int write_host(const mk_scenario *sc, int host, int scale, int64_t big, const char *path,
-	int verbose)
+static int write_host(const mk_scenario *sc, int host, int scale, int64_t big, int64_t step,
+	const char *path, int verbose)
 {
 	mk_scn *s = calloc(1, sizeof *s); /* megabytes: never on the stack */
 	uint64_t bytes = 0, events = 0;
@@ -59,6 +62,8 @@ static int write_host(const mk_scenario *sc, int host, int scale, int64_t big, c
 	sc->build(s, host, scale);
 	if (big > 0)
 		mk_add_big_module(s, big);
+	if (step > 0)
+		mk_add_big_step(s, step);
 	if (scale > 1)
 		calibrate(sc, host, scale, s);
 	f = fopen(path, "wb");
@@ -96,7 +101,7 @@ int main(int argc, char **argv)
 {
 	const char *name = NULL, *out = NULL;
 	int scale = 1, verbose = 0;
-	int64_t big = 0;
+	int64_t big = 0, step = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc) {
@@ -115,6 +120,14 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			big = v;
+		} else if (strcmp(argv[i], "--big-step") == 0 && i + 1 < argc) {
+			char *end;
+			long long v = strtoll(argv[++i], &end, 10);
+			if (*end || v < 1000 || v > 10000000) {
+				fprintf(stderr, "xplane-mkcapture: bad --big-step '%s' (1000 to 10000000)\n", argv[i]);
+				return 1;
+			}
+			step = v;
 		} else if (strcmp(argv[i], "-v") == 0) {
 			verbose = 1;
 		} else if (strcmp(argv[i], "--list") == 0) {
@@ -146,7 +159,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (sc->hosts == 1)
-		return write_host(sc, 0, scale, big, out, verbose);
+		return write_host(sc, 0, scale, big, step, out, verbose);
 	if (mkdir(out, 0777) != 0 && errno != EEXIST) {
 		fprintf(stderr, "xplane-mkcapture: %s: %s\n", out, strerror(errno));
 		return 2;
@@ -157,7 +170,7 @@ int main(int argc, char **argv)
 		sc->build(&probe, h, 1);
 		snprintf(path, sizeof path, "%s/%s.xplane.pb", out, probe.host);
 		mk_scn_release(&probe);
-		int rc = write_host(sc, h, scale, big, path, verbose);
+		int rc = write_host(sc, h, scale, big, step, path, verbose);
 		if (rc)
 			return rc;
 	}
