@@ -385,35 +385,72 @@ static void index_buffers(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf
 	free(count);
 }
 
-static bool index_eq(const int64_t *a, size_t na, const int64_t *b, size_t nb)
+/* Parameter leaves (number, shape index) named by the module's
+ * input_output_alias or buffer_donor entries, sorted, so that each parameter
+ * allocation is looked up rather than compared with every entry. */
+typedef struct param_leaf {
+	int64_t number;
+	const int64_t *index;
+	size_t nindex;
+} param_leaf;
+
+typedef struct param_leaves {
+	param_leaf *v;
+	size_t n;
+} param_leaves;
+
+static int cmp_param_leaf(const void *a, const void *b)
 {
-	return na == nb && (na == 0 || memcmp(a, b, na * sizeof *a) == 0);
+	const param_leaf *x = a, *y = b;
+	if (x->number != y->number)
+		return x->number < y->number ? -1 : 1;
+	if (x->nindex != y->nindex)
+		return x->nindex < y->nindex ? -1 : 1;
+	for (size_t i = 0; i < x->nindex; i++)
+		if (x->index[i] != y->index[i])
+			return x->index[i] < y->index[i] ? -1 : 1;
+	return 0;
 }
 
-static bool param_aliased(const Xla__HloModuleProto *mod, const Xla__BufferAllocationProto *ap)
+static void leaves_init(param_leaves *s, size_t cap)
+{
+	s->v = calloc(cap ? cap : 1, sizeof *s->v);
+	s->n = 0;
+	if (s->v == NULL)
+		abort();
+}
+
+static void leaves_add(param_leaves *s, int64_t number, const int64_t *index, size_t nindex)
+{
+	s->v[s->n++] = (param_leaf){ number, index, nindex };
+}
+
+static bool leaves_have(const param_leaves *s, const Xla__BufferAllocationProto *ap)
+{
+	param_leaf key = { ap->parameter_number, ap->parameter_shape_index,
+			   ap->n_parameter_shape_index };
+	return s->n && bsearch(&key, s->v, s->n, sizeof *s->v, cmp_param_leaf) != NULL;
+}
+
+static void donation_leaves(const Xla__HloModuleProto *mod, param_leaves *aliased,
+			    param_leaves *donors)
 {
 	const Xla__HloInputOutputAliasProto *io = mod->input_output_alias;
+	const Xla__HloBufferDonorProto *d = mod->buffer_donor;
+	leaves_init(aliased, io ? io->n_entries : 0);
+	leaves_init(donors, d ? d->n_entries : 0);
 	for (size_t i = 0; io && i < io->n_entries; i++) {
 		const Xla__HloInputOutputAliasProto__AliasEntryProto *e = io->entries[i];
-		if (e->parameter_number == ap->parameter_number &&
-		    index_eq(e->parameter_shape_index, e->n_parameter_shape_index,
-			     ap->parameter_shape_index, ap->n_parameter_shape_index))
-			return true;
+		leaves_add(aliased, e->parameter_number, e->parameter_shape_index,
+			   e->n_parameter_shape_index);
 	}
-	return false;
-}
-
-static bool param_donor(const Xla__HloModuleProto *mod, const Xla__BufferAllocationProto *ap)
-{
-	const Xla__HloBufferDonorProto *d = mod->buffer_donor;
 	for (size_t i = 0; d && i < d->n_entries; i++) {
 		const Xla__HloBufferDonorProto__BufferDonorEntryProto *e = d->entries[i];
-		if (e->parameter_number == ap->parameter_number &&
-		    index_eq(e->parameter_shape_index, e->n_parameter_shape_index,
-			     ap->parameter_shape_index, ap->n_parameter_shape_index))
-			return true;
+		leaves_add(donors, e->parameter_number, e->parameter_shape_index,
+			   e->n_parameter_shape_index);
 	}
-	return false;
+	xpf_qsort(aliased->v, aliased->n, sizeof *aliased->v, cmp_param_leaf);
+	xpf_qsort(donors->v, donors->n, sizeof *donors->v, cmp_param_leaf);
 }
 
 /* Colour names (reference §3.6.1): 1 and 2 mean collective and separate
@@ -429,28 +466,40 @@ static const char *color_what(int64_t c, bool tiled)
 	}
 }
 
+static int cmp_color(const void *a, const void *b)
+{
+	int64_t x = ((const xpf_plan_color *)a)->color, y = ((const xpf_plan_color *)b)->color;
+	return x < y ? -1 : x > y;
+}
+
+/* p->colors: each colour of an allocation once, ascending. */
+static void index_colors(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_arena *a)
+{
+	p->colors = xpf_arena_array(a, p->nallocs, sizeof *p->colors);
+	for (size_t i = 0; i < p->nallocs; i++)
+		p->colors[i].color = ba->buffer_allocations[i]->color;
+	xpf_qsort(p->colors, p->nallocs, sizeof *p->colors, cmp_color);
+	for (size_t i = 0; i < p->nallocs; i++)
+		if (p->ncolors == 0 || p->colors[p->ncolors - 1].color != p->colors[i].color)
+			p->colors[p->ncolors++].color = p->colors[i].color;
+	for (size_t i = 0; i < p->ncolors; i++)
+		p->colors[i].what = color_what(p->colors[i].color, p->tpu);
+}
+
 static xpf_plan_color *color_slot(xpf_plan *p, int64_t c)
 {
-	for (size_t i = 0; i < p->ncolors; i++)
-		if (p->colors[i].color == c)
-			return &p->colors[i];
-	size_t i = p->ncolors++;
-	while (i > 0 && p->colors[i - 1].color > c) {
-		p->colors[i] = p->colors[i - 1];
-		i--;
-	}
-	memset(&p->colors[i], 0, sizeof p->colors[i]);
-	p->colors[i].color = c;
-	p->colors[i].what = color_what(c, p->tpu);
-	return &p->colors[i];
+	xpf_plan_color key = { .color = c };
+	return bsearch(&key, p->colors, p->ncolors, sizeof *p->colors, cmp_color);
 }
 
 static void index_allocs(xpf_plan *p, const Xla__HloModuleProto *mod,
 			 const Xla__BufferAssignmentProto *ba, xpf_arena *a)
 {
+	param_leaves aliased, donors;
 	p->nallocs = ba->n_buffer_allocations;
 	p->allocs = xpf_arena_array(a, p->nallocs, sizeof *p->allocs);
-	p->colors = xpf_arena_array(a, p->nallocs, sizeof *p->colors);
+	index_colors(p, ba, a);
+	donation_leaves(mod, &aliased, &donors);
 	for (size_t i = 0; i < p->nallocs; i++) {
 		const Xla__BufferAllocationProto *ap = ba->buffer_allocations[i];
 		xpf_plan_alloc *x = &p->allocs[i];
@@ -466,8 +515,8 @@ static void index_allocs(xpf_plan *p, const Xla__HloModuleProto *mod,
 		x->parameter_shape_index = x->is_parameter ?
 			xpf_index_text(a, ap->parameter_shape_index, ap->n_parameter_shape_index) : "";
 		if (x->is_parameter) {
-			x->donated = ap->is_parameter_aliased_with_output || param_aliased(mod, ap);
-			x->donor_only = !x->donated && param_donor(mod, ap);
+			x->donated = ap->is_parameter_aliased_with_output || leaves_have(&aliased, ap);
+			x->donor_only = !x->donated && leaves_have(&donors, ap);
 		}
 		x->kind = x->is_parameter ? XPF_KIND_PARAMETER :
 			  x->maybe_live_out ? XPF_KIND_OUTPUT :
@@ -526,6 +575,8 @@ static void index_allocs(xpf_plan *p, const Xla__HloModuleProto *mod,
 	}
 	p->need_bytes = p->parameters_bytes + p->non_aliased_outputs_bytes + p->temp_bytes +
 			p->constants_bytes;
+	free(aliased.v);
+	free(donors.v);
 }
 
 /* ---- parameters and outputs ------------------------------------------- */
@@ -555,12 +606,43 @@ static const xpf_plan_instr **entry_params(const xpf_plan *p, size_t *n)
 	return by;
 }
 
-static int cmp_param(const void *a, const void *b)
+int xpf_plan_cmp_param(const void *a, const void *b)
 {
 	const xpf_plan_param *x = a, *y = b;
 	if (x->number != y->number)
 		return x->number < y->number ? -1 : 1;
 	return strcmp(x->shape_index, y->shape_index);
+}
+
+/* An undonated parameter an output could reuse: the candidates sorted by
+ * shape, then by position in p->params, so that the outputs take each
+ * shape's run from its front, as a scan of p->params in order would. */
+typedef struct candidate {
+	const Xla__ShapeProto *shape;
+	size_t param;
+} candidate;
+
+static int cmp_candidate(const void *a, const void *b)
+{
+	const candidate *x = a, *y = b;
+	int c = xpf_shape_cmp(x->shape, y->shape);
+	if (c)
+		return c;
+	return x->param < y->param ? -1 : x->param > y->param;
+}
+
+/* The first candidate of shape s (the start of its run), or n. */
+static size_t shape_run(const candidate *c, size_t n, const Xla__ShapeProto *s)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (xpf_shape_cmp(c[mid].shape, s) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && xpf_shape_cmp(c[lo].shape, s) == 0 ? lo : n;
 }
 
 static void params_outputs(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_arena *a)
@@ -598,11 +680,17 @@ static void params_outputs(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xp
 	}
 	xpf_buf_release(&b);
 	free(by);
-	xpf_qsort(p->params, p->nparams, sizeof *p->params, cmp_param);
+	xpf_qsort(p->params, p->nparams, sizeof *p->params, xpf_plan_cmp_param);
 
-	bool *used = calloc(p->nparams ? p->nparams : 1, 1);
-	if (used == NULL)
+	/* taken[r]: how many of the run starting at r are taken */
+	candidate *cand = calloc(p->nparams ? p->nparams : 1, sizeof *cand);
+	size_t ncand = 0, *taken = calloc(p->nparams ? p->nparams : 1, sizeof *taken);
+	if (cand == NULL || taken == NULL)
 		abort();
+	for (size_t k = 0; k < p->nparams; k++)
+		if (!p->params[k].donated && xpf_shape_is_array(p->params[k].shape_proto))
+			cand[ncand++] = (candidate){ p->params[k].shape_proto, k };
+	xpf_qsort(cand, ncand, sizeof *cand, cmp_candidate);
 	for (size_t i = 0; i < p->nallocs; i++) {
 		const xpf_plan_alloc *al = &p->allocs[i];
 		if (al->kind != XPF_KIND_OUTPUT || !xpf_plan_device_color(p, al->color))
@@ -612,17 +700,20 @@ static void params_outputs(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xp
 		o->buffer = al->largest >= 0 ? &p->buffers[al->largest] : NULL;
 		o->shape = o->buffer ? o->buffer->shape : "";
 		o->dtype = o->buffer ? o->buffer->dtype : "";
-		for (size_t k = 0; o->buffer && k < p->nparams; k++) {
-			if (used[k] || p->params[k].donated ||
-			    !xpf_shape_same(o->buffer->shape_proto, p->params[k].shape_proto))
-				continue;
-			used[k] = true;
-			o->matches = &p->params[k];
-			p->matching_output_bytes += al->bytes;
-			break;
-		}
+		if (o->buffer == NULL || !xpf_shape_is_array(o->buffer->shape_proto))
+			continue;
+		size_t r = shape_run(cand, ncand, o->buffer->shape_proto);
+		if (r == ncand)
+			continue;
+		size_t k = r + taken[r];
+		if (k == ncand || xpf_shape_cmp(cand[k].shape, cand[r].shape) != 0)
+			continue; /* every parameter of that shape is taken */
+		taken[r]++;
+		o->matches = &p->params[cand[k].param];
+		p->matching_output_bytes += al->bytes;
 	}
-	free(used);
+	free(cand);
+	free(taken);
 }
 
 /* ---- the plan --------------------------------------------------------- */

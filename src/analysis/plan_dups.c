@@ -36,9 +36,20 @@ typedef struct callee {
 	const xpf_plan_instr *caller;
 } callee;
 
+/* Computations by id, each with its root, so that a fusion finds its fused
+ * root without scanning the module. */
+typedef struct comp_root {
+	int64_t comp;
+	size_t order;                /* proto order: the first of a repeated id wins */
+	const xpf_plan_instr *root;  /* NULL if its root_id names no instruction */
+} comp_root;
+
 typedef struct dup_ctx {
 	callee *whiles;
 	size_t nwhiles;
+	comp_root *comps;
+	size_t ncomps;
+	bool *at_peak;               /* by buffer index: a row of peak_buffers.tsv */
 } dup_ctx;
 
 static int cmp_callee(const void *a, const void *b)
@@ -118,39 +129,82 @@ static bool trace(const xpf_plan *p, const dup_ctx *c, const xpf_plan_instr *in,
 	return false;
 }
 
+static int cmp_comp_root(const void *a, const void *b)
+{
+	const comp_root *x = a, *y = b;
+	if (x->comp != y->comp)
+		return x->comp < y->comp ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static void index_comps(const xpf_plan *p, const Xla__HloModuleProto *mod, dup_ctx *c)
+{
+	c->ncomps = mod->n_computations;
+	c->comps = calloc(c->ncomps ? c->ncomps : 1, sizeof *c->comps);
+	if (c->comps == NULL)
+		abort();
+	for (size_t i = 0; i < c->ncomps; i++)
+		c->comps[i] = (comp_root){ mod->computations[i]->id, i,
+					   xpf_plan_instr_by_id(p, mod->computations[i]->root_id) };
+	xpf_qsort(c->comps, c->ncomps, sizeof *c->comps, cmp_comp_root);
+}
+
 /* The fused root's opcode, looking through bitcasts; NULL if none. */
-static const xpf_plan_instr *fused_root(const xpf_plan *p, const Xla__HloModuleProto *mod,
+static const xpf_plan_instr *fused_root(const xpf_plan *p, const dup_ctx *c,
 					const xpf_plan_instr *in)
 {
 	if (in->proto->n_called_computation_ids == 0)
 		return NULL;
 	int64_t cid = in->proto->called_computation_ids[0];
-	for (size_t c = 0; c < mod->n_computations; c++) {
-		if (mod->computations[c]->id != cid)
-			continue;
-		const xpf_plan_instr *r = xpf_plan_instr_by_id(p, mod->computations[c]->root_id);
-		for (int g = 0; r && is_op(r, "bitcast") && g < MAX_DEPTH; g++)
-			r = operand(p, r, 0);
-		return r;
+	size_t lo = 0, hi = c->ncomps;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->comps[mid].comp < cid)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return NULL;
+	if (lo == c->ncomps || c->comps[lo].comp != cid)
+		return NULL;
+	const xpf_plan_instr *r = c->comps[lo].root;
+	for (int g = 0; r && is_op(r, "bitcast") && g < MAX_DEPTH; g++)
+		r = operand(p, r, 0);
+	return r;
 }
 
+/* The first parameter leaf at o (p->params is sorted by number, then shape
+ * index). */
 static const xpf_plan_param *param_at(const xpf_plan *p, const origin *o, xpf_arena *a)
 {
-	const char *ix = xpf_index_text(a, o->index, o->nindex);
-	for (size_t i = 0; i < p->nparams; i++)
-		if (p->params[i].number == o->param->proto->parameter_number &&
-		    strcmp(p->params[i].shape_index, ix) == 0)
-			return &p->params[i];
+	xpf_plan_param key = { .number = o->param->proto->parameter_number,
+			       .shape_index = xpf_index_text(a, o->index, o->nindex) };
+	size_t lo = 0, hi = p->nparams;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (xpf_plan_cmp_param(&p->params[mid], &key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < p->nparams && xpf_plan_cmp_param(&p->params[lo], &key) == 0)
+		return &p->params[lo];
 	return NULL;
 }
 
-static bool live_at_peak(const xpf_plan *p, const xpf_plan_buffer *b)
+static void mark_peak_rows(const xpf_plan *p, dup_ctx *c)
 {
+	c->at_peak = calloc(p->nbuffers ? p->nbuffers : 1, sizeof *c->at_peak);
+	if (c->at_peak == NULL)
+		abort();
 	for (size_t i = 0; i < p->npeak; i++)
-		if (p->peak[i].buffer == b)
-			return true;
+		if (p->peak[i].buffer)
+			c->at_peak[p->peak[i].buffer - p->buffers] = true;
+}
+
+static bool live_at_peak(const xpf_plan *p, const dup_ctx *c, const xpf_plan_buffer *b)
+{
+	if (c->at_peak[b - p->buffers])
+		return true;
 	return p->peak_position >= 0 && b->start >= 0 && b->start <= p->peak_position &&
 	       b->end > p->peak_position;
 }
@@ -159,6 +213,8 @@ void xpf_plan_find_dups(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena *
 {
 	dup_ctx ctx = { 0 }, *c = &ctx;
 	index_whiles(p, c);
+	index_comps(p, mod, c);
+	mark_peak_rows(p, c);
 	p->dups = xpf_arena_array(a, p->nbuffers, sizeof *p->dups);
 	for (size_t i = 0; i < p->nbuffers; i++) {
 		const xpf_plan_buffer *b = &p->buffers[i];
@@ -168,7 +224,7 @@ void xpf_plan_find_dups(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena *
 			continue;
 		const xpf_plan_instr *op = x;
 		if (is_op(x, "fusion"))
-			op = fused_root(p, mod, x);
+			op = fused_root(p, c, x);
 		if (op == NULL)
 			continue;
 		bool layout = is_op(op, "transpose") || is_op(op, "copy");
@@ -195,7 +251,7 @@ void xpf_plan_find_dups(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena *
 		d->kind = layout ? XPF_DUP_LAYOUT : XPF_DUP_CONVERT;
 		d->buffer = b;
 		d->param = pp;
-		d->at_peak = live_at_peak(p, b);
+		d->at_peak = live_at_peak(p, c, b);
 		if (d->at_peak) {
 			if (layout)
 				p->layout_dup_peak_bytes += b->bytes;
@@ -204,4 +260,6 @@ void xpf_plan_find_dups(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena *
 		}
 	}
 	free(ctx.whiles);
+	free(ctx.comps);
+	free(ctx.at_peak);
 }

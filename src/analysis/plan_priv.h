@@ -38,8 +38,15 @@ uint64_t xpf_shape_elements(const Xla__ShapeProto *s);
 /* Same element type and dimensions (layouts ignored). */
 bool xpf_shape_same(const Xla__ShapeProto *a, const Xla__ShapeProto *b);
 bool xpf_layout_same(const Xla__ShapeProto *a, const Xla__ShapeProto *b);
+/* An array (not a tuple, token, opaque or buffer); false for NULL. */
+bool xpf_shape_is_array(const Xla__ShapeProto *s);
+/* Orders arrays by element type, then dimensions: 0 iff xpf_shape_same. */
+int xpf_shape_cmp(const Xla__ShapeProto *a, const Xla__ShapeProto *b);
 /* "" or "{0,1}" */
 const char *xpf_index_text(xpf_arena *a, const int64_t *index, size_t n);
+
+/* Orders p->params: by number, then shape index (a qsort comparator). */
+int xpf_plan_cmp_param(const void *a, const void *b);
 
 /* Stages of xpf_plan_build. */
 int xpf_plan_simulate(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_arena *a,

@@ -181,6 +181,23 @@ bool xpf_shape_same(const Xla__ShapeProto *a, const Xla__ShapeProto *b)
 	return true;
 }
 
+bool xpf_shape_is_array(const Xla__ShapeProto *s)
+{
+	return s != NULL && is_array(s);
+}
+
+int xpf_shape_cmp(const Xla__ShapeProto *a, const Xla__ShapeProto *b)
+{
+	if (a->element_type != b->element_type)
+		return a->element_type < b->element_type ? -1 : 1;
+	if (a->n_dimensions != b->n_dimensions)
+		return a->n_dimensions < b->n_dimensions ? -1 : 1;
+	for (size_t i = 0; i < a->n_dimensions; i++)
+		if (a->dimensions[i] != b->dimensions[i])
+			return a->dimensions[i] < b->dimensions[i] ? -1 : 1;
+	return 0;
+}
+
 bool xpf_layout_same(const Xla__ShapeProto *a, const Xla__ShapeProto *b)
 {
 	size_t na = a && a->layout ? a->layout->n_minor_to_major : 0;

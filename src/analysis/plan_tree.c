@@ -223,6 +223,11 @@ static int cmp_src(const void *a, const void *b)
 	return strcmp(x->source, y->source);
 }
 
+static int cmp_src_name(const void *a, const void *b)
+{
+	return strcmp(((const src_row *)a)->source, ((const src_row *)b)->source);
+}
+
 static int render_by_source(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
 	const xpf_plan *p;
@@ -235,16 +240,20 @@ static int render_by_source(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_er
 	size_t nrows = 0;
 	if (rows == NULL)
 		abort();
+	/* one row per peak buffer, sorted by source, then each source's rows
+	 * summed into its first */
 	for (size_t i = 0; i < p->npeak; i++) {
 		const xpf_plan_buffer *b = p->peak[i].buffer;
-		const char *src = b && b->instr ? b->instr->source : "";
-		size_t k;
-		for (k = 0; k < nrows && strcmp(rows[k].source, src) != 0; k++)
-			;
-		if (k == nrows)
-			rows[nrows++].source = src;
-		rows[k].bytes += p->peak[i].bytes;
-		rows[k].buffers++;
+		rows[i] = (src_row){ b && b->instr ? b->instr->source : "", p->peak[i].bytes, 1 };
+	}
+	xpf_qsort(rows, p->npeak, sizeof *rows, cmp_src_name);
+	for (size_t i = 0; i < p->npeak; i++) {
+		if (nrows && strcmp(rows[nrows - 1].source, rows[i].source) == 0) {
+			rows[nrows - 1].bytes += rows[i].bytes;
+			rows[nrows - 1].buffers++;
+		} else {
+			rows[nrows++] = rows[i];
+		}
 	}
 	xpf_qsort(rows, nrows, sizeof *rows, cmp_src);
 	xpf_buf_adds(out, HDR_SOURCE);

@@ -1505,17 +1505,77 @@ static int hlo_depth_check(const xpf_capture *c, const char *what, const uint8_t
 	}
 }
 
+/* An unpacked HloProto and the blocks it lives in.  protobuf-c makes one
+ * allocation per message, string and repeated field (millions for a module
+ * of hundreds of thousands of instructions, each with malloc's header);
+ * taking them from large blocks instead needs less memory and frees the
+ * whole proto at once.  Nothing is freed before that: what protobuf-c frees
+ * while unpacking (its scratch for repeated fields) stays in its block. */
+enum { HLO_BLOCK = 1 << 20 };
+
+typedef struct hlo_block {
+	struct hlo_block *next;
+	size_t used, size;
+	_Alignas(max_align_t) unsigned char data[];
+} hlo_block;
+
+typedef struct hlo_unpacked {
+	Xla__HloProto *proto;
+	hlo_block *blocks;
+} hlo_unpacked;
+
+static void *hlo_alloc(void *ctx, size_t n)
+{
+	hlo_unpacked *u = ctx;
+	hlo_block *b = u->blocks;
+	n = (n + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
+	if (b == NULL || b->size - b->used < n) {
+		size_t size = n > HLO_BLOCK ? n : HLO_BLOCK;
+		b = malloc(sizeof *b + size);
+		if (b == NULL)
+			return NULL;
+		*b = (hlo_block){ u->blocks, 0, size };
+		u->blocks = b;
+	}
+	void *p = b->data + b->used;
+	b->used += n;
+	return p;
+}
+
+static void hlo_keep(void *ctx, void *p)
+{
+	(void)ctx;
+	(void)p;
+}
+
+static void hlo_free(void *v)
+{
+	hlo_unpacked *u = v;
+	if (u == NULL)
+		return;
+	while (u->blocks) {
+		hlo_block *next = u->blocks->next;
+		free(u->blocks);
+		u->blocks = next;
+	}
+	free(u);
+}
+
 static int unpack_hlo(const xpf_capture *c, const char *what, const uint8_t *p, size_t n,
-		      Xla__HloProto **out, xpf_error *err)
+		      hlo_unpacked **out, xpf_error *err)
 {
 	int rc = hlo_depth_check(c, what, p, p + n, M_HLO, 0, err);
 	if (rc != XPF_OK)
 		return rc;
-	Xla__HloProto *h = xla__hlo_proto__unpack(NULL, n, p);
-	if (h == NULL)
+	hlo_unpacked *u = xpf_calloc(1, sizeof *u);
+	ProtobufCAllocator blocks = { hlo_alloc, hlo_keep, u };
+	u->proto = xla__hlo_proto__unpack(&blocks, n, p);
+	if (u->proto == NULL) {
+		hlo_free(u);
 		return xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: HloProto does not decode (byte %llu)",
 				c->label, what, (unsigned long long)off_of(c, p));
-	*out = h;
+	}
+	*out = u;
 	return XPF_OK;
 }
 
@@ -1530,10 +1590,10 @@ static int hlo_build(void *ctxv, void **out, xpf_error *err)
 	const xpf_module_ref *m = &ctx->c->modules[ctx->i];
 	char what[600];
 	snprintf(what, sizeof what, "module '%s'", m->name);
-	Xla__HloProto *h = NULL;
-	int rc = unpack_hlo(ctx->c, what, m->hlo, m->hlo_len, &h, err);
+	hlo_unpacked *u = NULL;
+	int rc = unpack_hlo(ctx->c, what, m->hlo, m->hlo_len, &u, err);
 	if (rc == XPF_OK)
-		*out = h;
+		*out = u;
 	return rc;
 }
 
@@ -1545,7 +1605,7 @@ int xpf_capture_module_hlo(xpf_capture *c, size_t i, const Xla__HloProto **out, 
 	void *v = NULL;
 	int rc = xpf_lazy_get(&c->hlos[i], hlo_build, &ctx, &v, err);
 	if (rc == XPF_OK)
-		*out = v;
+		*out = ((const hlo_unpacked *)v)->proto;
 	return rc;
 }
 
@@ -1567,12 +1627,13 @@ int xpf_capture_open_hlo(const char *path, xpf_capture **out, xpf_error *err)
 		rc = xpf_fail(err, XPF_EMALFORMED, "%s: not an HloProto: empty file", c->label);
 		goto fail;
 	}
-	Xla__HloProto *h = NULL;
-	rc = unpack_hlo(c, "HloProto", c->data, c->size, &h, err);
+	hlo_unpacked *u = NULL;
+	rc = unpack_hlo(c, "HloProto", c->data, c->size, &u, err);
 	if (rc != XPF_OK)
 		goto fail;
+	const Xla__HloProto *h = u->proto;
 	if (h->hlo_module == NULL || h->hlo_module->name[0] == '\0') {
-		xla__hlo_proto__free_unpacked(h, NULL);
+		hlo_free(u);
 		rc = xpf_fail(err, XPF_EMALFORMED, "%s: not an HloProto: no named hlo_module", c->label);
 		goto fail;
 	}
@@ -1589,17 +1650,12 @@ int xpf_capture_open_hlo(const char *path, xpf_capture **out, xpf_error *err)
 	c->modules[0].hlo = c->data;
 	c->modules[0].hlo_len = c->size;
 	c->hlos[0].state = 1;
-	c->hlos[0].value = h;
+	c->hlos[0].value = u;
 	*out = c;
 	return XPF_OK;
 fail:
 	xpf_capture_free(c);
 	return rc;
-}
-
-static void hlo_free(void *v)
-{
-	xla__hlo_proto__free_unpacked(v, NULL);
 }
 
 void xpf_capture_free(xpf_capture *c)

@@ -66,6 +66,7 @@ struct hb_module {
 	hb_comp *comps;
 	int ncomps;
 	int entry;
+	int nparams; /* entry parameters */
 	int64_t root_id;
 	hb_lbuf *bufs;
 	int nbufs, capbufs;
@@ -288,13 +289,8 @@ static hb_ins *add_ins(hb_module *m, int comp, const char *name, const char *opc
 	}
 	c->ins[c->n++] = k;
 	c->root_id = x->id;
-	if (comp == m->entry) {
-		int pos = 0;
-		for (int i = 0; i < k; i++)
-			if (m->ins[i].comp == m->entry)
-				pos++;
-		x->pos = pos;
-	}
+	if (comp == m->entry)
+		x->pos = c->n - 1;
 	return x;
 }
 
@@ -305,12 +301,8 @@ static const hb_arr *leaf0(const hb_module *m, int64_t id)
 
 int64_t hb_param(hb_module *m, const char *name, hb_arr a, const hb_meta *meta)
 {
-	int64_t n = 0;
-	for (int i = 0; i < m->nins; i++)
-		if (m->ins[i].comp == m->entry && strcmp(m->ins[i].opcode, "parameter") == 0)
-			n++;
 	hb_ins *x = add_ins(m, m->entry, name, "parameter", &a, 1, 0, NULL, 0, meta);
-	x->param_no = n;
+	x->param_no = m->nparams++;
 	return x->id;
 }
 
@@ -614,6 +606,15 @@ static int64_t place(live *lv, int nlv, int64_t size, int bump, int64_t *extent)
 	return off;
 }
 
+static int cmp_placement(const void *a, const void *b, void *ctx)
+{
+	const hb_module *m = ctx;
+	int x = *(const int *)a, y = *(const int *)b;
+	if (m->bufs[x].size != m->bufs[y].size)
+		return m->bufs[x].size > m->bufs[y].size ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
 /* XLA's GPU heap (GlobalDecreasingSizeBestFitHeap): regions in decreasing
  * size, each at the lowest 256-aligned offset that overlaps no placed
  * region whose lifetime overlaps its own.  Sharers take their root's offset. */
@@ -626,12 +627,7 @@ static int64_t place_best_fit(hb_module *m)
 	for (int b = 0; b < m->nbufs; b++)
 		if (m->bufs[b].role == HB_TEMP && m->bufs[b].share < 0)
 			order[n++] = b;
-	for (int i = 1; i < n; i++) /* insertion sort: size desc, then id */
-		for (int j = i; j > 0 && m->bufs[order[j]].size > m->bufs[order[j - 1]].size; j--) {
-			int t = order[j];
-			order[j] = order[j - 1];
-			order[j - 1] = t;
-		}
+	qsort_r(order, (size_t)n, sizeof *order, cmp_placement, m); /* size desc, then id */
 	live *pl = malloc((size_t)(n + 1) * sizeof *pl);
 	if (!pl)
 		abort();
@@ -670,6 +666,40 @@ static int64_t place_best_fit(hb_module *m)
 	return extent;
 }
 
+/* The temp buffers grouped by key(b) in [0, nkeys) (those outside left
+ * out), each group in buffer order: group k is list[start[k]..start[k + 1]).
+ * The trace visits the buffers an instruction defines or last uses through
+ * these, not through every buffer at every instruction. */
+static void group_temps(const hb_module *m, int nkeys, int (*key)(const hb_lbuf *), int **start,
+	int **list)
+{
+	int *st = calloc((size_t)nkeys + 1, sizeof *st), *ls = malloc(((size_t)m->nbufs + 1) * sizeof *ls);
+	if (!st || !ls)
+		abort();
+	for (int b = 0; b < m->nbufs; b++) {
+		int k = key(&m->bufs[b]);
+		if (m->bufs[b].role == HB_TEMP && k >= 0 && k < nkeys)
+			st[k + 1]++;
+	}
+	for (int k = 0; k < nkeys; k++)
+		st[k + 1] += st[k];
+	int *fill = malloc(((size_t)nkeys + 1) * sizeof *fill);
+	if (!fill)
+		abort();
+	memcpy(fill, st, ((size_t)nkeys + 1) * sizeof *fill);
+	for (int b = 0; b < m->nbufs; b++) {
+		int k = key(&m->bufs[b]);
+		if (m->bufs[b].role == HB_TEMP && k >= 0 && k < nkeys)
+			ls[fill[k]++] = b;
+	}
+	free(fill);
+	*start = st;
+	*list = ls;
+}
+
+static int defining_ins(const hb_lbuf *b) { return b->ins; }
+static int last_use(const hb_lbuf *b) { return b->last_use; }
+
 static int build_trace(hb_module *m, tev **out, hb_stats *st)
 {
 	hb_comp *e = &m->comps[m->entry];
@@ -679,8 +709,11 @@ static int build_trace(hb_module *m, tev **out, hb_stats *st)
 	live *lv = calloc((size_t)m->nbufs + 1, sizeof(live));
 	int nlv = 0;
 	int64_t heap = 0, peak = 0, extent = 0;
+	int *def_start, *defs, *use_start, *uses;
 	if (!ref || !lv)
 		abort();
+	group_temps(m, m->nins, defining_ins, &def_start, &defs);
+	group_temps(m, e->n, last_use, &use_start, &uses);
 
 #define PUSH(K, B, S, I) do { \
 		if (nev == cap) { cap = cap ? cap * 2 : 256; ev = xrealloc(ev, (size_t)cap * sizeof *ev); } \
@@ -690,10 +723,9 @@ static int build_trace(hb_module *m, tev **out, hb_stats *st)
 	for (int i = 0; i < e->n; i++) {
 		int xi = e->ins[i];
 		hb_ins *x = &m->ins[xi];
-		for (int b = 0; b < m->nbufs; b++) {
+		for (int g = def_start[xi]; g < def_start[xi + 1]; g++) {
+			int b = defs[g];
 			hb_lbuf *lb = &m->bufs[b];
-			if (lb->ins != xi || lb->role != HB_TEMP)
-				continue;
 			if (lb->share >= 0) {
 				int r = root_of(m, b);
 				PUSH(EV_SHARE, b, lb->share, xi);
@@ -720,10 +752,8 @@ static int build_trace(hb_module *m, tev **out, hb_stats *st)
 					peak = heap;
 			}
 		}
-		for (int b = 0; b < m->nbufs; b++) {
-			hb_lbuf *lb = &m->bufs[b];
-			if (lb->role != HB_TEMP || lb->last_use != x->pos)
-				continue;
+		for (int g = use_start[x->pos]; g < use_start[x->pos + 1]; g++) {
+			int b = uses[g];
 			PUSH(EV_FREE, b, -1, xi);
 			int r = root_of(m, b);
 			if (--ref[r] == 0) {
@@ -743,6 +773,10 @@ static int build_trace(hb_module *m, tev **out, hb_stats *st)
 		extent = place_best_fit(m);
 	free(ref);
 	free(lv);
+	free(def_start);
+	free(defs);
+	free(use_start);
+	free(uses);
 	st->sim_peak = peak;
 	st->temp_extent = extent;
 	*out = ev;

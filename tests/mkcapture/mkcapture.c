@@ -1,4 +1,4 @@
-/* xplane-mkcapture SCENARIO [--scale N] [--big-module N] [--variant V[,V...]] OUT
+/* xplane-mkcapture SCENARIO [--scale N] [--big-module N] [--big-step N] [--variant V[,V...]] OUT
  *
  * Writes a synthetic JAX GPU profiler capture (an XSpace, as
  * `jax.profiler.trace` saves it) for one of the project's scenarios.  The
@@ -8,7 +8,9 @@
  * is built with scale N (its own scale-dependent events), then steps of a
  * small input-pipeline module (runtime.h, mk_scale_prefix) are replayed
  * before its script, as many as bring the size to N x the scale-1 size.
- * --big-module N adds a never-executed module of about N instructions.
+ * --big-module N adds a never-executed module of about N instructions;
+ * --big-step N a module of about N instructions that runs and is the focus
+ * (runtime.c, mk_add_big_step).
  * --variant writes the same scenario in another shape (runtime.h, MK_V_*):
  * the figures stay, the event names, nesting, stats and order change. */
 #include <errno.h>
@@ -21,10 +23,11 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: xplane-mkcapture SCENARIO [--scale N] [--big-module N] [--variant V[,V...]] [-v] OUT\n"
+	fprintf(f, "usage: xplane-mkcapture SCENARIO [--scale N] [--big-module N] [--big-step N] [--variant V[,V...]] [-v] OUT\n"
 		   "       xplane-mkcapture --list | --list-variants\n"
 		   "--scale N: about N times the scale-1 size (more steps, events, kernels)\n"
 		   "--big-module N: add a compiled, never executed module of about N instructions\n"
+		   "--big-step N: add a module of about N instructions that runs once and is the focus\n"
 		   "--variant V,...: the same figures in another shape of the events (--list-variants)\n"
 		   "Writes a synthetic JAX GPU capture (OUT.xplane.pb, or a run directory OUT/\n"
 		   "of <host>.xplane.pb for multi-host scenarios).\n");
@@ -51,8 +54,8 @@ static void calibrate(const mk_scenario *sc, int host, int scale, mk_scn *s)
 	mk_set_prefix_steps(s, want > 0 ? (int64_t)(want / per + 0.5) : 0);
 }
 
-static int write_host(const mk_scenario *sc, int host, int scale, int64_t big, const char *path,
-	int verbose, unsigned variants)
+static int write_host(const mk_scenario *sc, int host, int scale, int64_t big, int64_t step,
+	const char *path, int verbose, unsigned variants)
 {
 	mk_scn *s = calloc(1, sizeof *s); /* megabytes: never on the stack */
 	uint64_t bytes = 0, events = 0;
@@ -64,6 +67,8 @@ static int write_host(const mk_scenario *sc, int host, int scale, int64_t big, c
 	sc->build(s, host, scale);
 	if (big > 0)
 		mk_add_big_module(s, big);
+	if (step > 0)
+		mk_add_big_step(s, step);
 	if (scale > 1)
 		calibrate(sc, host, scale, s);
 	f = fopen(path, "wb");
@@ -102,7 +107,7 @@ int main(int argc, char **argv)
 	const char *name = NULL, *out = NULL;
 	int scale = 1, verbose = 0;
 	unsigned variants = 0;
-	int64_t big = 0;
+	int64_t big = 0, step = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc) {
@@ -131,6 +136,14 @@ int main(int argc, char **argv)
 			for (int k = 0; k < mk_nvariants; k++)
 				printf("%s\t%s\n", mk_variants[k].name, mk_variants[k].summary);
 			return 0;
+		} else if (strcmp(argv[i], "--big-step") == 0 && i + 1 < argc) {
+			char *end;
+			long long v = strtoll(argv[++i], &end, 10);
+			if (*end || v < 1000 || v > 10000000) {
+				fprintf(stderr, "xplane-mkcapture: bad --big-step '%s' (1000 to 10000000)\n", argv[i]);
+				return 1;
+			}
+			step = v;
 		} else if (strcmp(argv[i], "-v") == 0) {
 			verbose = 1;
 		} else if (strcmp(argv[i], "--list") == 0) {
@@ -162,7 +175,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (sc->hosts == 1)
-		return write_host(sc, 0, scale, big, out, verbose, variants);
+		return write_host(sc, 0, scale, big, step, out, verbose, variants);
 	if (mkdir(out, 0777) != 0 && errno != EEXIST) {
 		fprintf(stderr, "xplane-mkcapture: %s: %s\n", out, strerror(errno));
 		return 2;
@@ -173,7 +186,7 @@ int main(int argc, char **argv)
 		sc->build(&probe, h, 1);
 		snprintf(path, sizeof path, "%s/%s.xplane.pb", out, probe.host);
 		mk_scn_release(&probe);
-		int rc = write_host(sc, h, scale, big, path, verbose, variants);
+		int rc = write_host(sc, h, scale, big, step, path, verbose, variants);
 		if (rc)
 			return rc;
 	}

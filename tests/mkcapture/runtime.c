@@ -11,6 +11,7 @@
 #define THUNK_NS (3 * US)
 #define ALLOC_NS (3 * US)
 #define MiB_ (1024ll * 1024)
+#define GiB_ (1024 * MiB_)
 
 const mk_variant mk_variants[] = {
 	{ "new-client", MK_V_NEW_CLIENT,
@@ -381,6 +382,88 @@ void mk_add_big_module(mk_scn *s, int64_t n)
 	int64_t r = hb_root_tuple(m, &out, 1);
 	hb_alloc_output(m, hb_buffer(m, r, -1, HB_OUTPUT));
 	mk_add_module(s, m, "big_model", 0);
+}
+
+/* --big-step: the step of a big real job is one module of hundreds of
+ * thousands of instructions that runs, and it is the one the diagnosis
+ * breaks down.  Its shape, per n instructions: ~n/10 loop fusions (each with
+ * its fused computation of up to eight parameters and a root) chained
+ * through temp buffers, as in mk_add_big_module; n/100 weight parameters
+ * holding 72 GiB in all, the first 512 donated (a train state, so that its
+ * need outweighs every scenario's plan while it still fits the 76 GiB pools
+ * of scan-fits); n/400 small f32 parameters, each with an output of its
+ * shape that is not aliased (the outputs-like-undonated-params hint).  Every
+ * instruction, buffer and parameter count grows with n, so that the plan's
+ * passes meet modules of every size.  It runs once, on every device, after
+ * the scenario's script. */
+void mk_add_big_step(mk_scn *s, int64_t n)
+{
+	enum { FAN = 8, NDONATED = 512 };
+	static const char *const roots[6] = { "multiply", "add", "tanh", "exponential", "subtract", "convert" };
+	int64_t nw = n / 100 > 16 ? n / 100 : 16, nb = n / 400 > 4 ? n / 400 : 4, np = 0;
+	int64_t rows = 72 * GiB_ / (nw * 1024 * 2); /* bf16[rows,1024] weights */
+	uint64_t pid = 1;
+	char nm[64], opn[96];
+	int64_t *params = malloc((size_t)(nw + nb) * sizeof *params), prev[FAN];
+	int64_t *outs = malloc((size_t)(nw + nb + 1) * sizeof *outs);
+	int nouts = 0;
+	if (params == NULL || outs == NULL)
+		abort();
+	for (int i = 0; i < s->nmods; i++)
+		if (hb_program_id(s->mods[i].hb) >= pid)
+			pid = hb_program_id(s->mods[i].hb) + 1;
+	hb_module *m = hb_new("jit_big_step", pid);
+	for (int64_t i = 0; i < nw + nb; i++) {
+		hb_meta mp = { NULL, opn, NULL, NULL, 0 };
+		hb_arr a = i < nw ? hb_a(ET_BF16, 2, (int)rows, 1024) : hb_a(ET_F32, 1, 1024);
+		snprintf(opn, sizeof opn, i < nw ? "params['layer_%lld']['kernel']" :
+			 "params['layer_%lld']['scale']", (long long)(i < nw ? i : i - nw));
+		snprintf(nm, sizeof nm, "Arg_%lld.%lld", (long long)i, (long long)i + 1);
+		params[i] = hb_param(m, nm, a, &mp);
+		hb_alloc_param(m, hb_buffer(m, params[i], -1, HB_PARAM));
+	}
+	int64_t nf = (n - 2 * nw - 3 * nb) / (FAN + 2), last = params[0];
+	for (int64_t f = 0; f < nf; f++) {
+		int64_t ops[FAN];
+		int nops = 0;
+		ops[nops++] = params[f % nw];
+		for (int64_t k = 0; k < np && nops < FAN; k++)
+			ops[nops++] = prev[(np - 1 - k) % FAN];
+		for (; nops < FAN; nops++)
+			ops[nops] = params[(f + nops) % nw];
+		const char *root = roots[f % 6];
+		hb_meta mf = { root, opn, "model.py", "Block.__call__", 100 + (int)(f % 400) };
+		snprintf(opn, sizeof opn, "jit(big_step)/layer_%lld/%s", (long long)(f / 12), root);
+		snprintf(nm, sizeof nm, "loop_%s_fusion.%lld", root, (long long)f);
+		last = hb_fusion(m, nm, "kLoop", root, NULL, hb_a(ET_BF16, 2, 64 << (f % 5), 1024),
+			ops, nops, &mf);
+		hb_buffer(m, last, -1, HB_TEMP);
+		prev[np % FAN] = last;
+		np++;
+	}
+	/* the new weights (the first NDONATED in their parameters' memory), then
+	 * the small outputs */
+	for (int64_t i = 0; i < nw + nb; i++) {
+		int64_t ops[2] = { params[i], last };
+		hb_meta mu = { "add", "jit(big_step)/update/add", "optim.py", "apply_updates", 12 };
+		snprintf(nm, sizeof nm, "loop_add_fusion.update.%lld", (long long)i);
+		if (i < nw && i < NDONATED) {
+			outs[nouts] = hb_fusion(m, nm, "kLoop", "add", NULL, hb_a(ET_BF16, 2, (int)rows, 1024),
+				ops, 2, &mu);
+			hb_buffer(m, outs[nouts], -1, HB_OUTPUT);
+			hb_io_alias(m, nouts++, (int)i);
+		} else if (i >= nw) {
+			outs[nouts] = hb_fusion(m, nm, "kLoop", "add", NULL, hb_a(ET_F32, 1, 1024), ops, 2, &mu);
+			hb_alloc_output(m, hb_buffer(m, outs[nouts++], -1, HB_OUTPUT));
+		}
+	}
+	int64_t r = hb_root_tuple(m, outs, nouts);
+	hb_alloc_output(m, hb_buffer(m, r, -1, HB_OUTPUT));
+	free(params);
+	free(outs);
+	int mod = mk_add_module(s, m, "big_step", 0);
+	mk_gap(s, 100 * US);
+	mk_exec(s, mod, -1, 0);
 }
 
 uint64_t mk_count_bytes(mk_scn *s)

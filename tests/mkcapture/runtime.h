@@ -125,6 +125,9 @@ void mk_set_prefix_steps(mk_scn *s, int64_t steps);
  * buffers, a heap trace and buffer assignment of matching size), compiled
  * but never executed. */
 void mk_add_big_module(mk_scn *s, int64_t n);
+/* --big-step: a module of about n instructions that runs once after the
+ * script and is the diagnosis's focus (the biggest by need that ran). */
+void mk_add_big_step(mk_scn *s, int64_t n);
 /* Actions in replay order: the prefix steps, then the script. */
 int64_t mk_nacts_total(const mk_scn *s);
 const mk_act *mk_act_at(const mk_scn *s, int64_t i, mk_act *tmp);
