@@ -81,6 +81,102 @@ struct group {
 	const xpf_plan_peak *row;
 };
 
+/* The repeated blocks forward-kept buffers come from (SPEC 5.3): the name
+ * stack component `<prefix>_<n>` (block_3, layers_12) that the most
+ * distinct n share among the role's rows at the peak. */
+struct blocks {
+	size_t k;             /* distinct blocks; 0: none repeated */
+	uint64_t bytes;       /* the role's bytes inside them */
+	char stack[160];      /* "jit(step)/jvp(model)/block_N" */
+};
+
+/* The first component of op that ends in _<digits>: its prefix length
+ * (*start: where the component starts), or 0. */
+static size_t block_component(const char *op, size_t *start, long *num)
+{
+	for (const char *c = op; *c;) {
+		size_t n = strcspn(c, "/");
+		const char *u = NULL;
+		for (const char *q = c; q < c + n; q++)
+			if (*q == '_')
+				u = q;
+		if (u && u > c && u + 1 < c + n && strspn(u + 1, "0123456789") == (size_t)(c + n - u - 1)) {
+			*start = (size_t)(c - op);
+			*num = strtol(u + 1, NULL, 10);
+			return (size_t)(u - c);
+		}
+		c += n + (c[n] == '/');
+	}
+	return 0;
+}
+
+static int long_cmp(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+	return x < y ? -1 : x > y;
+}
+
+static struct blocks find_blocks(const xpf_plan *p, enum xpf_role role)
+{
+	struct blocks best = { 0 };
+	long *nums = calloc(p->npeak ? p->npeak : 1, sizeof *nums);
+	if (nums == NULL)
+		abort();
+	for (size_t i = 0; i < p->npeak; i++) {
+		size_t st, pl;
+		long num;
+		const char *op = peak_opname(&p->peak[i]);
+		if (p->peak[i].role != role || (pl = block_component(op, &st, &num)) == 0)
+			continue;
+		/* this prefix's rows: their numbers and bytes (each prefix once) */
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++) {
+			size_t st2, pl2;
+			long n2;
+			const char *o2 = peak_opname(&p->peak[j]);
+			seen = p->peak[j].role == role && (pl2 = block_component(o2, &st2, &n2)) == pl &&
+			       strncmp(o2 + st2, op + st, pl) == 0;
+		}
+		if (seen)
+			continue;
+		size_t nn = 0;
+		uint64_t bytes = 0;
+		for (size_t j = i; j < p->npeak; j++) {
+			size_t st2, pl2;
+			long n2;
+			const char *o2 = peak_opname(&p->peak[j]);
+			if (p->peak[j].role == role && (pl2 = block_component(o2, &st2, &n2)) == pl &&
+			    strncmp(o2 + st2, op + st, pl) == 0) {
+				nums[nn++] = n2;
+				bytes += p->peak[j].bytes;
+			}
+		}
+		xpf_qsort(nums, nn, sizeof *nums, long_cmp);
+		size_t k = nn ? 1 : 0;
+		for (size_t j = 1; j < nn; j++)
+			k += nums[j] != nums[j - 1];
+		if (k > best.k || (k == best.k && bytes > best.bytes)) {
+			best.k = k;
+			best.bytes = bytes;
+			snprintf(best.stack, sizeof best.stack, "%.*s_N", (int)(st + pl), op);
+		}
+	}
+	free(nums);
+	if (best.k < 2)
+		best.k = 0;
+	return best;
+}
+
+/* Are any of the role's B*H*S*S-shaped buffers at the peak f32? */
+static bool sq_f32(const xpf_plan *p, enum xpf_role role)
+{
+	for (size_t i = 0; i < p->npeak; i++)
+		if (p->peak[i].role == role && is_square_seq(peak_shape(&p->peak[i])) && p->peak[i].buffer &&
+		    strcmp(p->peak[i].buffer->dtype, "f32") == 0)
+			return true;
+	return false;
+}
+
 static struct group largest_group(const xpf_plan *p, enum xpf_role role)
 {
 	struct group best = { 0 };
@@ -405,24 +501,37 @@ static void rule_verdict(xpf_diag_ctx *c)
 	xpf_diag_evidence(f, "modules/%s/by_source.tsv", c->dir);
 
 	if (role == XPF_PLAN_ROLE_FORWARD) {
-		/* jax.checkpoint keeps the block's inputs and recomputes the rest:
-		 * most forward-kept bytes leave the peak.  We count 90% of them. */
-		uint64_t s = rb / 10 * 9;
-		xpf_diag_addfix(c, f, s, sub0(need, s), "about one extra forward pass per step (~+30% step time)",
-				"wrap the block in jax.checkpoint (remat) so its activations are recomputed in the backward pass, saving about %s of the %s forward-kept",
-				xpf_human(s, h1), xpf_human(rb, h2));
+		/* jax.checkpoint on each of k repeated blocks keeps the blocks'
+		 * inputs and recomputes one block at a time in the backward
+		 * pass: what the blocks keep beyond one block leaves the peak.
+		 * One block (or none repeated) gives little. */
+		struct blocks bl = find_blocks(p, role);
+		uint64_t s = bl.k ? bl.bytes / bl.k * (bl.k - 1) : 0;
+		if (bl.k)
+			xpf_diag_addfix(c, f, s, sub0(need, s), "about one extra forward pass per step (~+30% step time)",
+					"wrap each %s (%zu blocks keep %s of the %s forward-kept) in jax.checkpoint (Flax: nn.remat; a policy such as jax.checkpoint_policies.dots_with_no_batch_dims_saveable keeps the matmuls): the backward pass holds one block's activations at a time, saving about %s",
+					bl.stack, bl.k, xpf_human(bl.bytes, h1), xpf_human(rb, h2), xpf_human(s, h3));
+		else
+			xpf_diag_addfix(c, f, 0, 0, "about one extra forward pass per step",
+					"jax.checkpoint helps little here: the forward-kept buffers come from no repeated block (layer_N/block_N in the name stack), so the whole forward would be recomputed and live again in the backward pass; if the layers run in a jax.lax.scan, checkpoint the scanned body instead (jax.checkpoint with a jax.checkpoint_policies policy)");
 		s = rb / 2;
 		xpf_diag_addfix(c, f, s, sub0(need, s), "twice the steps per update (same result with gradient accumulation)",
 				"halve the micro-batch and accumulate gradients over 2 micro-batches: activations scale with the batch, saving about %s",
 				xpf_human(s, h1));
 		s = sq / 4 * 3 + (rb - sq) / 2;
-		xpf_diag_addfix(c, f, s, sub0(need, s), "fewer tokens of context per step",
-				"halve the sequence length: S*S buffers shrink 4x (%s -> %s) and the rest of the activations 2x, saving about %s",
-				xpf_human(sq, h1), xpf_human(sq / 4, h2), xpf_human(s, h3));
+		if (sq)
+			xpf_diag_addfix(c, f, s, sub0(need, s), "fewer tokens of context per step",
+					"halve the sequence length: S*S buffers shrink 4x (%s -> %s) and the rest of the activations 2x, saving about %s",
+					xpf_human(sq, h1), xpf_human(sq / 4, h2), xpf_human(s, h3));
+		else
+			xpf_diag_addfix(c, f, s, sub0(need, s), "fewer tokens of context per step",
+					"halve the sequence length: the activations shrink 2x, saving about %s",
+					xpf_human(s, h3));
 		if (sq)
 			xpf_diag_addfix(c, f, sq, sub0(need, sq), "a fused-attention kernel must exist for the shapes and dtype",
-					"use fused attention (jax.nn.dot_product_attention with a cuDNN/flash implementation) and check that the B*H*S*S buffers (%s) leave the plan",
-					xpf_human(sq, h1));
+					"use fused attention (jax.nn.dot_product_attention(..., implementation='cudnn')) and check that the B*H*S*S buffers (%s) leave the plan%s",
+					xpf_human(sq, h1), sq_f32(p, role) ?
+					"; they are f32 here, and the cuDNN kernel takes bf16/fp16: cast q, k, v to bf16 first" : "");
 	} else if (role == XPF_PLAN_ROLE_BACKWARD) {
 		uint64_t s = rb / 2;
 		xpf_diag_addfix(c, f, s, sub0(need, s), "collectives per step; needs a second device",
