@@ -58,6 +58,9 @@ bool xpf_diag_oom_shown(const xpf_runtime *rt);
 
 /* Rendering helpers (diag_render.c). */
 void xpf_diag_finding_line(const xpf_finding *f, xpf_buf *out, const char *indent);
+/* The length of text's first clause: up to its first "; " outside
+ * parentheses, brackets and quotes (the whole text when none). */
+size_t xpf_diag_clause_len(const char *text);
 json_t *xpf_diag_json(xpf_host *h, const xpf_diagnosis *d);  /* new reference */
 
 /* Humans: "3.72 GiB (3,994,091,520 bytes)" is too long for one line, so

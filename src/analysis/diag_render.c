@@ -7,6 +7,7 @@
 #include <jansson.h>
 
 #include "analysis/diag_priv.h"
+#include "common/alloc.h"
 
 static const char *module_name(xpf_host *h, long m)
 {
@@ -35,14 +36,46 @@ static void header(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out)
 	xpf_buf_addc(out, '\n');
 }
 
+size_t xpf_diag_clause_len(const char *text)
+{
+	int depth = 0;
+	bool quoted = false;
+	for (const char *c = text; *c; c++) {
+		if (*c == '"')
+			quoted = !quoted;
+		else if (!quoted && (*c == '(' || *c == '['))
+			depth++;
+		else if (!quoted && (*c == ')' || *c == ']') && depth > 0)
+			depth--;
+		else if (!quoted && depth == 0 && c[0] == ';' && c[1] == ' ')
+			return (size_t)(c - text);
+	}
+	return strlen(text);
+}
+
+/* SPEC 5.3 (readable): the finding's first clause on its line (so grep
+ * CODE finds the sentence that matters), each further clause and the
+ * evidence on indented lines below, then the fixes. */
 void xpf_diag_finding_line(const xpf_finding *f, xpf_buf *out, const char *indent)
 {
 	char h1[32];
-	/* the texts quote module names: escaped, one finding stays one line */
+	const char *t = f->text ? f->text : "";
+	size_t n = xpf_diag_clause_len(t);
+	/* the texts quote module names: escaped, one clause stays one line */
 	xpf_buf_printf(out, "%s[%s] %s: ", indent, xpf_tag_name(f->tag), f->code);
-	xpf_buf_text(out, f->text ? f->text : "");
+	char *part = xpf_strndup(t, n);
+	xpf_buf_text(out, part);
+	free(part);
+	while (t[n]) {
+		t += n + 2;  /* past "; " */
+		n = xpf_diag_clause_len(t);
+		part = xpf_strndup(t, n);
+		xpf_buf_printf(out, "\n%s    ", indent);
+		xpf_buf_text(out, part);
+		free(part);
+	}
 	if (f->nevidence) {
-		xpf_buf_adds(out, " -> ");
+		xpf_buf_printf(out, "\n%s    -> ", indent);
 		for (size_t i = 0; i < f->nevidence; i++) {
 			xpf_buf_adds(out, i ? ", " : "");
 			xpf_buf_text(out, f->evidence[i]);

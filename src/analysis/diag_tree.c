@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "analysis/diag_priv.h"
+#include "common/alloc.h"
 
 struct doc {
 	const char *path;
@@ -21,7 +22,8 @@ struct doc {
 static const struct doc docs[] = {
 	{ "README", "this file: what every file below holds (generated from the tree itself)" },
 	{ "diagnosis.txt",
-	  "the findings, most important first, one per line: `[tag] code: text -> evidence paths`;\n"
+	  "the findings, most important first: `[tag] code: the sentence that matters` on an unindented line,\n"
+	  "its further figures and `-> evidence paths` on indented lines below;\n"
 	  "what failed and why first (plan-exceeds-pool, unexplained-oom, foreign-live-arrays, growth-per-execution,\n"
 	  "near-fit, temp-fragmentation), then the role and copy findings with their fixes, then evidence; when nothing\n"
 	  "failed and the plan fits, fits comes first and the rest are hints.\n"
@@ -299,8 +301,13 @@ static int render_cross_txt(xpf_host *unused, const xpf_node *n, xpf_buf *out, x
 		xpf_buf_adds(out, "{");
 		for (size_t k = 0; k < d->nfindings; k++)
 			xpf_buf_printf(out, "%s%s", k ? " " : "", d->findings[k].code);
-		xpf_buf_printf(out, "} [%s] %s: %s -> hosts/%s/diagnosis.txt\n", xpf_tag_name(f->tag), f->code,
-			       f->text ? f->text : "", host_dir(r, i));
+		/* the finding's first clause: the rest is in the host's file */
+		const char *t = f->text ? f->text : "";
+		char *head = xpf_strndup(t, xpf_diag_clause_len(t));
+		xpf_buf_printf(out, "} [%s] %s: ", xpf_tag_name(f->tag), f->code);
+		xpf_buf_text(out, head);
+		xpf_buf_printf(out, " -> hosts/%s/diagnosis.txt\n", host_dir(r, i));
+		free(head);
 	}
 	return XPF_OK;
 }
