@@ -916,6 +916,34 @@ static bool holder_like(const char *name)
 	return false;
 }
 
+/* "; kept each step: f32[2048,2048] of fusion.3 (train.py:40), ..." the
+ * largest non-aliased outputs of p: what a leak of its outputs holds. */
+static void kept_outputs(const xpf_plan *p, xpf_buf *b)
+{
+	const xpf_plan_output *top[3] = { NULL, NULL, NULL };
+	for (size_t i = 0; p && i < p->noutputs; i++) {
+		const xpf_plan_output *o = &p->outputs[i];
+		if (o->alloc->is_tuple || o->buffer == NULL)
+			continue;
+		for (int k = 0; k < 3; k++)
+			if (top[k] == NULL || o->alloc->bytes > top[k]->alloc->bytes) {
+				for (int j = 2; j > k; j--)
+					top[j] = top[j - 1];
+				top[k] = o;
+				break;
+			}
+	}
+	char h1[32];
+	for (int k = 0; k < 3 && top[k]; k++) {
+		const xpf_plan_instr *in = top[k]->buffer->instr;
+		xpf_buf_printf(b, "%s%s %s", k ? ", " : "; kept each step, the largest: ", top[k]->shape,
+			       xpf_human(top[k]->alloc->bytes, h1));
+		if (in)
+			xpf_buf_printf(b, " of %s%s%s%s", in->name, *in->source ? " (" : "", in->source,
+				       *in->source ? ")" : "");
+	}
+}
+
 static void between_text(const xpf_rt_between *bt, xpf_buf *b)
 {
 	size_t shown = 0;
@@ -924,8 +952,10 @@ static void between_text(const xpf_rt_between *bt, xpf_buf *b)
 			const xpf_rt_between_row *r = &bt->rows[i];
 			if (holder_like(r->name) != (pass == 0))
 				continue;
-			xpf_buf_printf(b, "%s%s x%llu", shown ? ", " : "", r->name,
-				       (unsigned long long)r->count);
+			/* the Python tracer names a builtin method $<unknown> <name> */
+			bool append = strcmp(r->name, "$<unknown> append") == 0;
+			xpf_buf_printf(b, "%s%s%s x%llu", shown ? ", " : "", r->name,
+				       append ? " (list.append)" : "", (unsigned long long)r->count);
 			shown++;
 		}
 	if (bt->nrows > shown)
@@ -990,8 +1020,10 @@ static void rule_growth(xpf_diag_ctx *c)
 				double ratio = (double)mean / (double)na;
 				xpf_buf_printf(&b, " = %.2fx the non-aliased outputs (%s)", ratio, xpf_human(na, h4));
 				xpf_diag_str(f, "ratio_to_non_aliased_outputs", "%.2f", ratio);
-				if (ratio > 0.95 && ratio < 1.05)
+				if (ratio > 0.95 && ratio < 1.05) {
 					xpf_buf_adds(&b, ": each step's outputs stay alive (a reference kept across steps)");
+					kept_outputs(p, &b);
+				}
 			}
 			xpf_rt_between bt = { 0 };
 			xpf_error e = { 0 };
@@ -1031,8 +1063,8 @@ static void rule_growth(xpf_diag_ctx *c)
 			xpf_diag_evidence(f, "runtime/executions.tsv");
 			xpf_diag_evidence(f, "runtime/between.tsv");
 			xpf_diag_evidence(f, "runtime/executions/%u/live.tsv", last->n);
-			xpf_diag_addfix(c, f, kept, 0, "none; keep only what you need (e.g. a Python float via .item() after the loop)",
-					"drop the reference that keeps each step's outputs (the container filled between steps), freeing the %s kept so far",
+			xpf_diag_addfix(c, f, kept, 0, "none; keep only what you need (e.g. a Python float via .item())",
+					"drop the reference that keeps each step's outputs (the container filled between steps: fetch or reduce inside the loop, not after it), freeing the %s kept so far; confirm with len(jax.live_arrays()) growing per step",
 					xpf_human(kept, h1));
 			xpf_diag_addfix(c, f, kept, 0, "a reduction inside the jitted step",
 					"reduce inside the step (return a norm or a scalar, not the whole tree), so nothing of size %s survives the step",
