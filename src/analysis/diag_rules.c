@@ -1303,11 +1303,15 @@ static void rule_retry(xpf_diag_ctx *c)
 			xpf_buf_printf(&b, ", inside execution n %u (not linked to one module: see its candidates), launched: %s",
 				       x->n, xpf_launched_name(x->launched));
 		const xpf_plan *p = xpf_diag_plan(c->h, x->module);
-		if (p && p->has_assignment)
+		const xpf_plan_alloc *fr = r->execution == c->d->execution && c->p ? failed_request(c) : NULL;
+		if (fr)
+			xpf_buf_printf(&b, "; the request that failed: allocation %lld, %s (from the events)",
+				       (long long)fr->index, xpf_human(fr->bytes, h1));
+		else if (p && p->has_assignment)
 			xpf_buf_printf(&b, "; the failed request is usually its temp block (%s) or an output",
 				       xpf_human(p->temp_bytes, h1));
 	}
-	xpf_buf_adds(&b, ": the OOM happened inside the capture (evidence only)");
+	xpf_buf_adds(&b, "; the OOM happened inside the capture (evidence only)");
 	xpf_diag_text(f, &b);
 	xpf_diag_num(f, "count", rt->nretries);
 	xpf_diag_num(f, "longest_ns", (uint64_t)r->duration_ns);
