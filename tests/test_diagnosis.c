@@ -1019,6 +1019,13 @@ static void test_real_hlo_only(void **state)
 	json_t *f = need_finding(&p, "missing-runtime");
 	assert_contains(text(f), "bare HloProto");
 	assert_null(finding(&p, "fits"));
+	/* SPEC 5.2 plan: no capacity, still what takes the memory */
+	f = need_finding(&p, "plan");
+	assert_int_equal(fig(f, "need_bytes"), fig(f, "parameters_bytes") + fig(f, "non_aliased_outputs_bytes") +
+						       fig(f, "temp_bytes") + fig(f, "constants_bytes"));
+	assert_true(fig(f, "need_bytes") > 0);
+	assert_contains(text(f), "no capacity is known: give the pool with --capacity");
+	assert_contains(text(f), "at the heap peak");
 	/* layout copies of the weights (reference §10): wrapped_transpose */
 	f = need_finding(&p, "param-layout-copy");
 	assert_contains(text(f), "wrapped_transpose");

@@ -53,27 +53,33 @@ size_t xpf_diag_clause_len(const char *text)
 	return strlen(text);
 }
 
+/* text's first clause where the line is, each further one on a line of
+ * its own, indented by indent and four spaces (escaped: a clause stays
+ * one line). */
+static void clauses(const char *t, const char *indent, xpf_buf *out)
+{
+	size_t n = xpf_diag_clause_len(t);
+	for (bool first = true;; first = false) {
+		char *part = xpf_strndup(t, n);
+		if (!first)
+			xpf_buf_printf(out, "\n%s    ", indent);
+		xpf_buf_text(out, part);
+		free(part);
+		if (t[n] == '\0')
+			return;
+		t += n + 2;  /* past "; " */
+		n = xpf_diag_clause_len(t);
+	}
+}
+
 /* SPEC 5.3 (readable): the finding's first clause on its line (so grep
  * CODE finds the sentence that matters), each further clause and the
  * evidence on indented lines below, then the fixes. */
 void xpf_diag_finding_line(const xpf_finding *f, xpf_buf *out, const char *indent)
 {
 	char h1[32];
-	const char *t = f->text ? f->text : "";
-	size_t n = xpf_diag_clause_len(t);
-	/* the texts quote module names: escaped, one clause stays one line */
 	xpf_buf_printf(out, "%s[%s] %s: ", indent, xpf_tag_name(f->tag), f->code);
-	char *part = xpf_strndup(t, n);
-	xpf_buf_text(out, part);
-	free(part);
-	while (t[n]) {
-		t += n + 2;  /* past "; " */
-		n = xpf_diag_clause_len(t);
-		part = xpf_strndup(t, n);
-		xpf_buf_printf(out, "\n%s    ", indent);
-		xpf_buf_text(out, part);
-		free(part);
-	}
+	clauses(f->text ? f->text : "", indent, out);
 	if (f->nevidence) {
 		xpf_buf_printf(out, "\n%s    -> ", indent);
 		for (size_t i = 0; i < f->nevidence; i++) {
@@ -84,13 +90,17 @@ void xpf_diag_finding_line(const xpf_finding *f, xpf_buf *out, const char *inden
 	xpf_buf_addc(out, '\n');
 	for (size_t i = 0; i < f->nfixes; i++) {
 		const xpf_diag_fix *x = &f->fixes[i];
+		char deeper[64];
+		snprintf(deeper, sizeof deeper, "%s    ", indent);
 		xpf_buf_printf(out, "%s    [inferred] fix: ", indent);
-		xpf_buf_text(out, x->text);
+		clauses(x->text, deeper, out);
 		if (x->saving_bytes) /* a fix that saves nothing says what it does in its text */
-			xpf_buf_printf(out, " (saves %s, %llu bytes; cost: %s)\n", xpf_human(x->saving_bytes, h1),
-				       (unsigned long long)x->saving_bytes, x->cost);
+			xpf_buf_printf(out, "\n%s        saves %s (%llu bytes); cost: ", indent,
+				       xpf_human(x->saving_bytes, h1), (unsigned long long)x->saving_bytes);
 		else
-			xpf_buf_printf(out, " (cost: %s)\n", x->cost);
+			xpf_buf_printf(out, "\n%s        cost: ", indent);
+		xpf_buf_text(out, x->cost);
+		xpf_buf_addc(out, '\n');
 	}
 }
 

@@ -351,7 +351,7 @@ static void failed_request_text(const xpf_diag_ctx *c, const xpf_plan_alloc *a, 
 	const xpf_plan_buffer *buf = a->largest >= 0 ? &p->buffers[a->largest] : NULL;
 	char tsl[32], h1[32], h2[32];
 	bool block = a->kind == XPF_KIND_TEMP && a->bytes * 2 > p->temp_bytes;
-	xpf_buf_printf(b, "; the request that failed (the first planned allocation of execution %u that never came): allocation %lld, %s, ",
+	xpf_buf_printf(b, "; the request that failed (execution %u's first planned allocation that never came): allocation %lld, %s, ",
 		       c->rt->executions[c->d->execution].n, (long long)a->index, xpf_human(a->bytes, h1));
 	if (block)
 		xpf_buf_adds(b, "the temp block");
@@ -360,14 +360,43 @@ static void failed_request_text(const xpf_diag_ctx *c, const xpf_plan_alloc *a, 
 			       buf->instr ? buf->instr->name : "?");
 	else
 		xpf_buf_adds(b, a->kind == XPF_KIND_OUTPUT ? "an output" : "a temp allocation");
-	xpf_buf_printf(b, ": \"Out of memory while trying to allocate %s\" (%llu bytes)", tsl_human(a->bytes, tsl),
-		       (unsigned long long)a->bytes);
+	xpf_buf_printf(b, "; XLA says \"Out of memory while trying to allocate %s\"", tsl_human(a->bytes, tsl));
 	uint64_t cap = c->d->capacity_bytes, mem = c->d->memory_bytes;
 	if (mem && p->need_bytes > mem)
 		xpf_buf_printf(b, "; the need exceeds the device's memory (%s): no memory fraction can help",
 			       xpf_human(mem, h2));
 	else if (a->bytes > cap)
 		xpf_buf_adds(b, "; one request larger than the pool: freeing other arrays cannot help, only a smaller program or a larger pool");
+}
+
+/* SPEC 5.2 `plan`: no capacity is known (a bare HloProto without
+ * --capacity): what takes the memory, so the plan alone still answers. */
+static void rule_plan_only(xpf_diag_ctx *c)
+{
+	const xpf_plan *p = c->p;
+	char h1[32], h2[32], h3[32], h4[32], h5[32];
+	xpf_buf b = XPF_BUF_INIT;
+	xpf_finding *f = xpf_diag_add(c, "plan", XPF_TAG_READ, c->d->module);
+	xpf_buf_printf(&b, "%s needs %s: parameters %s + non-aliased outputs %s + temp %s + constants %s",
+		       p->module, xpf_human(p->need_bytes, h1), xpf_human(p->parameters_bytes, h2),
+		       xpf_human(p->non_aliased_outputs_bytes, h3), xpf_human(p->temp_bytes, h4),
+		       xpf_human(p->constants_bytes, h5));
+	if (p->simulated || p->npeak) {
+		xpf_buf_printf(&b, "; at the heap peak (%s): ", xpf_human(p->heap_peak_bytes, h1));
+		role_split(p, &b);
+	}
+	xpf_buf_adds(&b, "; no capacity is known: give the pool with --capacity BYTES (JAX's GPU pool is 75% of the device memory by default)");
+	xpf_diag_text(f, &b);
+	xpf_diag_num(f, "need_bytes", p->need_bytes);
+	xpf_diag_num(f, "parameters_bytes", p->parameters_bytes);
+	xpf_diag_num(f, "non_aliased_outputs_bytes", p->non_aliased_outputs_bytes);
+	xpf_diag_num(f, "temp_bytes", p->temp_bytes);
+	xpf_diag_num(f, "constants_bytes", p->constants_bytes);
+	xpf_diag_num(f, "heap_peak_bytes", p->heap_peak_bytes);
+	for (int r = 0; r < XPF_NROLES; r++)
+		xpf_diag_num(f, role_fig[r], p->role_bytes[r]);
+	xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
+	xpf_diag_evidence(f, "modules/%s/peak_buffers.tsv", c->dir);
 }
 
 static void rule_verdict(xpf_diag_ctx *c)
@@ -377,8 +406,12 @@ static void rule_verdict(xpf_diag_ctx *c)
 	char h1[32], h2[32], h3[32], h4[32], h5[32], h6[32];
 	xpf_buf b = XPF_BUF_INIT;
 
-	if (p == NULL || !p->has_assignment || d->capacity_bytes == 0)
+	if (p == NULL || !p->has_assignment)
 		return;
+	if (d->capacity_bytes == 0) {
+		rule_plan_only(c);
+		return;
+	}
 	uint64_t need = p->need_bytes, cap = d->capacity_bytes;
 	bool exceeds = need > cap;
 	bool near = !exceeds && need >= cap / 20 * 19;
@@ -1352,10 +1385,14 @@ static void co_resident(xpf_diag_ctx *c, size_t x, xpf_buf *b)
 			if (blocks[j].origin == XPF_ORIGIN_OUTPUTS && blocks[j].execution >= 0 &&
 			    rt->executions[blocks[j].execution].module == m)
 				bytes += blocks[j].bytes;
-		xpf_buf_printf(b, "%s%s %s", shown ? ", " : "; co-resident outputs of other modules: ",
-			       xpf_capture_module(c->h->cap, (size_t)m)->name, xpf_human(bytes, h1));
+		if (shown < 5)  /* an eager program has hundreds: the largest are in live.tsv */
+			xpf_buf_printf(b, "%s%s %s", shown ? ", " : "; co-resident outputs of other modules: ",
+				       xpf_capture_module(c->h->cap, (size_t)m)->name, xpf_human(bytes, h1));
 		shown++;
 	}
+	if (shown > 5)
+		xpf_buf_printf(b, ", ... (%zu modules: runtime/executions/%u/live.tsv)", shown,
+			       rt->executions[x].n);
 	xpf_rt_blocks_free(blocks, nb);
 }
 
