@@ -17,3 +17,8 @@ ninja -C build-tsan tests/stress/stress >/dev/null
 run=()
 setarch "$(uname -m)" -R true 2>/dev/null && run=(setarch "$(uname -m)" -R)
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "${run[@]}" build-tsan/tests/stress/stress "$@"
+# Again with the runtime's host lines cut into chunks that three threads
+# read and merge (XPF_THREADS drops the size floor): the threaded scan
+# under TSan too (issue 23).
+XPF_THREADS=3 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "${run[@]}" \
+	build-tsan/tests/stress/stress "$@"
