@@ -2005,8 +2005,7 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail, uint32_t *room, 
 
 /* The host lines are cut into chunks of about the same bytes, which the
  * threads take in turn, so that a thread whose fresh pages come slower
- * (cheap or dear on this project's VMs depending on what the host still
- * backs, bench/README) takes fewer: two fixed halves left one thread alone
+ * takes fewer: two fixed halves left one thread alone
  * for up to a third of the scan.  The first thread takes chunks from the
  * front and reads them straight into the main runtime; the others take
  * them from the back into runtimes of their own, appended to the main one

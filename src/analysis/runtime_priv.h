@@ -136,8 +136,8 @@ struct xpf_rt_finish {
 	size_t threads;            /* how many xpf_rt_finish_end may use (set by the caller) */
 };
 void xpf_rt_finish_begin(xpf_runtime *rt, struct xpf_rt_finish *f);
-/* Fault in the pages xpf_rt_finish_events will fill (on a core that would
- * idle: fresh pages cost ~3 ms a MiB on this project's VMs, bench/README). */
+/* Fault in the pages xpf_rt_finish_events will fill, on a core that would
+ * idle otherwise (fresh pages are costly: figures in bench/README). */
 void xpf_rt_finish_warm(struct xpf_rt_finish *f, const xpf_runtime *rt);
 void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f);
 int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf_error *err);
