@@ -319,15 +319,7 @@ static const xpf_plan_alloc *failed_request(const xpf_diag_ctx *c)
 	bool *came = calloc(p->nallocs ? p->nallocs : 1, sizeof *came);
 	if (came == NULL)
 		abort();
-	size_t lo = 0, hi = rt->nevents;
-	while (lo < hi) {  /* the first event at or after its start */
-		size_t mid = lo + (hi - lo) / 2;
-		if (rt->events[mid].t_ps < e->start_ps)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (size_t i = lo; i < rt->nevents && rt->events[i].t_ps <= e->end_ps; i++) {
+	for (size_t i = xpf_rt_first_event_at(rt, e->start_ps); i < rt->nevents && rt->events[i].t_ps <= e->end_ps; i++) {
 		const xpf_rt_event *ev = &rt->events[i];
 		if (ev->execution == x && ev->kind == XPF_RT_ALLOC && ev->buffer_allocation >= 0 &&
 		    (size_t)ev->buffer_allocation < p->nallocs)

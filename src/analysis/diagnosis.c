@@ -276,22 +276,29 @@ static long largest_candidate(xpf_host *h, const xpf_runtime *rt, size_t x)
 }
 
 /* The latest execution that never launched and is the last of its module
- * (an ambiguous one: of its candidates), or -1; *m its module. */
+ * (an ambiguous one: of its candidates), or -1; *m its module.  One walk
+ * back: the first execution of a module met is its last. */
 static long failed_execution(xpf_host *h, const xpf_runtime *rt, long *m)
 {
-	for (size_t x = rt->nexecutions; x-- > 0;) {
+	bool *later = xpf_calloc(h->nmodules ? h->nmodules : 1, sizeof *later);
+	long found = -1;
+	*m = -1;
+	for (size_t x = rt->nexecutions; x-- > 0 && found < 0;) {
 		const xpf_rt_execution *e = &rt->executions[x];
+		bool last = e->module >= 0 && !later[e->module];
+		if (e->module >= 0)
+			later[e->module] = true;
 		if (e->launched != XPF_LAUNCHED_NO)
 			continue;
-		if (e->module >= 0 && last_execution(rt, e->module, -1) == (long)x) {
+		if (last)
 			*m = e->module;
-			return (long)x;
-		}
-		if (e->module < 0 && (*m = largest_candidate(h, rt, x)) >= 0)
-			return (long)x;
+		else if (e->module < 0)
+			*m = largest_candidate(h, rt, x);
+		if (*m >= 0)
+			found = (long)x;
 	}
-	*m = -1;
-	return -1;
+	free(later);
+	return found;
 }
 
 /* SPEC §5.1 without --module: *m and why it was chosen (static text);

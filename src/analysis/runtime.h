@@ -354,6 +354,9 @@ void xpf_rt_between_release(xpf_rt_between *b);
 
 /* Names for the enums, as written in the TSV files. */
 const char *xpf_launched_name(enum xpf_launched l);
+/* The first event at or after time t_ps (nevents: none); events are
+ * sorted by time, so an execution's own follow it up to its end. */
+size_t xpf_rt_first_event_at(const xpf_runtime *rt, int64_t t_ps);
 /* Execution xi's candidate modules: *first of the returned count (0: none). */
 size_t xpf_rt_candidates(const xpf_runtime *rt, size_t xi, const xpf_rt_candidate **first);   /* "yes" "no" "unknown" */
 const char *xpf_link_name(enum xpf_link l);           /* "program_id" "name" ... "ambiguous" */

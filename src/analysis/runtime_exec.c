@@ -330,6 +330,19 @@ static void keep_candidates(size_t xi, const bool *cand, size_t nm, bool named, 
 		}
 }
 
+size_t xpf_rt_first_event_at(const xpf_runtime *rt, int64_t t_ps)
+{
+	size_t lo = 0, hi = rt->nevents;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (rt->events[mid].t_ps < t_ps)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 size_t xpf_rt_candidates(const xpf_runtime *rt, size_t xi, const xpf_rt_candidate **first)
 {
 	size_t lo = 0, hi = rt->ncandidates;

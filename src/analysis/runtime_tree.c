@@ -435,15 +435,8 @@ static int render_exec_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf
 			       xpf_human(x->temp_bytes, h1), xpf_human(x->output_bytes, h2));
 		/* its matched events, in event order: they lie within its span
 		 * (nested in its host event), and events are sorted by time */
-		size_t lo = 0, hi = rt->nevents, xi = (size_t)(x - rt->executions);
-		while (lo < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-			if (rt->events[mid].t_ps < x->start_ps)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (size_t i = lo; i < rt->nevents && rt->events[i].t_ps <= x->end_ps; i++) {
+		size_t xi = (size_t)(x - rt->executions);
+		for (size_t i = xpf_rt_first_event_at(rt, x->start_ps); i < rt->nevents && rt->events[i].t_ps <= x->end_ps; i++) {
 			const xpf_rt_event *e = &rt->events[i];
 			if (e->execution != (int32_t)xi || e->buffer_allocation < 0)
 				continue;
