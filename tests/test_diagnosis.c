@@ -16,7 +16,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "analysis/report.h"
+#include "tree/report.h"
 #include "capture/input.h"
 #include "common/buf.h"
 

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "analysis/plan.h"
+#include "tree/report.h"
 #include "capture/capture.h"
 #include "capture/input.h"
 #include "common/buf.h"

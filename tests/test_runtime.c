@@ -19,7 +19,7 @@
 #include <jansson.h>
 
 #include "analysis/diagnosis.h"
-#include "analysis/report.h"
+#include "tree/report.h"
 #include "analysis/runtime.h"
 #include "capture/input.h"
 #include "host_events.h"

@@ -104,7 +104,7 @@ void xpf_diag_finding_line(const xpf_finding *f, xpf_buf *out, const char *inden
 	}
 }
 
-int xpf_render_diagnosis_txt(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+int xpf_render_diagnosis_txt(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_diagnosis *d;
 	int rc = xpf_host_diagnosis(h, &d, err);
@@ -175,7 +175,7 @@ json_t *xpf_diag_json(xpf_host *h, const xpf_diagnosis *d)
 	return root;
 }
 
-int xpf_render_diagnosis_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+int xpf_render_diagnosis_json(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_diagnosis *d;
 	int rc = xpf_host_diagnosis(h, &d, err);
@@ -192,7 +192,7 @@ int xpf_render_diagnosis_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_
 	return XPF_OK;
 }
 
-int xpf_render_checks(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+int xpf_render_checks(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_diagnosis *d;
 	int rc = xpf_host_diagnosis(h, &d, err);
@@ -257,7 +257,7 @@ static void summary_devices(xpf_host *h, xpf_buf *out)
 	}
 }
 
-int xpf_render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+int xpf_render_summary(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_diagnosis *d;
 	const xpf_runtime *rt = NULL;

@@ -802,48 +802,24 @@ void xpf_plan_free(void *plan)
 	free(p);
 }
 
-typedef struct plan_ctx {
-	xpf_host *h;
-	size_t m;
-} plan_ctx;
-
-static int compute_plan(void *ctx, void **value, xpf_error *err)
+int xpf_plan_build_module(xpf_capture *cap, size_t m, xpf_plan **out, xpf_error *err)
 {
-	plan_ctx *c = ctx;
-	const xpf_module_ref *ref = xpf_capture_module(c->h->cap, c->m);
+	const xpf_module_ref *ref = xpf_capture_module(cap, m);
 	const Xla__HloProto *hlo = NULL;
-	xpf_plan *p = NULL;
 	if (ref == NULL)
-		return xpf_fail(err, XPF_EUSAGE, "module %zu does not exist", c->m);
+		return xpf_fail(err, XPF_EUSAGE, "module %zu does not exist", m);
 	if (!ref->has_hlo) {
 		static const Xla__HloProto empty = XLA__HLO_PROTO__INIT;
-		int rc = xpf_plan_build(&empty, ref->name, ref->program_id, &p, err);
-		if (rc != XPF_OK)
-			return rc;
-		p->missing = "the metadata entry carries no `Hlo Proto` stat";
-		*value = p;
-		return XPF_OK;
+		int rc = xpf_plan_build(&empty, ref->name, ref->program_id, out, err);
+		if (rc == XPF_OK)
+			(*out)->missing = "the metadata entry carries no `Hlo Proto` stat";
+		return rc;
 	}
-	int rc = xpf_capture_module_hlo(c->h->cap, c->m, &hlo, err);
+	int rc = xpf_capture_module_hlo(cap, m, &hlo, err);
 	if (rc != XPF_OK)
 		return rc;
-	rc = xpf_plan_build(hlo, ref->name, ref->program_id, &p, err);
-	if (rc != XPF_OK) {
+	rc = xpf_plan_build(hlo, ref->name, ref->program_id, out, err);
+	if (rc != XPF_OK)
 		xpf_error_prefix(err, "module '%s'", ref->name);
-		return rc;
-	}
-	*value = p;
-	return XPF_OK;
-}
-
-int xpf_host_plan(xpf_host *h, size_t m, const xpf_plan **out, xpf_error *err)
-{
-	if (m >= h->nmodules)
-		return xpf_fail(err, XPF_EUSAGE, "module %zu does not exist", m);
-	plan_ctx c = { h, m };
-	void *v = NULL;
-	int rc = xpf_lazy_get(&h->plans[m], compute_plan, &c, &v, err);
-	if (rc == XPF_OK)
-		*out = v;
 	return rc;
 }

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analysis/report.h"
+#include "analysis/host.h"
 #include "common/buf.h"
 
 #define XPF_SVG_MAX_COLUMNS 1000
@@ -99,7 +99,7 @@ void xpf_svg_timeline(const struct xpf_runtime *rt, const char *const *module_na
 void xpf_svg_pool_capacity(xpf_host *h, long m, xpf_svg_capacity *cap, char what[128]);
 
 /* Render functions for the tree (arg: module index / unused). */
-int xpf_render_heap_svg(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
-int xpf_render_timeline_svg(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
+int xpf_render_heap_svg(xpf_host *h, long arg, xpf_buf *out, xpf_error *err);
+int xpf_render_timeline_svg(xpf_host *h, long arg, xpf_buf *out, xpf_error *err);
 
 #endif

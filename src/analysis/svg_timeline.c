@@ -775,7 +775,7 @@ void xpf_svg_timeline(const xpf_runtime *rt, const char *const *module_names, si
 	xpf_svg_end(out);
 }
 
-int xpf_render_timeline_svg(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+int xpf_render_timeline_svg(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_runtime *rt;
 	int rc = xpf_host_runtime(h, &rt, err);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tree/report.h"
 #include "analysis/diagnosis.h"
 #include "analysis/pprof.h"
 #include "analysis/runtime.h"
@@ -477,7 +478,7 @@ static int populate_executions(xpf_host *h, xpf_node *dir, xpf_error *err)
 		xpf_node *d = xpf_node_dir(dir, name, NULL, (long)i);
 		xpf_node_file(d, "live.tsv", render_live, (long)i);
 		xpf_node_file(d, "summary.txt", render_exec_summary, (long)i);
-		xpf_node_file(d, "live.pb.gz", xpf_render_live_pprof, (long)i);
+		xpf_node_file_of(d, "live.pb.gz", xpf_render_live_pprof, (long)i);
 	}
 	return XPF_OK;
 }
@@ -492,6 +493,6 @@ void xpf_tree_runtime(xpf_host *h, xpf_node *dir)
 	xpf_node_dir(dir, "executions", populate_executions, 0);
 	xpf_node_file(dir, "retries.tsv", render_retries, 0);
 	xpf_node_file(dir, "between.tsv", render_between, 0);
-	xpf_node_file(dir, "timeline.svg", xpf_render_timeline_svg, 0);
-	xpf_node_file(dir, "memory.trace.json", xpf_render_trace_json, 0);
+	xpf_node_file_of(dir, "timeline.svg", xpf_render_timeline_svg, 0);
+	xpf_node_file_of(dir, "memory.trace.json", xpf_render_trace_json, 0);
 }
