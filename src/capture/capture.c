@@ -64,12 +64,6 @@ bool xpf_str_eq(xpf_str s, const char *lit)
 	return s.n == n && memcmp(s.p, lit, n) == 0;
 }
 
-bool xpf_str_prefix(xpf_str s, const char *lit)
-{
-	size_t n = strlen(lit);
-	return s.n >= n && memcmp(s.p, lit, n) == 0;
-}
-
 char *xpf_str_dup(xpf_str s)
 {
 	return xpf_strndup(s.p, s.n);
@@ -136,16 +130,6 @@ bool xpf_stat_u64(const xpf_stat *s, uint64_t *out)
 			return false;
 		*out = (uint64_t)s->d;
 		return true;
-	default: return false;
-	}
-}
-
-bool xpf_stat_f64(const xpf_stat *s, double *out)
-{
-	switch (s->kind) {
-	case XPF_STAT_DOUBLE: *out = s->d; return true;
-	case XPF_STAT_I64: *out = (double)s->i; return true;
-	case XPF_STAT_U64: *out = (double)s->u; return true;
 	default: return false;
 	}
 }
