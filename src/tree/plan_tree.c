@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tree/report.h"
+#include "analysis/capacity.h"
 #include "analysis/plan.h"
 #include "analysis/plan_priv.h"
 #include "analysis/pprof.h"
@@ -15,6 +16,19 @@
 static int get_plan(xpf_host *h, long arg, const xpf_plan **p, xpf_error *err)
 {
 	return xpf_host_plan(h, (size_t)arg, p, err);
+}
+
+static int render_heap_svg(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
+{
+	const xpf_plan *p;
+	int rc = get_plan(h, arg, &p, err);
+	if (rc != XPF_OK)
+		return rc;
+	char what[128];
+	xpf_svg_capacity cap = { xpf_module_pool(h, arg, what), NULL };
+	cap.what = what[0] ? what : NULL;
+	xpf_svg_heap(p, &cap, out);
+	return XPF_OK;
 }
 
 /* The tables' header lines (SPEC §3, §4.2). */
@@ -368,7 +382,7 @@ void xpf_tree_modules(xpf_host *h, xpf_node *dir)
 		{ "buffers.tsv", render_buffers },
 		{ "allocations.tsv", render_allocs },
 		{ "heap.tsv", render_heap },
-		{ "heap.svg", xpf_render_heap_svg },
+		{ "heap.svg", render_heap_svg },
 		{ "by_source.tsv", render_by_source },
 		{ "instructions.tsv", render_instrs },
 		{ "peak.pb.gz", xpf_render_peak_pprof },

@@ -14,6 +14,7 @@
 #include "analysis/runtime.h"
 #include "analysis/svg.h"
 #include "analysis/trace_json.h"
+#include "common/alloc.h"
 
 static const char *module_name(const xpf_host *h, const xpf_rt_execution *x)
 {
@@ -483,6 +484,21 @@ static int populate_executions(xpf_host *h, xpf_node *dir, xpf_error *err)
 	return XPF_OK;
 }
 
+static int render_timeline_svg(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
+{
+	const xpf_runtime *rt;
+	int rc = xpf_host_runtime(h, &rt, err);
+	if (rc != XPF_OK)
+		return rc;
+	size_t nm = xpf_capture_nmodules(h->cap);
+	const char **names = xpf_malloc((nm ? nm : 1) * sizeof *names);
+	for (size_t i = 0; i < nm; i++)
+		names[i] = xpf_capture_module(h->cap, i)->name;
+	xpf_svg_timeline(rt, names, nm, out);
+	free(names);
+	return XPF_OK;
+}
+
 void xpf_tree_runtime(xpf_host *h, xpf_node *dir)
 {
 	(void)h;
@@ -493,6 +509,6 @@ void xpf_tree_runtime(xpf_host *h, xpf_node *dir)
 	xpf_node_dir(dir, "executions", populate_executions, 0);
 	xpf_node_file(dir, "retries.tsv", render_retries, 0);
 	xpf_node_file(dir, "between.tsv", render_between, 0);
-	xpf_node_file_of(dir, "timeline.svg", xpf_render_timeline_svg, 0);
+	xpf_node_file_of(dir, "timeline.svg", render_timeline_svg, 0);
 	xpf_node_file_of(dir, "memory.trace.json", xpf_render_trace_json, 0);
 }
