@@ -19,6 +19,7 @@
 #include "tree/report.h"
 #include "capture/input.h"
 #include "common/buf.h"
+#include "test_group.h"
 
 struct rep {
 	xpf_input *in;
@@ -1110,7 +1111,7 @@ static int cleanup(void **state)
 	return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_attention),
@@ -1120,13 +1121,20 @@ int main(void)
 		cmocka_unit_test(test_variants),
 		cmocka_unit_test(test_unexplained_oom),
 		cmocka_unit_test(test_ambiguous_oom),
+		cmocka_unit_test(test_multi_host),
+	};
+	const struct CMUnitTest real[] = {
 		cmocka_unit_test(test_real_healthy),
 		cmocka_unit_test(test_real_attention_figures),
 		cmocka_unit_test(test_real_tf),
 		cmocka_unit_test(test_real_tpu),
 		cmocka_unit_test(test_real_hlo_only),
 		cmocka_unit_test(test_near_fit),
-		cmocka_unit_test(test_multi_host),
 	};
-	return cmocka_run_group_tests_name("diagnosis", tests, NULL, cleanup);
+	bool want_real;
+	int rc = xpf_test_group(argc, argv, &want_real);
+	if (rc >= 0)
+		return rc;
+	return want_real ? cmocka_run_group_tests_name("diagnosis-real", real, NULL, cleanup)
+			 : cmocka_run_group_tests_name("diagnosis", tests, NULL, cleanup);
 }
