@@ -609,7 +609,7 @@ static void rule_verdict(xpf_diag_ctx *c)
 		uint64_t s = bl.k ? bl.bytes / bl.k * (bl.k - 1) : 0;
 		if (bl.k)
 			xpf_diag_addfix(c, f, s, sub0(need, s), "about one extra forward pass per step (~+30% step time)",
-					"wrap each %s (%zu blocks keep %s of the %s forward-kept) in jax.checkpoint, saving about %s; the backward pass holds one block's activations at a time; Flax: nn.remat; a policy such as jax.checkpoint_policies.dots_with_no_batch_dims_saveable keeps the matmuls",
+					"wrap each %s (%zu blocks keep %s of the %s forward-kept) in jax.checkpoint, saving about %s; the backward pass holds one block's activations at a time; in Flax nn.remat, or a policy such as jax.checkpoint_policies.dots_with_no_batch_dims_saveable to keep the matmuls",
 					bl.stack, bl.k, xpf_human(bl.bytes, h1), xpf_human(rb, h2), xpf_human(s, h3));
 		else
 			xpf_diag_addfix(c, f, 0, 0, "about one extra forward pass per step",
