@@ -39,6 +39,8 @@ typedef struct xpf_diag_fix {
 	char *text;
 	uint64_t saving_bytes;
 	char *cost;
+	bool after_program;       /* SPEC 5.3: a larger pool, rendered after
+				     every program fix of the diagnosis */
 } xpf_diag_fix;                   /* always tagged inferred */
 
 typedef struct xpf_finding {

@@ -134,6 +134,16 @@ bool xpf_stat_u64(const xpf_stat *s, uint64_t *out)
 	}
 }
 
+bool xpf_stat_f64(const xpf_stat *s, double *out)
+{
+	switch (s->kind) {
+	case XPF_STAT_DOUBLE: *out = s->d; return true;
+	case XPF_STAT_I64: *out = (double)s->i; return true;
+	case XPF_STAT_U64: *out = (double)s->u; return true;
+	default: return false;
+	}
+}
+
 bool xpf_stat_text(const xpf_stat *s, xpf_str *out)
 {
 	if (s->kind == XPF_STAT_STR || s->kind == XPF_STAT_REF) {

@@ -77,6 +77,8 @@ typedef struct xpf_raw_stat {
  * range).  Return false when the stat holds no number. */
 bool xpf_stat_i64(const xpf_stat *s, int64_t *out);
 bool xpf_stat_u64(const xpf_stat *s, uint64_t *out);
+/* A number as a double (double, int64 or uint64 value). */
+bool xpf_stat_f64(const xpf_stat *s, double *out);
 /* String value: str_value or ref_value.  False otherwise. */
 bool xpf_stat_text(const xpf_stat *s, xpf_str *out);
 
