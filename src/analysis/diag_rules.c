@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analysis/diag_priv.h"
+#include "common/alloc.h"
 
 #define PCT_OF(part, whole) ((whole) ? (double)(part) * 100.0 / (double)(whole) : 0.0)
 
@@ -177,31 +178,44 @@ static bool sq_f32(const xpf_plan *p, enum xpf_role role)
 	return false;
 }
 
+/* One peak row of a role, keyed for grouping by shape and source. */
+struct group_key {
+	const char *shape, *source;
+	size_t i;
+};
+
+static int cmp_group_key(const void *a, const void *b)
+{
+	const struct group_key *x = a, *y = b;
+	int c = strcmp(x->shape, y->shape);
+	if (c == 0)
+		c = strcmp(x->source, y->source);
+	return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* The role's rows of one shape and source with the most bytes (ties: the
+ * group met first in peak order).  Sorted, not compared pairwise: a big
+ * module has tens of thousands of peak rows. */
 static struct group largest_group(const xpf_plan *p, enum xpf_role role)
 {
 	struct group best = { 0 };
-	for (size_t i = 0; i < p->npeak; i++) {
-		const xpf_plan_peak *r = &p->peak[i];
-		if (r->role != role)
-			continue;
-		bool seen = false;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = p->peak[j].role == role &&
-			       strcmp(peak_shape(&p->peak[j]), peak_shape(r)) == 0 &&
-			       strcmp(peak_source(&p->peak[j]), peak_source(r)) == 0;
-		if (seen)
-			continue;
-		struct group g = { 0, 0, r };
-		for (size_t j = i; j < p->npeak; j++)
-			if (p->peak[j].role == role &&
-			    strcmp(peak_shape(&p->peak[j]), peak_shape(r)) == 0 &&
-			    strcmp(peak_source(&p->peak[j]), peak_source(r)) == 0) {
-				g.count++;
-				g.bytes += p->peak[j].bytes;
-			}
-		if (g.bytes > best.bytes)
+	size_t n = 0;
+	struct group_key *k = xpf_malloc((p->npeak ? p->npeak : 1) * sizeof *k);
+	for (size_t i = 0; i < p->npeak; i++)
+		if (p->peak[i].role == role)
+			k[n++] = (struct group_key){ peak_shape(&p->peak[i]), peak_source(&p->peak[i]), i };
+	xpf_qsort(k, n, sizeof *k, cmp_group_key);
+	for (size_t a = 0, b; a < n; a = b) {
+		struct group g = { 0, 0, &p->peak[k[a].i] };
+		for (b = a; b < n && strcmp(k[b].shape, k[a].shape) == 0 &&
+			    strcmp(k[b].source, k[a].source) == 0; b++) {
+			g.count++;
+			g.bytes += p->peak[k[b].i].bytes;
+		}
+		if (g.bytes > best.bytes || (g.bytes == best.bytes && best.row && g.row < best.row))
 			best = g;
 	}
+	free(k);
 	return best;
 }
 
