@@ -141,8 +141,12 @@ static const struct doc docs[] = {
 	{ "runtime/between.tsv", "host events between the focus module's last two executions on its device: name, count, total_ns; by total_ns, largest first" },
 	{ "hosts", "one directory per host, each a full tree as described here" },
 	{ "base", "(with --base) the baseline capture's own tree, described by base/README" },
-	{ "compare", "(with --base) what changed against the baseline: start with compare/diagnosis.txt;\n"
-		     "compare/README describes its files" },
+	{ "compare", "(with --base) what changed against the baseline, module matched to module by name without\n"
+		     "the program id: diagnosis.txt and diagnosis.json (the changes that matter, most important first:\n"
+		     "need against capacity before and after, codes gone and new, roles at the heap peak, temp,\n"
+		     "non-aliased outputs, growth, the pool's peak; both figures, delta in bytes and %), modules.tsv,\n"
+		     "peak_buffers.tsv and allocators.tsv (base, after and delta columns); hosts/<host>/ for several\n"
+		     "hosts. Start with compare/diagnosis.txt; compare/README describes every column" },
 };
 
 static const char *doc_of(const char *path)
