@@ -233,10 +233,14 @@ static void focus_executions(const host_row *s, const host_row *m, xpf_buf *b)
 /* A peak that differs: the origin of live blocks that differs most. */
 static void peak_differs(const host_row *s, const host_row *m, bool above, xpf_finding *f, xpf_buf *b)
 {
-	xpf_rt_block *sb, *mb;
-	size_t nsb, nmb;
-	origin *so, *mo;
-	size_t nso = origins_at(s, &sb, &nsb, &so), nmo = origins_at(m, &mb, &nmb, &mo);
+	xpf_rt_block *sb = NULL, *mb = NULL;
+	size_t nsb = 0, nmb = 0, nso = 0, nmo = 0;
+	origin *so = NULL, *mo = NULL;
+	/* what was live can be compared only at both focus executions */
+	if (s->rt && m->rt && s->d->execution >= 0 && m->d->execution >= 0) {
+		nso = origins_at(s, &sb, &nsb, &so);
+		nmo = origins_at(m, &mb, &nmb, &mo);
+	}
 	uint64_t more = 0, less = 0;
 	const origin *t = origin_diff(so, nso, mo, nmo, above, &more, &less);
 	const host_row *hi = above ? s : m, *lo = above ? m : s;
@@ -253,7 +257,8 @@ static void peak_differs(const host_row *s, const host_row *m, bool above, xpf_f
 		if (less == 0)
 			xpf_buf_printf(b, " that %s lacks", lo->dir);
 		else
-			xpf_buf_printf(b, " (%s there, %s on %s)", xpf_human(more, h1), xpf_human(less, h2), lo->dir);
+			xpf_buf_printf(b, " (%s on %s, %s on %s)", xpf_human(more, h1), hi->dir, xpf_human(less, h2),
+				       lo->dir);
 		xpf_diag_num(f, "origin_bytes", more - less);
 		execution_evidence(s, f);
 		execution_evidence(m, f);
