@@ -15,6 +15,7 @@
 #include "capture/capture.h"
 #include "capture/input.h"
 #include "host_events.h"
+#include "test_group.h"
 
 static char path_buf[4096];
 
@@ -567,9 +568,13 @@ static void test_deep_shape(void **state)
 	free(inner);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bad_handmade),
+		cmocka_unit_test(test_deep_shape),
+	};
+	const struct CMUnitTest real[] = {
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_gemm),
 		cmocka_unit_test(test_tf),
@@ -577,9 +582,12 @@ int main(void)
 		cmocka_unit_test(test_conv_run),
 		cmocka_unit_test(test_bare_hlo),
 		cmocka_unit_test(test_bad_shared),
-		cmocka_unit_test(test_bad_handmade),
-		cmocka_unit_test(test_deep_shape),
 		cmocka_unit_test(test_picks),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	bool want_real;
+	int rc = xpf_test_group(argc, argv, &want_real);
+	if (rc >= 0)
+		return rc;
+	return want_real ? cmocka_run_group_tests_name("capture-real", real, NULL, NULL)
+			 : cmocka_run_group_tests_name("capture", tests, NULL, NULL);
 }

@@ -18,7 +18,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "analysis/report.h"
+#include "tree/report.h"
 #include "capture/input.h"
 
 static const char header[] =

@@ -16,9 +16,11 @@
 #include <jansson.h>
 
 #include "analysis/plan.h"
+#include "tree/report.h"
 #include "capture/capture.h"
 #include "capture/input.h"
 #include "common/buf.h"
+#include "test_group.h"
 
 /* ---- a small allocator for hand-built protos -------------------------- */
 
@@ -909,19 +911,26 @@ static void test_scenarios(void **state)
 	assert_int_equal(n, 14); /* one per JSON file in tests/scenarios */
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hand_module),
 		cmocka_unit_test(test_no_assignment),
 		cmocka_unit_test(test_no_assignment_files),
+		cmocka_unit_test(test_scenarios),
+	};
+	const struct CMUnitTest real[] = {
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_gemm),
 		cmocka_unit_test(test_conv_run),
 		cmocka_unit_test(test_tpu),
 		cmocka_unit_test(test_tf_no_hlo),
 		cmocka_unit_test(test_maxtext),
-		cmocka_unit_test(test_scenarios),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	bool want_real;
+	int rc = xpf_test_group(argc, argv, &want_real);
+	if (rc >= 0)
+		return rc;
+	return want_real ? cmocka_run_group_tests_name("plan-real", real, NULL, NULL)
+			 : cmocka_run_group_tests_name("plan", tests, NULL, NULL);
 }

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "analysis/report.h"
+#include "tree/report.h"
 
 static void free_names(char **out, size_t n)
 {

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "analysis/plan.h"
+#include "tree/report.h"
 #include "analysis/runtime.h"
 #include "analysis/svg.h"
 

@@ -55,15 +55,6 @@ void xpf_cmp_delta_text(uint64_t before, uint64_t after, xpf_buf *out)
 
 /* ---- sides -------------------------------------------------------------- */
 
-static void side_prefix(xpf_cmp_side *s)
-{
-	xpf_buf b = XPF_BUF_INIT;
-	xpf_node_path(s->h->root, &b);
-	if (b.len)
-		xpf_buf_addc(&b, '/');
-	s->prefix = xpf_buf_detach(&b, NULL);
-}
-
 /* Executions per module, as modules/index.tsv counts them; NULL when the
  * capture has no host plane (the column is empty there too). */
 static size_t *count_executions(const xpf_host *h, const xpf_runtime *rt)
@@ -147,7 +138,7 @@ static void side_open(xpf_cmp_side *s, xpf_host *h)
 	xpf_error e = { 0 };
 	s->h = h;
 	s->focus = -1;
-	side_prefix(s);
+	s->prefix = s->h->path;
 	if (!xpf_capture_is_hlo_only(h->cap) && xpf_host_runtime(h, &s->rt, &e) != XPF_OK) {
 		xpf_host_note_error(h, &e);
 		s->rt = NULL;
@@ -774,8 +765,6 @@ void xpf_compare_build(xpf_host *base, xpf_host *after, const char *dir, xpf_com
 
 void xpf_compare_release(xpf_compare *c)
 {
-	for (int s = 0; s < 2; s++)
-		free(c->side[s].prefix);
 	free(c->dir);
 	free(c->modules);
 	free(c->groups);

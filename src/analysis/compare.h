@@ -6,7 +6,7 @@
  * A comparison is built by each compare/ renderer from the two hosts'
  * plans, runtimes and diagnoses (each cached in its host, so a rebuild
  * costs little) and released by it: nothing here is kept between files.
- * Pointers inside borrow from the hosts and live until xpf_report_free().
+ * Pointers inside borrow from the hosts and live until xpf_host_release().
  *
  * Matching: a module's name without its program id (`jit_step(2811)` and
  * `jit_step(3020)` are both `jit_step`); several of one name on a side are
@@ -21,7 +21,7 @@
 
 #include "analysis/diagnosis.h"
 #include "analysis/plan.h"
-#include "analysis/report.h"
+#include "analysis/host.h"
 #include "analysis/runtime.h"
 
 /* How a pair was made. */
@@ -48,7 +48,7 @@ typedef struct xpf_cmp_module {
 /* One side of the comparison. */
 typedef struct xpf_cmp_side {
 	xpf_host *h;
-	char *prefix;              /* its tree from the report root: "" or "base/" or "hosts/x/" */
+	const char *prefix;        /* its tree from the report root: "" or "base/" or "hosts/x/" */
 	const xpf_diagnosis *d;    /* NULL when it failed (err says why) */
 	xpf_error d_err;
 	const xpf_runtime *rt;     /* NULL: no runtime */

@@ -14,28 +14,6 @@ static const char *module_name(xpf_host *h, long m)
 	return m >= 0 ? xpf_capture_module(h->cap, (size_t)m)->name : NULL;
 }
 
-static void header(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out)
-{
-	char h1[32], h2[32];
-	xpf_buf_printf(out, "# %s", xpf_capture_label(h->cap));
-	if (d->module >= 0) {
-		xpf_buf_adds(out, ": focus ");
-		xpf_buf_text(out, module_name(h, d->module));
-		xpf_buf_printf(out, " (%s)", d->module_why);
-	}
-	if (d->capacity_bytes)
-		xpf_buf_printf(out, "; capacity %s [%s] from %s", xpf_human(d->capacity_bytes, h1),
-			       xpf_tag_name(d->capacity_tag), d->capacity_source);
-	if (d->fraction_set) {
-		char pc[32];
-		xpf_buf_printf(out, "; that is %s%% of the device's %s, not JAX's default 75%%: %s",
-			       xpf_pct(d->capacity_bytes, d->memory_bytes, pc), xpf_human(d->memory_bytes, h2),
-			       h->nmodules ? "the memory fraction is set" :
-					     "the memory fraction is set (or TensorFlow, which sizes its pool itself)");
-	}
-	xpf_buf_addc(out, '\n');
-}
-
 size_t xpf_diag_clause_len(const char *text)
 {
 	int depth = 0;
@@ -53,18 +31,109 @@ size_t xpf_diag_clause_len(const char *text)
 	return strlen(text);
 }
 
-/* text's first clause where the line is, each further one on a line of
- * its own, indented by indent and four spaces (escaped: a clause stays
- * one line). */
-static void clauses(const char *t, const char *indent, xpf_buf *out)
+/* SPEC 5.3 (readable): no line of diagnosis.txt wider than this but the
+ * evidence lists; a longer clause (a list of figures, a long name) goes on
+ * on lines of its own, indented deeper. */
+#define DIAG_WIDTH 160
+
+/* Where to cut the n bytes of s so that the part before fits room: after
+ * the last ", " outside parentheses, brackets and quotes, else ": ", else
+ * " ", else ", " or " " at any depth; 0 when no cut fits. */
+static size_t wrap_at(const char *s, size_t n, size_t room)
+{
+	size_t best[5] = { 0 };
+	int depth = 0;
+	bool quoted = false;
+	for (size_t i = 0; i + 1 < n && i < room; i++) {
+		char c = s[i];
+		if (c == '"')
+			quoted = !quoted;
+		else if (!quoted && (c == '(' || c == '['))
+			depth++;
+		else if (!quoted && (c == ')' || c == ']') && depth > 0)
+			depth--;
+		bool top = depth == 0 && !quoted;
+		if (s[i + 1] != ' ')
+			continue;
+		if (c == ',')
+			best[top ? 0 : 3] = i + 1;
+		else if (c == ':' && top)
+			best[1] = i + 1;
+		if (c != ' ')
+			best[top ? 2 : 4] = i + 1;
+	}
+	for (int k = 0; k < 5; k++)
+		if (best[k] > room / 3)
+			return best[k];
+	return 0;
+}
+
+/* The n bytes of s, starting at column col: wrapped at DIAG_WIDTH onto
+ * lines indented by indent and eight spaces. */
+static void put_wrapped(xpf_buf *out, const char *s, size_t n, size_t col, const char *indent)
+{
+	for (;;) {
+		size_t cut = col + n > DIAG_WIDTH ? wrap_at(s, n, DIAG_WIDTH > col ? DIAG_WIDTH - col : 0) : 0;
+		char *part = xpf_strndup(s, cut ? cut : n);
+		xpf_buf_text(out, part);
+		free(part);
+		if (cut == 0)
+			return;
+		xpf_buf_printf(out, "\n%s        ", indent);
+		col = strlen(indent) + 8;
+		while (cut < n && s[cut] == ' ')
+			cut++;
+		s += cut;
+		n -= cut;
+	}
+}
+
+/* One header line: prefix and b's text (then reset), wrapped. */
+static void header_line(xpf_buf *out, xpf_buf *b, const char *prefix)
+{
+	xpf_buf_adds(out, prefix);
+	put_wrapped(out, b->data, b->len, strlen(prefix), "#");
+	xpf_buf_addc(out, '\n');
+	xpf_buf_reset(b);
+}
+
+/* The header: what was read, the focus and the capacity, each on a
+ * comment line of its own (wrapped like the findings). */
+static void header(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out)
+{
+	char h1[32], h2[32], pc[32];
+	xpf_buf b = XPF_BUF_INIT;
+	xpf_buf_printf(&b, "%s", xpf_capture_label(h->cap));
+	if (d->module >= 0)
+		xpf_buf_printf(&b, ": focus %s (%s)", module_name(h, d->module), d->module_why);
+	header_line(out, &b, "# ");
+	if (d->capacity_bytes) {
+		xpf_buf_printf(&b, "capacity %s [%s] from %s", xpf_human(d->capacity_bytes, h1),
+			       xpf_tag_name(d->capacity_tag), d->capacity_source);
+		header_line(out, &b, "# ");
+	}
+	if (d->fraction_set) {
+		xpf_buf_printf(&b, "that is %s%% of the device's %s, not JAX's default 75%%: %s",
+			       xpf_pct(d->capacity_bytes, d->memory_bytes, pc), xpf_human(d->memory_bytes, h2),
+			       h->nmodules ? "the memory fraction is set" :
+					     "the memory fraction is set (or TensorFlow, which sizes its pool itself)");
+		header_line(out, &b, "#     ");
+	}
+	xpf_buf_release(&b);
+}
+
+/* text's first clause where the line is (at column col), each further one
+ * on a line of its own, indented by indent and four spaces (escaped: a
+ * clause stays one line, or wraps, see put_wrapped). */
+static void clauses(const char *t, size_t col, const char *indent, xpf_buf *out)
 {
 	size_t n = xpf_diag_clause_len(t);
 	for (bool first = true;; first = false) {
-		char *part = xpf_strndup(t, n);
-		if (!first)
+		if (!first) {
 			xpf_buf_printf(out, "\n%s    ", indent);
-		xpf_buf_text(out, part);
-		free(part);
+			col = strlen(indent) + 4;
+		}
+		put_wrapped(out, t, n, col, indent);
 		if (t[n] == '\0')
 			return;
 		t += n + 2;  /* past "; " */
@@ -72,14 +141,33 @@ static void clauses(const char *t, const char *indent, xpf_buf *out)
 	}
 }
 
+/* A fix of f: its text's clauses, its saving and cost (indent: f's). */
+static void fix_lines(const xpf_diag_fix *x, const char *indent, xpf_buf *out)
+{
+	char h1[32], deeper[64];
+	size_t mark;
+	snprintf(deeper, sizeof deeper, "%s    ", indent);
+	xpf_buf_printf(out, "%s    [inferred] fix: ", indent);
+	clauses(x->text, strlen(deeper) + strlen("[inferred] fix: "), deeper, out);
+	mark = out->len;
+	if (x->saving_bytes) /* a fix that saves nothing says what it does in its text */
+		xpf_buf_printf(out, "\n%s        saves %s (%llu bytes); cost: ", indent,
+			       xpf_human(x->saving_bytes, h1), (unsigned long long)x->saving_bytes);
+	else
+		xpf_buf_printf(out, "\n%s        cost: ", indent);
+	put_wrapped(out, x->cost, strlen(x->cost), out->len - mark - 1, deeper);
+	xpf_buf_addc(out, '\n');
+}
+
 /* SPEC 5.3 (readable): the finding's first clause on its line (so grep
  * CODE finds the sentence that matters), each further clause and the
- * evidence on indented lines below, then the fixes. */
-void xpf_diag_finding_line(const xpf_finding *f, xpf_buf *out, const char *indent)
+ * evidence on indented lines below, then the fixes; a fix that comes after
+ * the program fixes (the memory fraction) only when last is set. */
+static void finding_lines(const xpf_finding *f, xpf_buf *out, const char *indent, bool last)
 {
-	char h1[32];
+	size_t mark = out->len;
 	xpf_buf_printf(out, "%s[%s] %s: ", indent, xpf_tag_name(f->tag), f->code);
-	clauses(f->text ? f->text : "", indent, out);
+	clauses(f->text ? f->text : "", out->len - mark, indent, out);
 	if (f->nevidence) {
 		xpf_buf_printf(out, "\n%s    -> ", indent);
 		for (size_t i = 0; i < f->nevidence; i++) {
@@ -88,23 +176,36 @@ void xpf_diag_finding_line(const xpf_finding *f, xpf_buf *out, const char *inden
 		}
 	}
 	xpf_buf_addc(out, '\n');
-	for (size_t i = 0; i < f->nfixes; i++) {
-		const xpf_diag_fix *x = &f->fixes[i];
-		char deeper[64];
-		snprintf(deeper, sizeof deeper, "%s    ", indent);
-		xpf_buf_printf(out, "%s    [inferred] fix: ", indent);
-		clauses(x->text, deeper, out);
-		if (x->saving_bytes) /* a fix that saves nothing says what it does in its text */
-			xpf_buf_printf(out, "\n%s        saves %s (%llu bytes); cost: ", indent,
-				       xpf_human(x->saving_bytes, h1), (unsigned long long)x->saving_bytes);
-		else
-			xpf_buf_printf(out, "\n%s        cost: ", indent);
-		xpf_buf_text(out, x->cost);
-		xpf_buf_addc(out, '\n');
+	for (size_t i = 0; i < f->nfixes; i++)
+		if (!f->fixes[i].after_program || last)
+			fix_lines(&f->fixes[i], indent, out);
+}
+
+void xpf_diag_finding_line(const xpf_finding *f, xpf_buf *out, const char *indent)
+{
+	finding_lines(f, out, indent, true);
+}
+
+/* SPEC 5.3: a larger pool comes after every program fix, so those fixes
+ * (xpf_diag_fix.after_program) are rendered last, under their finding's
+ * code (grep CODE still finds them). */
+static void later_fixes(const xpf_diagnosis *d, xpf_buf *out)
+{
+	for (size_t i = 0; i < d->nfindings; i++) {
+		const xpf_finding *f = &d->findings[i];
+		bool head = false;
+		for (size_t j = 0; j < f->nfixes; j++) {
+			if (!f->fixes[j].after_program)
+				continue;
+			if (!head)
+				xpf_buf_printf(out, "# after the program fixes above, if still short (%s):\n", f->code);
+			head = true;
+			fix_lines(&f->fixes[j], "", out);
+		}
 	}
 }
 
-int xpf_render_diagnosis_txt(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+int xpf_render_diagnosis_txt(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_diagnosis *d;
 	int rc = xpf_host_diagnosis(h, &d, err);
@@ -112,7 +213,8 @@ int xpf_render_diagnosis_txt(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_e
 		return rc;
 	header(h, d, out);
 	for (size_t i = 0; i < d->nfindings; i++)
-		xpf_diag_finding_line(&d->findings[i], out, "");
+		finding_lines(&d->findings[i], out, "", false);
+	later_fixes(d, out);
 	bool fixes = false;
 	for (size_t i = 0; i < d->nfindings; i++)
 		fixes |= d->findings[i].nfixes > 0;
@@ -175,7 +277,7 @@ json_t *xpf_diag_json(xpf_host *h, const xpf_diagnosis *d)
 	return root;
 }
 
-int xpf_render_diagnosis_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+int xpf_render_diagnosis_json(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_diagnosis *d;
 	int rc = xpf_host_diagnosis(h, &d, err);
@@ -192,7 +294,7 @@ int xpf_render_diagnosis_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_
 	return XPF_OK;
 }
 
-int xpf_render_checks(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+int xpf_render_checks(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_diagnosis *d;
 	int rc = xpf_host_diagnosis(h, &d, err);
@@ -257,7 +359,7 @@ static void summary_devices(xpf_host *h, xpf_buf *out)
 	}
 }
 
-int xpf_render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+int xpf_render_summary(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_diagnosis *d;
 	const xpf_runtime *rt = NULL;

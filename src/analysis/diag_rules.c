@@ -271,6 +271,77 @@ static const char *const role_fig[XPF_NROLES] = {
 	"role_backward_bytes", "role_forward_bytes", "role_other_bytes",
 };
 
+/* ---- the BFC fragmentation stat (SPEC 5.3) ------------------------------- */
+
+/* The `fragmentation` stat of allocator event i (free memory outside the
+ * largest free chunk, as a fraction of the free memory; reference §6.1),
+ * read back from its line: the runtime keeps no copy.  False when the
+ * event carries none (other allocators, older captures) or is NaN. */
+static bool event_frag(const xpf_diag_ctx *c, size_t i, double *out)
+{
+	const xpf_runtime *rt = c->rt;
+	const xpf_rt_event *ev = &rt->events[i];
+	const xpf_plane *pl = rt->host_plane;
+	uint32_t l = xpf_rt_ev_line(rt, ev);
+	int64_t base;
+	xpf_error e = { 0 };
+	if (pl == NULL || l >= pl->nlines || xpf_capture_time_base(c->h->cap, &base, &e) != XPF_OK)
+		return false;
+	xpf_event_iter it;
+	xpf_event x;
+	xpf_stat st;
+	uint64_t addr;
+	xpf_events_begin(pl, l, &it);
+	while (xpf_events_next(&it, &x, &e) == 1) {
+		__int128 t = ((__int128)pl->lines[l].timestamp_ns - base) * 1000 + x.offset_ps;
+		if (t != ev->t_ps || strncmp(x.name, "Memory", 6) != 0 ||
+		    xpf_event_stat(pl, &x, "addr", &st, &e) != 1 || !xpf_stat_u64(&st, &addr) || addr != ev->addr)
+			continue;
+		return xpf_event_stat(pl, &x, "fragmentation", &st, &e) == 1 && xpf_stat_f64(&st, out) &&
+		       *out == *out;
+	}
+	return false;
+}
+
+/* The last event of allocator a strictly before t_ps, or -1. */
+static long event_before(const xpf_runtime *rt, int a, int64_t t_ps)
+{
+	for (size_t i = xpf_rt_first_event_at(rt, t_ps); i-- > 0;)
+		if (xpf_rt_ev_allocator(rt, &rt->events[i]) == a)
+			return (long)i;
+	return -1;
+}
+
+/* "; BFC fragmentation (free memory outside the largest free chunk): 12.5%
+ * when the request failed, 3.0% at the pool's peak (2.75 GiB)" for the
+ * focus allocator; the failure is the last event before fail_ps (0: none).
+ * Nothing when the events carry no such stat. */
+static void frag_text(const xpf_diag_ctx *c, xpf_finding *f, int64_t fail_ps, xpf_buf *b)
+{
+	const xpf_runtime *rt = c->rt;
+	int a = c->d->allocator;
+	double at_fail, at_peak;
+	char h1[32];
+	if (rt == NULL || a < 0)
+		return;
+	const xpf_rt_allocator *al = &rt->allocators[a];
+	long fi = fail_ps ? event_before(rt, a, fail_ps) : -1;
+	bool has_fail = fi >= 0 && event_frag(c, (size_t)fi, &at_fail);
+	bool has_peak = al->peak_event >= 0 && event_frag(c, (size_t)al->peak_event, &at_peak);
+	if (!has_fail && !has_peak)
+		return;
+	xpf_buf_printf(b, "; BFC fragmentation of %s (free memory outside its largest free chunk): ", al->name);
+	if (has_fail) {
+		xpf_buf_printf(b, "%.1f%% when the request failed", at_fail * 100);
+		xpf_diag_str(f, "fragmentation_at_failure_pct", "%.1f", at_fail * 100);
+	}
+	if (has_peak) {
+		xpf_buf_printf(b, "%s%.1f%% at its peak (%s)", has_fail ? ", " : "", at_peak * 100,
+			       xpf_human(al->peak_in_window_bytes, h1));
+		xpf_diag_str(f, "fragmentation_at_peak_pct", "%.1f", at_peak * 100);
+	}
+}
+
 /* ---- plan-exceeds-pool, near-fit, fits, mostly-* -------------------------- */
 
 static enum xpf_tag verdict_tag(const xpf_diag_ctx *c)
@@ -294,12 +365,15 @@ static void offer_fraction(xpf_diag_ctx *c, xpf_finding *f, uint64_t need)
 		/* SPEC 5.3: capacity is not a saving; it comes after the
 		 * program fixes, with what it takes from outside the pool */
 		char h3[32];
+		size_t nfix = f->nfixes;
 		xpf_diag_addfix(c, f, 0, 0,
 				"the memory the CUDA context, cuDNN/cuBLAS workspaces and NCCL need outside the pool; try the program fixes first",
-				"after the program fixes, if still short: XLA_PYTHON_CLIENT_MEM_FRACTION=.%02u adds %s to the pool (not a saving): the device has %s and the step needs %s%s",
+				"after the program fixes, if still short: XLA_PYTHON_CLIENT_MEM_FRACTION=.%02u adds %s to the pool (not a saving); the device has %s and the step needs %s%s",
 				frac, xpf_human(sub0(pool, d->capacity_bytes), h3), xpf_human(d->memory_bytes, h1),
 				xpf_human(need, h2),
 				d->fraction_set ? " (the capacity is not 75% of the device: the fraction is set already)" : "");
+		if (f->nfixes > nfix)
+			f->fixes[nfix].after_program = true;
 	}
 }
 
@@ -410,7 +484,7 @@ static void rule_verdict(xpf_diag_ctx *c)
 
 	if (exceeds) {
 		xpf_finding *f = xpf_diag_add(c, "plan-exceeds-pool", verdict_tag(c), d->module);
-		xpf_buf_printf(&b, "%s needs %s > capacity %s (short by %s): parameters %s + non-aliased outputs %s + temp %s",
+		xpf_buf_printf(&b, "%s needs %s > capacity %s (short by %s); parameters %s + non-aliased outputs (outputs that need new memory) %s + temp %s",
 			       p->module, xpf_human(need, h1), xpf_human(cap, h2),
 			       xpf_human(need - cap, h3), xpf_human(p->parameters_bytes, h4),
 			       xpf_human(p->non_aliased_outputs_bytes, h5), xpf_human(p->temp_bytes, h6));
@@ -458,6 +532,7 @@ static void rule_verdict(xpf_diag_ctx *c)
 		xpf_buf_printf(&b, "%s needs %s of capacity %s: a margin of only %s (%s%%); BFC needs contiguous chunks, so a near-fit can still fail through fragmentation",
 			       p->module, xpf_human(need, h1), xpf_human(cap, h2),
 			       xpf_human(cap - need, h3), xpf_pct(cap - need, cap, h4));
+		frag_text(c, f, 0, &b);
 		xpf_diag_text(f, &b);
 		xpf_diag_num(f, "need_bytes", need);
 		xpf_diag_num(f, "capacity_bytes", cap);
@@ -534,7 +609,7 @@ static void rule_verdict(xpf_diag_ctx *c)
 		uint64_t s = bl.k ? bl.bytes / bl.k * (bl.k - 1) : 0;
 		if (bl.k)
 			xpf_diag_addfix(c, f, s, sub0(need, s), "about one extra forward pass per step (~+30% step time)",
-					"wrap each %s (%zu blocks keep %s of the %s forward-kept) in jax.checkpoint (Flax: nn.remat; a policy such as jax.checkpoint_policies.dots_with_no_batch_dims_saveable keeps the matmuls): the backward pass holds one block's activations at a time, saving about %s",
+					"wrap each %s (%zu blocks keep %s of the %s forward-kept) in jax.checkpoint, saving about %s; the backward pass holds one block's activations at a time; in Flax nn.remat, or a policy such as jax.checkpoint_policies.dots_with_no_batch_dims_saveable to keep the matmuls",
 					bl.stack, bl.k, xpf_human(bl.bytes, h1), xpf_human(rb, h2), xpf_human(s, h3));
 		else
 			xpf_diag_addfix(c, f, 0, 0, "about one extra forward pass per step",
@@ -636,7 +711,7 @@ static bool donate_args(const xpf_plan *p, xpf_buf *b)
 			xpf_buf_printf(b, "%s'%.*s'", k ? ", " : "", (int)n, names[k]);
 	}
 	xpf_buf_adds(b, nn == 1 ? ",)" : ")");
-	xpf_buf_printf(b, ") (%zu lea%s, e.g. ", nleaves, nleaves == 1 ? "f" : "ves");
+	xpf_buf_printf(b, "); %zu lea%s, e.g. ", nleaves, nleaves == 1 ? "f" : "ves");
 	for (size_t k = 0; k < nl; k++) {
 		xpf_buf_adds(b, k ? ", " : "");
 		xpf_buf_text(b, leaves[k]);
@@ -653,6 +728,14 @@ static void rule_donation(xpf_diag_ctx *c)
 
 	if (p == NULL || !p->has_assignment || p->parameters_count == 0 || p->donated_count != 0 ||
 	    p->matching_output_bytes < XPF_MIB)
+		return;
+	/* SPEC 5.3 (noise): a gradient or benchmark function whose inputs are
+	 * used again must not donate them; when the step fits with room and
+	 * nothing failed, the advice is worth a line only for a saving of at
+	 * least 10% of the capacity (1% when it failed or nearly does). */
+	uint64_t cap = c->d->capacity_bytes;
+	bool failed = p->need_bytes >= cap / 20 * 19 || (c->rt && xpf_diag_oom_shown(c->rt));
+	if (cap && p->matching_output_bytes * (failed ? 100 : 10) < cap)
 		return;
 	size_t nmatch = 0;
 	for (size_t i = 0; i < p->noutputs; i++)
@@ -674,8 +757,8 @@ static void rule_donation(xpf_diag_ctx *c)
 	const char *cost = "none in memory; the donated arrays are invalid after the call (reassign them, e.g. state = step(state, batch))";
 	if (donate_args(p, &b))
 		xpf_diag_addfix(c, f, s, sub0(p->need_bytes, s), cost,
-				"donate the arguments that hold the matching inputs: jax.jit(..., %s): their outputs reuse the inputs' memory, saving %s",
-				b.data, xpf_human(s, h1));
+				"donate the arguments that hold the matching inputs, saving %s: jax.jit(..., %s; their outputs reuse the inputs' memory",
+				xpf_human(s, h1), b.data);
 	else
 		xpf_diag_addfix(c, f, s, sub0(p->need_bytes, s), cost,
 				"donate the state arguments with jax.jit(..., donate_argnums=...) (HLO parameters %s count flattened leaves, not Python arguments; the capture names no argument): their outputs reuse the inputs' memory, saving %s",
@@ -688,7 +771,7 @@ static void rule_donation(xpf_diag_ctx *c)
 static void rule_dups(xpf_diag_ctx *c, enum xpf_dup_kind kind)
 {
 	const xpf_plan *p = c->p;
-	char h1[32], h2[32];
+	char h1[32], h2[32], h3[32], h4[32];
 	xpf_buf b = XPF_BUF_INIT, params = XPF_BUF_INIT;
 
 	if (p == NULL || !p->has_assignment)
@@ -738,13 +821,13 @@ static void rule_dups(xpf_diag_ctx *c, enum xpf_dup_kind kind)
 	xpf_finding *f = xpf_diag_add(c, layout ? "param-layout-copy" : "param-convert-copy",
 				      XPF_TAG_INFERRED, c->d->module);
 	if (layout)
-		xpf_buf_printf(&b, "%zu layout-changing cop%s of entry parameters (e.g. %s) are live at the heap peak: %s, duplicating parameters %s%s",
+		xpf_buf_printf(&b, "%zu layout-changing cop%s of entry parameters (e.g. %s) are live at the heap peak: %s; duplicating parameters %s%s",
 			       count, count == 1 ? "y" : "ies", example ? example : "?", xpf_human(bytes, h1), params.data ? params.data : "",
 			       !hoisted ? ""
 			       : loop ? "; defined in the entry computation, so they live for the whole loop that uses them"
 				      : "; defined in the entry computation (the module has no loop): each lives from the copy to its last use");
 	else
-		xpf_buf_printf(&b, "%zu dtype-converted cop%s of entry parameters (e.g. %s) are live at the heap peak: %s, converted from parameters %s (%s)%s",
+		xpf_buf_printf(&b, "%zu dtype-converted cop%s of entry parameters (e.g. %s) are live at the heap peak: %s; converted from parameters %s (%s)%s",
 			       count, count == 1 ? "y" : "ies", example ? example : "?", xpf_human(bytes, h1), params.data ? params.data : "",
 			       xpf_human(pbytes, h2), hoisted ? "; converted in bulk in the entry computation" : "");
 	xpf_diag_text(f, &b);
@@ -766,9 +849,16 @@ static void rule_dups(xpf_diag_ctx *c, enum xpf_dup_kind kind)
 				"pass the parameters in the layout their consumers use (pre-transposed weights, inputs in the dimension order the convolution or dot wants), so no transposed copy of the %s is made",
 				xpf_human(bytes, h1));
 	} else {
-		xpf_diag_addfix(c, f, bytes, sub0(p->need_bytes, bytes), "lower-precision master weights, or an f32 copy kept on the host",
-				"keep the parameters in the compute dtype, so the %s of converted copies are not needed",
-				xpf_human(bytes, h1));
+		/* SPEC 5.3: the copies go, and the parameters themselves shrink
+		 * to the copies' dtype (f32 -> bf16: half): pbytes in all */
+		if (pbytes > bytes)
+			xpf_diag_addfix(c, f, pbytes, sub0(p->need_bytes, pbytes), "lower-precision master weights, or an f32 copy kept on the host",
+					"keep the parameters in the compute dtype, saving %s; the %s of converted copies are not needed, and the parameters shrink from %s to %s",
+					xpf_human(pbytes, h1), xpf_human(bytes, h2), xpf_human(pbytes, h3), xpf_human(bytes, h4));
+		else
+			xpf_diag_addfix(c, f, bytes, sub0(p->need_bytes, bytes), "lower-precision master weights, or an f32 copy kept on the host",
+					"keep the parameters in the compute dtype, so the %s of converted copies are not needed",
+					xpf_human(bytes, h1));
 		uint64_t biggest = 0;
 		for (size_t i = 0; i < p->ndups; i++)
 			if (p->dups[i].kind == kind && p->dups[i].at_peak && p->dups[i].buffer &&
@@ -777,8 +867,8 @@ static void rule_dups(xpf_diag_ctx *c, enum xpf_dup_kind kind)
 		if (count > 1)
 			xpf_diag_addfix(c, f, bytes - biggest, sub0(p->need_bytes, bytes - biggest),
 				loop ? "a convert per use inside the loop (cheap, memory-bound)" : "a convert per use (cheap, memory-bound)",
-				loop ? "convert per layer inside the loop instead of in one block up front: only one converted layer is live at a time, saving about %s"
-				     : "convert each parameter (or layer slice) just before its use instead of in one block up front: only one converted copy is live at a time, saving about %s",
+				loop ? "convert each layer's slice inside the loop body instead of in one block up front, saving about %s; only one converted layer is live at a time; XLA hoists a convert of a loop-invariant operand, so convert the slice, not the whole parameter"
+				     : "convert each parameter (or layer slice) just before its use instead of in one block up front, saving about %s; only one converted copy is live at a time",
 				xpf_human(bytes - biggest, h1));
 	}
 	xpf_buf_release(&params);
@@ -796,7 +886,7 @@ static void rule_remat_frag(xpf_diag_ctx *c)
 		return;
 	if (p->remat_instructions > 0) {
 		xpf_finding *f = xpf_diag_add(c, "xla-remat", XPF_TAG_READ, c->d->module);
-		xpf_buf_printf(&b, "XLA already rematerialized %zu instructions of %s (names with .remat) against the memory limit: the fix must come from the program, not from XLA",
+		xpf_buf_printf(&b, "XLA already rematerialized %zu instructions of %s (names with .remat) against the memory limit; the fix must come from the program, not from XLA",
 			       p->remat_instructions, p->module);
 		xpf_diag_text(f, &b);
 		xpf_diag_num(f, "count", p->remat_instructions);
@@ -1043,7 +1133,7 @@ static void rule_growth(xpf_diag_ctx *c)
 				       xpf_human(last->in_use_at_start_bytes, h2), xpf_human(mean, h3));
 			if (na) {
 				double ratio = (double)mean / (double)na;
-				xpf_buf_printf(&b, " = %.2fx the non-aliased outputs (%s)", ratio, xpf_human(na, h4));
+				xpf_buf_printf(&b, "; that is %.2fx the non-aliased outputs (%s)", ratio, xpf_human(na, h4));
 				xpf_diag_str(f, "ratio_to_non_aliased_outputs", "%.2f", ratio);
 				if (ratio > 0.95 && ratio < 1.05) {
 					xpf_buf_adds(&b, ": each step's outputs stay alive (a reference kept across steps)");
@@ -1230,7 +1320,7 @@ static void rule_foreign(xpf_diag_ctx *c)
 		xpf_buf_printf(&b, " and the outputs of its own earlier executions (%s)", xpf_human(own, h4));
 	if (reserved)
 		xpf_buf_printf(&b, " and the program's reservation (about its need, %s)", xpf_human(reserved, h4));
-	xpf_buf_printf(&b, ", %s%% of the capacity %s", xpf_pct(other, d->capacity_bytes, h4),
+	xpf_buf_printf(&b, "; that is %s%% of the capacity %s", xpf_pct(other, d->capacity_bytes, h4),
 		       xpf_human(d->capacity_bytes, h5));
 	if (pushes)
 		xpf_buf_adds(&b, ", enough to push the step over the pool");
@@ -1321,11 +1411,11 @@ static void rule_retry(xpf_diag_ctx *c)
 	if (r->execution >= 0) {
 		const xpf_rt_execution *x = &rt->executions[r->execution];
 		if (x->module >= 0)
-			xpf_buf_printf(&b, ", inside %s execution %u (n %u), launched: %s",
+			xpf_buf_printf(&b, "; inside %s execution %u (n %u), launched: %s",
 				       xpf_capture_module(c->h->cap, x->module)->name, x->module_execution, x->n,
 				       xpf_launched_name(x->launched));
 		else
-			xpf_buf_printf(&b, ", inside execution n %u (not linked to one module: see its candidates), launched: %s",
+			xpf_buf_printf(&b, "; inside execution n %u (not linked to one module: see its candidates), launched: %s",
 				       x->n, xpf_launched_name(x->launched));
 		const xpf_plan *p = xpf_diag_plan(c->h, x->module);
 		const xpf_plan_alloc *fr = r->execution == c->d->execution && c->p ? failed_request(c) : NULL;
@@ -1336,6 +1426,8 @@ static void rule_retry(xpf_diag_ctx *c)
 			xpf_buf_printf(&b, "; the failed request is usually its temp block (%s) or an output",
 				       xpf_human(p->temp_bytes, h1));
 	}
+	if (r->allocator == c->d->allocator)
+		frag_text(c, f, (int64_t)r->time_ns * 1000, &b);
 	xpf_buf_adds(&b, "; the OOM happened inside the capture (evidence only)");
 	xpf_diag_text(f, &b);
 	xpf_diag_num(f, "count", rt->nretries);
@@ -1592,6 +1684,25 @@ void xpf_rules_oom(xpf_diag_ctx *c)
 
 /* ---- what is missing ------------------------------------------------------ */
 
+/* Does the capture hold a TPU device plane? */
+static bool on_tpu(xpf_host *h)
+{
+	for (size_t i = 0; i < xpf_capture_nplanes(h->cap); i++)
+		if (strncmp(xpf_capture_plane_head(h->cap, i)->name, "/device:TPU:", 12) == 0)
+			return true;
+	return false;
+}
+
+/* A TensorFlow capture: its GPU host allocator is TensorFlow's
+ * gpu_host_bfc (JAX's is xla_gpu_host_bfc). */
+static bool tensorflow_like(const xpf_runtime *rt)
+{
+	for (size_t a = 0; rt && a < rt->nallocators; a++)
+		if (strcmp(rt->allocators[a].name, "gpu_host_bfc") == 0)
+			return true;
+	return false;
+}
+
 void xpf_rules_missing(xpf_diag_ctx *c)
 {
 	xpf_host *h = c->h;
@@ -1602,7 +1713,10 @@ void xpf_rules_missing(xpf_diag_ctx *c)
 
 	if (h->nmodules == 0) {
 		xpf_finding *f = xpf_diag_add(c, "missing-plan", XPF_TAG_READ, -1);
-		xpf_buf_adds(&b, "no HloProto in the /host:metadata plane: no XLA module was compiled while profiling (a TensorFlow capture without XLA, or a JAX capture started after compilation), so there is no plan to break down; start the profile before the first call of the jitted function");
+		if (tensorflow_like(rt))
+			xpf_buf_adds(&b, "no HloProto in the /host:metadata plane: no XLA module was compiled while profiling, so there is no plan to break down; a TensorFlow capture (its host allocator is gpu_host_bfc): TensorFlow without XLA has no plan; compile with XLA (tf.function(jit_compile=True)) and start the profile before the first step");
+		else
+			xpf_buf_adds(&b, "no HloProto in the /host:metadata plane: no XLA module was compiled while profiling (a TensorFlow capture without XLA, or a JAX capture started after compilation), so there is no plan to break down; start the profile before the first call of the jitted function");
 		if (d->allocator >= 0) {
 			const xpf_rt_allocator *a = &rt->allocators[d->allocator];
 			xpf_buf_printf(&b, "; the runtime still shows %s peaking at %s of %s",
@@ -1626,8 +1740,8 @@ void xpf_rules_missing(xpf_diag_ctx *c)
 		xpf_diag_evidence(f, "modules/%s/summary.txt", c->dir);
 	} else if (!c->p->simulated) {
 		xpf_finding *f = xpf_diag_add(c, "missing-plan", XPF_TAG_READ, d->module);
-		xpf_buf_printf(&b, "%s has a buffer assignment but no heap-simulator trace (usual on TPU): totals only, so the heap peak counts only the indefinite allocations (%s) and there is no role split at the peak",
-			       c->p->module, xpf_human(c->p->heap_peak_bytes, h1));
+		xpf_buf_printf(&b, "%s has a buffer assignment but no heap-simulator trace%s; totals only, so the heap peak counts only the indefinite allocations (%s) and there is no role split at the peak",
+			       c->p->module, on_tpu(h) ? " (usual on TPU)" : "", xpf_human(c->p->heap_peak_bytes, h1));
 		xpf_diag_text(f, &b);
 		xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
 	}
@@ -1645,7 +1759,7 @@ void xpf_rules_missing(xpf_diag_ctx *c)
 			xpf_buf_printf(&b, "the allocator events and executions could not be read: %s; without them there is no capacity, in-use, growth or live arrays, only the plan", d->runtime_error.msg);
 		else
 			xpf_buf_adds(&b, rt && rt->has_host_plane ?
-				"no MemoryAllocation/MemoryDeallocation events on /host:CPU: only the BFC allocator emits them (XLA_PYTHON_CLIENT_ALLOCATOR=default or bfc; cuda_async, platform and vmm do not), at host tracer level 2 or more (the default); without them there is no capacity, in-use, growth or live arrays, only the plan" :
+				"no MemoryAllocation/MemoryDeallocation events on /host:CPU; only the BFC allocator emits them (XLA_PYTHON_CLIENT_ALLOCATOR=default or bfc; cuda_async, platform and vmm do not), at host tracer level 2 or more (the default); without them there is no capacity, in-use, growth or live arrays, only the plan" :
 				"no /host:CPU plane: the host tracer was off (host_tracer_level 0), so there are no allocator events or executions; capture with jax.profiler.trace and the BFC allocator to see the runtime");
 		if (d->capacity_bytes)
 			xpf_buf_printf(&b, "; capacity taken from %s: %s", d->capacity_source,

@@ -475,9 +475,8 @@ static int finding_cmp(const void *a, const void *b)
 	return strcmp(x->text ? x->text : "", y->text ? y->text : "");
 }
 
-static int compute(void *ctx, void **value, xpf_error *err)
+int xpf_diagnose(xpf_host *h, xpf_diagnosis **out, xpf_error *err)
 {
-	xpf_host *h = ctx;
 	xpf_diagnosis *d = calloc(1, sizeof *d);
 	xpf_diag_ctx c = { 0 };
 	c.focus_x = -1;
@@ -512,18 +511,8 @@ static int compute(void *ctx, void **value, xpf_error *err)
 	xpf_qsort(d->findings, d->nfindings, sizeof *d->findings, finding_cmp);
 	/* checks.txt renders its checks itself (xpf_render_checks): they decode
 	 * every module's plan, which diagnosis.txt does not need. */
-	*value = d;
+	*out = d;
 	(void)err;
-	return XPF_OK;
-}
-
-int xpf_host_diagnosis(xpf_host *h, const xpf_diagnosis **out, xpf_error *err)
-{
-	void *v;
-	int rc = xpf_lazy_get(&h->diagnosis, compute, h, &v, err);
-	if (rc != XPF_OK)
-		return rc;
-	*out = v;
 	return XPF_OK;
 }
 

@@ -5,7 +5,7 @@
  *
  * A diagnosis is computed once per host on first use (xpf_host_diagnosis)
  * and cached in h->diagnosis; it is immutable afterwards, safe to read from
- * any thread, and every pointer inside it lives until xpf_report_free().
+ * any thread, and every pointer inside it lives until xpf_host_release().
  * It never fails for lack of data: a capture without plan or runtime gets
  * missing-plan / missing-runtime findings instead. */
 #ifndef XPF_DIAGNOSIS_H
@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analysis/report.h"
+#include "analysis/host.h"
 #include "analysis/runtime.h"
 
 /* Where a figure came from (SPEC §4). */
@@ -39,6 +39,8 @@ typedef struct xpf_diag_fix {
 	char *text;
 	uint64_t saving_bytes;
 	char *cost;
+	bool after_program;       /* SPEC 5.3: a larger pool, rendered after
+				     every program fix of the diagnosis */
 } xpf_diag_fix;                   /* always tagged inferred */
 
 typedef struct xpf_finding {
@@ -82,13 +84,16 @@ uint64_t xpf_module_need(xpf_host *h, long m);
 
 /* The host's diagnosis (computed on first use; owned by the host). */
 int xpf_host_diagnosis(xpf_host *h, const xpf_diagnosis **out, xpf_error *err);
+/* The findings for a host (what xpf_host_diagnosis keeps): its plans and
+ * runtime are asked of the host. */
+int xpf_diagnose(xpf_host *h, xpf_diagnosis **out, xpf_error *err);
 void xpf_diagnosis_free(void *d);
 
 /* Renderers (diag_render.c). */
-int xpf_render_diagnosis_txt(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
-int xpf_render_diagnosis_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
-int xpf_render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
-int xpf_render_checks(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
+int xpf_render_diagnosis_txt(xpf_host *h, long arg, xpf_buf *out, xpf_error *err);
+int xpf_render_diagnosis_json(xpf_host *h, long arg, xpf_buf *out, xpf_error *err);
+int xpf_render_summary(xpf_host *h, long arg, xpf_buf *out, xpf_error *err);
+int xpf_render_checks(xpf_host *h, long arg, xpf_buf *out, xpf_error *err);
 
 /* Checks (diag_checks.c): append checks.txt lines for the host to out. */
 void xpf_diag_checks(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out);

@@ -103,103 +103,108 @@ const char *xpf_role_name(enum xpf_role r)
 
 /* ---- lookups ---------------------------------------------------------- */
 
+/* Sorted (key, index) pairs: lookups by id or name in log time, and the
+ * key beside the index so that sorting needs no context. */
+typedef struct id_ix {
+	int64_t id;
+	size_t i;
+} id_ix;
+
+typedef struct name_ix {
+	const char *name;
+	size_t i;
+} name_ix;
+
 typedef struct plan_priv {
 	xpf_arena arena;
-	size_t *instr_by_id;   /* indexes into instrs, sorted by id */
-	size_t *instr_by_name; /* sorted by name */
-	size_t *buffer_by_id;
+	id_ix *instr_by_id;     /* instrs, by id */
+	name_ix *instr_by_name; /* instrs, by name */
+	id_ix *buffer_by_id;    /* buffers, by id */
 } plan_priv;
 
-static const xpf_plan *sort_plan; /* qsort has no context argument */
-
-static int cmp_instr_id(const void *a, const void *b)
+/* Ties keep index order: a lookup finds the first of equal keys. */
+static int cmp_id_ix(const void *a, const void *b)
 {
-	int64_t x = sort_plan->instrs[*(const size_t *)a].id;
-	int64_t y = sort_plan->instrs[*(const size_t *)b].id;
-	if (x != y)
-		return x < y ? -1 : 1;
-	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+	const id_ix *x = a, *y = b;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
 }
 
-static int cmp_instr_name(const void *a, const void *b)
+static int cmp_name_ix(const void *a, const void *b)
 {
-	int c = strcmp(sort_plan->instrs[*(const size_t *)a].name,
-		       sort_plan->instrs[*(const size_t *)b].name);
+	const name_ix *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
 	if (c)
 		return c;
-	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
 }
 
-static int cmp_buffer_id(const void *a, const void *b)
+static id_ix *index_instr_ids(const xpf_plan *p, xpf_arena *a)
 {
-	int64_t x = sort_plan->buffers[*(const size_t *)a].id;
-	int64_t y = sort_plan->buffers[*(const size_t *)b].id;
-	if (x != y)
-		return x < y ? -1 : 1;
-	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
-}
-
-static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static size_t *sorted_index(const xpf_plan *p, size_t n, int (*cmp)(const void *, const void *),
-			    xpf_arena *a)
-{
-	size_t *ix = xpf_arena_array(a, n, sizeof *ix);
-	for (size_t i = 0; i < n; i++)
-		ix[i] = i;
-	pthread_mutex_lock(&sort_mu);
-	sort_plan = p;
-	xpf_qsort(ix, n, sizeof *ix, cmp);
-	pthread_mutex_unlock(&sort_mu);
+	id_ix *ix = xpf_arena_array(a, p->ninstrs, sizeof *ix);
+	for (size_t i = 0; i < p->ninstrs; i++)
+		ix[i] = (id_ix){ p->instrs[i].id, i };
+	xpf_qsort(ix, p->ninstrs, sizeof *ix, cmp_id_ix);
 	return ix;
+}
+
+static name_ix *index_instr_names(const xpf_plan *p, xpf_arena *a)
+{
+	name_ix *ix = xpf_arena_array(a, p->ninstrs, sizeof *ix);
+	for (size_t i = 0; i < p->ninstrs; i++)
+		ix[i] = (name_ix){ p->instrs[i].name, i };
+	xpf_qsort(ix, p->ninstrs, sizeof *ix, cmp_name_ix);
+	return ix;
+}
+
+static id_ix *index_buffer_ids(const xpf_plan *p, size_t n, xpf_arena *a)
+{
+	id_ix *ix = xpf_arena_array(a, n, sizeof *ix);
+	for (size_t i = 0; i < n; i++)
+		ix[i] = (id_ix){ p->buffers[i].id, i };
+	xpf_qsort(ix, n, sizeof *ix, cmp_id_ix);
+	return ix;
+}
+
+/* The index of the first pair of key id, or SIZE_MAX. */
+static size_t find_id(const id_ix *ix, size_t n, int64_t id)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ix[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && ix[lo].id == id ? ix[lo].i : SIZE_MAX;
 }
 
 const xpf_plan_instr *xpf_plan_instr_by_id(const xpf_plan *p, int64_t id)
 {
-	const plan_priv *pv = p->priv;
-	size_t lo = 0, hi = p->ninstrs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->instrs[pv->instr_by_id[mid]].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < p->ninstrs && p->instrs[pv->instr_by_id[lo]].id == id)
-		return &p->instrs[pv->instr_by_id[lo]];
-	return NULL;
+	size_t i = find_id(((const plan_priv *)p->priv)->instr_by_id, p->ninstrs, id);
+	return i == SIZE_MAX ? NULL : &p->instrs[i];
 }
 
 static const xpf_plan_instr *instr_by_name(const xpf_plan *p, const char *name)
 {
-	const plan_priv *pv = p->priv;
+	const name_ix *ix = ((const plan_priv *)p->priv)->instr_by_name;
 	size_t lo = 0, hi = p->ninstrs;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (strcmp(p->instrs[pv->instr_by_name[mid]].name, name) < 0)
+		if (strcmp(ix[mid].name, name) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo < p->ninstrs && strcmp(p->instrs[pv->instr_by_name[lo]].name, name) == 0)
-		return &p->instrs[pv->instr_by_name[lo]];
-	return NULL;
+	return lo < p->ninstrs && strcmp(ix[lo].name, name) == 0 ? &p->instrs[ix[lo].i] : NULL;
 }
 
 const xpf_plan_buffer *xpf_plan_buffer_by_id(const xpf_plan *p, int64_t id)
 {
-	const plan_priv *pv = p->priv;
-	size_t lo = 0, hi = p->nbuffers;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->buffers[pv->buffer_by_id[mid]].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < p->nbuffers && p->buffers[pv->buffer_by_id[lo]].id == id)
-		return &p->buffers[pv->buffer_by_id[lo]];
-	return NULL;
+	size_t i = find_id(((const plan_priv *)p->priv)->buffer_by_id, p->nbuffers, id);
+	return i == SIZE_MAX ? NULL : &p->buffers[i];
 }
 
 /* A location names its instruction by id (current writers) or, in captures
@@ -358,7 +363,7 @@ static void index_buffers(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf
 		x->unpadded_bytes = x->shape_proto ? xpf_shape_bytes(x->shape_proto) : x->bytes;
 	}
 	xpf_buf_release(&b);
-	((plan_priv *)p->priv)->buffer_by_id = sorted_index(p, p->nbuffers, cmp_buffer_id, a);
+	((plan_priv *)p->priv)->buffer_by_id = index_buffer_ids(p, p->nbuffers, a);
 
 	/* aliases: count, then fill */
 	size_t *count = calloc(p->nbuffers ? p->nbuffers : 1, sizeof *count);
@@ -757,14 +762,14 @@ int xpf_plan_build(const Xla__HloProto *hlo, const char *module, uint64_t progra
 	if (mod) {
 		index_instrs(p, mod, a);
 	}
-	pv->instr_by_id = sorted_index(p, p->ninstrs, cmp_instr_id, a);
-	pv->instr_by_name = sorted_index(p, p->ninstrs, cmp_instr_name, a);
+	pv->instr_by_id = index_instr_ids(p, a);
+	pv->instr_by_name = index_instr_names(p, a);
 	if (mod == NULL || ba == NULL) {
 		p->missing = mod == NULL ? "the HloProto has no hlo_module" :
 			"the HloProto carries no buffer_assignment (the executable did not "
 			"register one: XLA_FLAGS=--xla_gpu_executable_embed_debug_info is "
 			"off, or the backend does not export it)";
-		pv->buffer_by_id = sorted_index(p, 0, cmp_buffer_id, a);
+		pv->buffer_by_id = index_buffer_ids(p, 0, a);
 		*out = p;
 		return XPF_OK;
 	}
@@ -802,48 +807,24 @@ void xpf_plan_free(void *plan)
 	free(p);
 }
 
-typedef struct plan_ctx {
-	xpf_host *h;
-	size_t m;
-} plan_ctx;
-
-static int compute_plan(void *ctx, void **value, xpf_error *err)
+int xpf_plan_build_module(xpf_capture *cap, size_t m, xpf_plan **out, xpf_error *err)
 {
-	plan_ctx *c = ctx;
-	const xpf_module_ref *ref = xpf_capture_module(c->h->cap, c->m);
+	const xpf_module_ref *ref = xpf_capture_module(cap, m);
 	const Xla__HloProto *hlo = NULL;
-	xpf_plan *p = NULL;
 	if (ref == NULL)
-		return xpf_fail(err, XPF_EUSAGE, "module %zu does not exist", c->m);
+		return xpf_fail(err, XPF_EUSAGE, "module %zu does not exist", m);
 	if (!ref->has_hlo) {
 		static const Xla__HloProto empty = XLA__HLO_PROTO__INIT;
-		int rc = xpf_plan_build(&empty, ref->name, ref->program_id, &p, err);
-		if (rc != XPF_OK)
-			return rc;
-		p->missing = "the metadata entry carries no `Hlo Proto` stat";
-		*value = p;
-		return XPF_OK;
+		int rc = xpf_plan_build(&empty, ref->name, ref->program_id, out, err);
+		if (rc == XPF_OK)
+			(*out)->missing = "the metadata entry carries no `Hlo Proto` stat";
+		return rc;
 	}
-	int rc = xpf_capture_module_hlo(c->h->cap, c->m, &hlo, err);
+	int rc = xpf_capture_module_hlo(cap, m, &hlo, err);
 	if (rc != XPF_OK)
 		return rc;
-	rc = xpf_plan_build(hlo, ref->name, ref->program_id, &p, err);
-	if (rc != XPF_OK) {
+	rc = xpf_plan_build(hlo, ref->name, ref->program_id, out, err);
+	if (rc != XPF_OK)
 		xpf_error_prefix(err, "module '%s'", ref->name);
-		return rc;
-	}
-	*value = p;
-	return XPF_OK;
-}
-
-int xpf_host_plan(xpf_host *h, size_t m, const xpf_plan **out, xpf_error *err)
-{
-	if (m >= h->nmodules)
-		return xpf_fail(err, XPF_EUSAGE, "module %zu does not exist", m);
-	plan_ctx c = { h, m };
-	void *v = NULL;
-	int rc = xpf_lazy_get(&h->plans[m], compute_plan, &c, &v, err);
-	if (rc == XPF_OK)
-		*out = v;
 	return rc;
 }

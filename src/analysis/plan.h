@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analysis/report.h"
+#include "analysis/host.h"
 
 #define XPF_HOST_COLOR 5
 
@@ -260,9 +260,11 @@ static inline bool xpf_plan_device_color(const xpf_plan *p, int64_t c)
  * returned plan is owned by the host).  A module without buffer assignment
  * still gets a plan (has_assignment false). */
 int xpf_host_plan(xpf_host *h, size_t m, const xpf_plan **out, xpf_error *err);
+/* Module m of a capture, decoded and planned (what xpf_host_plan keeps). */
+int xpf_plan_build_module(xpf_capture *cap, size_t m, xpf_plan **out, xpf_error *err);
 void xpf_plan_free(void *plan);
 
-/* Build a plan from an HloProto (tests; xpf_host_plan uses it).  The
+/* Build a plan from an HloProto (tests; xpf_plan_build_module uses it).  The
  * plan borrows strings from hlo, which must outlive it. */
 int xpf_plan_build(const Xla__HloProto *hlo, const char *module, uint64_t program_id,
 		   xpf_plan **out, xpf_error *err);

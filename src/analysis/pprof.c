@@ -273,16 +273,16 @@ static size_t stack_of(xpf_pprof *pp, const Xla__HloModuleProto *mod, const xpf_
 	return n;
 }
 
-int xpf_render_peak_pprof(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+int xpf_render_peak_pprof(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_plan *p;
-	int rc = xpf_host_plan(h, (size_t)n->arg, &p, err);
+	int rc = xpf_host_plan(h, (size_t)arg, &p, err);
 	if (rc != XPF_OK)
 		return rc;
 	const Xla__HloModuleProto *mod = NULL;
 	if (p->npeak) {
 		const Xla__HloProto *hp;
-		rc = xpf_capture_module_hlo(h->cap, (size_t)n->arg, &hp, err);
+		rc = xpf_capture_module_hlo(h->cap, (size_t)arg, &hp, err);
 		if (rc != XPF_OK)
 			return rc;
 		mod = hp->hlo_module;
@@ -318,7 +318,7 @@ int xpf_render_peak_pprof(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 /* A block's stack: the host event that allocated it, inside its origin
  * ("outputs of jit_f(1) execution 2", "allocated before the capture
  * started"), so that pprof groups blocks by origin, then by event. */
-int xpf_render_live_pprof(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+int xpf_render_live_pprof(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_runtime *rt;
 	int rc = xpf_host_runtime(h, &rt, err);
@@ -326,7 +326,7 @@ int xpf_render_live_pprof(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 		return rc;
 	xpf_rt_block *b;
 	size_t nb;
-	rc = xpf_runtime_live_at(rt, (size_t)n->arg, &b, &nb, err);
+	rc = xpf_runtime_live_at(rt, (size_t)arg, &b, &nb, err);
 	if (rc != XPF_OK)
 		return rc;
 	xpf_pprof *pp = xpf_pprof_new();

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analysis/report.h"
+#include "analysis/host.h"
 
 typedef struct xpf_pprof xpf_pprof;
 
@@ -34,7 +34,7 @@ void xpf_pprof_sample(xpf_pprof *p, const uint64_t *locs, size_t nlocs, uint64_t
 int xpf_pprof_write_gz(xpf_pprof *p, xpf_buf *out, xpf_error *err);
 
 /* Renderers (tree builders register them). */
-int xpf_render_peak_pprof(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
-int xpf_render_live_pprof(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
+int xpf_render_peak_pprof(xpf_host *h, long arg, xpf_buf *out, xpf_error *err);
+int xpf_render_live_pprof(xpf_host *h, long arg, xpf_buf *out, xpf_error *err);
 
 #endif

@@ -2642,9 +2642,8 @@ out:
 	return rc;
 }
 
-static int compute(void *ctx, void **value, xpf_error *err)
+int xpf_runtime_build(xpf_host *h, xpf_runtime **out, xpf_error *err)
 {
-	xpf_host *h = ctx;
 	xpf_runtime *rt = calloc(1, sizeof *rt);
 	if (!rt)
 		abort();
@@ -2657,17 +2656,7 @@ static int compute(void *ctx, void **value, xpf_error *err)
 		xpf_runtime_free(rt);
 		return rc;
 	}
-	*value = rt;
-	return XPF_OK;
-}
-
-int xpf_host_runtime(xpf_host *h, const xpf_runtime **out, xpf_error *err)
-{
-	void *v;
-	int rc = xpf_lazy_get(&h->runtime, compute, h, &v, err);
-	if (rc != XPF_OK)
-		return rc;
-	*out = v;
+	*out = rt;
 	return XPF_OK;
 }
 

@@ -5,7 +5,7 @@
  * `/host:CPU` plane's allocator events (MemoryAllocation /
  * MemoryDeallocation), the execute-family host events around them, and the
  * device planes' kernels (for `launched`).  The result is owned by the host
- * and stays valid, unchanged, until xpf_report_free(); every pointer inside
+ * and stays valid, unchanged, until xpf_host_release(); every pointer inside
  * it (names, arrays) lives as long.  Everything is read-only after it is
  * built, so any number of threads may read it.
  *
@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analysis/report.h"
+#include "analysis/host.h"
 
 /* One allocator, as named by its events. */
 typedef struct xpf_rt_allocator {
@@ -310,6 +310,8 @@ static inline int64_t xpf_rt_ev_thread(const xpf_runtime *rt, const xpf_rt_event
 
 /* The host's runtime, computed on first use and cached in h->runtime. */
 int xpf_host_runtime(xpf_host *h, const xpf_runtime **out, xpf_error *err);
+/* The runtime of a host's capture (what xpf_host_runtime keeps). */
+int xpf_runtime_build(xpf_host *h, xpf_runtime **out, xpf_error *err);
 void xpf_runtime_free(void *rt);
 
 /* A block live at some moment, with where it came from. */

@@ -17,7 +17,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analysis/report.h"
 #include "common/buf.h"
 
 #define XPF_SVG_MAX_COLUMNS 1000
@@ -90,16 +89,5 @@ void xpf_svg_heap(const struct xpf_plan *p, const xpf_svg_capacity *cap, xpf_buf
 /* timeline.svg of a runtime; module_name(i) names host module i (NULL: "module <i>"). */
 void xpf_svg_timeline(const struct xpf_runtime *rt, const char *const *module_names,
 		      size_t nmodules, xpf_buf *out);
-
-/* The pool capacity to draw on module m's heap (svg_timeline.c, which can
- * include runtime.h): --capacity if given, else the largest capacity of the
- * device allocators the module's executions used, else of any device
- * allocator; bytes 0 when none is known.  Never fails (a runtime that cannot
- * be computed gives none). */
-void xpf_svg_pool_capacity(xpf_host *h, long m, xpf_svg_capacity *cap, char what[128]);
-
-/* Render functions for the tree (arg: module index / unused). */
-int xpf_render_heap_svg(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
-int xpf_render_timeline_svg(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
 
 #endif

@@ -509,16 +509,3 @@ void xpf_svg_heap(const xpf_plan *p, const xpf_svg_capacity *cap, xpf_buf *out)
 	free(cols);
 	xpf_svg_end(out);
 }
-
-int xpf_render_heap_svg(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
-{
-	const xpf_plan *p;
-	int rc = xpf_host_plan(h, (size_t)n->arg, &p, err);
-	if (rc != XPF_OK)
-		return rc;
-	xpf_svg_capacity cap = { 0, NULL };
-	char what[128];
-	xpf_svg_pool_capacity(h, n->arg, &cap, what);
-	xpf_svg_heap(p, &cap, out);
-	return XPF_OK;
-}

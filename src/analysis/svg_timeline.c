@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/diagnosis.h"
 #include "analysis/runtime.h"
 #include "analysis/svg.h"
 
@@ -773,80 +772,4 @@ void xpf_svg_timeline(const xpf_runtime *rt, const char *const *module_names, si
 	free(order);
 	free(color_of);
 	xpf_svg_end(out);
-}
-
-int xpf_render_timeline_svg(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
-{
-	const xpf_runtime *rt;
-	int rc = xpf_host_runtime(h, &rt, err);
-	if (rc != XPF_OK)
-		return rc;
-	size_t nm = xpf_capture_nmodules(h->cap);
-	const char **names = calloc(nm ? nm : 1, sizeof *names);
-	if (!names)
-		abort();
-	for (size_t i = 0; i < nm; i++)
-		names[i] = xpf_capture_module(h->cap, i)->name;
-	xpf_svg_timeline(rt, names, nm, out);
-	free(names);
-	return XPF_OK;
-}
-
-/* Without allocator events, the diagnosis may still know the pool (e.g.
- * 0.75 × the device's memory_size). */
-static void diagnosis_capacity(xpf_host *h, xpf_svg_capacity *cap, char what[128])
-{
-	const xpf_diagnosis *d;
-	xpf_error e = { 0 };
-	if (xpf_host_diagnosis(h, &d, &e) != XPF_OK || d->capacity_bytes == 0)
-		return;
-	cap->bytes = d->capacity_bytes;
-	snprintf(what, 128, "capacity from the diagnosis (%s)",
-		 d->capacity_source ? d->capacity_source : "inferred");
-	cap->what = what;
-}
-
-void xpf_svg_pool_capacity(xpf_host *h, long m, xpf_svg_capacity *cap, char what[128])
-{
-	cap->bytes = 0;
-	cap->what = NULL;
-	if (h->opt && h->opt->capacity) {
-		cap->bytes = h->opt->capacity;
-		snprintf(what, 128, "capacity given with --capacity");
-		cap->what = what;
-		return;
-	}
-	const xpf_runtime *rt;
-	xpf_error e = { 0 };
-	if (xpf_capture_nplanes(h->cap) == 0)
-		return;
-	if (xpf_host_runtime(h, &rt, &e) != XPF_OK) {
-		diagnosis_capacity(h, cap, what);
-		return;
-	}
-	long best = -1;
-	for (size_t i = 0; i < rt->nexecutions; i++) {
-		const xpf_rt_execution *x = &rt->executions[i];
-		if (x->module != m || x->allocator < 0 || (size_t)x->allocator >= rt->nallocators)
-			continue;
-		if (best < 0 || rt->allocators[x->allocator].capacity_bytes >
-				rt->allocators[best].capacity_bytes)
-			best = x->allocator;
-	}
-	if (best < 0) {
-		for (size_t i = 0; i < rt->nallocators; i++) {
-			if (!rt->allocators[i].is_pool)
-				continue;
-			if (best < 0 || rt->allocators[i].capacity_bytes > rt->allocators[best].capacity_bytes)
-				best = (long)i;
-		}
-	}
-	if (best < 0 || rt->allocators[best].capacity_bytes == 0) {
-		diagnosis_capacity(h, cap, what);
-		return;
-	}
-	cap->bytes = rt->allocators[best].capacity_bytes;
-	snprintf(what, 128, "%s capacity (measured: in use + bytes_available)",
-		 rt->allocators[best].name);
-	cap->what = what;
 }

@@ -34,7 +34,7 @@ static void put_process(xpf_buf *out, int pid, const char *name)
 	xpf_buf_adds(out, "}},\n");
 }
 
-int xpf_render_trace_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+int xpf_render_trace_json(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_runtime *rt;
 	int rc = xpf_host_runtime(h, &rt, err);
@@ -90,6 +90,5 @@ int xpf_render_trace_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 	/* the process list ends every line with a comma: close with an event
 	 * that names the thread of the counters */
 	xpf_buf_adds(out, "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"thread_name\",\"args\":{\"name\":\"bytes in use\"}}\n]}\n");
-	(void)n;
 	return XPF_OK;
 }

@@ -3,8 +3,8 @@
 #ifndef XPF_TRACE_JSON_H
 #define XPF_TRACE_JSON_H
 
-#include "analysis/report.h"
+#include "analysis/host.h"
 
-int xpf_render_trace_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
+int xpf_render_trace_json(xpf_host *h, long arg, xpf_buf *out, xpf_error *err);
 
 #endif

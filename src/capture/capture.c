@@ -64,12 +64,6 @@ bool xpf_str_eq(xpf_str s, const char *lit)
 	return s.n == n && memcmp(s.p, lit, n) == 0;
 }
 
-bool xpf_str_prefix(xpf_str s, const char *lit)
-{
-	size_t n = strlen(lit);
-	return s.n >= n && memcmp(s.p, lit, n) == 0;
-}
-
 char *xpf_str_dup(xpf_str s)
 {
 	return xpf_strndup(s.p, s.n);

@@ -37,7 +37,6 @@ typedef struct xpf_str {
 } xpf_str;
 
 bool xpf_str_eq(xpf_str s, const char *lit);
-bool xpf_str_prefix(xpf_str s, const char *lit);
 /* malloc'd NUL-terminated copy (abort on OOM). */
 char *xpf_str_dup(xpf_str s);
 
@@ -78,6 +77,7 @@ typedef struct xpf_raw_stat {
  * range).  Return false when the stat holds no number. */
 bool xpf_stat_i64(const xpf_stat *s, int64_t *out);
 bool xpf_stat_u64(const xpf_stat *s, uint64_t *out);
+/* A number as a double (double, int64 or uint64 value). */
 bool xpf_stat_f64(const xpf_stat *s, double *out);
 /* String value: str_value or ref_value.  False otherwise. */
 bool xpf_stat_text(const xpf_stat *s, xpf_str *out);

@@ -206,14 +206,6 @@ char *xpf_pct(uint64_t part, uint64_t whole, char out[32])
 	return out;
 }
 
-int xpf_add_u64(uint64_t a, uint64_t b, uint64_t *out)
-{
-	if (a > UINT64_MAX - b)
-		return -1;
-	*out = a + b;
-	return 0;
-}
-
 int xpf_mul_u64(uint64_t a, uint64_t b, uint64_t *out)
 {
 	if (a != 0 && b > UINT64_MAX / a)

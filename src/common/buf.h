@@ -47,8 +47,7 @@ char *xpf_human(uint64_t bytes, char out[32]);
 /* Percentage with one decimal of part/whole ("81.6"); "0.0" when whole is 0. */
 char *xpf_pct(uint64_t part, uint64_t whole, char out[32]);
 
-/* Checked arithmetic: return 0 on success, -1 on overflow. */
-int xpf_add_u64(uint64_t a, uint64_t b, uint64_t *out);
+/* Checked multiplication: 0 on success, -1 on overflow. */
 int xpf_mul_u64(uint64_t a, uint64_t b, uint64_t *out);
 
 /* qsort that accepts an empty (NULL, 0) array: qsort(NULL, 0) is undefined. */

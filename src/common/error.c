@@ -45,14 +45,6 @@ int xpf_fail(xpf_error *err, int code, const char *fmt, ...)
 	return code;
 }
 
-void xpf_error_clear(xpf_error *err)
-{
-	if (err) {
-		err->code = XPF_OK;
-		err->msg[0] = '\0';
-	}
-}
-
 void xpf_error_prefix(xpf_error *err, const char *fmt, ...)
 {
 	char pre[512], old[sizeof err->msg];
@@ -76,17 +68,4 @@ void xpf_error_prefix(xpf_error *err, const char *fmt, ...)
 	memcpy(err->msg + n + 2, old, ol);
 	err->msg[n + 2 + ol] = '\0';
 	escape_controls(err->msg, sizeof err->msg);
-}
-
-const char *xpf_code_name(int code)
-{
-	switch (code) {
-	case XPF_OK: return "ok";
-	case XPF_EUSAGE: return "usage error";
-	case XPF_EIO: return "cannot read";
-	case XPF_EMALFORMED: return "malformed capture";
-	case XPF_EUNSUPPORTED: return "not supported";
-	case XPF_EMOUNT: return "mount failed";
-	}
-	return "error";
 }

@@ -28,11 +28,8 @@ typedef struct xpf_error {
 int xpf_fail(xpf_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int xpf_vfail(xpf_error *err, int code, const char *fmt, va_list ap);
-void xpf_error_clear(xpf_error *err);
 /* Prefix the message already in err with "prefix: ". */
 void xpf_error_prefix(xpf_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* A short name for a code: "malformed capture", ... */
-const char *xpf_code_name(int code);
 
 #endif

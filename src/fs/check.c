@@ -104,13 +104,13 @@ int xpf_check(xpf_input *in, FILE *out, xpf_error *err)
 	fprintf(out, "%s: %zu host(s)%s%s\n", in->path, in->nhosts,
 		in->run_name ? ", run " : "", in->run_name ? in->run_name : "");
 	xpf_options opt = XPF_OPTIONS_INIT;
-	xpf_report *r;
-	int rc = xpf_report_open(in, &opt, &r, err);
-	if (rc != XPF_OK)
-		return rc;
-	for (size_t i = 0; i < in->nhosts && rc == XPF_OK; i++)
-		rc = check_host(&in->hosts[i], xpf_report_host(r, i), out, err);
-	xpf_report_free(r);
+	int rc = XPF_OK;
+	for (size_t i = 0; i < in->nhosts && rc == XPF_OK; i++) {
+		xpf_host host;
+		xpf_host_init(&host, in->hosts[i].name, in->hosts[i].cap, &opt, NULL, NULL);
+		rc = check_host(&in->hosts[i], &host, out, err);
+		xpf_host_release(&host);
+	}
 	if (rc == XPF_OK)
 		fprintf(out, "ok\n");
 	return rc;

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analysis/report.h"
+#include "tree/report.h"
 #include "capture/input.h"
 #include "common/alloc.h"
 #include "fs/check.h"

@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 
-#include "analysis/report.h"
+#include "tree/report.h"
 
 typedef struct xpf_mount_opts {
 	const char *mountpoint;

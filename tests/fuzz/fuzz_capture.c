@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/report.h"
+#include "tree/report.h"
 #include "capture/capture.h"
 #include "capture/input.h"
 

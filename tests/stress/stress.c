@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis/report.h"
+#include "tree/report.h"
 #include "capture/input.h"
 
 #define NTHREADS 16

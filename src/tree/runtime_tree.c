@@ -8,11 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tree/report.h"
 #include "analysis/diagnosis.h"
 #include "analysis/pprof.h"
 #include "analysis/runtime.h"
 #include "analysis/svg.h"
 #include "analysis/trace_json.h"
+#include "common/alloc.h"
 
 static const char *module_name(const xpf_host *h, const xpf_rt_execution *x)
 {
@@ -477,8 +479,23 @@ static int populate_executions(xpf_host *h, xpf_node *dir, xpf_error *err)
 		xpf_node *d = xpf_node_dir(dir, name, NULL, (long)i);
 		xpf_node_file(d, "live.tsv", render_live, (long)i);
 		xpf_node_file(d, "summary.txt", render_exec_summary, (long)i);
-		xpf_node_file(d, "live.pb.gz", xpf_render_live_pprof, (long)i);
+		xpf_node_file_of(d, "live.pb.gz", xpf_render_live_pprof, (long)i);
 	}
+	return XPF_OK;
+}
+
+static int render_timeline_svg(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
+{
+	const xpf_runtime *rt;
+	int rc = xpf_host_runtime(h, &rt, err);
+	if (rc != XPF_OK)
+		return rc;
+	size_t nm = xpf_capture_nmodules(h->cap);
+	const char **names = xpf_malloc((nm ? nm : 1) * sizeof *names);
+	for (size_t i = 0; i < nm; i++)
+		names[i] = xpf_capture_module(h->cap, i)->name;
+	xpf_svg_timeline(rt, names, nm, out);
+	free(names);
 	return XPF_OK;
 }
 
@@ -492,6 +509,6 @@ void xpf_tree_runtime(xpf_host *h, xpf_node *dir)
 	xpf_node_dir(dir, "executions", populate_executions, 0);
 	xpf_node_file(dir, "retries.tsv", render_retries, 0);
 	xpf_node_file(dir, "between.tsv", render_between, 0);
-	xpf_node_file(dir, "timeline.svg", xpf_render_timeline_svg, 0);
-	xpf_node_file(dir, "memory.trace.json", xpf_render_trace_json, 0);
+	xpf_node_file_of(dir, "timeline.svg", render_timeline_svg, 0);
+	xpf_node_file_of(dir, "memory.trace.json", xpf_render_trace_json, 0);
 }

@@ -12,8 +12,9 @@
  * is built deterministically from the capture and directories populate in a
  * fixed order, a node keeps its number for the life of the mount.
  *
- * Layering: this file and every renderer are pure functions of the capture;
- * nothing here includes FUSE headers or calls protobuf_c_* directly. */
+ * Layering: the tree sits above the analyses (src/analysis), which know
+ * hosts and captures but not nodes, files or paths; this layer decides what
+ * is where.  Nothing here includes FUSE headers or calls protobuf_c_*. */
 #ifndef XPF_REPORT_H
 #define XPF_REPORT_H
 
@@ -21,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/host.h"
 #include "capture/capture.h"
 #include "capture/input.h"
 #include "common/buf.h"
@@ -28,23 +30,13 @@
 #include "common/lazy.h"
 
 typedef struct xpf_report xpf_report;
-typedef struct xpf_host xpf_host;
 typedef struct xpf_node xpf_node;
-
-typedef struct xpf_options {
-	const char *module;    /* --module NAME, or NULL */
-	uint64_t capacity;     /* --capacity BYTES, or 0 */
-	int top;               /* --top N (default 25) */
-	int device;            /* --device N, or -1 */
-	const char *run;       /* --run NAME, or NULL */
-} xpf_options;
-
-#define XPF_OPTIONS_INIT { NULL, 0, 25, -1, NULL }
 
 enum xpf_node_type { XPF_NODE_DIR, XPF_NODE_FILE, XPF_NODE_LINK };
 
-/* Write the file's whole content into out.  Return XPF_OK or an error code
- * with err set (the mount turns it into EIO and a capture/errors.txt line). */
+/* A file the tree makes: write its whole content into out.  Return XPF_OK
+ * or an error code with err set (the mount turns it into EIO and a
+ * capture/errors.txt line). */
 typedef int (*xpf_render_fn)(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
 /* Add the children of dir (called once, on first listing or lookup). */
 typedef int (*xpf_populate_fn)(xpf_host *h, xpf_node *dir, xpf_error *err);
@@ -56,34 +48,15 @@ struct xpf_node {
 	uint64_t ino;
 	xpf_host *host;        /* whose data the node shows (NULL: cross-host) */
 	long arg;              /* renderer argument: module index, execution n, ... */
-	xpf_render_fn render;  /* files */
+	xpf_render_fn render;  /* files the tree makes (README, index.tsv, ...) */
+	xpf_content_fn content_fn; /* files an analysis makes (diagnosis.txt, ...) */
 	xpf_populate_fn populate; /* directories; NULL if built eagerly */
-	char *target;          /* links */
 	/* private to report.c */
 	xpf_report *report;
 	size_t nkids, capkids;
 	xpf_node **kids;
 	xpf_lazy content;      /* rendered bytes (files) / populated (dirs) */
 	size_t content_len;
-};
-
-/* Per host: its capture and the analyses computed from it on demand.  The
- * analysis modules own their lazy slots (plan.c fills `plans`, runtime.c
- * fills `runtime`, diagnosis.c fills `diagnosis`). */
-struct xpf_host {
-	xpf_report *report;
-	const char *name;
-	xpf_capture *cap;
-	const xpf_options *opt;
-	size_t nmodules;
-	char **module_dirs;    /* safe, unique directory names (SPEC §3) */
-	xpf_lazy *plans;       /* nmodules slots: struct xpf_plan * */
-	xpf_lazy runtime;      /* struct xpf_runtime * */
-	xpf_lazy diagnosis;    /* struct xpf_diagnosis * */
-	xpf_node *root;        /* this host's tree root */
-	/* The first error found late (guarded by err_mu; code 0: none). */
-	pthread_mutex_t err_mu;
-	xpf_error first_late;
 };
 
 int xpf_report_open(xpf_input *in, const xpf_options *opt, xpf_report **out, xpf_error *err);
@@ -105,7 +78,8 @@ xpf_host *xpf_report_host(xpf_report *r, size_t i);
 /* Building (for tree builders and populate functions). */
 xpf_node *xpf_node_dir(xpf_node *parent, const char *name, xpf_populate_fn populate, long arg);
 xpf_node *xpf_node_file(xpf_node *parent, const char *name, xpf_render_fn render, long arg);
-xpf_node *xpf_node_link(xpf_node *parent, const char *name, const char *target);
+/* A file whose bytes an analysis makes from the node's host and arg. */
+xpf_node *xpf_node_file_of(xpf_node *parent, const char *name, xpf_content_fn content, long arg);
 /* A symlink whose target is rendered on first access (render writes the
  * target path, relative to the link's directory). */
 xpf_node *xpf_node_link_lazy(xpf_node *parent, const char *name, xpf_render_fn render, long arg);
@@ -133,15 +107,15 @@ xpf_node *xpf_report_node_by_ino(xpf_report *r, uint64_t ino);
 /* "modules/x/plan.json" (relative to the report root). */
 void xpf_node_path(const xpf_node *n, xpf_buf *out);
 
-/* Record an error found late, for --cat and --export to say on stderr.
- * capture/errors.txt does not list these: it computes what every file
- * needs itself, so that it names every broken part whichever file was read
- * first (and stays the same bytes). */
-void xpf_host_note_error(xpf_host *h, const xpf_error *err);
+/* The folder that shows host h (its tree root). */
+xpf_node *xpf_report_host_root(xpf_report *r, const xpf_host *h);
 /* capture/errors.txt (tree.c): rendered even after the capture shrank. */
 int xpf_render_capture_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
-/* The first error any host noted, into *out: false when none (for --cat
- * and --export, which say it on stderr). */
+/* The first error any host noted while rendering (xpf_host_note_error),
+ * into *out: false when none (for --cat and --export, which say it on
+ * stderr).  capture/errors.txt does not list these: it computes what every
+ * file needs itself, so that it names every broken part whichever file was
+ * read first (and stays the same bytes). */
 bool xpf_report_first_late_error(xpf_report *r, xpf_error *out);
 
 /* The builders of each part of a host's tree, one per analysis module. */

@@ -5,15 +5,30 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tree/report.h"
+#include "analysis/capacity.h"
 #include "analysis/plan.h"
 #include "analysis/plan_priv.h"
 #include "analysis/pprof.h"
 #include "analysis/runtime.h"
 #include "analysis/svg.h"
 
-static int get_plan(xpf_host *h, const xpf_node *n, const xpf_plan **p, xpf_error *err)
+static int get_plan(xpf_host *h, long arg, const xpf_plan **p, xpf_error *err)
 {
-	return xpf_host_plan(h, (size_t)n->arg, p, err);
+	return xpf_host_plan(h, (size_t)arg, p, err);
+}
+
+static int render_heap_svg(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
+{
+	const xpf_plan *p;
+	int rc = get_plan(h, arg, &p, err);
+	if (rc != XPF_OK)
+		return rc;
+	char what[128];
+	xpf_svg_capacity cap = { xpf_module_pool(h, arg, what), NULL };
+	cap.what = what[0] ? what : NULL;
+	xpf_svg_heap(p, &cap, out);
+	return XPF_OK;
 }
 
 /* The tables' header lines (SPEC §3, §4.2). */
@@ -69,10 +84,10 @@ void xpf_plan_peak_row_tsv(const xpf_plan *p, size_t i, xpf_buf *out)
 	xpf_buf_addc(out, '\n');
 }
 
-static int render_peak(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+static int render_peak(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_plan *p;
-	int rc = get_plan(h, n, &p, err);
+	int rc = get_plan(h, arg, &p, err);
 	if (rc != XPF_OK)
 		return rc;
 	if (say_missing(p, out, HDR_PEAK))
@@ -85,10 +100,10 @@ static int render_peak(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 
 /* ---- buffers.tsv, allocations.tsv, heap.tsv, instructions.tsv --------- */
 
-static int render_buffers(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+static int render_buffers(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_plan *p;
-	int rc = get_plan(h, n, &p, err);
+	int rc = get_plan(h, arg, &p, err);
 	if (rc != XPF_OK)
 		return rc;
 	if (say_missing(p, out, HDR_BUFFERS))
@@ -127,10 +142,10 @@ static int render_buffers(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 	return XPF_OK;
 }
 
-static int render_allocs(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+static int render_allocs(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_plan *p;
-	int rc = get_plan(h, n, &p, err);
+	int rc = get_plan(h, arg, &p, err);
 	if (rc != XPF_OK)
 		return rc;
 	if (say_missing(p, out, HDR_ALLOCS))
@@ -157,10 +172,10 @@ static int render_allocs(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 	return XPF_OK;
 }
 
-static int render_heap(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+static int render_heap(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_plan *p;
-	int rc = get_plan(h, n, &p, err);
+	int rc = get_plan(h, arg, &p, err);
 	if (rc != XPF_OK)
 		return rc;
 	if (say_missing(p, out, HDR_HEAP))
@@ -177,10 +192,10 @@ static int render_heap(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 	return XPF_OK;
 }
 
-static int render_instrs(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+static int render_instrs(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_plan *p;
-	int rc = get_plan(h, n, &p, err);
+	int rc = get_plan(h, arg, &p, err);
 	if (rc != XPF_OK)
 		return rc;
 	if (p->ninstrs == 0) {
@@ -228,10 +243,10 @@ static int cmp_src_name(const void *a, const void *b)
 	return strcmp(((const src_row *)a)->source, ((const src_row *)b)->source);
 }
 
-static int render_by_source(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+static int render_by_source(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_plan *p;
-	int rc = get_plan(h, n, &p, err);
+	int rc = get_plan(h, arg, &p, err);
 	if (rc != XPF_OK)
 		return rc;
 	if (say_missing(p, out, HDR_SOURCE))
@@ -270,19 +285,19 @@ static int render_by_source(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_er
 
 /* ---- plan.json, summary.txt ------------------------------------------- */
 
-static int render_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+static int render_json(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_plan *p;
-	int rc = get_plan(h, n, &p, err);
+	int rc = get_plan(h, arg, &p, err);
 	if (rc != XPF_OK)
 		return rc;
 	return xpf_plan_json(p, out, err);
 }
 
-static int render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+static int render_summary(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_plan *p;
-	int rc = get_plan(h, n, &p, err);
+	int rc = get_plan(h, arg, &p, err);
 	if (rc != XPF_OK)
 		return rc;
 	xpf_plan_summary(p, h->opt ? h->opt->top : 25, out);
@@ -317,7 +332,7 @@ static size_t *count_executions(xpf_host *h)
 	return n;
 }
 
-static int render_index(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+static int render_index(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	size_t *execs = count_executions(h);
 	xpf_buf_adds(out, "dir\tname\tprogram_id\tparameters_bytes\tdonated_bytes\toutputs_bytes"
@@ -351,7 +366,6 @@ static int render_index(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error 
 		xpf_buf_addc(out, '\n');
 	}
 	free(execs);
-	(void)n;
 	(void)err;
 	return XPF_OK;
 }
@@ -360,7 +374,7 @@ void xpf_tree_modules(xpf_host *h, xpf_node *dir)
 {
 	static const struct {
 		const char *name;
-		xpf_render_fn fn;
+		xpf_content_fn fn;
 	} files[] = {
 		{ "plan.json", render_json },
 		{ "summary.txt", render_summary },
@@ -368,15 +382,15 @@ void xpf_tree_modules(xpf_host *h, xpf_node *dir)
 		{ "buffers.tsv", render_buffers },
 		{ "allocations.tsv", render_allocs },
 		{ "heap.tsv", render_heap },
-		{ "heap.svg", xpf_render_heap_svg },
+		{ "heap.svg", render_heap_svg },
 		{ "by_source.tsv", render_by_source },
 		{ "instructions.tsv", render_instrs },
 		{ "peak.pb.gz", xpf_render_peak_pprof },
 	};
-	xpf_node_file(dir, "index.tsv", render_index, 0);
+	xpf_node_file_of(dir, "index.tsv", render_index, 0);
 	for (size_t m = 0; m < h->nmodules; m++) {
 		xpf_node *d = xpf_node_dir(dir, h->module_dirs[m], NULL, (long)m);
 		for (size_t f = 0; f < sizeof files / sizeof files[0]; f++)
-			xpf_node_file(d, files[f].name, files[f].fn, (long)m);
+			xpf_node_file_of(d, files[f].name, files[f].fn, (long)m);
 	}
 }

@@ -1,5 +1,5 @@
 /* The report tree (see report.h for the model). */
-#include "analysis/report.h"
+#include "tree/report.h"
 #include "common/alloc.h"
 #include "common/intern.h"
 #include "common/map.h"
@@ -13,6 +13,7 @@ struct xpf_report {
 	xpf_options opt;
 	size_t nhosts;
 	xpf_host *hosts;
+	xpf_node **host_roots; /* the folder of each host (the root on one host) */
 	xpf_node *root;
 	/* With --base (SPEC §8): the baseline's report, whose tree hangs at
 	 * base/; its nodes take their inode numbers from, and are freed with,
@@ -70,10 +71,11 @@ xpf_node *xpf_node_file(xpf_node *parent, const char *name, xpf_render_fn render
 	return n;
 }
 
-xpf_node *xpf_node_link(xpf_node *parent, const char *name, const char *target)
+xpf_node *xpf_node_file_of(xpf_node *parent, const char *name, xpf_content_fn content, long arg)
 {
-	xpf_node *n = node_new(parent->report, parent, XPF_NODE_LINK, name);
-	n->target = xpf_strdup(target);
+	xpf_node *n = node_new(parent->report, parent, XPF_NODE_FILE, name);
+	n->content_fn = content;
+	n->arg = arg;
 	return n;
 }
 
@@ -137,8 +139,9 @@ static int render_fn(void *ctx, void **value, xpf_error *err)
 	bool guarded = f->host && f->render != xpf_render_capture_errors;
 	if (guarded && xpf_capture_shrunk(f->host->cap))
 		return shrunk_fail(f, err);
-	int rc = f->render ? f->render(f->host, f, &b, err)
-			   : xpf_fail(err, XPF_EUSAGE, "%s: nothing to render", f->name);
+	int rc = f->render       ? f->render(f->host, f, &b, err)
+		 : f->content_fn ? f->content_fn(f->host, f->arg, &b, err)
+				 : xpf_fail(err, XPF_EUSAGE, "%s: nothing to render", f->name);
 	if (rc == XPF_OK && guarded && xpf_capture_shrunk(f->host->cap)) {
 		xpf_buf_release(&b);
 		return shrunk_fail(f, err);  /* made from zeros, in part */
@@ -158,11 +161,6 @@ int xpf_node_content(xpf_node *f, const char **data, size_t *len, xpf_error *err
 {
 	if (f->type == XPF_NODE_DIR)
 		return xpf_fail(err, XPF_EUSAGE, "%s: is a directory", f->name);
-	if (f->type == XPF_NODE_LINK && f->render == NULL) {
-		*data = f->target;
-		*len = strlen(f->target);
-		return XPF_OK;
-	}
 	void *v = NULL;
 	int rc = xpf_lazy_get(&f->content, render_fn, f, &v, err);
 	if (rc != XPF_OK)
@@ -272,28 +270,13 @@ void xpf_node_path(const xpf_node *n, xpf_buf *out)
 	xpf_buf_adds(out, n->name);
 }
 
-void xpf_host_note_error(xpf_host *h, const xpf_error *err)
-{
-	pthread_mutex_lock(&h->err_mu);
-	if (h->first_late.code == XPF_OK && err && err->code != XPF_OK)
-		h->first_late = *err;
-	pthread_mutex_unlock(&h->err_mu);
-}
-
 bool xpf_report_first_late_error(xpf_report *r, xpf_error *out)
 {
 	if (r->base && xpf_report_first_late_error(r->base, out))
 		return true;
-	for (size_t i = 0; i < xpf_report_nhosts(r); i++) {
-		xpf_host *h = xpf_report_host(r, i);
-		pthread_mutex_lock(&h->err_mu);
-		bool got = h->first_late.code != XPF_OK;
-		if (got)
-			*out = h->first_late;
-		pthread_mutex_unlock(&h->err_mu);
-		if (got)
+	for (size_t i = 0; i < r->nhosts; i++)
+		if (xpf_host_late_error(&r->hosts[i], out))
 			return true;
-	}
 	return false;
 }
 
@@ -387,9 +370,25 @@ char **xpf_safe_names(const char *const *names, size_t n, const char *const *res
 
 /* ---- building --------------------------------------------------------- */
 
-static void host_tree(xpf_host *h, xpf_node *root)
+/* Host i of r, shown in folder root: the host and its tree. */
+static void host_build(xpf_report *r, size_t i, xpf_node *root)
 {
-	h->root = root;
+	xpf_host *h = &r->hosts[i];
+	xpf_capture *cap = r->in->hosts[i].cap;
+	size_t n = xpf_capture_nmodules(cap);
+	const char **names = xpf_malloc((n ? n : 1) * sizeof *names);
+	for (size_t m = 0; m < n; m++)
+		names[m] = xpf_capture_module(cap, m)->name;
+	/* modules/ also holds index.tsv (plan_tree.c) */
+	static const char *const beside_modules[] = { "index.tsv", NULL };
+	char **dirs = xpf_safe_names(names, n, beside_modules);
+	free(names);
+	xpf_buf path = XPF_BUF_INIT;
+	xpf_node_path(root, &path);
+	if (path.len)
+		xpf_buf_addc(&path, '/');
+	xpf_host_init(h, r->in->hosts[i].name, cap, &r->opt, xpf_buf_detach(&path, NULL), dirs);
+	r->host_roots[i] = root;
 	root->host = h;
 	xpf_tree_root(h, root);
 	xpf_tree_capture(h, xpf_node_dir(root, "capture", NULL, 0));
@@ -405,46 +404,25 @@ static void report_build(xpf_report *r, xpf_input *in, const xpf_options *opt, x
 	r->opt = *opt;
 	r->nhosts = in->nhosts;
 	r->hosts = xpf_malloc((in->nhosts ? in->nhosts : 1) * sizeof *r->hosts);
-	memset(r->hosts, 0, (in->nhosts ? in->nhosts : 1) * sizeof *r->hosts);
+	r->host_roots = xpf_malloc((in->nhosts ? in->nhosts : 1) * sizeof *r->host_roots);
 	r->root = root;
-	for (size_t i = 0; i < in->nhosts; i++) {
-		xpf_host *h = &r->hosts[i];
-		h->report = r;
-		h->name = in->hosts[i].name;
-		h->cap = in->hosts[i].cap;
-		h->opt = &r->opt;
-		pthread_mutex_init(&h->err_mu, NULL);
-		xpf_lazy_init(&h->runtime);
-		xpf_lazy_init(&h->diagnosis);
-		h->nmodules = xpf_capture_nmodules(h->cap);
-		const char **names = xpf_malloc((h->nmodules ? h->nmodules : 1) * sizeof *names);
-		for (size_t m = 0; m < h->nmodules; m++)
-			names[m] = xpf_capture_module(h->cap, m)->name;
-		/* modules/ also holds index.tsv (plan_tree.c) */
-		static const char *const beside_modules[] = { "index.tsv", NULL };
-		h->module_dirs = xpf_safe_names(names, h->nmodules, beside_modules);
-		free(names);
-		h->plans = xpf_malloc((h->nmodules ? h->nmodules : 1) * sizeof *h->plans);
-		for (size_t m = 0; m < h->nmodules; m++)
-			xpf_lazy_init(&h->plans[m]);
-	}
 	if (in->nhosts == 1) {
-		host_tree(&r->hosts[0], root);
-	} else {
-		xpf_node *hosts = xpf_node_dir(root, "hosts", NULL, 0);
-		hosts->host = NULL;
-		const char **names = xpf_malloc(in->nhosts * sizeof *names);
-		for (size_t i = 0; i < in->nhosts; i++)
-			names[i] = r->hosts[i].name;
-		char **safe = xpf_safe_names(names, in->nhosts, NULL);
-		for (size_t i = 0; i < in->nhosts; i++) {
-			host_tree(&r->hosts[i], xpf_node_dir(hosts, safe[i], NULL, 0));
-			free(safe[i]);
-		}
-		free(safe);
-		free(names);
-		xpf_tree_cross(r, root);
+		host_build(r, 0, root);
+		return;
 	}
+	xpf_node *hosts = xpf_node_dir(root, "hosts", NULL, 0);
+	hosts->host = NULL;
+	const char **names = xpf_malloc((in->nhosts ? in->nhosts : 1) * sizeof *names);
+	for (size_t i = 0; i < in->nhosts; i++)
+		names[i] = in->hosts[i].name;
+	char **safe = xpf_safe_names(names, in->nhosts, NULL);
+	for (size_t i = 0; i < in->nhosts; i++) {
+		host_build(r, i, xpf_node_dir(hosts, safe[i], NULL, 0));
+		free(safe[i]);
+	}
+	free(safe);
+	free(names);
+	xpf_tree_cross(r, root);
 }
 
 static xpf_report *report_new(xpf_report *top)
@@ -483,26 +461,12 @@ int xpf_report_open_compare(xpf_input *in, xpf_input *base, const xpf_options *o
 	return XPF_OK;
 }
 
-/* Analysis modules register how to free what they cached in a host. */
-void xpf_plan_free(void *plan);
-void xpf_runtime_free(void *rt);
-void xpf_diagnosis_free(void *d);
-
 static void report_free_hosts(xpf_report *r)
 {
-	for (size_t i = 0; i < r->nhosts; i++) {
-		xpf_host *h = &r->hosts[i];
-		for (size_t m = 0; m < h->nmodules; m++) {
-			xpf_lazy_release(&h->plans[m], xpf_plan_free);
-			free(h->module_dirs[m]);
-		}
-		free(h->plans);
-		free(h->module_dirs);
-		xpf_lazy_release(&h->diagnosis, xpf_diagnosis_free);
-		xpf_lazy_release(&h->runtime, xpf_runtime_free);
-		pthread_mutex_destroy(&h->err_mu);
-	}
+	for (size_t i = 0; i < r->nhosts; i++)
+		xpf_host_release(&r->hosts[i]);
 	free(r->hosts);
+	free(r->host_roots);
 }
 
 void xpf_report_free(xpf_report *r)
@@ -522,7 +486,6 @@ void xpf_report_free(xpf_report *r)
 		else
 			xpf_lazy_release(&n->content, NULL);
 		free(n->name);
-		free(n->target);
 		free(n->kids);
 		free(n);
 	}
@@ -536,3 +499,11 @@ xpf_input *xpf_report_input(xpf_report *r) { return r->in; }
 xpf_report *xpf_report_base(xpf_report *r) { return r->base; }
 size_t xpf_report_nhosts(xpf_report *r) { return r->nhosts; }
 xpf_host *xpf_report_host(xpf_report *r, size_t i) { return i < r->nhosts ? &r->hosts[i] : NULL; }
+
+xpf_node *xpf_report_host_root(xpf_report *r, const xpf_host *h)
+{
+	for (xpf_report *x = r; x; x = x == r ? r->base : NULL)
+		if (x->nhosts && h >= x->hosts && h < x->hosts + x->nhosts)
+			return x->host_roots[h - x->hosts];
+	return NULL;
+}

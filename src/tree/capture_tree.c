@@ -4,7 +4,7 @@
 
 #include "analysis/diagnosis.h"
 #include "analysis/plan.h"
-#include "analysis/report.h"
+#include "tree/report.h"
 #include "analysis/runtime.h"
 
 static int render_planes(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)

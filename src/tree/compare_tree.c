@@ -11,12 +11,13 @@
 
 #include <jansson.h>
 
+#include "tree/report.h"
 #include "analysis/compare.h"
 #include "common/alloc.h"
 
 static void build(xpf_host *h, const xpf_node *n, xpf_compare *c)
 {
-	xpf_report *base = xpf_report_base(h->report);
+	xpf_report *base = xpf_report_base(n->report);
 	xpf_buf dir = XPF_BUF_INIT;
 	xpf_node_path(n->parent, &dir);
 	xpf_buf_addc(&dir, '/');
@@ -409,7 +410,7 @@ void xpf_tree_compare(xpf_report *r, xpf_node *dir)
 	xpf_node *hosts = xpf_node_dir(dir, "hosts", NULL, 0);
 	for (size_t i = 0; i < xpf_report_nhosts(r); i++) {
 		xpf_host *h = xpf_report_host(r, i);
-		xpf_node *d = xpf_node_dir(hosts, h->root->name, NULL, 0);
+		xpf_node *d = xpf_node_dir(hosts, xpf_report_host_root(r, h)->name, NULL, 0);
 		d->host = h;
 		files(d, base_host_of(r, i));
 	}

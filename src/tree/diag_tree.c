@@ -11,8 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tree/report.h"
 #include "analysis/diag_priv.h"
-#include "analysis/hosts.h"
+#include "tree/hosts.h"
 #include "common/alloc.h"
 
 struct doc {
@@ -268,10 +269,10 @@ void xpf_tree_root(xpf_host *h, xpf_node *root)
 {
 	(void)h;
 	xpf_node_file(root, "README", render_readme, 0);
-	xpf_node_file(root, "diagnosis.txt", xpf_render_diagnosis_txt, 0);
-	xpf_node_file(root, "diagnosis.json", xpf_render_diagnosis_json, 0);
-	xpf_node_file(root, "summary.txt", xpf_render_summary, 0);
-	xpf_node_file(root, "checks.txt", xpf_render_checks, 0);
+	xpf_node_file_of(root, "diagnosis.txt", xpf_render_diagnosis_txt, 0);
+	xpf_node_file_of(root, "diagnosis.json", xpf_render_diagnosis_json, 0);
+	xpf_node_file_of(root, "summary.txt", xpf_render_summary, 0);
+	xpf_node_file_of(root, "checks.txt", xpf_render_checks, 0);
 	xpf_node_link_lazy(root, "focus", render_focus, 0);
 }
 
@@ -279,8 +280,8 @@ void xpf_tree_root(xpf_host *h, xpf_node *root)
 
 static const char *host_dir(xpf_report *r, size_t i)
 {
-	xpf_host *h = xpf_report_host(r, i);
-	return h->root ? h->root->name : h->name;
+	xpf_node *root = xpf_report_host_root(r, xpf_report_host(r, i));
+	return root ? root->name : xpf_report_host(r, i)->name;
 }
 
 static int render_cross_txt(xpf_host *unused, const xpf_node *n, xpf_buf *out, xpf_error *err)

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "analysis/diag_priv.h"
-#include "analysis/hosts.h"
+#include "tree/hosts.h"
 #include "common/alloc.h"
 
 #define SKEW_MIN_BYTES (256ull * XPF_MIB)
@@ -41,17 +41,18 @@ typedef struct skew {
 	bool above;
 } skew;
 
-static const char *host_dir(xpf_host *h)
+static const char *host_dir(xpf_report *r, xpf_host *h)
 {
-	return h->root ? h->root->name : h->name;
+	xpf_node *root = xpf_report_host_root(r, h);
+	return root ? root->name : h->name;
 }
 
-static void row_fill(xpf_host *h, host_row *w)
+static void row_fill(xpf_report *r, xpf_host *h, host_row *w)
 {
 	xpf_error e = { 0 };
 	memset(w, 0, sizeof *w);
 	w->h = h;
-	w->dir = host_dir(h);
+	w->dir = host_dir(r, h);
 	if (xpf_host_diagnosis(h, &w->d, &e) != XPF_OK) {
 		w->d = NULL;
 		return;
@@ -75,7 +76,7 @@ static host_row *rows_of(xpf_report *r, size_t *n)
 	if (w == NULL)
 		abort();
 	for (size_t i = 0; i < *n; i++)
-		row_fill(xpf_report_host(r, i), &w[i]);
+		row_fill(r, xpf_report_host(r, i), &w[i]);
 	return w;
 }
 

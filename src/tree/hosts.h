@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "analysis/report.h"
+#include "tree/report.h"
 #include "common/buf.h"
 
 /* hosts.tsv: one row per host, in the report's host order. */

@@ -1,0 +1,125 @@
+/* The one place where each analysis of a host is computed, once. */
+#include "analysis/host.h"
+#include "analysis/diagnosis.h"
+#include "analysis/plan.h"
+#include "analysis/runtime.h"
+#include "common/alloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void xpf_host_init(xpf_host *h, const char *name, xpf_capture *cap, const xpf_options *opt,
+		   char *path, char **module_dirs)
+{
+	memset(h, 0, sizeof *h);
+	h->name = name;
+	h->cap = cap;
+	h->opt = opt;
+	h->path = path;
+	h->module_dirs = module_dirs;
+	h->nmodules = xpf_capture_nmodules(cap);
+	h->plans = xpf_malloc((h->nmodules ? h->nmodules : 1) * sizeof *h->plans);
+	for (size_t m = 0; m < h->nmodules; m++)
+		xpf_lazy_init(&h->plans[m]);
+	xpf_lazy_init(&h->runtime);
+	xpf_lazy_init(&h->diagnosis);
+	pthread_mutex_init(&h->err_mu, NULL);
+}
+
+void xpf_host_release(xpf_host *h)
+{
+	for (size_t m = 0; m < h->nmodules; m++) {
+		xpf_lazy_release(&h->plans[m], xpf_plan_free);
+		if (h->module_dirs)
+			free(h->module_dirs[m]);
+	}
+	free(h->plans);
+	free(h->module_dirs);
+	free(h->path);
+	/* the diagnosis reads the runtime: it goes first */
+	xpf_lazy_release(&h->diagnosis, xpf_diagnosis_free);
+	xpf_lazy_release(&h->runtime, xpf_runtime_free);
+	pthread_mutex_destroy(&h->err_mu);
+}
+
+/* ---- each analysis, made on first use ----------------------------------- */
+
+typedef struct plan_job {
+	xpf_host *h;
+	size_t m;
+} plan_job;
+
+static int make_plan(void *ctx, void **value, xpf_error *err)
+{
+	plan_job *j = ctx;
+	xpf_plan *p = NULL;
+	int rc = xpf_plan_build_module(j->h->cap, j->m, &p, err);
+	*value = p;
+	return rc;
+}
+
+int xpf_host_plan(xpf_host *h, size_t m, const xpf_plan **out, xpf_error *err)
+{
+	if (m >= h->nmodules)
+		return xpf_fail(err, XPF_EUSAGE, "module %zu does not exist", m);
+	plan_job j = { h, m };
+	void *v = NULL;
+	int rc = xpf_lazy_get(&h->plans[m], make_plan, &j, &v, err);
+	if (rc == XPF_OK)
+		*out = v;
+	return rc;
+}
+
+static int make_runtime(void *ctx, void **value, xpf_error *err)
+{
+	xpf_runtime *rt = NULL;
+	int rc = xpf_runtime_build(ctx, &rt, err);
+	*value = rt;
+	return rc;
+}
+
+int xpf_host_runtime(xpf_host *h, const xpf_runtime **out, xpf_error *err)
+{
+	void *v = NULL;
+	int rc = xpf_lazy_get(&h->runtime, make_runtime, h, &v, err);
+	if (rc == XPF_OK)
+		*out = v;
+	return rc;
+}
+
+static int make_diagnosis(void *ctx, void **value, xpf_error *err)
+{
+	xpf_diagnosis *d = NULL;
+	int rc = xpf_diagnose(ctx, &d, err);
+	*value = d;
+	return rc;
+}
+
+int xpf_host_diagnosis(xpf_host *h, const xpf_diagnosis **out, xpf_error *err)
+{
+	void *v = NULL;
+	int rc = xpf_lazy_get(&h->diagnosis, make_diagnosis, h, &v, err);
+	if (rc == XPF_OK)
+		*out = v;
+	return rc;
+}
+
+/* ---- errors found late -------------------------------------------------- */
+
+void xpf_host_note_error(xpf_host *h, const xpf_error *err)
+{
+	pthread_mutex_lock(&h->err_mu);
+	if (h->first_late.code == XPF_OK && err && err->code != XPF_OK)
+		h->first_late = *err;
+	pthread_mutex_unlock(&h->err_mu);
+}
+
+bool xpf_host_late_error(xpf_host *h, xpf_error *out)
+{
+	pthread_mutex_lock(&h->err_mu);
+	bool got = h->first_late.code != XPF_OK;
+	if (got)
+		*out = h->first_late;
+	pthread_mutex_unlock(&h->err_mu);
+	return got;
+}

@@ -1,0 +1,72 @@
+/* A host: one capture and the analyses computed from it, each once, on
+ * first use.  This is the analyses' whole view of the world: they take a
+ * host (or a capture) and return values; none of them knows the report
+ * tree, its nodes or its files (src/tree does).
+ *
+ *   xpf_host_plan(h, m)     the plan of module m (plan.h)
+ *   xpf_host_runtime(h)     what the allocator did (runtime.h)
+ *   xpf_host_diagnosis(h)   the findings (diagnosis.h)
+ *
+ * Each result is immutable once made and lives until xpf_host_release();
+ * any number of threads may ask for it (the first one computes it). */
+#ifndef XPF_HOST_H
+#define XPF_HOST_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capture/capture.h"
+#include "common/buf.h"
+#include "common/error.h"
+#include "common/lazy.h"
+
+/* What the command line asks of the analyses. */
+typedef struct xpf_options {
+	const char *module;    /* --module NAME, or NULL */
+	uint64_t capacity;     /* --capacity BYTES, or 0 */
+	int top;               /* --top N (default 25) */
+	int device;            /* --device N, or -1 */
+	const char *run;       /* --run NAME, or NULL */
+} xpf_options;
+
+#define XPF_OPTIONS_INIT { NULL, 0, 25, -1, NULL }
+
+typedef struct xpf_host {
+	const char *name;      /* the host's name (file name without .xplane.pb) */
+	xpf_capture *cap;
+	const xpf_options *opt;
+	size_t nmodules;       /* xpf_capture_nmodules(cap) */
+	/* Where findings point their evidence: the host's folder in the tree
+	 * ("" for the root, else "hosts/<dir>/" ...) and each module's folder
+	 * name under modules/ (safe and unique: SPEC §3).  Given by the tree
+	 * at xpf_host_init; owned by the host. */
+	char *path;
+	char **module_dirs;
+	/* private: the analyses, each made once (host.c) */
+	xpf_lazy *plans;       /* nmodules slots: struct xpf_plan * */
+	xpf_lazy runtime;      /* struct xpf_runtime * */
+	xpf_lazy diagnosis;    /* struct xpf_diagnosis * */
+	pthread_mutex_t err_mu; /* guards first_late */
+	xpf_error first_late;  /* the first error found late (code 0: none) */
+} xpf_host;
+
+/* path and module_dirs are taken over (freed by xpf_host_release); both
+ * may be NULL where no finding is asked for (--check). */
+void xpf_host_init(xpf_host *h, const char *name, xpf_capture *cap, const xpf_options *opt,
+		   char *path, char **module_dirs);
+void xpf_host_release(xpf_host *h);
+
+/* Record an error found late (while rendering), for --cat and --export to
+ * say on stderr; the first one is kept. */
+void xpf_host_note_error(xpf_host *h, const xpf_error *err);
+/* The first error noted, into *out: false when none. */
+bool xpf_host_late_error(xpf_host *h, xpf_error *out);
+
+/* What a file shows, made from one host's analyses: the bytes into out.
+ * arg picks what (a module index, an execution n, ...).  The tree serves
+ * these as files (src/tree). */
+typedef int (*xpf_content_fn)(xpf_host *h, long arg, xpf_buf *out, xpf_error *err);
+
+#endif
