@@ -908,7 +908,7 @@ static void test_scenarios(void **state)
 	}
 	closedir(d);
 	rmdir(tmp);
-	assert_int_equal(n, 13); /* one per JSON file in tests/scenarios */
+	assert_int_equal(n, 14); /* one per JSON file in tests/scenarios */
 }
 
 int main(int argc, char **argv)

@@ -13,6 +13,7 @@
 
 #include "tree/report.h"
 #include "analysis/diag_priv.h"
+#include "tree/hosts.h"
 #include "common/alloc.h"
 
 struct doc {
@@ -141,8 +142,12 @@ static const struct doc docs[] = {
 	{ "runtime/between.tsv", "host events between the focus module's last two executions on its device: name, count, total_ns; by total_ns, largest first" },
 	{ "hosts", "one directory per host, each a full tree as described here" },
 	{ "base", "(with --base) the baseline capture's own tree, described by base/README" },
-	{ "compare", "(with --base) what changed against the baseline: start with compare/diagnosis.txt;\n"
-		     "compare/README describes its files" },
+	{ "compare", "(with --base) what changed against the baseline, module matched to module by name without\n"
+		     "the program id: diagnosis.txt and diagnosis.json (the changes that matter, most important first:\n"
+		     "need against capacity before and after, codes gone and new, roles at the heap peak, temp,\n"
+		     "non-aliased outputs, growth, the pool's peak; both figures, delta in bytes and %), modules.tsv,\n"
+		     "peak_buffers.tsv and allocators.tsv (base, after and delta columns); hosts/<host>/ for several\n"
+		     "hosts. Start with compare/diagnosis.txt; compare/README describes every column" },
 };
 
 static const char *doc_of(const char *path)
@@ -284,6 +289,7 @@ static int render_cross_txt(xpf_host *unused, const xpf_node *n, xpf_buf *out, x
 	xpf_report *r = n->report;
 	xpf_buf_printf(out, "# %zu hosts; each host's full diagnosis is in hosts/<host>/diagnosis.txt\n",
 		       xpf_report_nhosts(r));
+	xpf_hosts_skew_txt(r, out);  /* hosts.c: what differs between hosts first */
 	for (size_t i = 0; i < xpf_report_nhosts(r); i++) {
 		xpf_host *h = xpf_report_host(r, i);
 		const xpf_diagnosis *d;
@@ -318,6 +324,7 @@ static int render_cross_json(xpf_host *unused, const xpf_node *n, xpf_buf *out, 
 {
 	xpf_report *r = n->report;
 	json_t *root = json_object(), *hosts = json_array(), *all = json_array();
+	xpf_hosts_skew_json(r, all);
 	for (size_t i = 0; i < xpf_report_nhosts(r); i++) {
 		xpf_host *h = xpf_report_host(r, i);
 		const xpf_diagnosis *d;
@@ -380,9 +387,22 @@ static int render_cross_readme(xpf_host *unused, const xpf_node *n, xpf_buf *out
 {
 	xpf_buf_adds(out, readme_head);
 	xpf_buf_adds(out, "README\n    this file\n"
-		     "diagnosis.txt\n    one line per host: `<host>: {its codes} [tag] code: text` of its most important finding -> its own diagnosis.txt\n"
-		     "diagnosis.json\n    {\"capture\",\"findings\":[every host's findings, each with \"host\"],\"hosts\":[each host's diagnosis.json, with \"dir\"]}\n"
+		     "diagnosis.txt\n    first the host-skew findings (below), largest difference first, as `[tag] host-skew: text`\n"
+		     "    with indented figures and -> evidence; then one line per host: `<host>: {its codes} [tag] code: text`\n"
+		     "    of its most important finding -> its own diagnosis.txt\n"
+		     "    Code (stable):\n"
+		     "      host-skew  a host's need or peak in use differs from the median host's by >= 5% and >= 256 MiB:\n"
+		     "                 which host, by how much, and what differs (its focus module or plan, or the origin of live\n"
+		     "                 blocks at the start of its focus execution, e.g. a device_put the median host lacks). The\n"
+		     "                 median host is the lower median of the hosts that have the figure; a need that differs is\n"
+		     "                 reported before a peak that differs; one finding per host\n"
+		     "diagnosis.json\n    {\"capture\",\"findings\":[the host-skew findings (each with \"host\" and \"median_host\"), then every\n"
+		     "    host's findings, each with \"host\"],\"hosts\":[each host's diagnosis.json, with \"dir\"]}\n"
 		     "summary.txt\n    one line per host: modules, focus, capacity, findings\n"
+		     "hosts.tsv\n    one row per host, in the order of hosts/: host, focus_module, need_bytes (the focus module's need),\n"
+		     "    capacity_bytes, peak_in_use_bytes (the in-window peak of the allocator the host's diagnosis reads),\n"
+		     "    headroom_bytes (capacity - need, negative when short), findings (the host's codes, most important\n"
+		     "    first, space-separated, then host-skew when it names the host), allocator; missing values empty\n"
 		     "hosts/<host>/\n    a full tree per host, described by hosts/<host>/README\n");
 	if (xpf_report_base(n->report)) {
 		put_entry(out, "base", XPF_NODE_DIR);
@@ -398,4 +418,5 @@ void xpf_tree_cross(xpf_report *r, xpf_node *root)
 	xpf_node_file(root, "diagnosis.txt", render_cross_txt, 0);
 	xpf_node_file(root, "diagnosis.json", render_cross_json, 0);
 	xpf_node_file(root, "summary.txt", render_cross_summary, 0);
+	xpf_node_file(root, "hosts.tsv", xpf_render_hosts_tsv, 0);
 }

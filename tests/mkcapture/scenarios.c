@@ -10,6 +10,7 @@ void mk_build_layout_copy(mk_scn *s, int host, int scale);
 void mk_build_convert_copy(mk_scn *s, int host, int scale);
 void mk_build_no_runtime(mk_scn *s, int host, int scale);
 void mk_build_multi_host(mk_scn *s, int host, int scale);
+void mk_build_multi_host_prefetch(mk_scn *s, int host, int scale);
 void mk_build_eager(mk_scn *s, int host, int scale);
 void mk_build_retrace_oom(mk_scn *s, int host, int scale);
 void mk_build_retrace_oom_ambiguous(mk_scn *s, int host, int scale);
@@ -35,6 +36,8 @@ const mk_scenario mk_scenarios[] = {
 	  "no allocator events (cuda_async allocator): the plan only, against the device memory" },
 	{ "multi-host", 2, mk_build_multi_host,
 	  "a run directory of two hosts (worker-0, worker-1) running the same small step; it fits" },
+	{ "multi-host-prefetch", 4, mk_build_multi_host_prefetch,
+	  "four hosts run the multi-host step; worker-2 alone holds a 512 MiB prefetched batch: host-skew" },
 	{ "eager", 1, mk_build_eager,
 	  "op by op (40 small modules, each run once): the kept outputs of 39 modules fill the pool; the last OOMs" },
 	{ "retrace-oom", 1, mk_build_retrace_oom,

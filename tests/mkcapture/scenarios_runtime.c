@@ -52,11 +52,16 @@ static int small_step(mk_scn *s)
 	return mk_add_module(s, m, "mlp_step", 0);
 }
 
-static void run_steps(mk_scn *s, int mod, int steps, int scale)
+/* The state and a batch put on every device, then the steps; prefetch > 0
+ * puts one more array of that many bytes (f32[8,4096,4096], 512 MiB) on
+ * every device after them, kept to the end. */
+static void run_steps_with(mk_scn *s, int mod, int steps, int scale, int64_t prefetch)
 {
 	for (int c = 0; c < 3; c++)
 		mk_put(s, -1, 4096ll * 4096 * 4, "f32[4096,4096]");
 	mk_put(s, -1, 512ll * 4096 * 4, "f32[512,4096]");
+	if (prefetch > 0)
+		mk_put(s, -1, prefetch, "f32[8,4096,4096]");
 	for (int k = 0; k < steps; k++) {
 		for (int i = 0; i < scale; i++)
 			mk_py(s, "$mlp.py:40 train_loop", 20 * 1000);
@@ -66,6 +71,11 @@ static void run_steps(mk_scn *s, int mod, int steps, int scale)
 			mk_free(s, r + d * s->mods[mod].nresults);
 	}
 	mk_py(s, "$profiler.py:213 stop_trace", 50 * 1000);
+}
+
+static void run_steps(mk_scn *s, int mod, int steps, int scale)
+{
+	run_steps_with(s, mod, steps, scale, 0);
 }
 
 void mk_build_no_runtime(mk_scn *s, int host, int scale)
@@ -88,6 +98,21 @@ void mk_build_multi_host(mk_scn *s, int host, int scale)
 	s->vendor = "Nvidia";
 	s->scale = scale;
 	run_steps(s, small_step(s), 3, scale);
+}
+
+/* A run directory of four hosts running the multi-host step, of which
+ * worker-2 alone holds an extra prefetched batch (a device_put of
+ * f32[8,4096,4096], 512 MiB, on each device) through every step: the
+ * host-skew of the cross-host diagnosis. */
+void mk_build_multi_host_prefetch(mk_scn *s, int host, int scale);
+void mk_build_multi_host_prefetch(mk_scn *s, int host, int scale)
+{
+	static const char *const names[4] = { "worker-0", "worker-1", "worker-2", "worker-3" };
+	mk_scn_init(s, names[host & 3], 2, 85899345920ull, 64424509440ll);
+	s->device_name = "NVIDIA H100 80GB HBM3";
+	s->vendor = "Nvidia";
+	s->scale = scale;
+	run_steps_with(s, small_step(s), 3, scale, host == 2 ? 8ll * 4096 * 4096 * 4 : 0);
 }
 
 /* eager: a program run op by op (no jit around the step), as JAX does
