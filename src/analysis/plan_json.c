@@ -86,6 +86,93 @@ static void set_tags(json_t *root)
 	json_object_set_new(root, "tags", t);
 }
 
+/* One entry per memory colour, with its kinds. */
+static json_t *colors_arr(const xpf_plan *p)
+{
+	json_t *cols = json_array();
+	for (size_t i = 0; i < p->ncolors; i++) {
+		const xpf_plan_color *c = &p->colors[i];
+		json_t *e = json_object();
+		json_object_set_new(e, "color", json_integer(c->color));
+		json_object_set_new(e, "memory", jstr(c->what));
+		/* counted in parameters, outputs, temp, need and the heap peak */
+		json_object_set_new(e, "device_figures", json_boolean(xpf_plan_device_color(p, c->color)));
+		json_object_set_new(e, "bytes", jbytes(c->bytes));
+		json_object_set_new(e, "allocations", json_integer((json_int_t)c->nallocs));
+		json_object_set_new(e, "kinds", kinds_obj(c->kind_bytes, NULL));
+		json_array_append_new(cols, e);
+	}
+	return cols;
+}
+
+/* "parameters", "outputs" and "temp". */
+static void set_params_outputs_temp(json_t *o, const xpf_plan *p)
+{
+	json_t *pa = json_object();
+	json_object_set_new(pa, "bytes", jbytes(p->parameters_bytes));
+	json_object_set_new(pa, "count", json_integer((json_int_t)p->parameters_count));
+	json_object_set_new(pa, "donated_bytes", jbytes(p->donated_bytes));
+	json_object_set_new(pa, "donated_count", json_integer((json_int_t)p->donated_count));
+	json_object_set_new(pa, "donor_only_bytes", jbytes(p->donor_only_bytes));
+	json_object_set_new(pa, "donor_only_count", json_integer((json_int_t)p->donor_only_count));
+	json_object_set_new(o, "parameters", pa);
+
+	json_t *ou = json_object();
+	json_object_set_new(ou, "bytes", jbytes(p->outputs_bytes));
+	json_object_set_new(ou, "non_aliased_bytes", jbytes(p->non_aliased_outputs_bytes));
+	json_object_set_new(ou, "reusable_bytes", jbytes(p->matching_output_bytes));
+	json_object_set_new(o, "outputs", ou);
+
+	json_t *te = json_object();
+	json_object_set_new(te, "bytes", jbytes(p->temp_bytes));
+	json_object_set_new(te, "heap_peak_bytes", jbytes(p->simulated_peak_bytes));
+	json_object_set_new(te, "fragmentation_bytes", jbytes(p->fragmentation_bytes));
+	json_object_set_new(te, "simulated", json_boolean(p->simulated));
+	json_object_set_new(te, "traces", json_integer((json_int_t)p->ntraces));
+	json_object_set_new(o, "temp", te);
+}
+
+static json_t *heap_peak_obj(const xpf_plan *p)
+{
+	json_t *hp = json_object();
+	json_object_set_new(hp, "bytes", jbytes(p->heap_peak_bytes));
+	json_object_set_new(hp, "unpadded_bytes", jbytes(p->heap_peak_unpadded_bytes));
+	json_object_set_new(hp, "indefinite_bytes", jbytes(p->indefinite_bytes));
+	json_object_set_new(hp, "position", p->peak_position >= 0 ?
+			    json_integer(p->peak_position) : json_null());
+	json_object_set_new(hp, "instruction", jstr(p->peak_instruction));
+	json_t *roles = json_object();
+	for (int r = 0; r < XPF_NROLES; r++) {
+		json_t *e = json_object();
+		json_object_set_new(e, "bytes", jbytes(p->role_bytes[r]));
+		json_object_set_new(e, "pct", jpct(p->role_bytes[r], p->heap_peak_bytes));
+		json_object_set_new(roles, xpf_role_name(r), e);
+	}
+	json_object_set_new(hp, "roles", roles);
+	return hp;
+}
+
+static json_t *duplicates_obj(const xpf_plan *p)
+{
+	json_t *du = json_object();
+	json_object_set_new(du, "layout_at_peak_bytes", jbytes(p->layout_dup_peak_bytes));
+	json_object_set_new(du, "convert_at_peak_bytes", jbytes(p->convert_dup_peak_bytes));
+	json_t *list = json_array();
+	for (size_t i = 0; i < p->ndups; i++) {
+		const xpf_plan_dup *d = &p->dups[i];
+		json_t *e = json_object();
+		json_object_set_new(e, "kind", json_string(d->kind == XPF_DUP_LAYOUT ? "layout" : "convert"));
+		json_object_set_new(e, "instruction", jstr(instr_or_empty(d->buffer)));
+		json_object_set_new(e, "bytes", jbytes(d->buffer->bytes));
+		json_object_set_new(e, "parameter", json_integer(d->param->number));
+		json_object_set_new(e, "parameter_shape_index", jstr(d->param->shape_index));
+		json_object_set_new(e, "at_peak", json_boolean(d->at_peak));
+		json_array_append_new(list, e);
+	}
+	json_object_set_new(du, "buffers", list);
+	return du;
+}
+
 static json_t *plan_obj(const xpf_plan *p)
 {
 	char id[32];
@@ -105,85 +192,14 @@ static json_t *plan_obj(const xpf_plan *p)
 	json_object_set_new(o, "logical_buffers", json_integer((json_int_t)p->nbuffers));
 	json_object_set_new(o, "total_bytes", jbytes(p->total_bytes));
 	json_object_set_new(o, "kinds", kinds_obj(p->kind_bytes, p->kind_count));
-
-	json_t *cols = json_array();
-	for (size_t i = 0; i < p->ncolors; i++) {
-		const xpf_plan_color *c = &p->colors[i];
-		json_t *e = json_object();
-		json_object_set_new(e, "color", json_integer(c->color));
-		json_object_set_new(e, "memory", jstr(c->what));
-		/* counted in parameters, outputs, temp, need and the heap peak */
-		json_object_set_new(e, "device_figures", json_boolean(xpf_plan_device_color(p, c->color)));
-		json_object_set_new(e, "bytes", jbytes(c->bytes));
-		json_object_set_new(e, "allocations", json_integer((json_int_t)c->nallocs));
-		json_object_set_new(e, "kinds", kinds_obj(c->kind_bytes, NULL));
-		json_array_append_new(cols, e);
-	}
-	json_object_set_new(o, "colors", cols);
-
-	json_t *pa = json_object();
-	json_object_set_new(pa, "bytes", jbytes(p->parameters_bytes));
-	json_object_set_new(pa, "count", json_integer((json_int_t)p->parameters_count));
-	json_object_set_new(pa, "donated_bytes", jbytes(p->donated_bytes));
-	json_object_set_new(pa, "donated_count", json_integer((json_int_t)p->donated_count));
-	json_object_set_new(pa, "donor_only_bytes", jbytes(p->donor_only_bytes));
-	json_object_set_new(pa, "donor_only_count", json_integer((json_int_t)p->donor_only_count));
-	json_object_set_new(o, "parameters", pa);
-
-	json_t *ou = json_object();
-	json_object_set_new(ou, "bytes", jbytes(p->outputs_bytes));
-	json_object_set_new(ou, "non_aliased_bytes", jbytes(p->non_aliased_outputs_bytes));
-	json_object_set_new(ou, "reusable_bytes", jbytes(p->matching_output_bytes));
-	json_object_set_new(o, "outputs", ou);
-
+	json_object_set_new(o, "colors", colors_arr(p));
+	set_params_outputs_temp(o, p);
 	json_object_set_new(o, "constants_bytes", jbytes(p->constants_bytes));
 	json_object_set_new(o, "thread_local_bytes", jbytes(p->thread_local_bytes));
 	json_object_set_new(o, "host_bytes", jbytes(p->host_bytes));
-
-	json_t *te = json_object();
-	json_object_set_new(te, "bytes", jbytes(p->temp_bytes));
-	json_object_set_new(te, "heap_peak_bytes", jbytes(p->simulated_peak_bytes));
-	json_object_set_new(te, "fragmentation_bytes", jbytes(p->fragmentation_bytes));
-	json_object_set_new(te, "simulated", json_boolean(p->simulated));
-	json_object_set_new(te, "traces", json_integer((json_int_t)p->ntraces));
-	json_object_set_new(o, "temp", te);
-
-	json_t *hp = json_object();
-	json_object_set_new(hp, "bytes", jbytes(p->heap_peak_bytes));
-	json_object_set_new(hp, "unpadded_bytes", jbytes(p->heap_peak_unpadded_bytes));
-	json_object_set_new(hp, "indefinite_bytes", jbytes(p->indefinite_bytes));
-	json_object_set_new(hp, "position", p->peak_position >= 0 ?
-			    json_integer(p->peak_position) : json_null());
-	json_object_set_new(hp, "instruction", jstr(p->peak_instruction));
-	json_t *roles = json_object();
-	for (int r = 0; r < XPF_NROLES; r++) {
-		json_t *e = json_object();
-		json_object_set_new(e, "bytes", jbytes(p->role_bytes[r]));
-		json_object_set_new(e, "pct", jpct(p->role_bytes[r], p->heap_peak_bytes));
-		json_object_set_new(roles, xpf_role_name(r), e);
-	}
-	json_object_set_new(hp, "roles", roles);
-	json_object_set_new(o, "heap_peak", hp);
+	json_object_set_new(o, "heap_peak", heap_peak_obj(p));
 	json_object_set_new(o, "need_bytes", jbytes(p->need_bytes));
-
-	json_t *du = json_object();
-	json_object_set_new(du, "layout_at_peak_bytes", jbytes(p->layout_dup_peak_bytes));
-	json_object_set_new(du, "convert_at_peak_bytes", jbytes(p->convert_dup_peak_bytes));
-	json_t *list = json_array();
-	for (size_t i = 0; i < p->ndups; i++) {
-		const xpf_plan_dup *d = &p->dups[i];
-		json_t *e = json_object();
-		json_object_set_new(e, "kind", json_string(d->kind == XPF_DUP_LAYOUT ? "layout" : "convert"));
-		json_object_set_new(e, "instruction", jstr(instr_or_empty(d->buffer)));
-		json_object_set_new(e, "bytes", jbytes(d->buffer->bytes));
-		json_object_set_new(e, "parameter", json_integer(d->param->number));
-		json_object_set_new(e, "parameter_shape_index", jstr(d->param->shape_index));
-		json_object_set_new(e, "at_peak", json_boolean(d->at_peak));
-		json_array_append_new(list, e);
-	}
-	json_object_set_new(du, "buffers", list);
-	json_object_set_new(o, "duplicates", du);
-
+	json_object_set_new(o, "duplicates", duplicates_obj(p));
 	json_t *pb = json_array();
 	for (size_t i = 0; i < p->npeak; i++)
 		json_array_append_new(pb, peak_row(p, i));
@@ -214,19 +230,10 @@ static void line(xpf_buf *out, const char *what, uint64_t bytes, const char *tag
 		       xpf_human(bytes, hb), tag, more && more[0] ? "  " : "", more ? more : "");
 }
 
-void xpf_plan_summary(const xpf_plan *p, int top, xpf_buf *out)
+/* The buffer assignment by memory colour and by kind. */
+static void summary_colors_kinds(const xpf_plan *p, xpf_buf *out)
 {
-	char hb[32], pc[32], more[256];
-	xpf_buf_printf(out, "module %s (HLO module %s, program id %llu)\n", p->module,
-		       p->hlo_name[0] ? p->hlo_name : "?", (unsigned long long)p->program_id);
-	xpf_buf_printf(out, "instructions: %zu, rematerialized by XLA: %zu [read]\n", p->ninstrs,
-		       p->remat_instructions);
-	if (!p->has_assignment) {
-		xpf_buf_printf(out, "no buffer assignment: %s.\n"
-			       "Without it the plan (parameters, outputs, temp, heap peak) is unknown.\n",
-			       p->missing);
-		return;
-	}
+	char hb[32], more[256];
 	xpf_buf_printf(out, "buffer assignment: %zu allocations, %zu logical buffers, "
 		       "%llu bytes (%s) in all colours [read]\n\n", p->nallocs, p->nbuffers,
 		       (unsigned long long)p->total_bytes, xpf_human(p->total_bytes, hb));
@@ -243,6 +250,12 @@ void xpf_plan_summary(const xpf_plan *p, int top, xpf_buf *out)
 		snprintf(more, sizeof more, "%zu allocations", p->kind_count[k]);
 		line(out, xpf_kind_name(k), p->kind_bytes[k], "read", more);
 	}
+}
+
+/* Device memory: what the module needs, and the heap. */
+static void summary_device_heap(const xpf_plan *p, xpf_buf *out)
+{
+	char pc[32], more[256];
 	xpf_buf_adds(out, "\ndevice memory (every colour but host memory, 5):\n");
 	snprintf(more, sizeof more, "%zu allocations; donated %llu bytes in %zu", p->parameters_count,
 		 (unsigned long long)p->donated_bytes, p->donated_count);
@@ -278,7 +291,12 @@ void xpf_plan_summary(const xpf_plan *p, int top, xpf_buf *out)
 	snprintf(more, sizeof more, "%s%% of the temp block",
 		 xpf_pct(p->fragmentation_bytes, p->temp_bytes, pc));
 	line(out, "temp fragmentation", p->fragmentation_bytes, "read", more);
+}
 
+/* The inferred part: roles at the peak, and hints. */
+static void summary_roles_hints(const xpf_plan *p, xpf_buf *out)
+{
+	char pc[32], more[256];
 	xpf_buf_adds(out, "\nroles at the heap peak:\n");
 	for (int r = 0; r < XPF_NROLES; r++) {
 		snprintf(more, sizeof more, "%s%%", xpf_pct(p->role_bytes[r], p->heap_peak_bytes, pc));
@@ -296,7 +314,12 @@ void xpf_plan_summary(const xpf_plan *p, int top, xpf_buf *out)
 			line(out, "param dtype copies at peak", p->convert_dup_peak_bytes,
 			     "inferred", NULL);
 	}
+}
 
+/* The `top` largest buffers at the heap peak. */
+static void summary_largest(const xpf_plan *p, int top, xpf_buf *out)
+{
+	char hb[32], pc[32];
 	size_t n = p->npeak < (size_t)(top > 0 ? top : 0) ? p->npeak : (size_t)(top > 0 ? top : 0);
 	xpf_buf_printf(out, "\nlargest buffers at the heap peak (%zu of %zu; all in peak_buffers.tsv):\n",
 		       n, p->npeak);
@@ -311,4 +334,22 @@ void xpf_plan_summary(const xpf_plan *p, int top, xpf_buf *out)
 			xpf_buf_printf(out, "  %s", b->instr->source);
 		xpf_buf_addc(out, '\n');
 	}
+}
+
+void xpf_plan_summary(const xpf_plan *p, int top, xpf_buf *out)
+{
+	xpf_buf_printf(out, "module %s (HLO module %s, program id %llu)\n", p->module,
+		       p->hlo_name[0] ? p->hlo_name : "?", (unsigned long long)p->program_id);
+	xpf_buf_printf(out, "instructions: %zu, rematerialized by XLA: %zu [read]\n", p->ninstrs,
+		       p->remat_instructions);
+	if (!p->has_assignment) {
+		xpf_buf_printf(out, "no buffer assignment: %s.\n"
+			       "Without it the plan (parameters, outputs, temp, heap peak) is unknown.\n",
+			       p->missing);
+		return;
+	}
+	summary_colors_kinds(p, out);
+	summary_device_heap(p, out);
+	summary_roles_hints(p, out);
+	summary_largest(p, top, out);
 }

@@ -153,6 +153,49 @@ void xpf_svg_num(xpf_buf *b, double v)
 		xpf_buf_printf(b, "%lld", t / 10);
 }
 
+void xpf_svg_rect_at(xpf_buf *b, double x, double y, double w, double h)
+{
+	xpf_buf_adds(b, " x=\"");
+	xpf_svg_num(b, x);
+	xpf_buf_adds(b, "\" y=\"");
+	xpf_svg_num(b, y);
+	xpf_buf_adds(b, "\" width=\"");
+	xpf_svg_num(b, w);
+	xpf_buf_adds(b, "\" height=\"");
+	xpf_svg_num(b, h);
+	xpf_buf_addc(b, '"');
+}
+
+void xpf_svg_hv(xpf_buf *b, double x, double y)
+{
+	xpf_buf_addc(b, 'H');
+	xpf_svg_num(b, x);
+	xpf_buf_addc(b, 'V');
+	xpf_svg_num(b, y);
+}
+
+void xpf_svg_cap_line(xpf_buf *b, const char *dashes, double x0, double x1, double y)
+{
+	xpf_buf_printf(b, "<line stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"%s\" x1=\"",
+		       dashes);
+	xpf_svg_num(b, x0);
+	xpf_buf_adds(b, "\" x2=\"");
+	xpf_svg_num(b, x1);
+	xpf_buf_adds(b, "\" y1=\"");
+	xpf_svg_num(b, y);
+	xpf_buf_adds(b, "\" y2=\"");
+	xpf_svg_num(b, y);
+	xpf_buf_adds(b, "\"/>");
+}
+
+void xpf_svg_message(xpf_buf *b, double x0, double y0, double x1, double y1, const char *what,
+		     size_t max_chars)
+{
+	xpf_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f6f6f6\" "
+		       "stroke=\"#ccc\"/>\n", (int)x0, (int)y0, (int)(x1 - x0), (int)(y1 - y0));
+	xpf_svg_text(b, (x0 + x1) / 2, (y0 + y1) / 2, "middle", "lg", what, max_chars);
+}
+
 void xpf_svg_text(xpf_buf *b, double x, double y, const char *anchor, const char *cls,
 		  const char *text, size_t max_chars)
 {

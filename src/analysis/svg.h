@@ -38,6 +38,16 @@ void xpf_svg_text(xpf_buf *b, double x, double y, const char *anchor, const char
 		  const char *text, size_t max_chars);
 /* <title>bytes as "123 bytes (1.2 KiB)"</title> pieces, for hover text. */
 void xpf_svg_bytes_text(xpf_buf *b, uint64_t bytes);
+/* ` x="x" y="y" width="w" height="h"`: where a <rect> is. */
+void xpf_svg_rect_at(xpf_buf *b, double x, double y, double w, double h);
+/* "H<x>V<y>": a step path's move across to x, then up or down to y. */
+void xpf_svg_hv(xpf_buf *b, double x, double y);
+/* A capacity: a red <line> from x0 to x1 at height y, dashed ("8 4"). */
+void xpf_svg_cap_line(xpf_buf *b, const char *dashes, double x0, double x1, double y);
+/* In place of a plot with nothing to draw: a grey box [x0,x1]×[y0,y1] (whole
+ * pixels) with `what` in its middle, cut to max_chars. */
+void xpf_svg_message(xpf_buf *b, double x0, double y0, double x1, double y1, const char *what,
+		     size_t max_chars);
 
 /* ---- axes ----------------------------------------------------------- */
 

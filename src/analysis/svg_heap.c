@@ -170,10 +170,7 @@ static void step_to(xpf_buf *out, size_t c, size_t ncols, long y10, long *cur)
 {
 	if (y10 == *cur)
 		return;
-	xpf_buf_addc(out, 'H');
-	xpf_svg_num(out, xcol(c, ncols));
-	xpf_buf_addc(out, 'V');
-	xpf_svg_num(out, (double)y10 / 10);
+	xpf_svg_hv(out, xcol(c, ncols), (double)y10 / 10);
 	*cur = y10;
 }
 
@@ -259,44 +256,49 @@ static void draw_panel(xpf_buf *out, const xpf_plan *p)
 	}
 }
 
-static void message(xpf_buf *out, const char *what)
+/* The empty picture: why there is no curve, and what the plan still says. */
+static void draw_no_heap(xpf_buf *out, const xpf_plan *p)
 {
-	xpf_buf_printf(out, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f6f6f6\" "
-		       "stroke=\"#ccc\"/>\n", (int)X0, (int)Y0, PLOT_W, (int)(Y1 - Y0));
-	xpf_svg_text(out, (X0 + X1) / 2, (Y0 + Y1) / 2, "middle", "lg", what, 120);
+	char hb[32], line[512];
+	snprintf(line, sizeof line, "no heap to draw: %s",
+		 !p->has_assignment ? (p->missing && p->missing[0] ? p->missing
+						: "the module has no buffer assignment")
+				    : "the buffer assignment has no heap-simulator trace");
+	xpf_svg_message(out, X0, Y0, X1, Y1, line, 120);
+	if (p->has_assignment) {
+		snprintf(line, sizeof line, "heap peak %s (%llu bytes) = indefinite allocations",
+			 xpf_human(p->heap_peak_bytes, hb), (unsigned long long)p->heap_peak_bytes);
+		xpf_svg_text(out, 12, 44, NULL, "sub", line, 0);
+		draw_panel(out, p);
+	}
 }
 
-void xpf_svg_heap(const xpf_plan *p, const xpf_svg_capacity *cap, xpf_buf *out)
+/* What the drawing steps share once the columns and the scale are known. */
+typedef struct heap_ctx {
+	const xpf_plan *p;
+	size_t n;              /* steps */
+	column *cols;
+	size_t ncols;
+	uint64_t ymax;         /* the most bytes of any column */
+	uint64_t capb;         /* the capacity, 0: none */
+	bool cap_on_scale;     /* the capacity fits the y axis, drawn as a line */
+	double top;            /* the y axis maximum */
+} heap_ctx;
+
+static double ycap(const heap_ctx *hc)
 {
-	char hb[32], hb2[32], line[512];
-	snprintf(line, sizeof line, "heap of %s over program order", p->module);
-	xpf_svg_begin(out, W, H, line);
-	snprintf(line, sizeof line, "Heap of %s over program order", p->module);
-	xpf_svg_text(out, 12, 24, NULL, "h", line, 110);
+	return ypos((double)hc->capb, hc->top);
+}
 
-	if (!p->has_assignment || p->nsteps == 0) {
-		snprintf(line, sizeof line, "no heap to draw: %s",
-			 !p->has_assignment ? (p->missing && p->missing[0] ? p->missing
-							: "the module has no buffer assignment")
-					    : "the buffer assignment has no heap-simulator trace");
-		message(out, line);
-		if (p->has_assignment) {
-			snprintf(line, sizeof line, "heap peak %s (%llu bytes) = indefinite allocations",
-				 xpf_human(p->heap_peak_bytes, hb),
-				 (unsigned long long)p->heap_peak_bytes);
-			xpf_svg_text(out, 12, 44, NULL, "sub", line, 0);
-			draw_panel(out, p);
-		}
-		xpf_svg_end(out);
-		return;
-	}
-
+/* Each column's steps, and the step that represents it: the one with the
+ * most bytes, so the peak is never averaged away. */
+static column *make_columns(const xpf_plan *p, size_t ncols, uint64_t *ymax)
+{
 	size_t n = p->nsteps;
-	size_t ncols = n < PLOT_W ? n : PLOT_W;
 	column *cols = calloc(ncols, sizeof *cols);
 	if (!cols)
 		abort();
-	uint64_t ymax = 0;
+	*ymax = 0;
 	for (size_t c = 0; c < ncols; c++) {
 		column *col = &cols[c];
 		col->first = c * n / ncols;
@@ -310,49 +312,54 @@ void xpf_svg_heap(const xpf_plan *p, const xpf_svg_capacity *cap, xpf_buf *out)
 		    p->steps[p->peak_position].bytes >= p->steps[col->at].bytes)
 			col->at = (size_t)p->peak_position;
 		col->bytes = p->steps[col->at].bytes;
-		if (col->bytes > ymax)
-			ymax = col->bytes;
+		if (col->bytes > *ymax)
+			*ymax = col->bytes;
 	}
-	split_roles(p, cols, ncols);
+	return cols;
+}
 
-	uint64_t capb = cap ? cap->bytes : 0;
-	bool cap_on_scale = capb && (double)capb <= 2.5 * (double)(ymax ? ymax : 1);
-	double scale_max = (double)ymax;
-	if (cap_on_scale && capb > ymax)
-		scale_max = (double)capb;
+static void draw_subtitle(xpf_buf *out, const heap_ctx *hc)
+{
+	const xpf_plan *p = hc->p;
+	char hb[32], hb2[32], hb3[32];
+	xpf_buf sub = XPF_BUF_INIT;
+	xpf_buf_printf(&sub, "peak %s at step %ld of %zu", xpf_human(p->heap_peak_bytes, hb),
+		       p->peak_position, hc->n);
+	xpf_buf_printf(&sub, " \xC2\xB7 temp %s \xC2\xB7 parameters %s \xC2\xB7 need %s",
+		       xpf_human(p->temp_bytes, hb), xpf_human(p->parameters_bytes, hb2),
+		       xpf_human(p->need_bytes, hb3));
+	if (hc->capb)
+		xpf_buf_printf(&sub, " \xC2\xB7 capacity %s", xpf_human(hc->capb, hb));
+	if (hc->n > hc->ncols)
+		xpf_buf_printf(&sub, " \xC2\xB7 %zu steps per column (max shown)",
+			       (hc->n + hc->ncols - 1) / hc->ncols);
+	xpf_svg_text(out, 12, 44, NULL, "sub", sub.data, 0);
+	xpf_buf_release(&sub);
+}
+
+/* The y ticks (which set hc->top) and the axes; x runs on steps, its ticks
+ * placed by value, and the plot spans exactly n steps. */
+static void draw_axes(xpf_buf *out, heap_ctx *hc)
+{
+	double scale_max = (double)hc->ymax;
+	if (hc->cap_on_scale && hc->capb > hc->ymax)
+		scale_max = (double)hc->capb;
 	xpf_svg_ticks yt, xt;
 	xpf_svg_ticks_make(&yt, scale_max * 1.06, 8, XPF_SVG_BYTES);
-	xpf_svg_ticks_make(&xt, (double)n, 10, XPF_SVG_COUNT);
-	/* x ticks run on steps; the plot spans exactly n steps */
-	double top = yt.top;
+	xpf_svg_ticks_make(&xt, (double)hc->n, 10, XPF_SVG_COUNT);
+	hc->top = yt.top;
+	xt.top = (double)hc->n;
+	xt.n = (int)((double)hc->n / xt.step) + 1;
+	xpf_svg_axes(out, X0, Y0, X1, Y1, &xt, 0, &yt, "program order (heap-simulator step)",
+		     "bytes in use (heap + parameters, outputs, constants)");
+}
 
-	/* subtitle */
-	{
-		xpf_buf sub = XPF_BUF_INIT;
-		xpf_buf_printf(&sub, "peak %s at step %ld of %zu", xpf_human(p->heap_peak_bytes, hb),
-			       p->peak_position, n);
-		xpf_buf_printf(&sub, " \xC2\xB7 temp %s \xC2\xB7 parameters %s \xC2\xB7 need %s",
-			       xpf_human(p->temp_bytes, hb), xpf_human(p->parameters_bytes, hb2),
-			       xpf_human(p->need_bytes, line));
-		if (capb)
-			xpf_buf_printf(&sub, " \xC2\xB7 capacity %s", xpf_human(capb, hb));
-		if (n > ncols)
-			xpf_buf_printf(&sub, " \xC2\xB7 %zu steps per column (max shown)",
-				       (n + ncols - 1) / ncols);
-		xpf_svg_text(out, 12, 44, NULL, "sub", sub.data, 0);
-		xpf_buf_release(&sub);
-	}
-
-	/* axes: x in steps; ticks placed by value */
-	{
-		xpf_svg_ticks xs = xt;
-		xs.top = (double)n;
-		xs.n = (int)((double)n / xt.step) + 1;
-		xpf_svg_axes(out, X0, Y0, X1, Y1, &xs, 0, &yt, "program order (heap-simulator step)",
-			     "bytes in use (heap + parameters, outputs, constants)");
-	}
-
-	/* the stack, drawn top role first so each layer paints over the sum above it */
+/* The stack, drawn top role first so each layer paints over the sum above
+ * it, then the outline of the total. */
+static void draw_stack(xpf_buf *out, const heap_ctx *hc)
+{
+	const column *cols = hc->cols;
+	size_t ncols = hc->ncols;
 	for (int r = XPF_NROLES - 1; r >= 0; r--) {
 		bool any = false;
 		for (size_t c = 0; c < ncols && !any; c++)
@@ -368,7 +375,7 @@ void xpf_svg_heap(const xpf_plan *p, const xpf_svg_capacity *cap, xpf_buf *out)
 			double cum = 0;
 			for (int k = 0; k <= r; k++)
 				cum += cols[c].role[k];
-			step_to(out, c, ncols, (long)(ypos(cum, top) * 10 + 0.5), &cur);
+			step_to(out, c, ncols, (long)(ypos(cum, hc->top) * 10 + 0.5), &cur);
 		}
 		xpf_buf_adds(out, "H");
 		xpf_svg_num(out, X1);
@@ -376,21 +383,25 @@ void xpf_svg_heap(const xpf_plan *p, const xpf_svg_capacity *cap, xpf_buf *out)
 		xpf_svg_num(out, Y1);
 		xpf_buf_adds(out, "Z\"/>\n");
 	}
-	/* outline of the total */
-	{
-		xpf_buf_adds(out, "<path fill=\"none\" stroke=\"#222\" stroke-width=\"1\" d=\"M");
-		xpf_svg_num(out, X0);
-		xpf_buf_addc(out, ' ');
-		long cur = (long)(ypos((double)cols[0].bytes, top) * 10 + 0.5);
-		xpf_svg_num(out, (double)cur / 10);
-		for (size_t c = 1; c < ncols; c++)
-			step_to(out, c, ncols, (long)(ypos((double)cols[c].bytes, top) * 10 + 0.5), &cur);
-		xpf_buf_adds(out, "H");
-		xpf_svg_num(out, X1);
-		xpf_buf_adds(out, "\"/>\n");
-	}
+	xpf_buf_adds(out, "<path fill=\"none\" stroke=\"#222\" stroke-width=\"1\" d=\"M");
+	xpf_svg_num(out, X0);
+	xpf_buf_addc(out, ' ');
+	long cur = (long)(ypos((double)cols[0].bytes, hc->top) * 10 + 0.5);
+	xpf_svg_num(out, (double)cur / 10);
+	for (size_t c = 1; c < ncols; c++)
+		step_to(out, c, ncols, (long)(ypos((double)cols[c].bytes, hc->top) * 10 + 0.5), &cur);
+	xpf_buf_adds(out, "H");
+	xpf_svg_num(out, X1);
+	xpf_buf_adds(out, "\"/>\n");
+}
 
-	/* hover bands: exact figures per group of columns */
+/* Invisible bands over groups of columns whose hover text gives the exact
+ * figures of the group's largest step. */
+static void draw_hover_bands(xpf_buf *out, const heap_ctx *hc)
+{
+	const xpf_plan *p = hc->p;
+	const column *cols = hc->cols;
+	size_t ncols = hc->ncols;
 	size_t per = (ncols + HOVER_BANDS - 1) / HOVER_BANDS;
 	xpf_buf_adds(out, "<g fill=\"#fff\" fill-opacity=\"0\">\n");
 	for (size_t c = 0; c < ncols; c += per) {
@@ -415,97 +426,124 @@ void xpf_svg_heap(const xpf_plan *p, const xpf_svg_capacity *cap, xpf_buf *out)
 		xpf_buf_adds(out, "</title></rect>\n");
 	}
 	xpf_buf_adds(out, "</g>\n");
+}
 
-	/* capacity */
-	if (capb) {
-		const char *what = cap->what ? cap->what : "capacity";
-		if (cap_on_scale) {
-			double y = ypos((double)capb, top);
-			xpf_buf_adds(out, "<g><title>");
-			xpf_svg_esc(out, what, 0);
-			xpf_buf_adds(out, ": ");
-			xpf_svg_bytes_text(out, capb);
-			xpf_buf_adds(out, "</title><line stroke=\"#d62728\" stroke-width=\"2\" "
-					  "stroke-dasharray=\"8 4\" x1=\"");
-			xpf_svg_num(out, X0);
-			xpf_buf_adds(out, "\" x2=\"");
-			xpf_svg_num(out, X1);
-			xpf_buf_adds(out, "\" y1=\"");
-			xpf_svg_num(out, y);
-			xpf_buf_adds(out, "\" y2=\"");
-			xpf_svg_num(out, y);
-			xpf_buf_adds(out, "\"/>");
-			snprintf(line, sizeof line, "capacity %s", xpf_human(capb, hb));
-			xpf_svg_text(out, X0 + 6, y - 5, NULL, "cap", line, 0);
-			xpf_buf_adds(out, "</g>\n");
-		} else {
-			xpf_buf_adds(out, "<g><title>");
-			xpf_svg_esc(out, what, 0);
-			xpf_buf_adds(out, ": ");
-			xpf_svg_bytes_text(out, capb);
-			xpf_buf_adds(out, "</title>");
-			snprintf(line, sizeof line, "capacity %s: above this scale (the peak is %s%% of it)",
-				 xpf_human(capb, hb), xpf_pct(ymax, capb, hb2));
-			xpf_svg_text(out, X0 + 6, Y0 + 14, NULL, "cap", line, 0);
-			xpf_buf_adds(out, "</g>\n");
-		}
+/* A dashed line where the capacity fits the scale; a note when it is
+ * above it. */
+static void draw_capacity(xpf_buf *out, const heap_ctx *hc, const char *what)
+{
+	char hb[32], hb2[32], line[512];
+	xpf_buf_adds(out, "<g><title>");
+	xpf_svg_esc(out, what, 0);
+	xpf_buf_adds(out, ": ");
+	xpf_svg_bytes_text(out, hc->capb);
+	xpf_buf_adds(out, "</title>");
+	if (hc->cap_on_scale) {
+		double y = ycap(hc);
+		xpf_svg_cap_line(out, "8 4", X0, X1, y);
+		snprintf(line, sizeof line, "capacity %s", xpf_human(hc->capb, hb));
+		xpf_svg_text(out, X0 + 6, y - 5, NULL, "cap", line, 0);
+	} else {
+		snprintf(line, sizeof line, "capacity %s: above this scale (the peak is %s%% of it)",
+			 xpf_human(hc->capb, hb), xpf_pct(hc->ymax, hc->capb, hb2));
+		xpf_svg_text(out, X0 + 6, Y0 + 14, NULL, "cap", line, 0);
+	}
+	xpf_buf_adds(out, "</g>\n");
+}
+
+/* The peak's two labels beside its marker at (x, y), on the side with more
+ * space, moved below the capacity line when they would cross it.  A white
+ * halo keeps them readable over the stack. */
+static void peak_labels(xpf_buf *out, const heap_ctx *hc, double x, double y)
+{
+	const xpf_plan *p = hc->p;
+	char hb[32], line[512];
+	bool right = x > (X0 + X1) / 2;
+	double ly = y - 22 < Y0 + 12 ? Y0 + 12 : y - 22;
+	if (hc->cap_on_scale && hc->capb && ly > ycap(hc) - 34 && ly < ycap(hc) + 4)
+		ly = ycap(hc) + 16;
+	double space = right ? x - 8 - X0 : X1 - x - 8;
+	size_t fit = space > 0 ? (size_t)(space / 7.4) : 0;
+	snprintf(line, sizeof line, "peak %s at step %ld", xpf_human(p->heap_peak_bytes, hb),
+		 p->peak_position);
+	for (int k = 0; k < 2 && fit >= 8; k++) {
+		const char *txt = k == 0 ? line : p->peak_instruction;
+		if (!txt || !txt[0])
+			break;
+		xpf_buf_printf(out, "<text stroke=\"#fff\" stroke-width=\"4\" paint-order=\"stroke\" "
+			       "class=\"%s\" x=\"", k == 0 ? "pk" : "pki");
+		xpf_svg_num(out, right ? x - 8 : x + 8);
+		xpf_buf_adds(out, "\" y=\"");
+		xpf_svg_num(out, ly + 15 * k);
+		xpf_buf_printf(out, "\"%s>", right ? " text-anchor=\"end\"" : "");
+		xpf_svg_esc(out, txt, fit);
+		xpf_buf_adds(out, "</text>");
+	}
+}
+
+/* The heap peak: a dot on the curve, a dashed drop to the axis, labels. */
+static void draw_peak(xpf_buf *out, const heap_ctx *hc)
+{
+	const xpf_plan *p = hc->p;
+	size_t pc = (size_t)p->peak_position * hc->ncols / hc->n;
+	double x = (xcol(pc, hc->ncols) + xcol(pc + 1, hc->ncols)) / 2;
+	double y = ypos((double)p->steps[p->peak_position].bytes, hc->top);
+	xpf_buf_adds(out, "<g><title>heap peak: ");
+	xpf_svg_bytes_text(out, p->heap_peak_bytes);
+	xpf_buf_printf(out, " (unpadded %llu) at step %ld, ",
+		       (unsigned long long)p->heap_peak_unpadded_bytes, p->peak_position);
+	xpf_svg_esc(out, p->peak_instruction, 200);
+	xpf_buf_adds(out, "</title><line stroke=\"#b00000\" stroke-dasharray=\"3 3\" x1=\"");
+	xpf_svg_num(out, x);
+	xpf_buf_adds(out, "\" x2=\"");
+	xpf_svg_num(out, x);
+	xpf_buf_adds(out, "\" y1=\"");
+	xpf_svg_num(out, y);
+	xpf_buf_adds(out, "\" y2=\"");
+	xpf_svg_num(out, Y1);
+	xpf_buf_adds(out, "\"/><circle r=\"4\" fill=\"#b00000\" cx=\"");
+	xpf_svg_num(out, x);
+	xpf_buf_adds(out, "\" cy=\"");
+	xpf_svg_num(out, y);
+	xpf_buf_adds(out, "\"/>");
+	peak_labels(out, hc, x, y);
+	xpf_buf_adds(out, "</g>\n");
+}
+
+void xpf_svg_heap(const xpf_plan *p, const xpf_svg_capacity *cap, xpf_buf *out)
+{
+	char line[512];
+	snprintf(line, sizeof line, "heap of %s over program order", p->module);
+	xpf_svg_begin(out, W, H, line);
+	snprintf(line, sizeof line, "Heap of %s over program order", p->module);
+	xpf_svg_text(out, 12, 24, NULL, "h", line, 110);
+	if (!p->has_assignment || p->nsteps == 0) {
+		draw_no_heap(out, p);
+		xpf_svg_end(out);
+		return;
 	}
 
-	/* the peak */
-	if (p->peak_position >= 0 && (size_t)p->peak_position < n) {
-		size_t pc = (size_t)p->peak_position * ncols / n;
-		double x = (xcol(pc, ncols) + xcol(pc + 1, ncols)) / 2;
-		double y = ypos((double)p->steps[p->peak_position].bytes, top);
-		xpf_buf_adds(out, "<g><title>heap peak: ");
-		xpf_svg_bytes_text(out, p->heap_peak_bytes);
-		xpf_buf_printf(out, " (unpadded %llu) at step %ld, ",
-			       (unsigned long long)p->heap_peak_unpadded_bytes, p->peak_position);
-		xpf_svg_esc(out, p->peak_instruction, 200);
-		xpf_buf_adds(out, "</title><line stroke=\"#b00000\" stroke-dasharray=\"3 3\" x1=\"");
-		xpf_svg_num(out, x);
-		xpf_buf_adds(out, "\" x2=\"");
-		xpf_svg_num(out, x);
-		xpf_buf_adds(out, "\" y1=\"");
-		xpf_svg_num(out, y);
-		xpf_buf_adds(out, "\" y2=\"");
-		xpf_svg_num(out, Y1);
-		xpf_buf_adds(out, "\"/><circle r=\"4\" fill=\"#b00000\" cx=\"");
-		xpf_svg_num(out, x);
-		xpf_buf_adds(out, "\" cy=\"");
-		xpf_svg_num(out, y);
-		xpf_buf_adds(out, "\"/>");
-		bool right = x > (X0 + X1) / 2;
-		double ly = y - 22 < Y0 + 12 ? Y0 + 12 : y - 22;
-		if (cap_on_scale && capb && ly > ypos((double)capb, top) - 34 &&
-		    ly < ypos((double)capb, top) + 4)
-			ly = ypos((double)capb, top) + 16;
-		double room = right ? x - 8 - X0 : X1 - x - 8;
-		size_t fit = room > 0 ? (size_t)(room / 7.4) : 0;
-		snprintf(line, sizeof line, "peak %s at step %ld", xpf_human(p->heap_peak_bytes, hb),
-			 p->peak_position);
-		/* a white halo keeps the labels readable over the stack */
-		for (int k = 0; k < 2 && fit >= 8; k++) {
-			const char *txt = k == 0 ? line : p->peak_instruction;
-			if (!txt || !txt[0])
-				break;
-			xpf_buf_printf(out, "<text stroke=\"#fff\" stroke-width=\"4\" paint-order=\"stroke\" "
-				       "class=\"%s\" x=\"", k == 0 ? "pk" : "pki");
-			xpf_svg_num(out, right ? x - 8 : x + 8);
-			xpf_buf_adds(out, "\" y=\"");
-			xpf_svg_num(out, ly + 15 * k);
-			xpf_buf_printf(out, "\"%s>", right ? " text-anchor=\"end\"" : "");
-			xpf_svg_esc(out, txt, fit);
-			xpf_buf_adds(out, "</text>");
-		}
-		xpf_buf_adds(out, "</g>\n");
-	}
+	heap_ctx hc = { .p = p, .n = p->nsteps };
+	hc.ncols = hc.n < PLOT_W ? hc.n : PLOT_W;
+	hc.cols = make_columns(p, hc.ncols, &hc.ymax);
+	split_roles(p, hc.cols, hc.ncols);
+	hc.capb = cap ? cap->bytes : 0;
+	hc.cap_on_scale = hc.capb && (double)hc.capb <= 2.5 * (double)(hc.ymax ? hc.ymax : 1);
 
+	draw_subtitle(out, &hc);
+	draw_axes(out, &hc);
+	draw_stack(out, &hc);
+	draw_hover_bands(out, &hc);
+	if (hc.capb)
+		draw_capacity(out, &hc, cap->what ? cap->what : "capacity");
+	if (p->peak_position >= 0 && (size_t)p->peak_position < hc.n)
+		draw_peak(out, &hc);
 	draw_panel(out, p);
-	if (n > ncols || p->npeak) {
+	if (hc.n > hc.ncols || p->npeak) {
 		xpf_svg_text(out, 12, H - 10, NULL, "sm",
 			     "Split by role: the plan's at the peak; elsewhere inferred from buffer "
 			     "lifetimes, scaled to each step's bytes.  Hover for exact figures.", 0);
 	}
-	free(cols);
+	free(hc.cols);
 	xpf_svg_end(out);
 }

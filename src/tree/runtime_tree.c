@@ -51,39 +51,38 @@ static void summary_no_events(const xpf_runtime *rt, xpf_buf *out)
 		     "  is still complete.\n");
 }
 
-static int render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+/* Each allocator: capacity, peaks, counts, what is in use at the end. */
+static void summary_allocators(const xpf_runtime *rt, xpf_buf *out)
 {
-	const xpf_runtime *rt;
-	int rc = xpf_host_runtime(h, &rt, err);
-	if (rc != XPF_OK)
-		return rc;
 	char h1[32], h2[32], h3[32];
-	xpf_buf_adds(out, "# What the allocator did (measured: from the capture's allocator and execution events).\n");
-	if (!rt->has_events) {
-		summary_no_events(rt, out);
-	} else {
-		xpf_buf_printf(out, "allocators: %zu, keyed by %s\n", rt->nallocators,
-			       rt->keyed_by_index ? "index_on_host (TPU style, named tpu:<n>)" :
-						    "allocator_name");
-		for (size_t i = 0; i < rt->nallocators; i++) {
-			const xpf_rt_allocator *a = &rt->allocators[i];
-			xpf_buf_printf(out, "  %s%s: capacity %s, peak in window %s at %" PRId64
-				       " ns, lifetime peak %s [measured]\n",
-				       a->name, a->is_pool ? " (device pool)" : a->device >= 0 ? " (collective)" : " (host)",
-				       xpf_human(a->capacity_bytes, h1), xpf_human(a->peak_in_window_bytes, h2),
-				       a->peak_ns, xpf_human(a->lifetime_peak_bytes, h3));
-			xpf_buf_printf(out, "    %" PRIu64 " allocations, %" PRIu64 " deallocations",
-				       a->allocations, a->deallocations);
-			if (a->unmatched_deallocations)
-				xpf_buf_printf(out, ", %" PRIu64 " deallocations of blocks allocated before the "
-					       "capture (%s)", a->unmatched_deallocations,
-					       xpf_human(a->unmatched_deallocated_bytes, h1));
-			xpf_buf_printf(out, "; in use at the end %s, of which %s in %" PRIu64
-				       " blocks allocated during the capture [measured]\n",
-				       xpf_human(a->live_at_end_bytes, h1), xpf_human(a->seen_live_at_end_bytes, h2),
-				       a->seen_live_at_end_blocks);
-		}
+	xpf_buf_printf(out, "allocators: %zu, keyed by %s\n", rt->nallocators,
+		       rt->keyed_by_index ? "index_on_host (TPU style, named tpu:<n>)" :
+					    "allocator_name");
+	for (size_t i = 0; i < rt->nallocators; i++) {
+		const xpf_rt_allocator *a = &rt->allocators[i];
+		xpf_buf_printf(out, "  %s%s: capacity %s, peak in window %s at %" PRId64
+			       " ns, lifetime peak %s [measured]\n",
+			       a->name, a->is_pool ? " (device pool)" : a->device >= 0 ? " (collective)" : " (host)",
+			       xpf_human(a->capacity_bytes, h1), xpf_human(a->peak_in_window_bytes, h2),
+			       a->peak_ns, xpf_human(a->lifetime_peak_bytes, h3));
+		xpf_buf_printf(out, "    %" PRIu64 " allocations, %" PRIu64 " deallocations",
+			       a->allocations, a->deallocations);
+		if (a->unmatched_deallocations)
+			xpf_buf_printf(out, ", %" PRIu64 " deallocations of blocks allocated before the "
+				       "capture (%s)", a->unmatched_deallocations,
+				       xpf_human(a->unmatched_deallocated_bytes, h1));
+		xpf_buf_printf(out, "; in use at the end %s, of which %s in %" PRIu64
+			       " blocks allocated during the capture [measured]\n",
+			       xpf_human(a->live_at_end_bytes, h1), xpf_human(a->seen_live_at_end_bytes, h2),
+			       a->seen_live_at_end_blocks);
 	}
+}
+
+/* The executions: how many were launched, per module the bytes in use at
+ * the start of the first eight, and those never launched. */
+static void summary_executions(xpf_host *h, const xpf_runtime *rt, xpf_buf *out)
+{
+	char h1[32];
 	size_t launched[3] = { 0, 0, 0 }, ambiguous = 0;
 	for (size_t i = 0; i < rt->nexecutions; i++) {
 		launched[rt->executions[i].launched]++;
@@ -92,7 +91,6 @@ static int render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 	xpf_buf_printf(out, "executions: %zu (launched: %zu yes, %zu no, %zu unknown; %zu not linked to "
 		       "one module)\n", rt->nexecutions, launched[XPF_LAUNCHED_YES],
 		       launched[XPF_LAUNCHED_NO], launched[XPF_LAUNCHED_UNKNOWN], ambiguous);
-	/* per module: executions and in use at start */
 	for (size_t m = 0; m < h->nmodules; m++) {
 		size_t cnt = 0;
 		for (size_t i = 0; i < rt->nexecutions; i++)
@@ -120,6 +118,10 @@ static int render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 				       x->module_execution, x->device,
 				       x->stopped_in_build ? ", stopped in Build buffer allocations" : "");
 	}
+}
+
+static void summary_retries(const xpf_runtime *rt, xpf_buf *out)
+{
 	xpf_buf_printf(out, "allocator retries: %zu\n", rt->nretries);
 	for (size_t i = 0; i < rt->nretries; i++) {
 		const xpf_rt_retry *r = &rt->retries[i];
@@ -130,10 +132,13 @@ static int render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 				       xpf_launched_name(rt->executions[r->execution].launched));
 		xpf_buf_adds(out, " [measured]\n");
 	}
-	const xpf_diagnosis *d;
-	rc = xpf_host_diagnosis(h, &d, err);
-	if (rc != XPF_OK)
-		return rc;
+}
+
+/* The host events between the focus module's last two executions
+ * (between.tsv), or why there are none. */
+static void summary_between(xpf_host *h, const xpf_runtime *rt, const xpf_diagnosis *d,
+			    xpf_buf *out)
+{
 	const xpf_rt_between *b = &d->between;
 	if (b->module >= 0 && b->from_execution >= 0) {
 		uint64_t cnt = 0;
@@ -156,6 +161,26 @@ static int render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 			xpf_buf_printf(out, "between: %s ran fewer than two times on one device; between.tsv is empty\n",
 				       name);
 	}
+}
+
+static int render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+{
+	const xpf_runtime *rt;
+	int rc = xpf_host_runtime(h, &rt, err);
+	if (rc != XPF_OK)
+		return rc;
+	xpf_buf_adds(out, "# What the allocator did (measured: from the capture's allocator and execution events).\n");
+	if (!rt->has_events)
+		summary_no_events(rt, out);
+	else
+		summary_allocators(rt, out);
+	summary_executions(h, rt, out);
+	summary_retries(rt, out);
+	const xpf_diagnosis *d;
+	rc = xpf_host_diagnosis(h, &d, err);
+	if (rc != XPF_OK)
+		return rc;
+	summary_between(h, rt, d, out);
 	(void)n;
 	return XPF_OK;
 }
