@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,47 +94,14 @@ static void index_job_run(void *ctx, size_t k, xpf_window *w)
  * lines_read; the time base needs every plane's), on as many threads as
  * there are CPUs.  Errors stay with the planes and are met again, in plane
  * order, by whoever asks next. */
-static void index_planes(xpf_host *h)
+static void index_planes(xpf_host *h, const xpf_rt_options *opt)
 {
 	size_t n = xpf_capture_nplanes(h->cap);
 	uint64_t *size = xpf_realloc_array(NULL, n ? n : 1, sizeof *size);
 	for (size_t k = 0; k < n; k++)
 		size[k] = xpf_capture_plane_head(h->cap, k)->length;
-	xpf_rt_run_jobs(n, size, xpf_rt_threads(n, NULL), index_job_run, h);
+	xpf_rt_run_jobs(n, size, xpf_rt_threads(opt, n), index_job_run, h);
 	free(size);
-}
-
-/* XPF_PHASES=1 prints when each phase of the build ends (seconds since it
- * began) on stderr: how bench/README.md's "Where the time goes" is read. */
-struct phases {
-	bool on;
-	struct timespec t0;
-};
-
-static void phase(const struct phases *ph, const char *what)
-{
-	if (!ph->on)
-		return;
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	long anon_kb = -1;
-	char line[256];
-	FILE *f = fopen("/proc/self/status", "r");
-	while (f && fgets(line, sizeof line, f))
-		if (sscanf(line, "RssAnon: %ld", &anon_kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	long huge_kb = -1;
-	f = fopen("/proc/self/smaps_rollup", "r");
-	while (f && fgets(line, sizeof line, f))
-		if (sscanf(line, "AnonHugePages: %ld", &huge_kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	fprintf(stderr, "xplanefs: runtime phase %-8s %.3f s, RssAnon %ld MiB (%ld on huge pages)\n",
-		what, (double)(t.tv_sec - ph->t0.tv_sec) + (double)(t.tv_nsec - ph->t0.tv_nsec) * 1e-9,
-		anon_kb / 1024, huge_kb / 1024);
 }
 
 /* Every execution is made from one event: of /host:CPU, or of a TPU
@@ -154,28 +122,39 @@ static size_t exec_bound(const xpf_host *h)
 	return n;
 }
 
-static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
-{
-	const char *pv_env = getenv("XPF_PHASES");
-	struct phases ph = { pv_env && *pv_env && strcmp(pv_env, "0") != 0, { 0, 0 } };
-	clock_gettime(CLOCK_MONOTONIC, &ph.t0);
+/* A build in progress: the scan of the host lines, and what the caller
+ * hears of each phase (xpf_rt_options.phase). */
+struct build {
+	xpf_host *h;
+	xpf_runtime *rt;
 	struct scan s;
-	memset(&s, 0, sizeof s);
-	s.h = h;
-	s.rt = rt;
-	s.last_alloc = -1;
-	index_planes(h);
-	phase(&ph, "index");
-	int rc = xpf_capture_time_base(h->cap, &s.base, err);
-	if (rc != XPF_OK)
-		return rc;
-	struct xpf_rt_priv *pv = rt->priv;
-	xpf_rt_exec_rooms(&s, exec_bound(h));
+	struct timespec t0;
+	xpf_rt_progress prog;
+};
+
+static void phase_end(struct build *b, const char *what)
+{
+	const xpf_rt_options *o = &b->rt->priv->opt;
+	if (!o->phase)
+		return;
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	b->prog.phase = what;
+	b->prog.seconds = (double)(t.tv_sec - b->t0.tv_sec) + (double)(t.tv_nsec - b->t0.tv_nsec) * 1e-9;
+	b->prog.nevents = b->rt->nevents;
+	b->prog.nsites = b->rt->nsites;
+	b->prog.nexecutions = b->rt->nexecutions;
+	b->prog.host_chunks_by_others = b->rt->host_chunks_by_others;
+	o->phase(o->phase_ctx, &b->prog);
+}
+
+/* The modules' names and base names ("jit_f" for "jit_f(12)"), which the
+ * link and the kernels compare with what events name. */
+static void module_names(xpf_host *h, struct xpf_rt_priv *pv)
+{
 	pv->nmodules = h->nmodules;
-	pv->base = calloc(h->nmodules ? h->nmodules : 1, sizeof *pv->base);
-	pv->module_names = calloc(h->nmodules ? h->nmodules : 1, sizeof *pv->module_names);
-	if (!pv->base || !pv->module_names)
-		abort();
+	pv->base = xpf_calloc(h->nmodules ? h->nmodules : 1, sizeof *pv->base);
+	pv->module_names = xpf_calloc(h->nmodules ? h->nmodules : 1, sizeof *pv->module_names);
 	for (size_t m = 0; m < h->nmodules; m++) {
 		const char *n = xpf_capture_module(h->cap, m)->name;
 		size_t len = strlen(n);
@@ -191,143 +170,198 @@ static int build(xpf_host *h, xpf_runtime *rt, xpf_error *err)
 		if (!pv->base[m])
 			abort();
 	}
+}
 
+/* The /host:CPU plane's lines scanned (none: nothing to do). */
+static int scan_host_plane(struct build *b, xpf_error *err)
+{
+	xpf_host *h = b->h;
+	xpf_runtime *rt = b->rt;
+	struct scan *s = &b->s;
+	struct xpf_rt_priv *pv = rt->priv;
 	long pi = xpf_capture_find_plane(h->cap, "/host:CPU");
-	if (pi >= 0) {
-		rt->has_host_plane = true;
-		rc = xpf_capture_plane(h->cap, (size_t)pi, &s.p, err);
-		if (rc != XPF_OK)
-			goto out;
-		rt->host_plane = s.p;
-		/* an event without an execution keeps its line in `execution`
-		 * (-2 - line): in 32 bits */
-		if (s.p->nlines > (size_t)INT32_MAX - 1) {
-			rc = xpf_fail(err, XPF_EMALFORMED, "%s: /host:CPU has more than %d lines: not supported",
-				      xpf_capture_label(h->cap), INT32_MAX - 1);
-			goto out;
-		}
-		size_t nmd = s.p->n_event_md ? s.p->n_event_md : 1;
-		s.md_flags = malloc(nmd * sizeof *s.md_flags);
-		s.md_dev = malloc(nmd * sizeof *s.md_dev);
-		if (!s.md_flags || !s.md_dev)
-			abort();
-		for (size_t k = 0; k < nmd; k++)
-			s.md_flags[k] = UINT_MAX;
-		xpf_rt_alloc_stat_ids(&s);
-		pv->nlines = s.p->nlines;
-		/* each line's set by its scan (xpf_rt_scan_line), on the threads: their
-		 * 2.7 MB of fresh 4 KiB pages on the 1 GiB capture were ~11 ms
-		 * on one core before the scan when set here */
-		pv->line_t0 = xpf_realloc_array(NULL, pv->nlines ? pv->nlines : 1, sizeof *pv->line_t0);
-		pv->line_t1 = xpf_realloc_array(NULL, pv->nlines ? pv->nlines : 1, sizeof *pv->line_t1);
-		s.line_t0 = pv->line_t0;
-		s.line_t1 = pv->line_t1;
-		xpf_rt_events_room(&s, s.p->nevents);
-		size_t nchunks;
-		rc = xpf_rt_scan_host(&s, &nchunks, &rt->host_chunks_by_others, err);
-		phase(&ph, "host");
-		if (ph.on)
-			fprintf(stderr, "xplanefs: runtime host lines: %zu, read in %zu chunk(s), %zu by other threads; "
-				"%zu allocator events at %zu sites, %zu executions\n",
-				s.p->nlines, nchunks, rt->host_chunks_by_others, rt->nevents, rt->nsites,
-				rt->nexecutions);
-		if (rc != XPF_OK)
-			goto out;
-	}
-	/* Every execution made (the TPU ones now).  When the finish will ask
-	 * for some devices' kernels: the executions sorted, then side by side
-	 * the kernel scans of those devices (they write only the buckets) and
-	 * the events' order, replay and what the executions need of them
-	 * (events, allocators, retries, executions).  Else the executions'
-	 * sort is what goes beside the events' order and replay.
-	 * XPF_KERNELS=all reads every device's kernels there, =ask none (each
-	 * on the finish's first ask): for tests, the same tree either way. */
-	rc = xpf_rt_devices_prepare(&s, err);
+	if (pi < 0)
+		return XPF_OK;
+	rt->has_host_plane = true;
+	int rc = xpf_capture_plane(h->cap, (size_t)pi, &s->p, err);
 	if (rc != XPF_OK)
-		goto out;
-	bool *want = xpf_calloc(pv->ndev ? pv->ndev : 1, sizeof *want);
-	const char *kenv = getenv("XPF_KERNELS");
-	if (kenv && strcmp(kenv, "all") == 0)
+		return rc;
+	rt->host_plane = s->p;
+	/* an event without an execution keeps its line in `execution`
+	 * (-2 - line): in 32 bits */
+	if (s->p->nlines > (size_t)INT32_MAX - 1)
+		return xpf_fail(err, XPF_EMALFORMED, "%s: /host:CPU has more than %d lines: not supported",
+				xpf_capture_label(h->cap), INT32_MAX - 1);
+	size_t nmd = s->p->n_event_md ? s->p->n_event_md : 1;
+	s->md_flags = xpf_realloc_array(NULL, nmd, sizeof *s->md_flags);
+	s->md_dev = xpf_realloc_array(NULL, nmd, sizeof *s->md_dev);
+	for (size_t k = 0; k < nmd; k++)
+		s->md_flags[k] = UINT_MAX;
+	xpf_rt_alloc_stat_ids(s);
+	pv->nlines = s->p->nlines;
+	/* each line's bounds are set by its own scan, on the threads */
+	pv->line_t0 = xpf_realloc_array(NULL, pv->nlines ? pv->nlines : 1, sizeof *pv->line_t0);
+	pv->line_t1 = xpf_realloc_array(NULL, pv->nlines ? pv->nlines : 1, sizeof *pv->line_t1);
+	s->line_t0 = pv->line_t0;
+	s->line_t1 = pv->line_t1;
+	xpf_rt_events_room(s, s->p->nevents);
+	rc = xpf_rt_scan_host(s, &b->prog.host_chunks, &rt->host_chunks_by_others, err);
+	b->prog.host_lines = s->p->nlines;
+	phase_end(b, "host");
+	return rc;
+}
+
+/* Which devices' kernels are read before the link (want[d]): as the
+ * options say, by default those the link will ask about.  Their count. */
+static size_t kernels_wanted(struct build *b, bool *want)
+{
+	struct xpf_rt_priv *pv = b->rt->priv;
+	if (pv->opt.kernels == XPF_RT_KERNELS_ALL)
 		memset(want, 1, pv->ndev * sizeof *want);
-	else if (!(kenv && strcmp(kenv, "ask") == 0))
-		xpf_rt_kernels_wanted(h, rt, want); /* (the executions' order does not matter) */
+	else if (pv->opt.kernels == XPF_RT_KERNELS_WANTED)
+		xpf_rt_kernels_wanted(b->h, b->rt, want); /* (the executions' order does not matter) */
 	size_t nwant = 0;
 	for (size_t d = 0; d < pv->ndev; d++)
 		nwant += want[d] && pv->kdev[d].nplanes;
-	size_t threads = xpf_rt_threads(2, NULL);
-	struct xpf_rt_finish fin;
-	struct order_job oj = { rt, &fin };
+	return nwant;
+}
+
+/* The events ordered and replayed, the executions ordered with their
+ * events; side by side with the kernel scans of the devices in want when
+ * there are some (they write only the kernels' buckets), else with the
+ * executions' sort (they share no field). */
+static void order_beside_kernels(struct build *b, const bool *want, size_t nwant,
+				 struct xpf_rt_finish *fin)
+{
+	xpf_runtime *rt = b->rt;
+	struct xpf_rt_priv *pv = rt->priv;
+	size_t threads = xpf_rt_threads(&pv->opt, 2);
+	struct order_job oj = { rt, fin };
 	pthread_t ot;
-	bool ordering = false;
+	bool beside = false;
 	if (nwant) {
-		xpf_rt_finish_begin(rt, &fin);
-		fin.threads = threads;
-		ordering = threads > 1 && pthread_create(&ot, NULL, order_worker, &oj) == 0;
-		if (!ordering)
+		xpf_rt_finish_begin(rt, fin);
+		fin->threads = threads;
+		beside = threads > 1 && pthread_create(&ot, NULL, order_worker, &oj) == 0;
+		if (!beside)
 			order_worker(&oj);
 	} else {
-		/* no kernels to read first: the executions sorted on the second
-		 * core beside the events' order and replay (they share no field) */
 		bool two = threads > 1 && pthread_create(&ot, NULL, begin_worker, &oj) == 0;
 		xpf_rt_order_and_replay(rt);
 		if (two)
 			pthread_join(ot, NULL);
 		else
-			xpf_rt_finish_begin(rt, &fin);
-		fin.threads = threads;
-		xpf_rt_finish_events(rt, &fin);
+			xpf_rt_finish_begin(rt, fin);
+		fin->threads = threads;
+		xpf_rt_finish_events(rt, fin);
 	}
 	xpf_rt_devices_run(pv, want);
-	free(want);
-	phase(&ph, "devices");
-	if (ordering)
+	phase_end(b, "devices");
+	if (beside)
 		pthread_join(ot, NULL);
 	xpf_map_free(&pv->site_map); /* the replay made the last site */
-	phase(&ph, "order");
-	rc = xpf_rt_kernels_error(pv, err);       /* those read beforehand */
+	phase_end(b, "order");
+}
+
+/* After the order: the link, with the kernels' errors of those read before
+ * it and of those it asked for. */
+static int link(struct build *b, size_t nwant, struct xpf_rt_finish *fin, xpf_error *err)
+{
+	struct xpf_rt_priv *pv = b->rt->priv;
+	int rc = xpf_rt_kernels_error(pv, err);
 	if (rc == XPF_OK)
-		rc = xpf_rt_finish_end(h, rt, &fin, err);
+		rc = xpf_rt_finish_end(b->h, b->rt, fin, err);
 	if (rc == XPF_OK)
-		rc = xpf_rt_kernels_error(pv, err);   /* and those asked for there */
-	xpf_rt_finish_release(&fin);
-	phase(&ph, "finish");
-	if (ph.on) {
-		size_t nread = 0, nplanes = 0;
-		for (size_t d = 0; d < pv->ndev; d++) {
-			nplanes += pv->kdev[d].nplanes > 0;
-			nread += pv->kdev[d].nplanes && xpf_lazy_state(&pv->kdev[d].read) != XPF_LAZY_NOT_YET;
-		}
-		fprintf(stderr, "xplanefs: runtime kernels of %zu of %zu device(s) read before the finish, %zu more when it asked\n",
-			nwant, nplanes, nread - nwant);
+		rc = xpf_rt_kernels_error(pv, err);
+	xpf_rt_finish_release(fin);
+	size_t nread = 0, nplanes = 0;
+	for (size_t d = 0; d < pv->ndev; d++) {
+		nplanes += pv->kdev[d].nplanes > 0;
+		nread += pv->kdev[d].nplanes && xpf_lazy_state(&pv->kdev[d].read) != XPF_LAZY_NOT_YET;
 	}
-out:
-	free(s.oh);
-	free(s.md_flags);
-	free(s.md_dev);
-	xpf_rt_keep_interns(rt->priv, &s.interned);
-	free(s.kbuf);
-	free(s.avail);
-	xpf_window_release(&s.win);
+	b->prog.kernel_devices = nplanes;
+	b->prog.kernel_devices_before = nwant;
+	b->prog.kernel_devices_asked = nread - nwant;
+	phase_end(b, "finish");
 	return rc;
 }
 
-static int compute(void *ctx, void **value, xpf_error *err)
+/* The stages in order (see the top of this file). */
+static int build(struct build *b, xpf_error *err)
 {
-	xpf_host *h = ctx;
-	xpf_runtime *rt = calloc(1, sizeof *rt);
-	if (!rt)
-		abort();
-	rt->priv = calloc(1, sizeof *rt->priv);
-	if (!rt->priv)
-		abort();
+	xpf_host *h = b->h;
+	xpf_runtime *rt = b->rt;
+	struct xpf_rt_priv *pv = rt->priv;
+	clock_gettime(CLOCK_MONOTONIC, &b->t0);
+	b->s.h = h;
+	b->s.rt = rt;
+	b->s.last_alloc = -1;
+	index_planes(h, &pv->opt);
+	phase_end(b, "index");
+	int rc = xpf_capture_time_base(h->cap, &b->s.base, err);
+	if (rc != XPF_OK)
+		return rc;
+	xpf_rt_exec_rooms(&b->s, exec_bound(h));
+	module_names(h, pv);
+	rc = scan_host_plane(b, err);
+	if (rc == XPF_OK)
+		rc = xpf_rt_devices_prepare(&b->s, err);
+	if (rc != XPF_OK)
+		return rc;
+	bool *want = xpf_calloc(pv->ndev ? pv->ndev : 1, sizeof *want);
+	size_t nwant = kernels_wanted(b, want);
+	struct xpf_rt_finish fin;
+	order_beside_kernels(b, want, nwant, &fin);
+	free(want);
+	return link(b, nwant, &fin, err);
+}
+
+static void build_release(struct build *b)
+{
+	free(b->s.oh);
+	free(b->s.md_flags);
+	free(b->s.md_dev);
+	xpf_rt_keep_interns(b->rt->priv, &b->s.interned);
+	free(b->s.kbuf);
+	free(b->s.avail);
+	xpf_window_release(&b->s.win);
+}
+
+int xpf_runtime_build(xpf_host *h, const xpf_rt_options *opt, xpf_runtime **out, xpf_error *err)
+{
+	xpf_runtime *rt = xpf_calloc(1, sizeof *rt);
+	rt->priv = xpf_calloc(1, sizeof *rt->priv);
 	rt->priv->rt = rt;
-	int rc = build(h, rt, err);
+	rt->priv->opt = *opt;
+	struct build b;
+	memset(&b, 0, sizeof b);
+	b.h = h;
+	b.rt = rt;
+	int rc = build(&b, err);
+	build_release(&b);
 	if (rc != XPF_OK) {
 		xpf_runtime_free(rt);
 		return rc;
 	}
-	*value = rt;
+	*out = rt;
 	return XPF_OK;
+}
+
+/* What xpf_host_runtime builds with (xpf_runtime_set_options). */
+static xpf_rt_options host_options = XPF_RT_OPTIONS_INIT;
+
+void xpf_runtime_set_options(const xpf_rt_options *opt)
+{
+	host_options = *opt;
+}
+
+static int compute(void *ctx, void **value, xpf_error *err)
+{
+	xpf_runtime *rt;
+	int rc = xpf_runtime_build(ctx, &host_options, &rt, err);
+	if (rc == XPF_OK)
+		*value = rt;
+	return rc;
 }
 
 int xpf_host_runtime(xpf_host *h, const xpf_runtime **out, xpf_error *err)

@@ -554,7 +554,7 @@ void xpf_rt_devices_run(struct xpf_rt_priv *pv, const bool *want)
 		j.dev[j.n++] = d;
 	}
 	if (j.n)
-		xpf_rt_run_jobs(j.n, size, xpf_rt_threads(j.n, NULL), dev_job_run, &j);
+		xpf_rt_run_jobs(j.n, size, xpf_rt_threads(&pv->opt, j.n), dev_job_run, &j);
 	free(size);
 	free(j.dev);
 }

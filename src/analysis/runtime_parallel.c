@@ -19,16 +19,11 @@
 #include "common/runs.h"
 
 
-/* How many threads the scans use: XPF_THREADS (1-8; it also drops the
- * minimum size below which the host lines are read by one thread, for
- * tests), else the online CPUs, at most MAX_SCAN_THREADS; never more than
- * njobs. */
-size_t xpf_rt_threads(size_t njobs, bool *forced)
+/* How many threads the scans use: opt->threads (at most
+ * MAX_SCAN_THREADS), or the online CPUs when 0; never more than njobs. */
+size_t xpf_rt_threads(const xpf_rt_options *opt, size_t njobs)
 {
-	const char *env = getenv("XPF_THREADS");
-	long c = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-	if (forced)
-		*forced = env && *env;
+	long c = opt->threads > 0 ? opt->threads : sysconf(_SC_NPROCESSORS_ONLN);
 	size_t n = c > 1 ? (size_t)c : 1;
 	if (n > MAX_SCAN_THREADS)
 		n = MAX_SCAN_THREADS;
@@ -131,7 +126,7 @@ struct host_work {
 	size_t lo, hi;        /* the chunks not taken yet: [lo, hi) */
 	pthread_mutex_t mu;
 	struct host_thread *th;
-	/* XPF_THREADS set (tests): the first thread takes its first chunk
+	/* opt.share_small (tests): the first thread takes its first chunk
 	 * once each other thread started has taken one (or found none), so
 	 * that chunks are read by other threads even on a small capture and
 	 * a loaded machine, where the first thread could read them all
@@ -335,8 +330,8 @@ int xpf_rt_scan_host(struct scan *s, size_t *nchunks_read, size_t *nby_others, x
 	/* classify every metadata now: the threads only read the table */
 	for (size_t k = 0; k < p->n_event_md; k++)
 		xpf_rt_md_class(s, k, p->event_md[k].name);
-	bool forced;
-	size_t nt = xpf_rt_threads(p->nlines, &forced);
+	bool forced = s->rt->priv->opt.share_small;
+	size_t nt = xpf_rt_threads(&s->rt->priv->opt, p->nlines);
 	uint64_t total = 0;
 	for (size_t l = 0; l < p->nlines; l++)
 		total += p->lines[l].length;

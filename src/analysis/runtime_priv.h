@@ -65,6 +65,7 @@ static inline int16_t xpf_rt_device16(int d)
 #define XPF_RT_LIVE_BLOCK 256
 
 struct xpf_rt_priv {
+	xpf_rt_options opt;  /* what the build was asked (xpf_runtime_build) */
 	/* Per allocator, in the order the scan found them (before the sort
 	 * by name): its peak as scanned. */
 	struct xpf_rt_scan_peak *peak;
@@ -297,7 +298,7 @@ int xpf_rt_scan_modules_line(struct scan *s, const xpf_plane *p, size_t l, unsig
 
 /* runtime_parallel.c: jobs on threads, the host lines in chunks. */
 #define MAX_SCAN_THREADS 8
-size_t xpf_rt_threads(size_t njobs, bool *forced);
+size_t xpf_rt_threads(const xpf_rt_options *opt, size_t njobs);
 void xpf_rt_run_jobs(size_t n, const uint64_t *size, size_t nt,
 		     void (*fn)(void *ctx, size_t k, xpf_window *w), void *ctx);
 int xpf_rt_scan_host(struct scan *s, size_t *nchunks_read, size_t *nby_others, xpf_error *err);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "analysis/report.h"
+#include "analysis/runtime.h"
 #include "capture/input.h"
 
 #define NTHREADS 16
@@ -193,6 +194,15 @@ static int stress_one(const char *path)
 
 int main(int argc, char **argv)
 {
+	/* XPF_THREADS (tsan.sh): the runtime's host lines shared out between
+	 * that many threads even on small captures */
+	const char *t = getenv("XPF_THREADS");
+	if (t && *t) {
+		xpf_rt_options ro = XPF_RT_OPTIONS_INIT;
+		ro.threads = atoi(t);
+		ro.share_small = true;
+		xpf_runtime_set_options(&ro);
+	}
 	int fails = 0, ran = 0;
 	for (int i = 1; i < argc; i++) {
 		if (access(argv[i], R_OK) != 0) {
