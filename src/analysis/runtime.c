@@ -58,13 +58,11 @@ static void *order_worker(void *arg)
 	return NULL;
 }
 
-/* The executions sorted (xpf_rt_finish_begin) while the events are, and
- * the pages of their event lists faulted in. */
+/* The executions sorted (xpf_rt_finish_begin) while the events are. */
 static void *begin_worker(void *arg)
 {
 	struct order_job *o = arg;
 	xpf_rt_finish_begin(o->rt, o->fin);
-	xpf_rt_finish_warm(o->fin, o->rt);
 	return NULL;
 }
 
@@ -204,7 +202,7 @@ static int scan_host_plane(struct build *b, xpf_error *err)
 	pv->line_t1 = xpf_realloc_array(NULL, pv->nlines ? pv->nlines : 1, sizeof *pv->line_t1);
 	s->line_t0 = pv->line_t0;
 	s->line_t1 = pv->line_t1;
-	xpf_rt_events_room(s, s->p->nevents);
+	xpf_rt_events_map(s, s->p->nevents);
 	rc = xpf_rt_scan_host(s, &b->prog.host_chunks, &rt->host_chunks_by_others, err);
 	b->prog.host_lines = s->p->nlines;
 	phase_end(b, "host");
@@ -301,7 +299,7 @@ static int build(struct build *b, xpf_error *err)
 	int rc = xpf_capture_time_base(h->cap, &b->s.base, err);
 	if (rc != XPF_OK)
 		return rc;
-	xpf_rt_exec_rooms(&b->s, exec_bound(h));
+	xpf_rt_exec_map(&b->s, exec_bound(h));
 	module_names(h, pv);
 	rc = scan_host_plane(b, err);
 	if (rc == XPF_OK)

@@ -98,7 +98,7 @@ typedef struct xpf_rt_event {
 /* An allocator event's size, what it asked for and the host events around
  * it, kept once for all the events alike: a long capture repeats a few
  * allocation sites millions of times, and every byte of an event is MiBs
- * of fresh pages. */
+ * of memory. */
 typedef struct xpf_rt_site {
 	uint64_t bytes;            /* allocation_bytes (the chunk) */
 	uint64_t requested_bytes;

@@ -27,9 +27,9 @@ static const char *const alloc_stat_names[AS_N] = {
 	"allocation_bytes", "addr", "shape",
 };
 
-/* Room or array p of n_used records grown to cap records: an array from
+/* Space or array p of n_used records grown to cap records: an array from
  * then on (*map_len 0). */
-static void *room_grow(void *p, size_t *map_len, size_t n_used, size_t cap, size_t size)
+static void *mapped_grow(void *p, size_t *map_len, size_t n_used, size_t cap, size_t size)
 {
 	if (!*map_len)
 		return xpf_realloc_array(p, cap, size);
@@ -40,19 +40,17 @@ static void *room_grow(void *p, size_t *map_len, size_t n_used, size_t cap, size
 	return a;
 }
 
-/* Room for the events of n host events (each makes at most one; n bounds
- * what a scan can find), or an array that grows when it cannot be mapped.
- * A room never moves: a realloc that moves would touch fresh pages for a
- * whole copy. */
-void xpf_rt_events_room(struct scan *s, size_t n)
+/* Space for the events of n host events, mapped once (each host event
+ * makes at most one, so n bounds what a scan can find and the array never
+ * moves), or an array that grows when it cannot be mapped. */
+void xpf_rt_events_map(struct scan *s, size_t n)
 {
 	struct xpf_rt_priv *pv = s->rt->priv;
 	s->rt->events = xpf_map_huge(n, sizeof *s->rt->events, &pv->events_map_len);
 	s->cap_events = s->rt->events ? n : 0;
 }
 
-/* Millions of events: every byte of one is MiBs of fresh pages (a 1 GiB
- * capture's 1.6 M events at 80 bytes took 0.15 s more than at 64). */
+/* Millions of events: each byte of one is MiBs of memory to allocate. */
 _Static_assert(sizeof (xpf_rt_event) <= 40, "xpf_rt_event grew past 40 bytes");
 /* And hundreds of thousands of executions (their times in ps only). */
 _Static_assert(sizeof (xpf_rt_execution) <= 112, "xpf_rt_execution grew past 112 bytes");
@@ -63,7 +61,7 @@ static size_t grown_cap(size_t cap, size_t n)
 	return n > 2 * cap ? (n > 64 ? n : 64) : 2 * cap;
 }
 
-/* Room for n events in all: an array that at least doubles when the room
+/* Space for n events in all: an array that at least doubles when the mapped array
  * (which bounds the events read) is full. */
 void xpf_rt_events_reserve(struct scan *s, size_t n)
 {
@@ -71,7 +69,7 @@ void xpf_rt_events_reserve(struct scan *s, size_t n)
 	if (n <= s->cap_events)
 		return;
 	size_t c = grown_cap(s->cap_events, n);
-	rt->events = room_grow(rt->events, &rt->priv->events_map_len, rt->nevents, c, sizeof *rt->events);
+	rt->events = mapped_grow(rt->events, &rt->priv->events_map_len, rt->nevents, c, sizeof *rt->events);
 	s->cap_events = c;
 }
 
@@ -118,6 +116,107 @@ int xpf_rt_too_many_allocators(const struct scan *s, xpf_error *err)
 			xpf_capture_label(s->h->cap), XPF_RT_MAX_ALLOCATORS);
 }
 
+/* The stats of an allocator event that the runtime keeps. */
+struct alloc_stats {
+	const char *np;          /* its allocator's name: allocator_name up to a NUL,
+				    at most 255 bytes, else "tpu:<index_on_host>" */
+	size_t nn;
+	char ibuf[32];           /* the "tpu:<n>" name */
+	bool by_index;
+	int64_t reserved, allocated, available, peak, req, abytes;
+	bool has_req, has_abytes;
+	uint64_t addr;
+	xpf_str shape;
+};
+
+/* Which of the allocator-event stats (AS_*) metadata id is, or AS_N. */
+static unsigned alloc_code(const struct scan *s, int64_t id)
+{
+	if (id >= 0 && id < 128)
+		return s->code_of_id[id];
+	size_t k = 0;
+	while (k < s->nalloc_ids && s->alloc_ids[k] != id)
+		k++;
+	return k < s->nalloc_ids ? s->alloc_code[k] : AS_N;
+}
+
+static void alloc_stat(struct alloc_stats *a, unsigned code, const xpf_stat *st)
+{
+	xpf_str t;
+	uint64_t u;
+	switch (code) {
+	case AS_ALLOCATOR_NAME:
+		if (xpf_stat_text(st, &t)) {
+			a->np = t.p;
+			a->nn = strnlen(t.p, t.n < 255 ? t.n : 255);
+			a->by_index = false;
+		}
+		break;
+	case AS_INDEX_ON_HOST:
+	case AS_DEVICE_ORDINAL:
+		if (xpf_stat_u64(st, &u) && a->nn == 0) {
+			a->nn = (size_t)snprintf(a->ibuf, sizeof a->ibuf, "tpu:%" PRIu64, u);
+			a->np = a->ibuf;
+			a->by_index = true;
+		}
+		break;
+	case AS_BYTES_RESERVED: xpf_stat_i64(st, &a->reserved); break;
+	case AS_BYTES_ALLOCATED: xpf_stat_i64(st, &a->allocated); break;
+	case AS_BYTES_AVAILABLE: xpf_stat_i64(st, &a->available); break;
+	case AS_PEAK_BYTES_IN_USE: xpf_stat_i64(st, &a->peak); break;
+	case AS_REQUESTED_BYTES: a->has_req = xpf_stat_i64(st, &a->req); break;
+	case AS_ALLOCATION_BYTES: a->has_abytes = xpf_stat_i64(st, &a->abytes); break;
+	case AS_ADDR: xpf_stat_u64(st, &a->addr); break;
+	case AS_SHAPE: xpf_stat_text(st, &a->shape); break;
+	}
+}
+
+/* The stats of allocator event xev (head: its head, or NULL) into *a. */
+static int read_alloc_stats(struct scan *s, const xpf_event *xev, const xpf_event_head *head,
+			    struct alloc_stats *a, xpf_error *err)
+{
+	xpf_stat_iter it;
+	xpf_stat st;
+	xpf_raw_stat picked[16];
+	int rc;
+	/* the stats picked by id (xpf_stats_pick), unless the event refers to a
+	 * stat metadata the plane lacks: then the iterator, which reports it */
+	int npicked = head ? xpf_stats_pick(s->p, head, &s->alloc_pick, picked,
+					    sizeof picked / sizeof *picked) : -1;
+	for (int j = 0; j < npicked; j++)
+		if (picked[j].kind == XPF_STAT_REF && !xpf_stat_resolve(s->p, &picked[j], &st))
+			npicked = -1;
+	int next = 0;
+	if (npicked < 0)
+		xpf_stats_of_event(s->p, xev, &it);
+	while ((rc = npicked >= 0 ?
+		     (next < npicked ? xpf_stat_resolve_by_id(s->p, &picked[next++], &st) : 0) :
+		     xpf_stats_next_of(&it, s->alloc_ids, s->nalloc_ids, &st, err)) == 1)
+		alloc_stat(a, alloc_code(s, st.metadata_id), &st);
+	return rc < 0 ? err->code : XPF_OK;
+}
+
+/* The allocator named np[0..nn), mostly the one of the event before; -1
+ * (err set) when it would be one too many. */
+static int allocator_of(struct scan *s, const char *np, size_t nn, bool by_index, xpf_error *err)
+{
+	xpf_runtime *rt = s->rt;
+	int a = s->last_alloc;
+	if (a >= 0 && s->last_alloc_len == nn && memcmp(rt->allocators[a].name, np, nn) == 0)
+		return a;
+	char name[256];
+	memcpy(name, np, nn);
+	name[nn] = '\0';
+	a = xpf_rt_find_allocator(rt, &s->cap_alloc, name, by_index);
+	if (a < 0) {
+		xpf_rt_too_many_allocators(s, err);
+		return -1;
+	}
+	s->last_alloc = a;
+	s->last_alloc_len = nn;
+	return a;
+}
+
 /* ev: the allocator event (flags: its class, t0: its start); enclosing and
  * transfer: the host event around it and the transfer-family event around
  * it, as 1 + their event metadata index (0: none). */
@@ -126,89 +225,19 @@ int xpf_rt_read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 		      size_t line, xpf_error *err)
 {
 	xpf_runtime *rt = s->rt;
-	xpf_stat_iter it;
-	xpf_stat st;
-	xpf_raw_stat picked[16];
-	int rc;
-	/* the allocator's name: allocator_name up to a NUL, at most 255
-	 * bytes, else "tpu:<index_on_host>" (TPU) */
-	const char *np = NULL;
-	size_t nn = 0;
-	char ibuf[32];
-	bool by_index = false;
-	int64_t reserved = 0, allocated = 0, available = 0, peak = 0, req = 0, abytes = 0;
-	bool has_req = false, has_abytes = false;
-	uint64_t addr = 0;
-	xpf_str shape = { NULL, 0 };
-	/* the quick reading when it can vouch for the event (a reference to no
-	 * stat metadata it cannot: the iterator words that), else the iterator */
-	int np_ = head ? xpf_stats_pick(s->p, head, &s->alloc_pick, picked,
-				       sizeof picked / sizeof *picked) : -1;
-	for (int j = 0; j < np_; j++)
-		if (picked[j].kind == XPF_STAT_REF && !xpf_stat_resolve(s->p, &picked[j], &st))
-			np_ = -1;
-	int next = 0;
-	if (np_ < 0)
-		xpf_stats_of_event(s->p, xev, &it);
-	while ((rc = np_ >= 0 ? (next < np_ ? xpf_stat_resolve_by_id(s->p, &picked[next++], &st) : 0) :
-		     xpf_stats_next_of(&it, s->alloc_ids, s->nalloc_ids, &st, err)) == 1) {
-		xpf_str t;
-		uint64_t u;
-		unsigned code = AS_N;
-		if (st.metadata_id >= 0 && st.metadata_id < 128) {
-			code = s->code_of_id[st.metadata_id];
-		} else {
-			size_t k = 0;
-			while (k < s->nalloc_ids && s->alloc_ids[k] != st.metadata_id)
-				k++;
-			code = k < s->nalloc_ids ? s->alloc_code[k] : AS_N;
-		}
-		switch (code) {
-		case AS_ALLOCATOR_NAME:
-			if (xpf_stat_text(&st, &t)) {
-				np = t.p;
-				nn = strnlen(t.p, t.n < 255 ? t.n : 255);
-				by_index = false;
-			}
-			break;
-		case AS_INDEX_ON_HOST:
-		case AS_DEVICE_ORDINAL:
-			if (xpf_stat_u64(&st, &u) && nn == 0) {
-				nn = (size_t)snprintf(ibuf, sizeof ibuf, "tpu:%" PRIu64, u);
-				np = ibuf;
-				by_index = true;
-			}
-			break;
-		case AS_BYTES_RESERVED: xpf_stat_i64(&st, &reserved); break;
-		case AS_BYTES_ALLOCATED: xpf_stat_i64(&st, &allocated); break;
-		case AS_BYTES_AVAILABLE: xpf_stat_i64(&st, &available); break;
-		case AS_PEAK_BYTES_IN_USE: xpf_stat_i64(&st, &peak); break;
-		case AS_REQUESTED_BYTES: has_req = xpf_stat_i64(&st, &req); break;
-		case AS_ALLOCATION_BYTES: has_abytes = xpf_stat_i64(&st, &abytes); break;
-		case AS_ADDR: xpf_stat_u64(&st, &addr); break;
-		case AS_SHAPE: xpf_stat_text(&st, &shape); break;
-		}
+	struct alloc_stats st = { .shape = { NULL, 0 } };
+	int rc = read_alloc_stats(s, xev, head, &st, err);
+	if (rc != XPF_OK)
+		return rc;
+	if (st.nn == 0) {
+		st.np = "(unnamed)";
+		st.nn = 9;
 	}
-	if (rc < 0)
-		return err->code;
-	if (nn == 0) {
-		np = "(unnamed)";
-		nn = 9;
-	}
-	if (by_index)
+	if (st.by_index)
 		rt->keyed_by_index = true;
-	/* mostly the allocator of the event before */
-	int a = s->last_alloc;
-	if (!(a >= 0 && s->last_alloc_len == nn && memcmp(rt->allocators[a].name, np, nn) == 0)) {
-		char name[256];
-		memcpy(name, np, nn);
-		name[nn] = '\0';
-		a = xpf_rt_find_allocator(rt, &s->cap_alloc, name, by_index);
-		if (a < 0)
-			return xpf_rt_too_many_allocators(s, err);
-		s->last_alloc = a;
-		s->last_alloc_len = nn;
-	}
+	int a = allocator_of(s, st.np, st.nn, st.by_index, err);
+	if (a < 0)
+		return err->code;
 	if (rt->nevents >= INT32_MAX)
 		return xpf_fail(err, XPF_EMALFORMED,
 				"%s: more than %d allocator events: not supported",
@@ -216,22 +245,23 @@ int xpf_rt_read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 	xpf_rt_event *ev = push_event(s);
 	ev->kind = (flags & F_ALLOC) ? XPF_RT_ALLOC : XPF_RT_DEALLOC;
 	ev->t_ps = t0;
-	ev->addr = addr;
-	ev->in_use_after = (uint64_t)(allocated > 0 ? allocated : 0) + (uint64_t)(reserved > 0 ? reserved : 0);
+	ev->addr = st.addr;
+	ev->in_use_after = (uint64_t)(st.allocated > 0 ? st.allocated : 0) +
+			   (uint64_t)(st.reserved > 0 ? st.reserved : 0);
 	/* for scan_capacity once the line is read (events an unordered line
 	 * made are dropped and read again) */
-	*XPF_VEC_PUSH(s->avail, s->navail, s->capavail) = available > 0 ? (uint64_t)available : 0;
-	if (peak > 0 && (uint64_t)peak > rt->allocators[a].lifetime_peak_bytes)
-		rt->allocators[a].lifetime_peak_bytes = (uint64_t)peak;
+	*XPF_VEC_PUSH(s->avail, s->navail, s->capavail) = st.available > 0 ? (uint64_t)st.available : 0;
+	if (st.peak > 0 && (uint64_t)st.peak > rt->allocators[a].lifetime_peak_bytes)
+		rt->allocators[a].lifetime_peak_bytes = (uint64_t)st.peak;
 	xpf_rt_site site = {
-		.bytes = abytes > 0 ? (uint64_t)abytes : 0,
-		.requested_bytes = req > 0 ? (uint64_t)req : 0,
+		.bytes = st.abytes > 0 ? (uint64_t)st.abytes : 0,
+		.requested_bytes = st.req > 0 ? (uint64_t)st.req : 0,
 		/* up to a NUL: printed as C strings, and re-interned so by a merge */
-		.shape = shape.p ? xpf_rt_intern(s, shape.p, strnlen(shape.p, shape.n)) : NULL,
+		.shape = st.shape.p ? xpf_rt_intern(s, st.shape.p, strnlen(st.shape.p, st.shape.n)) : NULL,
 		.enclosing_md = enclosing,
 		.transfer_md = transfer,
-		.has_bytes = has_abytes,
-		.has_requested = has_req,
+		.has_bytes = st.has_abytes,
+		.has_requested = st.has_req,
 		.allocator = (int16_t)a,
 	};
 	ev->site = xpf_rt_site_of(rt, &site);
@@ -272,8 +302,8 @@ static const char *host_module_name(struct scan *s, const xpf_event *ev, unsigne
 	return NULL;
 }
 
-/* Room for n executions (and their xpf_rt_xbuild) in all: arrays that at
- * least double when the rooms (bounded by the events read) are full. */
+/* Space for n executions (and their xpf_rt_xbuild) in all: arrays that at
+ * least double when the mapped arrays (bounded by the events read) are full. */
 void xpf_rt_exec_reserve(struct scan *s, size_t n)
 {
 	xpf_runtime *rt = s->rt;
@@ -281,9 +311,9 @@ void xpf_rt_exec_reserve(struct scan *s, size_t n)
 	if (n <= s->cap_exec)
 		return;
 	size_t c = grown_cap(s->cap_exec, n);
-	rt->executions = room_grow(rt->executions, &pv->exec_map_len, rt->nexecutions, c,
+	rt->executions = mapped_grow(rt->executions, &pv->exec_map_len, rt->nexecutions, c,
 				   sizeof *rt->executions);
-	pv->xb = room_grow(pv->xb, &pv->xb_map_len, rt->nexecutions, c, sizeof *pv->xb);
+	pv->xb = mapped_grow(pv->xb, &pv->xb_map_len, rt->nexecutions, c, sizeof *pv->xb);
 	s->cap_exec = c;
 }
 
@@ -299,10 +329,10 @@ static size_t push_execution(struct scan *s)
 	return n;
 }
 
-/* Rooms for up to n executions and their xpf_rt_xbuild (n: the events the
+/* Mapped arrays for up to n executions and their xpf_rt_xbuild (n: the events the
  * scan reads, each makes at most one), or arrays that grow when they
  * cannot be mapped. */
-void xpf_rt_exec_rooms(struct scan *s, size_t n)
+void xpf_rt_exec_map(struct scan *s, size_t n)
 {
 	xpf_runtime *rt = s->rt;
 	struct xpf_rt_priv *pv = rt->priv;

@@ -128,9 +128,9 @@ bool xpf_rt_has_kernel(struct xpf_rt_priv *pv, int dev, long module, int64_t fro
 	return lo < k->npairs && k->pairs[lo].module == module && k->pairs[lo].bucket < j;
 }
 
-/* Room for devices 0..d in pv->kdev (before the kernel scans start: they
+/* Space for devices 0..d in pv->kdev (before the kernel scans start: they
  * only fill their own device's entry; kdev_ready then readies the reads). */
-static void kdev_room(struct xpf_rt_priv *pv, size_t d)
+static void kdev_grow(struct xpf_rt_priv *pv, size_t d)
 {
 	if (d < pv->ndev)
 		return;
@@ -143,7 +143,7 @@ static void kdev_room(struct xpf_rt_priv *pv, size_t d)
 /* Plane i (ordinal d) is one of device d's. */
 static void kdev_add_plane(struct xpf_rt_priv *pv, size_t d, size_t i, bool tpu)
 {
-	kdev_room(pv, d);
+	kdev_grow(pv, d);
 	struct xpf_rt_kdev *k = &pv->kdev[d];
 	k->planes = xpf_realloc_array(k->planes, k->nplanes + 1, sizeof *k->planes);
 	k->tpu = xpf_realloc_array(k->tpu, k->nplanes + 1, sizeof *k->tpu);
@@ -175,8 +175,8 @@ void xpf_rt_kdev_free(struct xpf_rt_kdev *k)
 		xpf_lazy_release(&k->read, NULL);
 }
 
-/* Device d's buckets, empty (by its kernel scan: fresh pages cost, and the
- * scans run side by side). */
+/* Device d's buckets, empty (allocated by its own kernel scan, so that the
+ * scans of several devices allocate side by side). */
 static void kdev_init(struct xpf_rt_priv *pv, size_t d)
 {
 	struct xpf_rt_kdev *k = &pv->kdev[d];
@@ -364,7 +364,7 @@ static int scan_kernels(struct xpf_rt_priv *pv, const xpf_plane *p, unsigned d, 
 			xpf_stat st;
 			long m = -1;
 			bool any = false;
-			if (np >= 0) { /* the quick reading vouched for the event's bytes */
+			if (np >= 0) { /* the stats picked by id */
 				for (int k = 0; k < np; k++) {
 					/* by id: ids[0..npid) are program_id's, the rest hlo_module's */
 					int c = id_in(raw[k].metadata_id, ids, npid) ? 0 : 1;
@@ -378,7 +378,7 @@ static int scan_kernels(struct xpf_rt_priv *pv, const xpf_plane *p, unsigned d, 
 						continue;
 					}
 					if (!xpf_stat_resolve(p, &raw[k], &st)) {
-						np = -1; /* an unknown id: the iterator words it */
+						np = -1; /* an unknown id: the iterator reports it */
 						break;
 					}
 					bool a = false;

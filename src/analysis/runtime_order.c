@@ -43,15 +43,15 @@ static void event_move(void *ctx, size_t to, size_t from)
 	*(to == m->n ? &m->spare : &m->ev[to]) = from == m->n ? m->spare : m->ev[from];
 }
 
-/* The events sorted; the permutation's room is returned (*room_len bytes,
- * 0: malloc'd; NULL when there are no events): its pages are warm, and the
- * replay lays the live index in it (replay). */
-static uint32_t *sort_events(xpf_rt_event *ev, size_t n, size_t *room_len)
+/* The events sorted; the permutation is returned (*perm_len bytes mapped,
+ * 0: malloc'd; NULL when there are no events): it holds one place an event,
+ * and the replay lays the live index in it. */
+static uint32_t *sort_events(xpf_rt_event *ev, size_t n, size_t *perm_len)
 {
-	*room_len = 0;
+	*perm_len = 0;
 	if (n == 0) /* nothing to sort (and no 2 MiB to map for it) */
 		return NULL;
-	uint32_t *perm = xpf_big_calloc(n, sizeof *perm, room_len);
+	uint32_t *perm = xpf_big_calloc(n, sizeof *perm, perm_len);
 	xpf_runs_merge(n, event_before, ev, perm);
 	struct event_moves m = { ev, n, { 0 } };
 	xpf_perm_apply(n, perm, event_move, &m);
@@ -78,15 +78,13 @@ static void live_until(struct live_index *li, size_t a, uint64_t k, int64_t t)
 	*end = t > *end ? t : *end;
 }
 
-/* The live index laid out in room (room_len bytes, 0: malloc'd; NULL:
- * none), which holds as many places as there are events: each
- * allocator's events counted first, so that its list is written in place,
- * on pages the sort's permutation already touched (lists grown by realloc
- * and copied together after cost ~7 MiB of fresh 4 KiB pages on the
- * bench's 1 GiB capture, bench/README).  xpf_rt_finish_events reads it as
- * each allocator's events in time order. */
-static void live_index_begin(xpf_runtime *rt, struct live_index *li, uint32_t *room,
-			     size_t room_len)
+/* The live index laid out in perm (perm_len bytes, 0: malloc'd; NULL:
+ * none), which holds as many places as there are events: each allocator's
+ * events are counted first, so that its list is written in place, with no
+ * array grown and copied.  xpf_rt_finish_events reads it as each
+ * allocator's events in time order. */
+static void live_index_begin(xpf_runtime *rt, struct live_index *li, uint32_t *perm,
+			     size_t perm_len)
 {
 	struct xpf_rt_priv *pv = rt->priv;
 	size_t na = rt->nallocators;
@@ -100,14 +98,14 @@ static void live_index_begin(xpf_runtime *rt, struct live_index *li, uint32_t *r
 		li->beg[a + 1] = li->beg[a] + n;
 		li->blk_beg[a + 1] = li->blk_beg[a] + (n + XPF_RT_LIVE_BLOCK - 1) / XPF_RT_LIVE_BLOCK;
 	}
-	li->ev = room ? room : xpf_malloc(sizeof *li->ev);
-	pv->live_ev_map_len = room ? room_len : 0;
+	li->ev = perm ? perm : xpf_malloc(sizeof *li->ev);
+	pv->live_ev_map_len = perm ? perm_len : 0;
 	li->blk_end = xpf_realloc_array(NULL, li->blk_beg[na] + 1, sizeof *li->blk_end);
 	for (size_t b = 0; b < li->blk_beg[na]; b++)
 		li->blk_end[b] = INT64_MIN;
 }
 
-/* The index kept (its lists fill the room: one place an event). */
+/* The index kept (its lists fill the mapped array: one place an event). */
 static void live_index_end(struct xpf_rt_priv *pv, struct live_index *li)
 {
 	pv->live_ev = li->ev;
@@ -122,15 +120,15 @@ static void live_index_end(struct xpf_rt_priv *pv, struct live_index *li)
  * (match, both ways); what was never freed; and the live index
  * (struct live_index).  Its map (address, allocator) -> the live allocation holds
  * the live allocations only (thousands where the events are millions: a map
- * sized by the events would touch tens of MiB of fresh pages); a value is
+ * sized by the events would be mostly empty); a value is
  * the allocation's event index, its place in its allocator's live list
  * above bit 32. */
-static void replay(xpf_runtime *rt, const uint64_t *peak_avail, uint32_t *room, size_t room_len)
+static void replay(xpf_runtime *rt, const uint64_t *peak_avail, uint32_t *perm, size_t perm_len)
 {
 	xpf_map m;
 	xpf_map_init(&m, 1024);
 	struct live_index li;
-	live_index_begin(rt, &li, room, room_len);
+	live_index_begin(rt, &li, perm, perm_len);
 	for (size_t i = 0; i < rt->nevents; i++) {
 		xpf_rt_event *e = &rt->events[i];
 		int al = xpf_rt_ev_allocator(rt, e);
@@ -205,8 +203,8 @@ void xpf_rt_order_and_replay(xpf_runtime *rt)
 	rt->has_events = rt->nevents > 0;
 	/* Sort events in time order, keeping each line's order; remember the
 	 * allocator order so indexes can be remapped after sorting by name. */
-	size_t room_len;
-	uint32_t *room = sort_events(rt->events, rt->nevents, &room_len);
+	size_t perm_len;
+	uint32_t *perm = sort_events(rt->events, rt->nevents, &perm_len);
 	int *remap = xpf_realloc_array(NULL, rt->nallocators + 1, sizeof *remap);
 	for (size_t a = 0; a < rt->nallocators; a++)
 		rt->allocators[a].nevents = a; /* old index, temporarily */
@@ -232,16 +230,11 @@ void xpf_rt_order_and_replay(xpf_runtime *rt)
 		if (rt->retries[i].allocator >= 0)
 			rt->retries[i].allocator = remap[rt->retries[i].allocator];
 	free(remap);
-	replay(rt, peak_avail, room, room_len);
+	replay(rt, peak_avail, perm, perm_len);
 	free(peak_avail);
 }
 
 /* ---- ordering --------------------------------------------------------- */
-
-/* Event and execution indexes in the scratch arrays below: 32 bits, to keep
- * them small (fresh memory is what costs most here: every page is a fault).
- * 4G events would take 600 GB of xpf_rt_event before getting here. */
-
 
 /* An execution's sort key: (start, device, line), then its index. */
 struct exec_key {
@@ -268,8 +261,8 @@ static struct exec_key exec_key_of(const xpf_rt_execution *ex, size_t i)
 	return (struct exec_key){ ex[i].start_ps, ex[i].device, ex[i].line, (idx32)i };
 }
 
-/* The merge compares the executions where they lie: a copy of their keys
- * (24 B each) was 6.6 MB of fresh pages on the bench's 1 GiB capture. */
+/* The merge compares the executions where they lie, with no copy of their
+ * keys. */
 static bool key_before(const void *ctx, size_t i, size_t j)
 {
 	const xpf_rt_execution *ex = ctx;
@@ -352,23 +345,10 @@ void xpf_rt_finish_begin(xpf_runtime *rt, struct xpf_rt_finish *f)
 	if (rt->nexecutions >= UINT32_MAX || rt->nevents >= UINT32_MAX)
 		abort();
 	f->inv = order_executions(rt);
-	/* the executions' event lists (xpf_rt_finish_events), as many places
-	 * as events at most; their pages touched as they fill, or beforehand
-	 * by xpf_rt_finish_warm */
+	/* the executions' event lists (xpf_rt_finish_events): as many places
+	 * as events at most */
 	f->xend = xpf_big_calloc(rt->nexecutions + 1, sizeof *f->xend, &f->xend_len);
 	f->own = xpf_big_calloc(rt->nevents + 1, sizeof *f->own, &f->own_len);
-}
-
-void xpf_rt_finish_warm(struct xpf_rt_finish *f, const xpf_runtime *rt)
-{
-	/* a write a page: the kernel's fresh zeroed page for each (or a huge
-	 * one for 512 of them) */
-	const size_t page = 4096;
-	uint8_t *b[2] = { (uint8_t *)f->xend, (uint8_t *)f->own };
-	size_t n[2] = { (rt->nexecutions + 1) * sizeof *f->xend, (rt->nevents + 1) * sizeof *f->own };
-	for (int k = 0; k < 2; k++)
-		for (size_t o = 0; o < n[k]; o += page)
-			((volatile uint8_t *)b[k])[o] = 0;
 }
 
 /* Step 2, once the events are ordered and replayed (nothing here reads a

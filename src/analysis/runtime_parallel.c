@@ -95,9 +95,8 @@ void xpf_rt_run_jobs(size_t n, const uint64_t *size, size_t nt,
 /* ---- the host lines, shared out between threads ------------------------- */
 
 /* The host lines are cut into chunks of about the same bytes, which the
- * threads take in turn, so that a thread whose fresh pages come slower
- * takes fewer: two fixed halves left one thread alone
- * for up to a third of the scan.  The first thread takes chunks from the
+ * threads take in turn, so that a slower thread takes fewer (two fixed
+ * halves could leave one thread working alone).  The first thread takes chunks from the
  * front and reads them straight into the main runtime; the others take
  * them from the back into runtimes of their own, appended to the main one
  * in line order at the end (about half the records copied, as with two
@@ -193,13 +192,13 @@ static void *host_worker(void *arg)
 	}
 	return NULL;
 }
-/* n bytes at byte off of room or array *src (*map_len bytes; 0: an array)
- * to dst.  A room is copied out from the top down (a thread's chunks lie in
+/* n bytes at byte off of mapped array or array *src (*map_len bytes; 0: an array)
+ * to dst.  A mapped array is copied out from the top down (a thread's chunks lie in
  * it in the reverse of line order): its whole 2 MiB steps from off up, all
  * copied now, are given back (*map_len shrinks to what is left, *src NULL
  * once nothing is), so that their pages back the next copies; xpf_big_free
  * frees the rest. */
-static void room_copy_down(void *dst, void **src, size_t off, size_t n, size_t *map_len)
+static void mapped_copy_down(void *dst, void **src, size_t off, size_t n, size_t *map_len)
 {
 	const size_t step = (size_t)2 << 20;
 	uint8_t *base = *src;
@@ -225,16 +224,16 @@ static bool chunk_merge(struct scan *s, struct host_thread *th, const struct hos
 	struct xpf_rt_priv *pv = rt->priv, *bv = &th->pv;
 	long xoff = (long)rt->nexecutions - (long)c->x0;
 	size_t nx = rt->nexecutions + (c->x1 - c->x0);
-	xpf_rt_exec_reserve(s, nx); /* within the main rooms, which bound every host event */
-	room_copy_down(rt->executions + rt->nexecutions, (void **)&br->executions,
+	xpf_rt_exec_reserve(s, nx); /* within the main mapped arrays, which bound every host event */
+	mapped_copy_down(rt->executions + rt->nexecutions, (void **)&br->executions,
 		       c->x0 * sizeof *br->executions, (c->x1 - c->x0) * sizeof *br->executions,
 		       &bv->exec_map_len);
-	room_copy_down(pv->xb + rt->nexecutions, (void **)&bv->xb, c->x0 * sizeof *bv->xb,
+	mapped_copy_down(pv->xb + rt->nexecutions, (void **)&bv->xb, c->x0 * sizeof *bv->xb,
 		       (c->x1 - c->x0) * sizeof *bv->xb, &bv->xb_map_len);
 	rt->nexecutions = nx;
 	size_t e0 = rt->nevents, ne = rt->nevents + (c->ev1 - c->ev0);
 	xpf_rt_events_reserve(s, ne);
-	room_copy_down(rt->events + e0, (void **)&br->events, c->ev0 * sizeof *br->events,
+	mapped_copy_down(rt->events + e0, (void **)&br->events, c->ev0 * sizeof *br->events,
 		       (c->ev1 - c->ev0) * sizeof *br->events, &bv->events_map_len);
 	for (size_t k = e0; k < ne; k++) {
 		xpf_rt_event *e = &rt->events[k];
@@ -310,7 +309,7 @@ static void thread_done(struct scan *s, struct host_thread *th)
 	rt->keyed_by_index |= br->keyed_by_index;
 	if (br->end_ns > rt->end_ns)
 		rt->end_ns = br->end_ns;
-	/* what is left of the rooms (or the arrays) */
+	/* what is left of the mapped arrays (or the arrays) */
 	xpf_big_free(br->events, bv->events_map_len);
 	xpf_big_free(br->executions, bv->exec_map_len);
 	xpf_big_free(bv->xb, bv->xb_map_len);
@@ -321,6 +320,52 @@ static void thread_done(struct scan *s, struct host_thread *th)
 	free(th->s.avail);
 	xpf_window_release(&th->s.win);
 	free(th->amap);
+}
+
+/* The host lines cut into nchunks chunks of about the same bytes (total
+ * in all); *nonempty: how many hold a line. */
+static struct host_chunk *cut_chunks(const xpf_plane *p, size_t nchunks, uint64_t total,
+				     size_t *nonempty)
+{
+	struct host_chunk *ch = xpf_calloc(nchunks, sizeof *ch);
+	size_t l = 0;
+	uint64_t acc = 0;
+	*nonempty = 0;
+	for (size_t k = 0; k < nchunks; k++) {
+		ch[k].from = l;
+		uint64_t goal = total / nchunks * (k + 1);
+		while (l < p->nlines && (k + 1 == nchunks || acc < goal))
+			acc += p->lines[l++].length;
+		ch[k].to = l;
+		*nonempty += ch[k].to > ch[k].from;
+	}
+	return ch;
+}
+
+/* Thread b (not the first): a scan like s's, into a runtime of its own. */
+static void thread_init(const struct scan *s, struct host_thread *b)
+{
+	const xpf_plane *p = s->p;
+	b->s = *s;
+	xpf_pick_init(&b->s.alloc_pick, b->s.alloc_ids, b->s.nalloc_ids);
+	b->s.rt = &b->rt;
+	b->rt.priv = &b->pv;
+	b->pv.nmodules = s->rt->priv->nmodules;
+	b->pv.base = s->rt->priv->base;
+	b->pv.module_names = s->rt->priv->module_names;
+	b->s.cap_alloc = b->s.cap_events = b->s.cap_exec = b->s.cap_retry = 0;
+	/* mapped arrays that bound every host event: a thread may take any chunk */
+	xpf_rt_events_map(&b->s, p->nevents);
+	xpf_rt_exec_map(&b->s, p->nevents);
+	b->s.oh = NULL;
+	b->s.noh = b->s.capoh = 0;
+	memset(&b->s.win, 0, sizeof b->s.win);
+	b->s.last_alloc = -1;
+	b->s.interned = NULL;
+	b->s.kbuf = NULL;
+	b->s.kbuf_n = b->s.kbuf_cap = 0;
+	b->s.avail = NULL;
+	b->s.navail = b->s.capavail = 0;
 }
 
 /* Scan every host line, on up to as many threads as CPUs. */
@@ -340,42 +385,10 @@ int xpf_rt_scan_host(struct scan *s, size_t *nchunks_read, size_t *nby_others, x
 	if (nt < 2 || (!forced && total < ((uint64_t)8 << 20)))
 		return scan_lines(s, 0, p->nlines, err);
 	size_t nchunks = nt * 8 < p->nlines ? nt * 8 : p->nlines;
-	struct host_chunk *ch = xpf_calloc(nchunks, sizeof *ch);
-	size_t l = 0;
-	uint64_t acc = 0;
-	*nchunks_read = 0;
-	for (size_t k = 0; k < nchunks; k++) {
-		ch[k].from = l;
-		uint64_t goal = total / nchunks * (k + 1);
-		while (l < p->nlines && (k + 1 == nchunks || acc < goal))
-			acc += p->lines[l++].length;
-		ch[k].to = l;
-		*nchunks_read += ch[k].to > ch[k].from;
-	}
+	struct host_chunk *ch = cut_chunks(p, nchunks, total, nchunks_read);
 	struct host_thread *th = xpf_calloc(nt, sizeof *th);
-	for (size_t t = 1; t < nt; t++) {
-		struct host_thread *b = &th[t];
-		b->s = *s;
-		xpf_pick_init(&b->s.alloc_pick, b->s.alloc_ids, b->s.nalloc_ids);
-		b->s.rt = &b->rt;
-		b->rt.priv = &b->pv;
-		b->pv.nmodules = s->rt->priv->nmodules;
-		b->pv.base = s->rt->priv->base;
-		b->pv.module_names = s->rt->priv->module_names;
-		b->s.cap_alloc = b->s.cap_events = b->s.cap_exec = b->s.cap_retry = 0;
-		/* rooms that bound every host event: a thread may take any chunk */
-		xpf_rt_events_room(&b->s, p->nevents);
-		xpf_rt_exec_rooms(&b->s, p->nevents);
-		b->s.oh = NULL;
-		b->s.noh = b->s.capoh = 0;
-		memset(&b->s.win, 0, sizeof b->s.win);
-		b->s.last_alloc = -1;
-		b->s.interned = NULL;
-		b->s.kbuf = NULL;
-		b->s.kbuf_n = b->s.kbuf_cap = 0;
-		b->s.avail = NULL;
-		b->s.navail = b->s.capavail = 0;
-	}
+	for (size_t t = 1; t < nt; t++)
+		thread_init(s, &th[t]);
 	struct host_work w = { s, ch, 0, nchunks, PTHREAD_MUTEX_INITIALIZER, th,
 			       PTHREAD_COND_INITIALIZER, 0, 0, forced };
 	struct host_worker_arg wa[MAX_SCAN_THREADS]; /* nt <= MAX_SCAN_THREADS (xpf_rt_threads) */

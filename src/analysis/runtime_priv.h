@@ -80,8 +80,8 @@ struct xpf_rt_priv {
 	xpf_lazy times_made; /* initialised with the devices (kdev_ready: devices_ready) */
 	bool devices_ready;
 	const xpf_runtime *rt; /* back, for the times */
-	/* Per execution, what building it needs beside rt->executions (a room
-	 * of xb_map_len bytes, see room_reserve, when not 0) */
+	/* Per execution, what building it needs beside rt->executions (a mapped array
+	 * of xb_map_len bytes, see xpf_rt_exec_map, when not 0) */
 	struct xpf_rt_xbuild *xb;
 	size_t xb_map_len;
 	/* Module base names ("jit_f" for "jit_f(12)"), malloc'd. */
@@ -93,8 +93,8 @@ struct xpf_rt_priv {
 	 * of a time window skips the lines outside it.  NULL: none. */
 	int64_t *line_t0, *line_t1;
 	size_t nlines;
-	/* rt->events and rt->executions are rooms of this many bytes
-	 * (room_reserve), not malloc'd, when not 0. */
+	/* rt->events and rt->executions are mapped arrays of this many bytes
+	 * (xpf_rt_events_map, xpf_rt_exec_map), not malloc'd, when not 0. */
 	size_t events_map_len, exec_map_len;
 	/* Allocator a's events (allocations and frees) in time order are
 	 * live_ev[live_beg[a] .. live_beg[a + 1]), cut in blocks of
@@ -104,7 +104,7 @@ struct xpf_rt_priv {
 	 * xpf_runtime_live_at skips a block dead before a time.  Made by the
 	 * replay (runtime.c), which matches the frees; xpf_rt_finish_events
 	 * walks each allocator's events in it. */
-	uint32_t *live_ev;            /* a room of live_ev_map_len bytes (0: malloc'd) */
+	uint32_t *live_ev;            /* a mapped array of live_ev_map_len bytes (0: malloc'd) */
 	size_t live_ev_map_len;
 	size_t *live_beg, *live_blk_beg;
 	int64_t *live_blk_end;
@@ -138,9 +138,6 @@ struct xpf_rt_finish {
 	size_t threads;            /* how many xpf_rt_finish_end may use (set by the caller) */
 };
 void xpf_rt_finish_begin(xpf_runtime *rt, struct xpf_rt_finish *f);
-/* Fault in the pages xpf_rt_finish_events will fill, on a core that would
- * idle otherwise (fresh pages are costly: figures in bench/README). */
-void xpf_rt_finish_warm(struct xpf_rt_finish *f, const xpf_runtime *rt);
 void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f);
 int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf_error *err);
 void xpf_rt_finish_release(struct xpf_rt_finish *f);
@@ -270,9 +267,9 @@ void xpf_rt_scan_capacity(xpf_rt_allocator *a, struct xpf_rt_scan_peak *pk, int6
 
 /* runtime_event.c: one allocator event, one execution. */
 void xpf_rt_alloc_stat_ids(struct scan *s);
-void xpf_rt_events_room(struct scan *s, size_t n);
+void xpf_rt_events_map(struct scan *s, size_t n);
 void xpf_rt_events_reserve(struct scan *s, size_t n);
-void xpf_rt_exec_rooms(struct scan *s, size_t n);
+void xpf_rt_exec_map(struct scan *s, size_t n);
 void xpf_rt_exec_reserve(struct scan *s, size_t n);
 int xpf_rt_too_many_allocators(const struct scan *s, xpf_error *err);
 int xpf_rt_read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head *head,

@@ -176,153 +176,147 @@ static int add_execution_node(struct scan *s, size_t line, struct knode *nd, siz
  * allocator events, retries and allocators, for scan_line to drop or keep. */
 #define SCAN_UNORDERED (-1)
 
-static int scan_line_stream(struct scan *s, size_t line, const struct order_head *sorted,
-			    size_t nsorted, xpf_error *err)
+/* A line's scan in progress (scan_line_stream): the open events, the
+ * nodes kept, and the allocator events and retries waiting for their
+ * execution. */
+struct stream {
+	struct knode *nd;
+	struct frame *st;
+	struct pending *pa_ev, *pa_re;
+	size_t nn, cn, ns, cs, nae, cae, nar, car;
+	size_t waiting;   /* retries before pa_re[waiting] have their allocation */
+};
+
+/* A node for event ev (index i on the line): the events that can make or
+ * name an execution or hold its buffer set-up.  Its bytes are copied, to
+ * be read after the line (the window moves on). */
+static long push_node(struct scan *s, struct stream *m, size_t line, const xpf_event_head *ev,
+		      size_t i, int64_t t0, int64_t t1, unsigned flags, const struct frame *pa,
+		      const char *pjit, int kind, bool thunk, bool retry)
 {
-	const xpf_plane *p = s->p;
+	struct knode *n = XPF_VEC_PUSH(m->nd, m->nn, m->cn);
+	xpf_event_of_head(s->p, line, ev, &n->ev);
+	if (s->kbuf_n + ev->msg_len > s->kbuf_cap) {
+		s->kbuf_cap = (s->kbuf_n + ev->msg_len) * 2 + 4096;
+		s->kbuf = xpf_realloc_array(s->kbuf, s->kbuf_cap, 1);
+	}
+	memcpy(s->kbuf + s->kbuf_n, ev->msg, ev->msg_len);
+	n->kbuf_at = s->kbuf_n;
+	s->kbuf_n += ev->msg_len;
+	n->t0 = t0;
+	n->t1 = t1;
+	n->flags = flags;
+	n->dev = s->md_dev[ev->md];
+	n->parent = pa ? pa->node : -1;
+	n->pjit = pjit;
+	n->last_seq = i;
+	n->last_kind = kind;
+	n->thunk = thunk;
+	n->retried = retry;
+	n->mark = false;
+	n->root = -1;
+	n->xid = -1;
+	return (long)m->nn - 1;
+}
+
+/* An allocator event or a retry read: kept, waiting for its execution. */
+static int read_leaf(struct scan *s, struct stream *m, size_t line, const xpf_event_head *ev,
+		     unsigned flags, int64_t t0, int64_t t1, const struct frame *pa,
+		     uint32_t transfer, xpf_error *err)
+{
 	xpf_runtime *rt = s->rt;
-	xpf_event_iter it;
-	xpf_event_head ev;
-	int rc;
-	struct knode *nd = NULL;
-	struct frame *st = NULL;
-	struct pending *pa_ev = NULL, *pa_re = NULL;
-	size_t nn = 0, cn = 0, ns = 0, cs = 0, nae = 0, cae = 0, nar = 0, car = 0, waiting = 0;
-	size_t seq = 0;
-	s->kbuf_n = 0;
-	int64_t pt0 = 0, pt1 = 0, t1max = INT64_MIN;
-	const struct line_base lb = line_base_of(s, line);
-	if (!sorted)
-		xpf_events_begin_window(p, line, &it, &s->win);
-	for (;;) {
-		if (!sorted) {
-			if ((rc = xpf_events_next_head(&it, &ev, err)) != 1)
-				break;
-		} else if (seq < nsorted) {
-			ev = sorted[seq].h;
-		} else {
-			rc = 0;
-			break;
-		}
-		size_t i = seq++;
-		int64_t t0, t1;
-		head_times(s, &lb, &ev, &t0, &t1);
-		line_bounds(s, line, t0, t1);
-		/* not in the order scan_line_sorted's sort would give */
-		if (i > 0 && !(t0 > pt0 || (t0 == pt0 && t1 <= pt1))) {
-			rc = SCAN_UNORDERED;
-			goto out;
-		}
-		pt0 = t0;
-		pt1 = t1;
-		t1max = t1 > t1max ? t1 : t1max; /* rt->end_ns at the end */
-		size_t k = ev.md;
-		const char *name = p->event_md[k].name;
-		unsigned flags = xpf_rt_md_class(s, k, name);
-		while (ns > 0 && !(t0 < st[ns - 1].t1 ||
-				   (t0 == st[ns - 1].t0 && t1 <= st[ns - 1].t1 && st[ns - 1].t1 > st[ns - 1].t0)))
-			ns--;
-		const struct frame *pa = ns > 0 ? &st[ns - 1] : NULL;
-		long knode = pa ? pa->node : -1, bnode = pa ? pa->build : -1;
-		bool retry = (flags & F_RETRY) || (pa && pa->retry);
-		int kind = retry ? 2 : ((flags & F_BUILD) || bnode >= 0) ? 1 : 0;
-		const char *pjit = pa ? ((pa->flags & F_PJIT) ? pa->name : pa->pjit) : NULL;
-		bool thunk = pa && xpf_rt_thunk_of(pa->flags, flags);
-		/* A step of the execution around it: what it does after a failed
-		 * set-up (freeing the part of the set it had, error and Python
-		 * events, SPEC §4.3) is none. */
-		bool step = !(flags & F_DEALLOC) && (flags != 0 || thunk || kind != 0);
-		uint32_t transfer = pa && pa->transfer ? pa->transfer :
-				    (flags & F_TRANSFER) ? (uint32_t)k + 1 : 0;
-		uint32_t enclosing = pa ? pa->md1 : 0;
-		long self = knode;
-		if (flags & (F_EXEC | F_PERDEV | F_ANCHOR | F_BUILD)) {
-			struct knode *n = XPF_VEC_PUSH(nd, nn, cn);
-			xpf_event_of_head(p, line, &ev, &n->ev);
-			/* read after the line: a copy of its bytes (the window moves
-			 * on; the mapping is costly to touch) */
-			if (s->kbuf_n + ev.msg_len > s->kbuf_cap) {
-				s->kbuf_cap = (s->kbuf_n + ev.msg_len) * 2 + 4096;
-				s->kbuf = xpf_realloc_array(s->kbuf, s->kbuf_cap, 1);
+	long knode = pa ? pa->node : -1, bnode = pa ? pa->build : -1;
+	if (flags & (F_ALLOC | F_DEALLOC)) {
+		xpf_event full;
+		xpf_event_of_head(s->p, line, ev, &full);
+		int rc = xpf_rt_read_alloc(s, &full, ev, flags, t0, pa ? pa->md1 : 0, transfer, line, err);
+		if (rc != XPF_OK)
+			return rc;
+		struct pending *q = XPF_VEC_PUSH(m->pa_ev, m->nae, m->cae);
+		q->index = rt->nevents - 1;
+		q->node = knode;
+		q->build = bnode;
+		if (flags & F_ALLOC)
+			for (; m->waiting < m->nar; m->waiting++) {
+				m->pa_re[m->waiting].has_alloc = true;
+				m->pa_re[m->waiting].alloc_t0 = t0;
 			}
-			memcpy(s->kbuf + s->kbuf_n, ev.msg, ev.msg_len);
-			n->kbuf_at = s->kbuf_n;
-			s->kbuf_n += ev.msg_len;
-			n->t0 = t0;
-			n->t1 = t1;
-			n->flags = flags;
-			n->dev = s->md_dev[k];
-			n->parent = knode;
-			n->pjit = pjit;
-			n->last_seq = i;
-			n->last_kind = kind;
-			n->thunk = thunk;
-			n->retried = retry;
-			n->mark = false;
-			n->root = -1;
-			n->xid = -1;
-			self = (long)nn - 1;
-		} else if (knode >= 0) {
-			if (step) {
-				nd[knode].last_seq = i;
-				nd[knode].last_kind = kind;
-			}
-			if (thunk)
-				nd[knode].thunk = true;
-			if (retry)
-				nd[knode].retried = true;
-		}
-		if (flags & (F_ALLOC | F_DEALLOC)) {
-			xpf_event full;
-			xpf_event_of_head(p, line, &ev, &full);
-			rc = xpf_rt_read_alloc(s, &full, &ev, flags, t0, enclosing, transfer, line, err);
-			if (rc != XPF_OK)
-				goto out;
-			struct pending *q = XPF_VEC_PUSH(pa_ev, nae, cae);
-			q->index = rt->nevents - 1;
-			q->node = knode;
-			q->build = bnode;
-			if (flags & F_ALLOC)
-				for (; waiting < nar; waiting++) {
-					pa_re[waiting].has_alloc = true;
-					pa_re[waiting].alloc_t0 = t0;
-				}
-		} else if (flags & F_RETRY) {
-			xpf_rt_retry *r = XPF_VEC_PUSH(rt->retries, rt->nretries, s->cap_retry);
-			r->time_ns = xpf_rt_floor_ns(t0);
-			r->duration_ns = (t1 - t0) / 1000;
-			r->thread = p->lines[line].id;
-			r->execution = -1;
-			r->allocator = -1;
-			struct pending *q = XPF_VEC_PUSH(pa_re, nar, car);
-			q->index = rt->nretries - 1;
-			q->node = knode;
-			q->has_alloc = false;
-		}
-		if (t1 > t0 || (flags & (F_EXEC | F_BUILD | F_RETRY | F_PJIT | F_TRANSFER | F_ANCHOR))) {
-			struct frame *f = XPF_VEC_PUSH(st, ns, cs);
-			f->t0 = t0;
-			f->t1 = t1;
-			f->flags = flags;
-			f->name = name;
-			f->md1 = (uint32_t)k + 1;
-			f->node = self;
-			f->build = (flags & F_BUILD) ? self : bnode;
-			f->transfer = transfer;
-			f->pjit = pjit;
-			f->retry = retry;
-		}
+	} else if (flags & F_RETRY) {
+		xpf_rt_retry *r = XPF_VEC_PUSH(rt->retries, rt->nretries, s->cap_retry);
+		r->time_ns = xpf_rt_floor_ns(t0);
+		r->duration_ns = (t1 - t0) / 1000;
+		r->thread = s->p->lines[line].id;
+		r->execution = -1;
+		r->allocator = -1;
+		struct pending *q = XPF_VEC_PUSH(m->pa_re, m->nar, m->car);
+		q->index = rt->nretries - 1;
+		q->node = knode;
+		q->has_alloc = false;
 	}
-	if (rc < 0) {
-		rc = err->code;
-		goto out;
+	return XPF_OK;
+}
+
+/* Event ev, the i-th of the line in nesting order (times t0, t1): nested
+ * under the open events, kept as a node, an allocator event or a retry,
+ * or as a mark on the nearest node around it. */
+static int stream_event(struct scan *s, struct stream *m, size_t line, const xpf_event_head *ev,
+			size_t i, int64_t t0, int64_t t1, xpf_error *err)
+{
+	size_t k = ev->md;
+	const char *name = s->p->event_md[k].name;
+	unsigned flags = xpf_rt_md_class(s, k, name);
+	struct frame *st = m->st;
+	while (m->ns > 0 && !(t0 < st[m->ns - 1].t1 ||
+			      (t0 == st[m->ns - 1].t0 && t1 <= st[m->ns - 1].t1 &&
+			       st[m->ns - 1].t1 > st[m->ns - 1].t0)))
+		m->ns--;
+	const struct frame *pa = m->ns > 0 ? &st[m->ns - 1] : NULL;
+	long knode = pa ? pa->node : -1, bnode = pa ? pa->build : -1;
+	bool retry = (flags & F_RETRY) || (pa && pa->retry);
+	int kind = retry ? 2 : ((flags & F_BUILD) || bnode >= 0) ? 1 : 0;
+	const char *pjit = pa ? ((pa->flags & F_PJIT) ? pa->name : pa->pjit) : NULL;
+	bool thunk = pa && xpf_rt_thunk_of(pa->flags, flags);
+	/* A step of the execution around it: what it does after a failed
+	 * set-up (freeing the part of the set it had, error and Python
+	 * events, SPEC §4.3) is none. */
+	bool step = !(flags & F_DEALLOC) && (flags != 0 || thunk || kind != 0);
+	uint32_t transfer = pa && pa->transfer ? pa->transfer :
+			    (flags & F_TRANSFER) ? (uint32_t)k + 1 : 0;
+	long self = knode;
+	if (flags & (F_EXEC | F_PERDEV | F_ANCHOR | F_BUILD)) {
+		self = push_node(s, m, line, ev, i, t0, t1, flags, pa, pjit, kind, thunk, retry);
+	} else if (knode >= 0) {
+		if (step) {
+			m->nd[knode].last_seq = i;
+			m->nd[knode].last_kind = kind;
+		}
+		if (thunk)
+			m->nd[knode].thunk = true;
+		if (retry)
+			m->nd[knode].retried = true;
 	}
-	rc = XPF_OK;
+	int rc = read_leaf(s, m, line, ev, flags, t0, t1, pa, transfer, err);
+	if (rc != XPF_OK)
+		return rc;
+	if (t1 > t0 || (flags & (F_EXEC | F_BUILD | F_RETRY | F_PJIT | F_TRANSFER | F_ANCHOR))) {
+		struct frame *f = XPF_VEC_PUSH(m->st, m->ns, m->cs);
+		f->t0 = t0;
+		f->t1 = t1;
+		f->flags = flags;
+		f->name = name;
+		f->md1 = (uint32_t)k + 1;
+		f->node = self;
+		f->build = (flags & F_BUILD) ? self : bnode;
+		f->transfer = transfer;
+		f->pjit = pjit;
+		f->retry = retry;
+	}
+	return XPF_OK;
+}
 
-	for (size_t i = 0; i < nn; i++)
-		nd[i].ev.msg = s->kbuf + nd[i].kbuf_at;
-
-	/* Execution roots, as in scan_line_sorted. */
+/* Which nodes are executions (mark), and each node's execution (root). */
+static void mark_roots(struct knode *nd, size_t nn)
+{
 	for (size_t i = 0; i < nn; i++) {
 		struct knode *e = &nd[i];
 		if (!(e->flags & F_ANCHOR))
@@ -347,44 +341,101 @@ static int scan_line_stream(struct scan *s, size_t line, const struct order_head
 	}
 	for (size_t i = 0; i < nn; i++)
 		nd[i].root = nd[i].mark ? (long)i : nd[i].parent >= 0 ? nd[nd[i].parent].root : -1;
-	for (size_t i = 0; i < nn; i++)
+}
+
+/* The line's executions made; its allocator events and retries given
+ * theirs. */
+static int settle_line(struct scan *s, struct stream *m, size_t line, xpf_error *err)
+{
+	xpf_runtime *rt = s->rt;
+	struct knode *nd = m->nd;
+	for (size_t i = 0; i < m->nn; i++)
+		nd[i].ev.msg = s->kbuf + nd[i].kbuf_at;
+	mark_roots(nd, m->nn);
+	for (size_t i = 0; i < m->nn; i++)
 		if (nd[i].root == (long)i) {
-			rc = add_execution_node(s, line, nd, nn, (long)i, err);
+			int rc = add_execution_node(s, line, nd, m->nn, (long)i, err);
 			if (rc != XPF_OK)
-				goto out;
+				return rc;
 			nd[i].xid = (long)rt->nexecutions - 1;
 		}
-	for (size_t q = 0; q < nae; q++) {
-		long root = pa_ev[q].node >= 0 ? nd[pa_ev[q].node].root : -1;
+	for (size_t q = 0; q < m->nae; q++) {
+		long root = m->pa_ev[q].node >= 0 ? nd[m->pa_ev[q].node].root : -1;
 		long x = root >= 0 ? nd[root].xid : -1;
-		xpf_rt_event *re = &rt->events[pa_ev[q].index];
+		xpf_rt_event *re = &rt->events[m->pa_ev[q].index];
 		re->execution = x >= 0 ? (int32_t)x : -2 - (int32_t)line;
-		re->in_build = x >= 0 && pa_ev[q].build >= 0 && nd[pa_ev[q].build].root == root;
+		re->in_build = x >= 0 && m->pa_ev[q].build >= 0 && nd[m->pa_ev[q].build].root == root;
 	}
-	for (size_t q = 0; q < nar; q++) {
-		long root = pa_re[q].node >= 0 ? nd[pa_re[q].node].root : -1;
-		xpf_rt_retry *r = &rt->retries[pa_re[q].index];
+	for (size_t q = 0; q < m->nar; q++) {
+		long root = m->pa_re[q].node >= 0 ? nd[m->pa_re[q].node].root : -1;
+		xpf_rt_retry *r = &rt->retries[m->pa_re[q].index];
 		r->execution = root >= 0 ? nd[root].xid : -1;
-		if (!pa_re[q].has_alloc)
+		if (!m->pa_re[q].has_alloc)
 			continue;
 		/* this line's events are the last read */
-		size_t first = nae ? pa_ev[0].index : rt->nevents;
+		size_t first = m->nae ? m->pa_ev[0].index : rt->nevents;
 		for (size_t e = rt->nevents; e-- > first;) {
-			if (rt->events[e].t_ps == pa_re[q].alloc_t0 && rt->events[e].kind == XPF_RT_ALLOC) {
+			if (rt->events[e].t_ps == m->pa_re[q].alloc_t0 && rt->events[e].kind == XPF_RT_ALLOC) {
 				r->allocator = xpf_rt_ev_allocator(rt, &rt->events[e]);
 				break;
 			}
 		}
 	}
+	return XPF_OK;
+}
+
+/* Line `line`, read through the window (sorted NULL) or from its heads
+ * sorted into nesting order: SCAN_UNORDERED when read through the window
+ * and found out of that order. */
+static int scan_line_stream(struct scan *s, size_t line, const struct order_head *sorted,
+			    size_t nsorted, xpf_error *err)
+{
+	xpf_runtime *rt = s->rt;
+	xpf_event_iter it;
+	xpf_event_head ev;
+	int rc;
+	struct stream m;
+	memset(&m, 0, sizeof m);
+	size_t seq = 0;
+	s->kbuf_n = 0;
+	int64_t pt0 = 0, pt1 = 0, t1max = INT64_MIN;
+	const struct line_base lb = line_base_of(s, line);
+	if (!sorted)
+		xpf_events_begin_window(s->p, line, &it, &s->win);
+	for (;;) {
+		if (!sorted) {
+			if ((rc = xpf_events_next_head(&it, &ev, err)) != 1)
+				break;
+		} else if (seq < nsorted) {
+			ev = sorted[seq].h;
+		} else {
+			rc = 0;
+			break;
+		}
+		size_t i = seq++;
+		int64_t t0, t1;
+		head_times(s, &lb, &ev, &t0, &t1);
+		line_bounds(s, line, t0, t1);
+		if (i > 0 && !(t0 > pt0 || (t0 == pt0 && t1 <= pt1))) {
+			rc = SCAN_UNORDERED;
+			goto out;
+		}
+		pt0 = t0;
+		pt1 = t1;
+		t1max = t1 > t1max ? t1 : t1max; /* rt->end_ns at the end */
+		if ((rc = stream_event(s, &m, line, &ev, i, t0, t1, err)) != XPF_OK)
+			goto out;
+	}
+	rc = rc < 0 ? err->code : settle_line(s, &m, line, err);
 out:
 	/* the latest end of the events read (floor is monotonic: the floor of
 	 * the latest is the latest floor) */
 	if (t1max != INT64_MIN && xpf_rt_floor_ns(t1max) > rt->end_ns)
 		rt->end_ns = xpf_rt_floor_ns(t1max);
-	free(nd);
-	free(st);
-	free(pa_ev);
-	free(pa_re);
+	free(m.nd);
+	free(m.st);
+	free(m.pa_ev);
+	free(m.pa_re);
 	return rc;
 }
 
