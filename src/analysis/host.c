@@ -72,8 +72,10 @@ int xpf_host_plan(xpf_host *h, size_t m, const xpf_plan **out, xpf_error *err)
 
 static int make_runtime(void *ctx, void **value, xpf_error *err)
 {
+	xpf_host *h = ctx;
+	static const xpf_rt_options defaults = XPF_RT_OPTIONS_INIT;
 	xpf_runtime *rt = NULL;
-	int rc = xpf_runtime_build(ctx, &rt, err);
+	int rc = xpf_runtime_build(h, h->opt && h->opt->runtime ? h->opt->runtime : &defaults, &rt, err);
 	*value = rt;
 	return rc;
 }

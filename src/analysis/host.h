@@ -29,9 +29,12 @@ typedef struct xpf_options {
 	int top;               /* --top N (default 25) */
 	int device;            /* --device N, or -1 */
 	const char *run;       /* --run NAME, or NULL */
+	/* How to build the runtime (threads, kernels, phase reports: runtime.h);
+	 * NULL: the defaults. */
+	const struct xpf_rt_options *runtime;
 } xpf_options;
 
-#define XPF_OPTIONS_INIT { NULL, 0, 25, -1, NULL }
+#define XPF_OPTIONS_INIT { NULL, 0, 25, -1, NULL, NULL }
 
 typedef struct xpf_host {
 	const char *name;      /* the host's name (file name without .xplane.pb) */

@@ -98,7 +98,7 @@ typedef struct xpf_rt_event {
 /* An allocator event's size, what it asked for and the host events around
  * it, kept once for all the events alike: a long capture repeats a few
  * allocation sites millions of times, and every byte of an event is MiBs
- * of fresh pages. */
+ * of memory. */
 typedef struct xpf_rt_site {
 	uint64_t bytes;            /* allocation_bytes (the chunk) */
 	uint64_t requested_bytes;
@@ -203,7 +203,7 @@ typedef struct xpf_runtime {
 	int64_t end_ns;            /* the last event end seen on /host:CPU */
 	size_t host_chunks_by_others; /* how many chunks of the host lines a
 					 thread other than the first read (their
-					 records merged): XPF_PHASES, tests */
+					 records merged): xpf_rt_progress, tests */
 	const xpf_plane *host_plane; /* the /host:CPU plane, or NULL */
 	/* private to runtime*.c */
 	struct xpf_rt_priv *priv;
@@ -308,10 +308,46 @@ static inline int64_t xpf_rt_ev_thread(const xpf_runtime *rt, const xpf_rt_event
 	return rt->host_plane && l < rt->host_plane->nlines ? rt->host_plane->lines[l].id : 0;
 }
 
-/* The host's runtime, computed on first use and cached in h->runtime. */
+/* How the runtime is built.  The analysis layer reads no environment:
+ * fs/main.c fills these (XPF_THREADS, XPF_KERNELS, XPF_PHASES) and tests set
+ * them directly.  No option changes a byte of the result. */
+enum xpf_rt_kernels {
+	XPF_RT_KERNELS_WANTED = 0, /* before the link, the devices it will ask
+				      about; any other on its first ask */
+	XPF_RT_KERNELS_ALL,        /* every device before the link */
+	XPF_RT_KERNELS_ASK,        /* none before: each on the link's first ask */
+};
+
+/* What the build has done when a phase ends (xpf_rt_options.phase). */
+typedef struct xpf_rt_progress {
+	const char *phase;         /* "index", "host", "devices", "order", "finish" */
+	double seconds;            /* since the build began (monotonic clock) */
+	size_t host_lines, host_chunks, host_chunks_by_others;
+	size_t nevents, nsites, nexecutions;
+	/* at "finish": devices with kernel planes, those read before the link,
+	   and those read when it asked */
+	size_t kernel_devices, kernel_devices_before, kernel_devices_asked;
+} xpf_rt_progress;
+
+typedef struct xpf_rt_options {
+	int threads;               /* for the scans, 1-8; 0: the online CPUs (at most 8) */
+	bool share_small;          /* share the host lines out between threads even
+				      on a capture too small to gain (tests: the
+				      merge is what they compare) */
+	enum xpf_rt_kernels kernels;
+	/* Called as each phase ends (NULL: not), from the building thread. */
+	void (*phase)(void *ctx, const xpf_rt_progress *p);
+	void *phase_ctx;
+} xpf_rt_options;
+
+#define XPF_RT_OPTIONS_INIT { 0, false, XPF_RT_KERNELS_WANTED, NULL, NULL }
+
+/* h's runtime built with opt: the caller owns it (xpf_runtime_free). */
+int xpf_runtime_build(xpf_host *h, const xpf_rt_options *opt, xpf_runtime **out, xpf_error *err);
+
+/* The host's runtime, built on first use with the host's options
+ * (xpf_options.runtime) and kept (host.c). */
 int xpf_host_runtime(xpf_host *h, const xpf_runtime **out, xpf_error *err);
-/* The runtime of a host's capture (what xpf_host_runtime keeps). */
-int xpf_runtime_build(xpf_host *h, xpf_runtime **out, xpf_error *err);
 void xpf_runtime_free(void *rt);
 
 /* A block live at some moment, with where it came from. */

@@ -3,6 +3,7 @@
 #define XPF_RUNTIME_PRIV_H
 
 #include "analysis/runtime.h"
+#include "common/intern.h"
 #include "common/lazy.h"
 #include "common/map.h"
 
@@ -64,6 +65,7 @@ static inline int16_t xpf_rt_device16(int d)
 #define XPF_RT_LIVE_BLOCK 256
 
 struct xpf_rt_priv {
+	xpf_rt_options opt;  /* what the build was asked (xpf_runtime_build) */
 	/* Per allocator, in the order the scan found them (before the sort
 	 * by name): its peak as scanned. */
 	struct xpf_rt_scan_peak *peak;
@@ -78,8 +80,8 @@ struct xpf_rt_priv {
 	xpf_lazy times_made; /* initialised with the devices (kdev_ready: devices_ready) */
 	bool devices_ready;
 	const xpf_runtime *rt; /* back, for the times */
-	/* Per execution, what building it needs beside rt->executions (a room
-	 * of xb_map_len bytes, see room_reserve, when not 0) */
+	/* Per execution, what building it needs beside rt->executions (a mapped array
+	 * of xb_map_len bytes, see xpf_rt_exec_map, when not 0) */
 	struct xpf_rt_xbuild *xb;
 	size_t xb_map_len;
 	/* Module base names ("jit_f" for "jit_f(12)"), malloc'd. */
@@ -91,8 +93,8 @@ struct xpf_rt_priv {
 	 * of a time window skips the lines outside it.  NULL: none. */
 	int64_t *line_t0, *line_t1;
 	size_t nlines;
-	/* rt->events and rt->executions are rooms of this many bytes
-	 * (room_reserve), not malloc'd, when not 0. */
+	/* rt->events and rt->executions are mapped arrays of this many bytes
+	 * (xpf_rt_events_map, xpf_rt_exec_map), not malloc'd, when not 0. */
 	size_t events_map_len, exec_map_len;
 	/* Allocator a's events (allocations and frees) in time order are
 	 * live_ev[live_beg[a] .. live_beg[a + 1]), cut in blocks of
@@ -102,7 +104,7 @@ struct xpf_rt_priv {
 	 * xpf_runtime_live_at skips a block dead before a time.  Made by the
 	 * replay (runtime.c), which matches the frees; xpf_rt_finish_events
 	 * walks each allocator's events in it. */
-	uint32_t *live_ev;            /* a room of live_ev_map_len bytes (0: malloc'd) */
+	uint32_t *live_ev;            /* a mapped array of live_ev_map_len bytes (0: malloc'd) */
 	size_t live_ev_map_len;
 	size_t *live_beg, *live_blk_beg;
 	int64_t *live_blk_end;
@@ -136,9 +138,6 @@ struct xpf_rt_finish {
 	size_t threads;            /* how many xpf_rt_finish_end may use (set by the caller) */
 };
 void xpf_rt_finish_begin(xpf_runtime *rt, struct xpf_rt_finish *f);
-/* Fault in the pages xpf_rt_finish_events will fill, on a core that would
- * idle otherwise (fresh pages are costly: figures in bench/README). */
-void xpf_rt_finish_warm(struct xpf_rt_finish *f, const xpf_runtime *rt);
 void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f);
 int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf_error *err);
 void xpf_rt_finish_release(struct xpf_rt_finish *f);
@@ -163,5 +162,151 @@ int xpf_rt_kernels_error(struct xpf_rt_priv *pv, xpf_error *err);
  * a TPU module) or whose module the host side does not name; every device
  * for such an execution of no known device yet. */
 void xpf_rt_kernels_wanted(xpf_host *h, xpf_runtime *rt, bool *want);
+
+/* ---- the stages' interfaces ------------------------------------------- */
+
+/* Event and execution indexes in the scratch arrays of the order and link
+ * stages: 32 bits (a capture holds fewer than 2^32 of either). */
+typedef uint32_t idx32;
+
+/* runtime_classify.c: what an event name is (F_* below). */
+enum {
+	F_ALLOC = 1 << 0,
+	F_DEALLOC = 1 << 1,
+	F_EXEC = 1 << 2,      /* execute family */
+	F_ANCHOR = 1 << 3,    /* makes its outermost execute-family ancestor an execution */
+	F_PERDEV = 1 << 4,    /* "[<i>] ..." */
+	F_BUILD = 1 << 5,
+	F_RETRY = 1 << 6,
+	F_PJIT = 1 << 7,
+	F_TRANSFER = 1 << 8,
+	F_GPUMOD = 1 << 9,    /* "<module>:XLA GPU module" */
+	F_THUNKS = 1 << 10,   /* GpuExecutable::ExecuteThunks */
+	F_NOT_THUNK = 1 << 11, /* bookkeeping inside an execution, not a thunk run */
+};
+
+static const char *const transfer_names[] = {
+	"DevicePut", "DevicePutWithSharding", "batched_copy_array_to_devices_with_sharding",
+	"H2D Dispatch", "device_put", "TransferToDevice", "TransferLiteralToDevice",
+};
+static const char *const transfer_parts[] = {
+	"BufferFromHost", "LinearizeInto", "CopyToMemorySpace", "CreateUninitializedBuffer",
+	"CopyToDevice", "TransferToInfeed", "$api.py", "device_put",
+};
+
+
+/* The kinds of name (F_*) of name; *dev: its "[<i>] " device prefix, or -1. */
+unsigned xpf_rt_classify(const char *name, int *dev);
+/* The device of a "[<i>] ..." name (*rest: after the prefix), or -1. */
+int xpf_rt_perdev_prefix(const char *name, const char **rest);
+/* An event of kinds flags under one of parent_flags is a thunk run. */
+bool xpf_rt_thunk_of(unsigned parent_flags, unsigned flags);
+
+/* Times in ps relative to the base, clamped to +-2^61 so that a hostile
+ * capture (line bases and offsets near INT64_MAX/MIN) cannot overflow in
+ * the t0 + duration and end arithmetic after. */
+#define REL_PS_MAX ((int64_t)1 << 61)
+int64_t xpf_rt_rel_ps(int64_t line_ts_ns, int64_t base, int64_t off_ps);
+
+/* An event head of an unordered line and its times (ps from the base), to
+ * be sorted into the order scan_line_stream nests in. */
+struct order_head {
+	xpf_event_head h;
+	int64_t t0, t1;
+};
+
+
+struct scan {
+	xpf_host *h;
+	xpf_runtime *rt;
+	const xpf_plane *p;
+	int64_t base;
+	size_t cap_alloc, cap_events, cap_exec, cap_retry;
+	struct order_head *oh;   /* an unordered line's heads, sorted */
+	size_t noh, capoh;
+	/* classify() of each event metadata of p, by index (UINT_MAX: not yet):
+	 * names repeat, so each is classified once, not once per event. */
+	unsigned *md_flags;
+	int *md_dev;
+	/* The host lines are read through this (see xpf_window). */
+	xpf_window win;
+	/* the runtime's line_t0/line_t1 (shared by the threads: each writes
+	 * its own lines) */
+	int64_t *line_t0, *line_t1;
+	/* bytes_available of the line's allocator events, in order */
+	uint64_t *avail;
+	size_t navail, capavail;
+	/* The bytes of a line's knode events (scan_line_stream). */
+	uint8_t *kbuf;
+	size_t kbuf_n, kbuf_cap;
+	/* read_alloc's stats: their metadata ids on p, and which each is. */
+	int64_t alloc_ids[64];
+	uint8_t alloc_code[64];
+	size_t nalloc_ids;
+	uint8_t code_of_id[128];  /* alloc_code of the ids below 128; AS_N: none */
+	xpf_pick alloc_pick;     /* of alloc_ids */
+	/* shapes kept once each (intern) */
+	xpf_intern *interned;
+	int last_alloc;          /* the allocator of the last event read, or -1 */
+	size_t last_alloc_len;   /* its name's length */
+};
+
+/* The allocator-event stats read_alloc reads, in alloc_stat_names order. */
+
+/* runtime_sites.c: allocators and sites. */
+int xpf_rt_find_allocator(xpf_runtime *rt, size_t *cap, const char *name, bool by_index);
+int xpf_rt_allocator_cmp(const void *a, const void *b);
+const char *xpf_rt_intern(struct scan *sc, const char *str, size_t n);
+void xpf_rt_keep_interns(struct xpf_rt_priv *pv, xpf_intern **set);
+uint32_t xpf_rt_site_of(xpf_runtime *rt, const xpf_rt_site *want);
+void xpf_rt_site_map_add(xpf_runtime *rt, uint32_t i);
+void xpf_rt_peak_take(struct xpf_rt_scan_peak *pk, uint64_t in_use, int64_t t_ps,
+		      uint64_t available);
+void xpf_rt_scan_capacity(xpf_rt_allocator *a, struct xpf_rt_scan_peak *pk, int64_t t_ps,
+			  uint64_t in_use, uint64_t available);
+
+/* runtime_event.c: one allocator event, one execution. */
+void xpf_rt_alloc_stat_ids(struct scan *s);
+void xpf_rt_events_map(struct scan *s, size_t n);
+void xpf_rt_events_reserve(struct scan *s, size_t n);
+void xpf_rt_exec_map(struct scan *s, size_t n);
+void xpf_rt_exec_reserve(struct scan *s, size_t n);
+int xpf_rt_too_many_allocators(const struct scan *s, xpf_error *err);
+int xpf_rt_read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head *head,
+		      unsigned flags, int64_t t0, uint32_t enclosing, uint32_t transfer,
+		      size_t line, xpf_error *err);
+size_t xpf_rt_new_execution(struct scan *s, uint32_t line, int64_t thread, const char *name,
+			    int dev, int64_t t0, int64_t t1, const char *pjit);
+/* What the walk over an execution's subtree has seen so far. */
+struct exec_walk {
+	const char *name_gpumod, *name_thunks, *name_exec;
+	int64_t build_end;
+};
+void xpf_rt_exec_walk_event(struct scan *s, size_t xi, struct exec_walk *w, const xpf_event *ev,
+			    unsigned flags, int dev, int64_t t1, xpf_error *err);
+int xpf_rt_exec_walk_end(struct scan *s, size_t xi, const struct exec_walk *w, int last_kind,
+			 bool retried, xpf_error *err);
+
+/* runtime_scan.c: one host line into events, executions and retries. */
+unsigned xpf_rt_md_class(struct scan *s, size_t k, const char *name);
+int xpf_rt_scan_line(struct scan *s, size_t line, xpf_error *err);
+int xpf_rt_scan_modules_line(struct scan *s, const xpf_plane *p, size_t l, unsigned d,
+			     xpf_error *err);
+
+/* runtime_parallel.c: jobs on threads, the host lines in chunks. */
+#define MAX_SCAN_THREADS 8
+size_t xpf_rt_threads(const xpf_rt_options *opt, size_t njobs);
+void xpf_rt_run_jobs(size_t n, const uint64_t *size, size_t nt,
+		     void (*fn)(void *ctx, size_t k, xpf_window *w), void *ctx);
+int xpf_rt_scan_host(struct scan *s, size_t *nchunks_read, size_t *nby_others, xpf_error *err);
+
+/* runtime_order.c: the events in time order, replayed. */
+void xpf_rt_order_and_replay(xpf_runtime *rt);
+
+/* runtime_kernels.c: the device planes. */
+bool xpf_rt_device_plane(const xpf_host *h, size_t i, unsigned *d, bool *tpu);
+int xpf_rt_devices_prepare(struct scan *s, xpf_error *err);
+void xpf_rt_devices_run(struct xpf_rt_priv *pv, const bool *want);
+void xpf_rt_kdev_free(struct xpf_rt_kdev *k);
 
 #endif

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/runtime.h"
 #include "tree/report.h"
 #include "capture/input.h"
 #include "common/alloc.h"
@@ -346,6 +347,62 @@ static void raise_fd_limit(void)
 	}
 }
 
+/* XPF_PHASES: one line on stderr as each phase of reading the runtime
+ * ends, with the anonymous memory held then (bench/run reads these). */
+static long status_kb(const char *file, const char *field)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen(file, "r");
+	size_t n = strlen(field);
+	while (f && fgets(line, sizeof line, f))
+		if (strncmp(line, field, n) == 0 && sscanf(line + n, " %ld", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+static void print_phase(void *ctx, const xpf_rt_progress *p)
+{
+	(void)ctx;
+	long anon_kb = status_kb("/proc/self/status", "RssAnon:");
+	long huge_kb = status_kb("/proc/self/smaps_rollup", "AnonHugePages:");
+	fprintf(stderr, "xplanefs: runtime phase %-8s %.3f s, RssAnon %ld MiB (%ld on huge pages)\n",
+		p->phase, p->seconds, anon_kb / 1024, huge_kb / 1024);
+	if (strcmp(p->phase, "host") == 0)
+		fprintf(stderr, "xplanefs: runtime host lines: %zu, read in %zu chunk(s), %zu by other threads; "
+			"%zu allocator events at %zu sites, %zu executions\n",
+			p->host_lines, p->host_chunks, p->host_chunks_by_others, p->nevents, p->nsites,
+			p->nexecutions);
+	else if (strcmp(p->phase, "finish") == 0)
+		fprintf(stderr, "xplanefs: runtime kernels of %zu of %zu device(s) read before the finish, "
+			"%zu more when it asked\n",
+			p->kernel_devices_before, p->kernel_devices, p->kernel_devices_asked);
+}
+
+/* The runtime's options from the environment: the only place it is read.
+ * XPF_THREADS=N also shares the host lines out on a small capture (tests);
+ * XPF_KERNELS=all|ask reads every device's kernels before the link, or
+ * none (each when asked): for tests, the same tree either way. */
+static void runtime_options_from_env(xpf_rt_options *out)
+{
+	xpf_rt_options ro = XPF_RT_OPTIONS_INIT;
+	const char *t = getenv("XPF_THREADS"), *k = getenv("XPF_KERNELS"), *ph = getenv("XPF_PHASES");
+	if (t && *t) {
+		long n = strtol(t, NULL, 10);
+		ro.threads = n > 1 ? (n < 64 ? (int)n : 64) : 1;
+		ro.share_small = true;
+	}
+	if (k && strcmp(k, "all") == 0)
+		ro.kernels = XPF_RT_KERNELS_ALL;
+	else if (k && strcmp(k, "ask") == 0)
+		ro.kernels = XPF_RT_KERNELS_ASK;
+	if (ph && *ph && strcmp(ph, "0") != 0)
+		ro.phase = print_phase;
+	*out = ro;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -369,6 +426,9 @@ int main(int argc, char **argv)
 	int c;
 
 	raise_fd_limit();
+	xpf_rt_options ro;
+	runtime_options_from_env(&ro);
+	opt.runtime = &ro;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":fdso:u:hV", longopts, NULL)) != -1) {
 		uint64_t v;
