@@ -13,7 +13,7 @@
 
 #include "tree/report.h"
 #include "analysis/diag_priv.h"
-#include "tree/hosts.h"
+#include "analysis/hosts.h"
 #include "common/alloc.h"
 
 struct doc {
@@ -289,7 +289,7 @@ static int render_cross_txt(xpf_host *unused, const xpf_node *n, xpf_buf *out, x
 	xpf_report *r = n->report;
 	xpf_buf_printf(out, "# %zu hosts; each host's full diagnosis is in hosts/<host>/diagnosis.txt\n",
 		       xpf_report_nhosts(r));
-	xpf_hosts_skew_txt(r, out);  /* hosts.c: what differs between hosts first */
+	xpf_hosts_skew_txt(xpf_report_host(r, 0), xpf_report_nhosts(r), out);  /* hosts.c: what differs between hosts first */
 	for (size_t i = 0; i < xpf_report_nhosts(r); i++) {
 		xpf_host *h = xpf_report_host(r, i);
 		const xpf_diagnosis *d;
@@ -324,7 +324,7 @@ static int render_cross_json(xpf_host *unused, const xpf_node *n, xpf_buf *out, 
 {
 	xpf_report *r = n->report;
 	json_t *root = json_object(), *hosts = json_array(), *all = json_array();
-	xpf_hosts_skew_json(r, all);
+	xpf_hosts_skew_json(xpf_report_host(r, 0), xpf_report_nhosts(r), all);
 	for (size_t i = 0; i < xpf_report_nhosts(r); i++) {
 		xpf_host *h = xpf_report_host(r, i);
 		const xpf_diagnosis *d;
@@ -411,6 +411,12 @@ static int render_cross_readme(xpf_host *unused, const xpf_node *n, xpf_buf *out
 	return XPF_OK;
 }
 
+static int render_hosts_tsv(xpf_host *unused, const xpf_node *n, xpf_buf *out, xpf_error *err)
+{
+	xpf_hosts_tsv(xpf_report_host(n->report, 0), xpf_report_nhosts(n->report), out);
+	return XPF_OK;
+}
+
 void xpf_tree_cross(xpf_report *r, xpf_node *root)
 {
 	(void)r;
@@ -418,5 +424,5 @@ void xpf_tree_cross(xpf_report *r, xpf_node *root)
 	xpf_node_file(root, "diagnosis.txt", render_cross_txt, 0);
 	xpf_node_file(root, "diagnosis.json", render_cross_json, 0);
 	xpf_node_file(root, "summary.txt", render_cross_summary, 0);
-	xpf_node_file(root, "hosts.tsv", xpf_render_hosts_tsv, 0);
+	xpf_node_file(root, "hosts.tsv", render_hosts_tsv, 0);
 }

@@ -10,16 +10,16 @@
 
 #include <jansson.h>
 
-#include "tree/report.h"
+#include "analysis/host.h"
 #include "common/buf.h"
 
-/* hosts.tsv: one row per host, in the report's host order. */
-int xpf_render_hosts_tsv(xpf_host *unused, const xpf_node *n, xpf_buf *out, xpf_error *err);
+/* hosts.tsv of hosts[0..n): one row per host, in that order. */
+void xpf_hosts_tsv(xpf_host *hosts, size_t n, xpf_buf *out);
 
 /* The host-skew findings, largest difference first: appended to out as
  * diagnosis.txt lines, or to findings (a JSON array) as objects shaped as
  * diagnosis.json's findings, each with "host" and "median_host". */
-void xpf_hosts_skew_txt(xpf_report *r, xpf_buf *out);
-void xpf_hosts_skew_json(xpf_report *r, json_t *findings);
+void xpf_hosts_skew_txt(xpf_host *hosts, size_t n, xpf_buf *out);
+void xpf_hosts_skew_json(xpf_host *hosts, size_t n, json_t *findings);
 
 #endif

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "analysis/diag_priv.h"
-#include "tree/hosts.h"
+#include "analysis/hosts.h"
 #include "common/alloc.h"
 
 #define SKEW_MIN_BYTES (256ull * XPF_MIB)
@@ -27,7 +27,7 @@ static const char *const median_keys[NFIGS] = { "median_need_bytes", "median_pea
 /* One host's figures, from its own diagnosis. */
 typedef struct host_row {
 	xpf_host *h;
-	const char *dir;
+	char *dir;
 	const xpf_diagnosis *d;   /* NULL: its diagnosis failed */
 	const xpf_runtime *rt;    /* NULL: no runtime */
 	bool known[NFIGS];
@@ -41,18 +41,28 @@ typedef struct skew {
 	bool above;
 } skew;
 
-static const char *host_dir(xpf_report *r, xpf_host *h)
+/* The host's folder name: the last part of its path in the tree
+ * ("hosts/<dir>/"), else its name. */
+static char *host_dir(const xpf_host *h)
 {
-	xpf_node *root = xpf_report_host_root(r, h);
-	return root ? root->name : h->name;
+	const char *p = h->path ? h->path : "";
+	size_t n = strlen(p);
+	while (n && p[n - 1] == '/')
+		n--;
+	if (n == 0)
+		return xpf_strdup(h->name);
+	size_t b = n;
+	while (b && p[b - 1] != '/')
+		b--;
+	return xpf_strndup(p + b, n - b);
 }
 
-static void row_fill(xpf_report *r, xpf_host *h, host_row *w)
+static void row_fill(xpf_host *h, host_row *w)
 {
 	xpf_error e = { 0 };
 	memset(w, 0, sizeof *w);
 	w->h = h;
-	w->dir = host_dir(r, h);
+	w->dir = host_dir(h);
 	if (xpf_host_diagnosis(h, &w->d, &e) != XPF_OK) {
 		w->d = NULL;
 		return;
@@ -69,15 +79,19 @@ static void row_fill(xpf_report *r, xpf_host *h, host_row *w)
 	}
 }
 
-static host_row *rows_of(xpf_report *r, size_t *n)
+static host_row *rows_of(xpf_host *hosts, size_t n)
 {
-	*n = xpf_report_nhosts(r);
-	host_row *w = calloc(*n ? *n : 1, sizeof *w);
-	if (w == NULL)
-		abort();
-	for (size_t i = 0; i < *n; i++)
-		row_fill(r, xpf_report_host(r, i), &w[i]);
+	host_row *w = xpf_calloc(n ? n : 1, sizeof *w);
+	for (size_t i = 0; i < n; i++)
+		row_fill(&hosts[i], &w[i]);
 	return w;
+}
+
+static void rows_free(host_row *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(w[i].dir);
+	free(w);
 }
 
 /* ---- the median host and the skews ----------------------------------------- */
@@ -352,10 +366,9 @@ static json_t *skew_json(const host_row *w, const skew *k, const xpf_finding *f)
 }
 
 /* Each skew's finding, handed to emit as diagnosis.txt lines or JSON. */
-static void each_skew(xpf_report *r, xpf_buf *out, json_t *arr)
+static void each_skew(xpf_host *hosts, size_t n, xpf_buf *out, json_t *arr)
 {
-	size_t n;
-	host_row *w = rows_of(r, &n);
+	host_row *w = rows_of(hosts, n);
 	skew *k;
 	size_t nk = find_skews(w, n, &k);
 	for (size_t i = 0; i < nk; i++) {
@@ -368,17 +381,17 @@ static void each_skew(xpf_report *r, xpf_buf *out, json_t *arr)
 		finding_release(&f);
 	}
 	free(k);
-	free(w);
+	rows_free(w, n);
 }
 
-void xpf_hosts_skew_txt(xpf_report *r, xpf_buf *out)
+void xpf_hosts_skew_txt(xpf_host *hosts, size_t n, xpf_buf *out)
 {
-	each_skew(r, out, NULL);
+	each_skew(hosts, n, out, NULL);
 }
 
-void xpf_hosts_skew_json(xpf_report *r, json_t *findings)
+void xpf_hosts_skew_json(xpf_host *hosts, size_t n, json_t *findings)
 {
-	each_skew(r, NULL, findings);
+	each_skew(hosts, n, NULL, findings);
 }
 
 static void put_opt(xpf_buf *out, bool known, uint64_t v)
@@ -414,12 +427,9 @@ static void put_row(const host_row *w, bool skew_here, xpf_buf *out)
 	xpf_buf_addc(out, '\n');
 }
 
-int xpf_render_hosts_tsv(xpf_host *unused, const xpf_node *n, xpf_buf *out, xpf_error *err)
+void xpf_hosts_tsv(xpf_host *hosts, size_t nh, xpf_buf *out)
 {
-	(void)unused;
-	(void)err;
-	size_t nh;
-	host_row *w = rows_of(n->report, &nh);
+	host_row *w = rows_of(hosts, nh);
 	skew *k;
 	size_t nk = find_skews(w, nh, &k);
 	xpf_buf_adds(out, "host\tfocus_module\tneed_bytes\tcapacity_bytes\tpeak_in_use_bytes\theadroom_bytes\tfindings\tallocator\n");
@@ -430,6 +440,5 @@ int xpf_render_hosts_tsv(xpf_host *unused, const xpf_node *n, xpf_buf *out, xpf_
 		put_row(&w[i], here, out);
 	}
 	free(k);
-	free(w);
-	return XPF_OK;
+	rows_free(w, nh);
 }
