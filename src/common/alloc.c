@@ -47,7 +47,7 @@ char *xpf_strdup(const char *s)
 
 void xpf_grow(void **arr, size_t *cap, size_t elem)
 {
-	size_t ncap = *cap ? *cap * 2 : 16;
+	size_t ncap = *cap ? *cap * 2 : 4; /* small: many inputs hold many tiny arrays */
 	*arr = xpf_realloc_array(*arr, ncap, elem);
 	*cap = ncap;
 }

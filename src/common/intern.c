@@ -47,7 +47,11 @@ static const char *keep(xpf_intern *set, const void *s, size_t n)
 	size_t need = sizeof n + n + 1;
 	struct chunk *c = set->chunks;
 	if (c == NULL || c->cap - c->used < need + sizeof(size_t)) {
-		size_t cap = need + sizeof(size_t) > 65536 ? need + sizeof(size_t) : 65536;
+		/* chunks double from small to 64 KiB: a capture may hold a
+		 * hundred thousand planes of one line name each */
+		size_t cap = c == NULL ? 256 : c->cap < 32768 ? 2 * c->cap : 65536;
+		if (cap < need + sizeof(size_t))
+			cap = need + sizeof(size_t);
 		c = xpf_malloc(sizeof *c + cap);
 		c->used = 0;
 		c->cap = cap;
@@ -70,7 +74,7 @@ const char *xpf_intern_get(xpf_intern *set, const void *s, size_t n)
 	if (n == 0)
 		s = "";
 	if (2 * (set->n + 1) > set->cap) {
-		size_t cap = set->cap ? 2 * set->cap : 256;
+		size_t cap = set->cap ? 2 * set->cap : 16;
 		const char **t = xpf_calloc(cap, sizeof *t);
 		for (size_t i = 0; i < set->cap; i++) {
 			const char *v = set->slot[i];
