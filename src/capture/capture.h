@@ -107,7 +107,6 @@ typedef struct xpf_plane {
 	uint64_t offset, length; /* the XPlane message in the file */
 	size_t nlines;
 	xpf_line *lines;
-	size_t lines_map_len; /* lines is a room of this many bytes (xpf_map_huge), 0: malloc'd */
 	size_t n_event_md; /* sorted by id */
 	xpf_event_md *event_md;
 	size_t n_stat_md;  /* sorted by id; see xpf_plane_stat_name() */
@@ -116,15 +115,7 @@ typedef struct xpf_plane {
 	bool has_first_ts; /* a line holds events; */
 	int64_t first_ts;  /* then the earliest timestamp_ns of such a line */
 	struct xpf_capture *cap;
-	/* Metadata by id without a search when the ids are dense (private to
-	 * capture.c): index + 1 of the id lo + i, 0 when absent; NULL: search. */
-	struct xpf_id_table {
-		int64_t lo;
-		size_t n;
-		uint32_t *slot;
-	} event_md_by_id, stat_md_by_id;
-	/* Line names, each kept once (private to capture.c). */
-	struct xpf_intern *line_names;
+	struct xpf_plane_private *priv; /* the capture layer's own (capture_priv.h) */
 } xpf_plane;
 
 /* Event / stat metadata by id (binary search); NULL when absent. */

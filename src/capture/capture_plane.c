@@ -288,9 +288,9 @@ int xpf_plane_stat(const xpf_plane *p, const char *name, xpf_stat *out, xpf_erro
  * ("" for NULL), owned by p. */
 static const char *plane_name(xpf_plane *p, const uint8_t *s, size_t n)
 {
-	if (p->line_names == NULL)
-		p->line_names = xpf_intern_new();
-	return xpf_intern_get(p->line_names, s, s ? n : 0);
+	if (p->priv->line_names == NULL)
+		p->priv->line_names = xpf_intern_new();
+	return xpf_intern_get(p->priv->line_names, s, s ? n : 0);
 }
 
 /* ---- plane index ------------------------------------------------------ */
@@ -298,8 +298,8 @@ static const char *plane_name(xpf_plane *p, const uint8_t *s, size_t n)
 /* Drop what a walk indexed, for another walk. */
 static void plane_clear(xpf_plane *p)
 {
-	xpf_intern_free(p->line_names);
-	p->line_names = NULL;
+	xpf_intern_free(p->priv->line_names);
+	p->priv->line_names = NULL;
 	for (size_t i = 0; i < p->n_event_md; i++) {
 		free((char *)p->event_md[i].name);
 	}
@@ -315,11 +315,12 @@ void xpf_cap_plane_free(void *v)
 	if (p == NULL)
 		return;
 	plane_clear(p);
-	xpf_big_free(p->lines, p->lines_map_len);
+	xpf_big_free(p->lines, p->priv->lines_map_len);
 	free(p->event_md);
 	free(p->stat_md);
-	free(p->event_md_by_id.slot);
-	free(p->stat_md_by_id.slot);
+	free(p->priv->event_md_by_id.slot);
+	free(p->priv->stat_md_by_id.slot);
+	free(p->priv);
 	free(p);
 }
 
@@ -564,7 +565,7 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, struct plane_caps *c
 	if (!lineless && !p->lines && p->length >= ((uint64_t)64 << 20) &&
 	    p->length / 2 < SIZE_MAX / sizeof *p->lines) {
 		size_t bound = (size_t)(p->length / 2) + 1;
-		p->lines = xpf_map_huge(bound, sizeof *p->lines, &p->lines_map_len);
+		p->lines = xpf_map_huge(bound, sizeof *p->lines, &p->priv->lines_map_len);
 		caps->lines = p->lines ? bound : 0;
 	}
 	while (ok && o < e) {
@@ -628,6 +629,7 @@ static int plane_build(void *ctxv, void **out, xpf_error *err)
 	const xpf_plane_head *h = &c->heads[ctx->i];
 	char where[400];
 	xpf_plane *p = xpf_calloc(1, sizeof *p);
+	p->priv = xpf_calloc(1, sizeof *p->priv);
 	struct plane_caps caps = { 0, 0, 0 };
 	int rc;
 
@@ -686,8 +688,8 @@ done:
 				 (unsigned long long)p->stat_md[i].offset);
 			goto fail;
 		}
-	id_table_build(&p->event_md_by_id, p->event_md, p->n_event_md, sizeof *p->event_md);
-	id_table_build(&p->stat_md_by_id, p->stat_md, p->n_stat_md, sizeof *p->stat_md);
+	id_table_build(&p->priv->event_md_by_id, p->event_md, p->n_event_md, sizeof *p->event_md);
+	id_table_build(&p->priv->stat_md_by_id, p->stat_md, p->n_stat_md, sizeof *p->stat_md);
 	/* for xpf_capture_time_base, while the lines are warm (and beside the
 	 * other planes' indexes, not after them all) */
 	for (size_t l = 0; l < p->nlines; l++)

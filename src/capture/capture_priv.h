@@ -73,6 +73,21 @@ static inline int wire_fail(xpf_error *err, const xpf_capture *c, const char *wh
 			where, wire_strerror(st), (unsigned long long)off_of(c, at));
 }
 
+/* Metadata by id without a search when the ids are dense: index + 1 of
+ * the id lo + i, 0 when absent; slot NULL: search. */
+struct xpf_id_table {
+	int64_t lo;
+	size_t n;
+	uint32_t *slot;
+};
+
+/* What a plane's index keeps beside its public fields. */
+struct xpf_plane_private {
+	struct xpf_id_table event_md_by_id, stat_md_by_id;
+	struct xpf_intern *line_names; /* each line name kept once */
+	size_t lines_map_len; /* lines is mapped (xpf_map_huge) of this many bytes; 0: malloc'd */
+};
+
 /* Event and stat metadata are arrays of records that start with their
  * int64 id, sorted by it: one comparison and one search serve both. */
 static inline int64_t leading_id(const void *rec)
@@ -111,14 +126,14 @@ static inline const void *id_lookup(const struct xpf_id_table *t, const void *ba
 /* Inlined where millions of events are read. */
 static inline const xpf_event_md *event_md(const xpf_plane *p, int64_t id)
 {
-	return id_lookup(&p->event_md_by_id, p->event_md, p->n_event_md, sizeof *p->event_md, id);
+	return id_lookup(&p->priv->event_md_by_id, p->event_md, p->n_event_md, sizeof *p->event_md, id);
 }
 
 /* Inlined where millions of events and stats are read. */
 static inline const char *stat_name(const xpf_plane *p, int64_t id)
 {
 	const struct xpf_stat_md *m =
-		id_lookup(&p->stat_md_by_id, p->stat_md, p->n_stat_md, sizeof *p->stat_md, id);
+		id_lookup(&p->priv->stat_md_by_id, p->stat_md, p->n_stat_md, sizeof *p->stat_md, id);
 	return m ? m->name : NULL;
 }
 
