@@ -66,48 +66,52 @@ static const char *first_bytes_kind(const uint8_t *p, size_t n)
 	return NULL;
 }
 
-static int open_xspace(xpf_capture *c, xpf_error *err)
+/* Why the XSpace's own fields do not decode: wire_next said rc of the
+ * field f at at.  A first field that is none of an XSpace's means another
+ * kind of file, said as such. */
+static int xspace_error(const xpf_capture *c, int rc, const wire_field *f, const uint8_t *at, xpf_error *err)
+{
+	char where[64];
+	if (f->num)
+		snprintf(where, sizeof where, "XSpace, field %u", f->num);
+	else /* the tag itself is bad */
+		snprintf(where, sizeof where, "XSpace");
+	/* the first field's tag is none of an XSpace's (planes, errors,
+	 * warnings, hostnames): another kind of file */
+	if (at == c->data && c->data[0] != TAG_XSPACE_PLANES && c->data[0] != TAG_XSPACE_ERRORS &&
+	    c->data[0] != TAG_XSPACE_WARNINGS && c->data[0] != TAG_XSPACE_HOSTNAMES) {
+		const char *kind = first_bytes_kind(c->data, c->size);
+		if (kind)
+			return xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: %s", c->label, kind);
+		return xpf_fail(
+			err, XPF_EMALFORMED,
+			"%s: not a capture: its first bytes do not decode as an XSpace (%s: %s, byte 0)",
+			c->label, where, wire_strerror(rc));
+	}
+	if (rc == WIRE_PAST_END && f->data)
+		return xpf_fail(
+			err, XPF_EMALFORMED,
+			"%s: malformed capture: XSpace, field %u: length %zu past end of file (byte %llu)%s",
+			c->label, f->num, f->len, (unsigned long long)off_of(c, at),
+			f->num == 1 ? ": the file ends inside a plane (cut short, or a corrupt length)" : "");
+	return xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: %s (byte %llu)", c->label, where,
+			wire_strerror(rc), (unsigned long long)off_of(c, at));
+}
+
+/* The XSpace's own fields: where each plane lies (c->heads), and its
+ * errors, warnings and hostnames (c->str). */
+static int read_xspace(xpf_capture *c, xpf_error *err)
 {
 	const uint8_t *q = c->data, *e = c->data + c->size;
 	wire_field f;
-	int rc;
 	size_t cap = 0;
-
-	if (c->size == 0)
-		return xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: empty file", c->label);
 	for (;;) {
 		const uint8_t *at = q;
-		rc = wire_next(&q, e, &f);
+		int rc = wire_next(&q, e, &f);
 		if (rc == WIRE_END)
-			break;
-		if (rc != WIRE_OK) {
-			char where[64];
-			if (f.num)
-				snprintf(where, sizeof where, "XSpace, field %u", f.num);
-			else /* the tag itself is bad */
-				snprintf(where, sizeof where, "XSpace");
-			/* the first field's tag is none of an XSpace's (planes,
-			 * errors, warnings, hostnames): another kind of file */
-			if (at == c->data && c->data[0] != TAG_XSPACE_PLANES &&
-			    c->data[0] != TAG_XSPACE_ERRORS && c->data[0] != TAG_XSPACE_WARNINGS &&
-			    c->data[0] != TAG_XSPACE_HOSTNAMES) {
-				const char *kind = first_bytes_kind(c->data, c->size);
-				if (kind)
-					return xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: %s",
-							c->label, kind);
-				return xpf_fail(err, XPF_EMALFORMED,
-						"%s: not a capture: its first bytes do not decode as an XSpace (%s: %s, byte 0)",
-						c->label, where, wire_strerror(rc));
-			}
-			if (rc == WIRE_PAST_END && f.data)
-				return xpf_fail(err, XPF_EMALFORMED,
-						"%s: malformed capture: XSpace, field %u: length %zu past end of file (byte %llu)%s",
-						c->label, f.num, f.len, (unsigned long long)off_of(c, at),
-						f.num == 1 ? ": the file ends inside a plane (cut short, or a corrupt length)" : "");
-			return xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: %s (byte %llu)",
-					c->label, where, wire_strerror(rc),
-					(unsigned long long)off_of(c, at));
-		}
+			return XPF_OK;
+		if (rc != WIRE_OK)
+			return xspace_error(c, rc, &f, at, err);
 		if (f.num == 1 && f.wt == WT_LEN) {
 			if (c->nplanes == cap) {
 				cap = cap ? cap * 2 : 8;
@@ -121,58 +125,66 @@ static int open_xspace(xpf_capture *c, xpf_error *err)
 			push_str(c, (int)f.num, f.data, f.len);
 		}
 	}
-	/* Every plane's framing and name. */
+}
+
+/* Plane i's id and name (h->name, "" when it has none), from its first
+ * fields only.  Writers emit fields in number order: once the name is read
+ * and the lines begin, the rest of the plane is validated when it is first
+ * indexed (plane_build), so that opening a GB capture touches only its
+ * plane headers. */
+static int read_plane_name(xpf_capture *c, size_t i, xpf_error *err)
+{
+	xpf_plane_head *h = &c->heads[i];
+	const uint8_t *r = c->data + h->offset, *re = r + h->length, *nm = NULL;
+	size_t nm_n = 0;
+	wire_field f;
+	for (;;) {
+		const uint8_t *at = r;
+		int rc = wire_next(&r, re, &f);
+		if (rc == WIRE_END)
+			break;
+		if (rc != WIRE_OK) {
+			char where[400];
+			h->name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm_n);
+			plane_where(c, i, where, sizeof where);
+			if (rc == WIRE_PAST_END && f.data)
+				return xpf_fail(
+					err, XPF_EMALFORMED,
+					"%s: malformed capture: %s: field %u: length %zu past end of plane (byte %llu)",
+					c->label, where, f.num, f.len, (unsigned long long)off_of(c, at));
+			return xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: %s (byte %llu)",
+					c->label, where, wire_strerror(rc),
+					(unsigned long long)off_of(c, at));
+		}
+		if (f.num == 1 && f.wt == WT_VARINT) {
+			h->id = (int64_t)f.v;
+		} else if (f.num == 2 && f.wt == WT_LEN) {
+			nm = f.data;
+			nm_n = f.len;
+		}
+		if (nm && f.num >= 3)
+			break;
+	}
+	if (nm && !wire_utf8(nm, nm_n))
+		return xpf_fail(err, XPF_EMALFORMED,
+				"%s: not a capture: plane %zu: name is not valid UTF-8 (byte %llu)", c->label,
+				i, (unsigned long long)off_of(c, nm));
+	if (nm && memchr(nm, '\0', nm_n))
+		return xpf_fail(err, XPF_EMALFORMED,
+				"%s: not a capture: plane %zu: name contains NUL (byte %llu)", c->label, i,
+				(unsigned long long)off_of(c, nm));
+	h->name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm_n);
+	return XPF_OK;
+}
+
+/* Whether the planes are an XSpace's: some named, one of them a host or
+ * device plane.  Another protobuf message decodes as planes too. */
+static int check_planes(const xpf_capture *c, xpf_error *err)
+{
 	size_t named = 0, known = 0;
 	for (size_t i = 0; i < c->nplanes; i++) {
-		xpf_plane_head *h = &c->heads[i];
-		const uint8_t *r = c->data + h->offset, *re = r + h->length;
-		const uint8_t *nm = NULL;
-		size_t nm_n = 0;
-		for (;;) {
-			const uint8_t *at = r;
-			rc = wire_next(&r, re, &f);
-			if (rc == WIRE_END)
-				break;
-			if (rc != WIRE_OK) {
-				if (h->name == NULL)
-					h->name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm_n);
-				char where[400];
-				plane_where(c, i, where, sizeof where);
-				if (rc == WIRE_PAST_END && f.data)
-					return xpf_fail(err, XPF_EMALFORMED,
-							"%s: malformed capture: %s: field %u: length %zu past end of plane (byte %llu)",
-							c->label, where, f.num, f.len,
-							(unsigned long long)off_of(c, at));
-				return xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: %s (byte %llu)",
-						c->label, where, wire_strerror(rc),
-						(unsigned long long)off_of(c, at));
-			}
-			if (f.num == 1 && f.wt == WT_VARINT)
-				h->id = (int64_t)f.v;
-			else if (f.num == 2 && f.wt == WT_LEN) {
-				nm = f.data;
-				nm_n = f.len;
-			}
-			/* Writers emit fields in number order: once the name is
-			 * read and the lines begin, the rest of the plane is
-			 * validated when it is first indexed (plane_build), so
-			 * that opening a GB capture touches only its plane headers. */
-			if (nm && f.num >= 3)
-				break;
-		}
-		if (nm && !wire_utf8(nm, nm_n))
-			return xpf_fail(err, XPF_EMALFORMED,
-					"%s: not a capture: plane %zu: name is not valid UTF-8 (byte %llu)",
-					c->label, i, (unsigned long long)off_of(c, nm));
-		if (nm && memchr(nm, '\0', nm_n))
-			return xpf_fail(err, XPF_EMALFORMED,
-					"%s: not a capture: plane %zu: name contains NUL (byte %llu)",
-					c->label, i, (unsigned long long)off_of(c, nm));
-		h->name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm_n);
-		if (nm_n)
-			named++;
-		if (known_plane(h->name))
-			known++;
+		named += c->heads[i].name[0] != '\0';
+		known += known_plane(c->heads[i].name);
 	}
 	if (c->nplanes == 0)
 		return xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: no planes (not an XSpace)", c->label);
@@ -187,6 +199,22 @@ static int open_xspace(xpf_capture *c, xpf_error *err)
 				/* an HloProto reads as planes named after its entry computation */
 				c->heads[0].name[0] != '/' ?
 					"; an HloProto? xplanefs reads one named *.hlo.pb or *.hlo_proto.pb" : "");
+	return XPF_OK;
+}
+
+/* The capture's framing: its planes' places and names, checked to be an
+ * XSpace's, each plane's index made when first asked, the modules found. */
+static int open_xspace(xpf_capture *c, xpf_error *err)
+{
+	if (c->size == 0)
+		return xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: empty file", c->label);
+	int rc = read_xspace(c, err);
+	for (size_t i = 0; rc == XPF_OK && i < c->nplanes; i++)
+		rc = read_plane_name(c, i, err);
+	if (rc == XPF_OK)
+		rc = check_planes(c, err);
+	if (rc != XPF_OK)
+		return rc;
 	c->planes = xpf_calloc(c->nplanes, sizeof *c->planes);
 	c->firsts = xpf_calloc(c->nplanes, sizeof *c->firsts);
 	for (size_t i = 0; i < c->nplanes; i++) {

@@ -1,5 +1,6 @@
 /* Events: the reference reader (xpf_events_next), the read windows of big
- * scans, and the hot loops over millions of events (capture.h). */
+ * scans, and the quick readers that run over millions of events
+ * (capture.h). */
 #include "capture/capture_priv.h"
 
 #include <errno.h>
@@ -220,13 +221,13 @@ int xpf_events_next(xpf_event_iter *it, xpf_event *ev, xpf_error *err)
 	return 1;
 }
 
-/* ---- hot loops ----------------------------------------------------------- */
+/* ---- the quick readers of the big scans ------------------------------ */
 
 /* The next field `num` (wire type LEN) of a repeated-message run starting
  * at *p: its bytes in *data and *len, *p moved past it.  WIRE_OK, WIRE_END, or an
  * error (the caller then redoes the work the slow way for the message). */
-static inline int hot_next_len(const uint8_t **p, const uint8_t *end, uint32_t num,
-			       const uint8_t **data, size_t *len)
+static inline int next_len_field(const uint8_t **p, const uint8_t *end, uint32_t num, const uint8_t **data,
+				 size_t *len)
 {
 	const uint8_t *q = *p;
 	uint8_t want = num < 16 ? (uint8_t)(num << 3 | WT_LEN) : 0;
@@ -284,9 +285,9 @@ static inline bool pick_has(const xpf_pick *w, int64_t id)
 	return id_in(id, w->ids, w->n);
 }
 
-
-/* r read from nothing yet: no id, no value.  Field by field: a compound
- * literal clears the whole struct, which is hot here (bench/README). */
+/* r read from nothing yet: no id, no value.  Field by field rather than
+ * with a compound literal (which clears the whole struct): this runs for
+ * every stat read. */
 static inline void raw_clear(xpf_raw_stat *r)
 {
 	r->metadata_id = r->i = 0;
@@ -445,8 +446,8 @@ static inline int64_t plain_stat(const uint8_t *q, const uint8_t *e, xpf_raw_sta
 }
 
 /* Stat [q, e) for pick w: 1 read into *r (a wanted one), 0 not wanted,
- * -1 malformed or unusual (the pick cannot vouch).  A plainly written one
- * is decoded once. */
+ * -1 malformed or unusual (the caller then reads the event's stats with
+ * xpf_stats_next_of).  A plainly written one is decoded once. */
 static inline int pick_stat(const uint8_t *q, const uint8_t *e, const xpf_pick *w,
 			    xpf_raw_stat *r)
 {
@@ -458,44 +459,81 @@ static inline int pick_stat(const uint8_t *q, const uint8_t *e, const xpf_pick *
 	return pick_has(w, r->metadata_id) ? 1 : 0;
 }
 
-/* xpf_events_next_head, and with a pick that of xpf_stats_pick in the
- * same pass over the event's bytes (*np: its result). */
-static inline __attribute__((always_inline)) int
-next_head(xpf_event_iter *it, xpf_event_head *h, const xpf_pick *pick, xpf_raw_stat *out,
-	  size_t max, int *np, xpf_error *err)
+/* Moves to the iterator's next event message (field 4 of the line):
+ * WIRE_OK with the message in [*data, *data + *len) and *after just past
+ * it, WIRE_END, or an error.  Through a window, it is refilled ahead when
+ * less than a few KiB are left, and where the message does not fit; where
+ * the window cannot be refilled, the rest of the line is read through the
+ * mapping. */
+static inline __attribute__((always_inline)) int next_event_msg(xpf_event_iter *it, const uint8_t **after,
+								const uint8_t **data, size_t *len)
 {
-	const xpf_plane *pl = it->plane;
-	int k = 0;
-	if (it->p == NULL)
-		return 0;
-	const uint8_t *p, *data;
-	size_t len;
 	int rc;
 	if (it->w && (size_t)(it->end - it->p) < 4096 && it->w->off + it->w->len < it->line_end &&
 	    !events_refill(it))
 		events_to_map(it);
 	for (;;) {
-		p = it->p;
-		rc = hot_next_len(&p, it->end, 4, &data, &len);
+		*after = it->p;
+		rc = next_len_field(after, it->end, 4, data, len);
 		if (rc == WIRE_OK || !it->w)
-			break;
+			return rc;
 		/* past the window's end: refill there, or the mapping says */
 		if (it->w->off + it->w->len >= it->line_end) {
 			if (rc == WIRE_END)
-				break;
+				return rc;
 			events_to_map(it);
 		} else if (!events_refill(it)) {
 			events_to_map(it);
 		}
 	}
-	if (rc == WIRE_END) {
-		it->p = p;
-		return 0;
-	}
-	if (rc != WIRE_OK)
-		goto slow;
-	int64_t v[6] = { 0, 0, 0, 0, 0, 0 }; /* by field number 1, 2, 3, 5 */
-	const uint8_t *q = data, *e = data + len;
+}
+
+/* Whether the stat field at q (its tag, length, then the XStat) is of the
+ * commonest kind, four or five bytes: an id below 128 and a number or
+ * reference of one or two bytes. */
+static inline bool is_small_stat(const uint8_t *q, const uint8_t *e)
+{
+	return e - q >= 6 && (q[1] == 4 || q[1] == 5) && q[2] == TAG_XSTAT_METADATA_ID && q[3] < 0x80 &&
+	       (q[4] == TAG_XSTAT_REF || q[4] == TAG_XSTAT_UINT64 || q[4] == TAG_XSTAT_INT64) &&
+	       e - q >= 2 + q[1] && (q[1] == 4 ? q[5] < 0x80 : q[5] >= 0x80 && q[6] < 0x80);
+}
+
+/* A small stat (is_small_stat) at q into out[*k] when the pick wants it,
+ * read as pick_stat would.  *k: how many so far; -1 once the caller must
+ * read the event's stats with xpf_stats_next_of (more than max wanted). */
+static inline void pick_small_stat(const uint8_t *q, const xpf_pick *pick, xpf_raw_stat *out, size_t max,
+				   int *k)
+{
+	if (*k < 0 || !pick_has(pick, q[3]))
+		return;
+	uint64_t val = q[1] == 4 ? q[5] : (uint64_t)(q[5] & 0x7f) | (uint64_t)q[6] << 7;
+	xpf_raw_stat spare, *r = (size_t)*k < max ? &out[*k] : &spare;
+	raw_clear(r);
+	r->metadata_id = q[3];
+	raw_set_varint(r, q[4], val);
+	*k = r == &spare ? -1 : *k + 1;
+}
+
+/* The XStat [q, e) into out[*k] (no copy) when the pick wants it; *k as
+ * for pick_small_stat, and -1 also for a stat malformed or unusual. */
+static inline void pick_any_stat(const uint8_t *q, const uint8_t *e, const xpf_pick *pick, xpf_raw_stat *out,
+				 size_t max, int *k)
+{
+	if (*k < 0)
+		return;
+	xpf_raw_stat spare, *r = (size_t)*k < max ? &out[*k] : &spare;
+	int got = pick_stat(q, e, pick, r);
+	*k = got < 0 || (got && r == &spare) ? -1 : *k + got;
+}
+
+/* The event message [q, e): its varints into v (by field number 1, 2, 3,
+ * 5) and, with a pick, its wanted stats into out (*k as for
+ * pick_small_stat; -1 also for a field no writer uses).  false: malformed,
+ * for the reference decoder to say where. */
+static inline __attribute__((always_inline)) bool read_event_msg(const uint8_t *q, const uint8_t *e,
+								 const xpf_pick *pick, xpf_raw_stat *out,
+								 size_t max, int64_t v[6], int *k)
+{
 	while (q < e) {
 		uint8_t t = *q;
 		uint64_t x;
@@ -503,7 +541,7 @@ next_head(xpf_event_iter *it, xpf_event_head *h, const xpf_pick *pick, xpf_raw_s
 		    t == TAG_XEVENT_DURATION_PS || t == TAG_XEVENT_NUM_OCCURRENCES) {
 			q++;
 			if (wire_varint(&q, e, &x) != WIRE_OK)
-				goto slow;
+				return false;
 			v[t >> 3] = (int64_t)x;
 			continue;
 		}
@@ -511,56 +549,93 @@ next_head(xpf_event_iter *it, xpf_event_head *h, const xpf_pick *pick, xpf_raw_s
 			q += 2 + q[1]; /* a stat of fewer than 128 bytes: skipped */
 			continue;
 		}
-		if (t == TAG_XEVENT_STATS && e - q >= 6 && (q[1] == 4 || q[1] == 5) && q[2] == TAG_XSTAT_METADATA_ID && q[3] < 0x80 &&
-		    (q[4] == TAG_XSTAT_REF || q[4] == TAG_XSTAT_UINT64 || q[4] == TAG_XSTAT_INT64) && e - q >= 2 + q[1] &&
-		    (q[1] == 4 ? q[5] < 0x80 : q[5] >= 0x80 && q[6] < 0x80)) {
-			/* the commonest stats, four or five bytes: an id and a
-			 * number or reference of one or two bytes, read here as
-			 * pick_stat would */
-			if (pick && k >= 0 && pick_has(pick, q[3])) {
-				uint64_t val = q[1] == 4 ? q[5] : (uint64_t)(q[5] & 0x7f) | (uint64_t)q[6] << 7;
-				xpf_raw_stat spare, *r = (size_t)k < max ? &out[k] : &spare;
-				raw_clear(r);
-				r->metadata_id = q[3];
-				raw_set_varint(r, q[4], val);
-				k = r == &spare ? -1 : k + 1;
-			}
+		if (t == TAG_XEVENT_STATS && is_small_stat(q, e)) {
+			if (pick)
+				pick_small_stat(q, pick, out, max, k);
 			q += 2 + q[1];
 			continue;
 		}
-		if (t == TAG_XEVENT_STATS) { /* a stat: skipped, or picked */
+		if (t == TAG_XEVENT_STATS) { /* any other stat: skipped, or picked */
 			q++;
 			if (wire_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
-				goto slow;
-			if (pick && k >= 0) {
-				/* into the next slot (no copy); one past max means
-				 * the pick cannot vouch */
-				xpf_raw_stat spare, *r = (size_t)k < max ? &out[k] : &spare;
-				int got = pick_stat(q, q + x, pick, r);
-				k = got < 0 || (got && r == &spare) ? -1 : k + got;
-			}
+				return false;
+			if (pick)
+				pick_any_stat(q, q + x, pick, out, max, k);
 			q += x;
 			continue;
 		}
 		wire_field g;
 		if (wire_next(&q, e, &g) != WIRE_OK)
-			goto slow;
+			return false;
 		if (g.wt == WT_VARINT && g.num <= 5 && g.num != 4)
 			v[g.num] = (int64_t)g.v;
-		k = -1; /* unusual: the pick is left to xpf_stats_next_of */
+		*k = -1; /* unusual: the pick is left to xpf_stats_next_of */
 	}
-	const xpf_event_md *md = event_md(pl, v[1]);
-	if (md == NULL)
-		goto slow;
-	int64_t base = pl->lines[it->line].timestamp_ns, end_ps, t;
+	return true;
+}
+
+/* Whether an event at offset_ps for duration_ps on a line that starts at
+ * base (ns) has a start and an end in ns that xpf_events_next accepts. */
+static inline bool event_times_fit(int64_t base, int64_t offset_ps, int64_t duration_ps)
+{
 	/* offset and duration below 2^61 and a base within +-2^61 cannot
 	 * overflow (nor can their ns): only other values need the checks */
 	const uint64_t lim = (uint64_t)1 << 61;
-	if (!((uint64_t)v[2] < lim && (uint64_t)v[3] < lim && (uint64_t)base + lim < 2 * lim) &&
-	    (v[3] < 0 || __builtin_add_overflow(v[2], v[3], &end_ps) ||
-	     __builtin_add_overflow(base, floor_div1000(v[2]), &t) ||
-	     __builtin_add_overflow(base, floor_div1000(end_ps), &t)))
-		goto slow;
+	int64_t end_ps, t;
+	if ((uint64_t)offset_ps < lim && (uint64_t)duration_ps < lim && (uint64_t)base + lim < 2 * lim)
+		return true;
+	return !(duration_ps < 0 || __builtin_add_overflow(offset_ps, duration_ps, &end_ps) ||
+		 __builtin_add_overflow(base, floor_div1000(offset_ps), &t) ||
+		 __builtin_add_overflow(base, floor_div1000(end_ps), &t));
+}
+
+/* The event the quick reading did not take (malformed, or unusual) read by
+ * the reference decoder, which says what and where when it is malformed. */
+static inline __attribute__((always_inline)) int head_by_reference(xpf_event_iter *it, xpf_event_head *h,
+								   int *np, xpf_error *err)
+{
+	const xpf_plane *pl = it->plane;
+	xpf_event ev;
+	if (np)
+		*np = -1;
+	int rc = xpf_events_next(it, &ev, err);
+	if (rc != 1)
+		return rc;
+	h->index = ev.index;
+	h->md = (size_t)(xpf_plane_event_md(pl, ev.metadata_id) - pl->event_md);
+	h->metadata_id = ev.metadata_id;
+	h->offset_ps = ev.offset_ps;
+	h->duration_ps = ev.duration_ps;
+	h->num_occurrences = ev.num_occurrences;
+	h->msg = ev.msg;
+	h->msg_len = ev.msg_len;
+	h->offset = ev.offset;
+	return 1;
+}
+
+/* xpf_events_next_head, and with a pick that of xpf_stats_pick in the
+ * same pass over the event's bytes (*np: its result). */
+static inline __attribute__((always_inline)) int next_head(xpf_event_iter *it, xpf_event_head *h,
+							   const xpf_pick *pick, xpf_raw_stat *out,
+							   size_t max, int *np, xpf_error *err)
+{
+	const xpf_plane *pl = it->plane;
+	const uint8_t *p, *data;
+	size_t len;
+	int64_t v[6] = { 0, 0, 0, 0, 0, 0 }; /* by field number 1, 2, 3, 5 */
+	int k = 0;
+	if (it->p == NULL)
+		return 0;
+	int rc = next_event_msg(it, &p, &data, &len);
+	if (rc == WIRE_END) {
+		it->p = p;
+		return 0;
+	}
+	const xpf_event_md *md = NULL;
+	if (rc == WIRE_OK && read_event_msg(data, data + len, pick, out, max, v, &k))
+		md = event_md(pl, v[1]);
+	if (md == NULL || !event_times_fit(pl->lines[it->line].timestamp_ns, v[2], v[3]))
+		return head_by_reference(it, h, np, err);
 	h->index = it->next_index++;
 	h->md = (size_t)(md - pl->event_md);
 	h->metadata_id = v[1];
@@ -573,24 +648,6 @@ next_head(xpf_event_iter *it, xpf_event_head *h, const xpf_pick *pick, xpf_raw_s
 	it->p = p;
 	if (np)
 		*np = k;
-	return 1;
-slow:;
-	if (np)
-		*np = -1;
-	/* Malformed (or unusual): the reference decoder says what and where. */
-	xpf_event ev;
-	rc = xpf_events_next(it, &ev, err);
-	if (rc != 1)
-		return rc;
-	h->index = ev.index;
-	h->md = (size_t)(xpf_plane_event_md(pl, ev.metadata_id) - pl->event_md);
-	h->metadata_id = ev.metadata_id;
-	h->offset_ps = ev.offset_ps;
-	h->duration_ps = ev.duration_ps;
-	h->num_occurrences = ev.num_occurrences;
-	h->msg = ev.msg;
-	h->msg_len = ev.msg_len;
-	h->offset = ev.offset;
 	return 1;
 }
 
@@ -630,7 +687,7 @@ int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, xpf_stat 
 	for (;;) {
 		const uint8_t *at = it->p, *p = it->p, *data;
 		size_t len;
-		int rc = hot_next_len(&p, it->end, it->field, &data, &len);
+		int rc = next_len_field(&p, it->end, it->field, &data, &len);
 		if (rc == WIRE_END) {
 			it->p = p;
 			return 0;
@@ -672,7 +729,8 @@ int xpf_stats_pick(const xpf_plane *pl, const xpf_event_head *h, const xpf_pick 
 			q++;
 			if (wire_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
 				return -1;
-			/* into the next slot (no copy); one past max: cannot vouch */
+			/* into the next slot (no copy); one past max: -1, the
+			 * caller reads them with xpf_stats_next_of */
 			xpf_raw_stat spare, *r = k < max ? &out[k] : &spare;
 			int got = pick_stat(q, q + x, pick, r);
 			q += x;

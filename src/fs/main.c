@@ -403,205 +403,295 @@ static void runtime_options_from_env(xpf_rt_options *out)
 	*out = ro;
 }
 
-int main(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "cat", required_argument, NULL, OPT_CAT },
-		{ "export", required_argument, NULL, OPT_EXPORT },
-		{ "check", no_argument, NULL, OPT_CHECK },
-		{ "module", required_argument, NULL, OPT_MODULE },
-		{ "capacity", required_argument, NULL, OPT_CAPACITY },
-		{ "top", required_argument, NULL, OPT_TOP },
-		{ "device", required_argument, NULL, OPT_DEVICE },
-		{ "run", required_argument, NULL, OPT_RUN },
-		{ "base", required_argument, NULL, OPT_BASE },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	xpf_options opt = XPF_OPTIONS_INIT;
-	xpf_mount_opts mo = { 0 };
-	const char *cat_path = NULL, *export_dir_path = NULL, *unmount_path = NULL, *base_path = NULL;
-	bool check = false;
-	int c;
+/* What the command line asked. */
+struct cli {
+	xpf_options opt;
+	xpf_rt_options runtime; /* opt.runtime points here */
+	xpf_mount_opts mount;
+	const char *cat_path, *export_path, *unmount_path, *base_path;
+	bool check;
+	char **args; /* the operands: CAPTURE [MOUNTPOINT] */
+	int nargs;
+};
 
-	raise_fd_limit();
-	xpf_rt_options ro;
-	runtime_options_from_env(&ro);
-	opt.runtime = &ro;
+/* What the parsing steps return to go on; every other value is main's exit
+ * status (--help, --version, a usage error). */
+enum { GO_ON = -1 };
+
+static const struct option longopts[] = {
+	{ "cat", required_argument, NULL, OPT_CAT },
+	{ "export", required_argument, NULL, OPT_EXPORT },
+	{ "check", no_argument, NULL, OPT_CHECK },
+	{ "module", required_argument, NULL, OPT_MODULE },
+	{ "capacity", required_argument, NULL, OPT_CAPACITY },
+	{ "top", required_argument, NULL, OPT_TOP },
+	{ "device", required_argument, NULL, OPT_DEVICE },
+	{ "run", required_argument, NULL, OPT_RUN },
+	{ "base", required_argument, NULL, OPT_BASE },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* getopt_long's ':' (an option without its argument) or '?' (an unknown
+ * one), named as the user wrote it. */
+static int bad_option(int c, int argc, char **argv)
+{
+	char msg[300];
+	const char *o = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+	if (c == ':')
+		snprintf(msg, sizeof msg, "option '%s' needs an argument", o);
+	else
+		snprintf(msg, sizeof msg, "unknown option '%s'", o);
+	return usage_error(msg);
+}
+
+/* The numbers of --capacity, --top and --device into a->opt. */
+static int take_number(struct cli *a, int c, const char *arg)
+{
+	uint64_t v;
+	switch (c) {
+	case OPT_CAPACITY:
+		if (!parse_u64(arg, &a->opt.capacity) || a->opt.capacity == 0)
+			return usage_error("--capacity wants a number of bytes");
+		break;
+	case OPT_TOP:
+		if (!parse_u64(arg, &v) || v == 0 || v > 1000000)
+			return usage_error("--top wants a positive number");
+		a->opt.top = (int)v;
+		break;
+	case OPT_DEVICE:
+		if (!parse_u64(arg, &v) || v > 1000000)
+			return usage_error("--device wants a device number");
+		a->opt.device = (int)v;
+		break;
+	}
+	return GO_ON;
+}
+
+/* One option c (with optarg) into a. */
+static int take_option(struct cli *a, int c, int argc, char **argv)
+{
+	switch (c) {
+	case 'f': a->mount.foreground = true; break;
+	case 'd': a->mount.debug = a->mount.foreground = true; break;
+	case 's': a->mount.single_thread = true; break;
+	case 'o': a->mount.fuse_opts = optarg; break;
+	case 'u': a->unmount_path = optarg; break;
+	case 'h': usage(stdout); return 0;
+	case 'V': printf("xplanefs %s\n", XPF_VERSION); return 0;
+	case OPT_CAT: a->cat_path = optarg; break;
+	case OPT_EXPORT: a->export_path = optarg; break;
+	case OPT_CHECK: a->check = true; break;
+	case OPT_MODULE: a->opt.module = optarg; break;
+	case OPT_CAPACITY:
+	case OPT_TOP:
+	case OPT_DEVICE: return take_number(a, c, optarg);
+	case OPT_RUN: a->opt.run = optarg; break;
+	case OPT_BASE: a->base_path = optarg; break;
+	default: return bad_option(c, argc, argv);
+	}
+	return GO_ON;
+}
+
+/* The options in order, each checked as it comes (the first bad one is
+ * the one said); then the operands.  The environment's runtime options are
+ * read first. */
+static int parse_args(struct cli *a, int argc, char **argv)
+{
+	int c;
+	*a = (struct cli){ .opt = XPF_OPTIONS_INIT };
+	runtime_options_from_env(&a->runtime);
+	a->opt.runtime = &a->runtime;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":fdso:u:hV", longopts, NULL)) != -1) {
-		uint64_t v;
-		switch (c) {
-		case 'f': mo.foreground = true; break;
-		case 'd': mo.debug = mo.foreground = true; break;
-		case 's': mo.single_thread = true; break;
-		case 'o': mo.fuse_opts = optarg; break;
-		case 'u': unmount_path = optarg; break;
-		case 'h': usage(stdout); return 0;
-		case 'V': printf("xplanefs %s\n", XPF_VERSION); return 0;
-		case OPT_CAT: cat_path = optarg; break;
-		case OPT_EXPORT: export_dir_path = optarg; break;
-		case OPT_CHECK: check = true; break;
-		case OPT_MODULE: opt.module = optarg; break;
-		case OPT_CAPACITY:
-			if (!parse_u64(optarg, &opt.capacity) || opt.capacity == 0)
-				return usage_error("--capacity wants a number of bytes");
-			break;
-		case OPT_TOP:
-			if (!parse_u64(optarg, &v) || v == 0 || v > 1000000)
-				return usage_error("--top wants a positive number");
-			opt.top = (int)v;
-			break;
-		case OPT_DEVICE:
-			if (!parse_u64(optarg, &v) || v > 1000000)
-				return usage_error("--device wants a device number");
-			opt.device = (int)v;
-			break;
-		case OPT_RUN: opt.run = optarg; break;
-		case OPT_BASE: base_path = optarg; break;
-		default: { /* ':' an option without its argument, '?' an unknown one */
-			char msg[300];
-			const char *o = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
-			if (c == ':')
-				snprintf(msg, sizeof msg, "option '%s' needs an argument", o);
-			else
-				snprintf(msg, sizeof msg, "unknown option '%s'", o);
-			return usage_error(msg);
-		}
-		}
+		int rc = take_option(a, c, argc, argv);
+		if (rc != GO_ON)
+			return rc;
 	}
-	int nargs = argc - optind;
-	xpf_error err = { 0 };
+	a->args = argv + optind;
+	a->nargs = argc - optind;
+	return GO_ON;
+}
 
-	if (base_path && (unmount_path || check))
+/* The modes and operands that go together. */
+static int check_args(const struct cli *a)
+{
+	if (a->base_path && (a->unmount_path || a->check))
 		return usage_error("--base does not go with -u or --check");
-	if (unmount_path) {
-		if (nargs != 0)
-			return usage_error("-u takes only the mount point");
-		if (xpf_fs_unmount(unmount_path, &err) != XPF_OK)
-			return fail(&err);
-		return 0;
-	}
-	int modes = (cat_path != NULL) + (export_dir_path != NULL) + check;
+	if (a->unmount_path)
+		return a->nargs != 0 ? usage_error("-u takes only the mount point") : GO_ON;
+	int modes = (a->cat_path != NULL) + (a->export_path != NULL) + a->check;
 	if (modes > 1)
 		return usage_error("--cat, --export and --check are exclusive");
-	if (nargs < 1)
+	if (a->nargs < 1)
 		return usage_error("missing CAPTURE");
-	if (modes == 1 && nargs != 1)
+	if (modes == 1 && a->nargs != 1)
 		return usage_error("too many arguments");
-	if (nargs > 2)
+	if (a->nargs > 2)
 		return usage_error("too many arguments");
-	const char *capture = argv[optind];
+	return GO_ON;
+}
 
-	xpf_input *in = NULL;
-	if (xpf_input_open(capture, opt.run, &in, &err) != XPF_OK)
-		return fail(&err);
-	if (check) {
-		int rc = xpf_check(in, stdout, &err);
-		xpf_input_free(in);
-		if (rc != XPF_OK) {
-			fflush(stdout);
-			return fail(&err);
-		}
-		/* a summary nobody got (stdout full, closed) is not a pass */
-		if (fflush(stdout) != 0 || ferror(stdout)) {
-			xpf_fail(&err, XPF_EIO, "writing to stdout: %s", strerror(errno ? errno : EIO));
-			return fail(&err);
-		}
-		return 0;
+/* --check: the summary on stdout, which must reach it. */
+static int run_check(xpf_input *in, xpf_error *err)
+{
+	int rc = xpf_check(in, stdout, err);
+	xpf_input_free(in);
+	if (rc != XPF_OK) {
+		fflush(stdout);
+		return fail(err);
 	}
+	/* a summary nobody got (stdout full, closed) is not a pass */
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		xpf_fail(err, XPF_EIO, "writing to stdout: %s", strerror(errno ? errno : EIO));
+		return fail(err);
+	}
+	return 0;
+}
 
+static int run_cat(xpf_report *r, const char *path, xpf_error *err)
+{
+	if (do_cat(r, path, err) != XPF_OK)
+		return fail(err);
+	return late_error(r, "the file was made");
+}
+
+/* --export DIR: never where xplanefs does not write (for the baseline's
+ * captures too), nor over a file. */
+static int check_export_dir(const char *dir, const xpf_input *in, const xpf_input *base, xpf_error *err)
+{
+	struct stat sb;
+	const char *forbidden = export_forbidden(in, dir);
+	if (!forbidden && base)
+		forbidden = export_forbidden(base, dir);
+	if (forbidden)
+		return xpf_fail(err, XPF_EUSAGE,
+				"%s: %s, which xplanefs never writes to: give --export another DIR", dir,
+				forbidden);
+	if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
+		return xpf_fail(err, XPF_EUSAGE, "%s: not a directory (--export writes a tree there)", dir);
+	return XPF_OK;
+}
+
+/* --export DIR: files that could not be made are said in one line (the
+ * first, and how many more), and the exit status is the first's error. */
+static int run_export(xpf_report *r, const char *dir, const xpf_input *in, const xpf_input *base,
+		      xpf_error *err)
+{
+	struct export_soft soft = { 0 };
+	if (check_export_dir(dir, in, base, err) != XPF_OK ||
+	    export_dir(xpf_report_root(r), dir, err, &soft) != XPF_OK)
+		return fail(err);
+	if (soft.n == 0)
+		return late_error(r, "the tree was made");
+	if (soft.n > 1)
+		fprintf(stderr, "xplanefs: %s; %d more files not written (capture/errors.txt lists why)\n",
+			soft.first, soft.n - 1);
+	else
+		fprintf(stderr, "xplanefs: %s\n", soft.first);
+	return soft.code ? soft.code : XPF_EMALFORMED;
+}
+
+/* MOUNTPOINT as given: anywhere but a folder that holds the capture. */
+static int check_mountpoint(const xpf_input *in, const char *mountpoint, xpf_error *err)
+{
+	char mp[PATH_MAX];
+	if (realpath(mountpoint, mp) && is_capture_folder(in, mp))
+		return xpf_fail(
+			err, XPF_EUSAGE,
+			"%s: the capture's own folder: a mount there would hide it; give another MOUNTPOINT",
+			mountpoint);
+	return XPF_OK;
+}
+
+/* No MOUNTPOINT: ./NAME (*made, to free), created unless it is there, and
+ * then removed at unmount (mo->remove_mountpoint). */
+static int make_mountpoint(const xpf_input *in, const xpf_input *base, char **made, xpf_mount_opts *mo,
+			   xpf_error *err)
+{
+	char *unused = NULL; /* nor in the baseline's folder */
+	int rc = default_mountpoint(in, made, err);
+	if (rc == XPF_OK && base)
+		rc = default_mountpoint(base, &unused, err);
+	free(unused);
+	if (rc != XPF_OK)
+		return rc;
+	if (mkdir(*made, 0755) == 0)
+		mo->remove_mountpoint = true;
+	else if (errno != EEXIST)
+		return xpf_fail(err, XPF_EMOUNT, "%s: cannot create mount point: %s", *made, strerror(errno));
+	mo->mountpoint = *made;
+	return XPF_OK;
+}
+
+/* The mount: serves until unmounted (in the background once ready). */
+static int run_mount(struct cli *a, xpf_report *r, const xpf_input *in, const xpf_input *base, xpf_error *err)
+{
+	char *made = NULL;
+	int rc;
+	if (!xpf_fs_available()) {
+		xpf_fail(err, XPF_EMOUNT,
+			 "this xplanefs was built without FUSE; use --cat, --export or --check");
+		return fail(err);
+	}
+	if (a->nargs == 2) {
+		a->mount.mountpoint = a->args[1];
+		rc = check_mountpoint(in, a->mount.mountpoint, err);
+	} else {
+		rc = make_mountpoint(in, base, &made, &a->mount, err);
+	}
+	if (rc == XPF_OK) {
+		rc = xpf_fs_mount(r, &a->mount, err);
+		if (rc != XPF_OK && a->mount.remove_mountpoint)
+			rmdir(a->mount.mountpoint);
+	}
+	if (rc != XPF_OK)
+		rc = fail(err);
+	free(made);
+	return rc;
+}
+
+/* --cat, --export or the mount, on the report of in (with --base, beside
+ * the baseline's). */
+static int run_report(struct cli *a, xpf_input *in, xpf_error *err)
+{
 	xpf_report *r = NULL;
 	xpf_input *base = NULL;
-	int rc = XPF_OK;
-	char *mp_alloc = NULL;
-	if (base_path && xpf_input_open(base_path, opt.run, &base, &err) != XPF_OK) {
-		rc = fail(&err);
-		goto out;
-	}
-	if (xpf_report_open_compare(in, base, &opt, &r, &err) != XPF_OK) {
-		rc = fail(&err);
-		goto out;
-	}
-	if (cat_path) {
-		if (do_cat(r, cat_path, &err) != XPF_OK)
-			rc = fail(&err);
-		else
-			rc = late_error(r, "the file was made");
-	} else if (export_dir_path) {
-		struct export_soft soft = { 0 };
-		struct stat sb;
-		const char *forbidden = export_forbidden(in, export_dir_path);
-		if (!forbidden && base)
-			forbidden = export_forbidden(base, export_dir_path);
-		if (forbidden) {
-			xpf_fail(&err, XPF_EUSAGE,
-				 "%s: %s, which xplanefs never writes to: give --export another DIR",
-				 export_dir_path, forbidden);
-			rc = fail(&err);
-		} else if (stat(export_dir_path, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
-			xpf_fail(&err, XPF_EUSAGE, "%s: not a directory (--export writes a tree there)",
-				 export_dir_path);
-			rc = fail(&err);
-		} else if (export_dir(xpf_report_root(r), export_dir_path, &err, &soft) != XPF_OK) {
-			rc = fail(&err);
-		} else if (soft.n) {
-			if (soft.n > 1)
-				fprintf(stderr, "xplanefs: %s; %d more files not written (capture/errors.txt "
-					"lists why)\n", soft.first, soft.n - 1);
-			else
-				fprintf(stderr, "xplanefs: %s\n", soft.first);
-			rc = soft.code ? soft.code : XPF_EMALFORMED;
-		} else {
-			rc = late_error(r, "the tree was made");
-		}
-	} else {
-		if (!xpf_fs_available()) {
-			xpf_fail(&err, XPF_EMOUNT,
-				 "this xplanefs was built without FUSE; use --cat, --export or --check");
-			rc = fail(&err);
-			goto out;
-		}
-		if (nargs == 2) {
-			mo.mountpoint = argv[optind + 1];
-			char mp[PATH_MAX];
-			if (realpath(mo.mountpoint, mp) && is_capture_folder(in, mp)) {
-				xpf_fail(&err, XPF_EUSAGE,
-					 "%s: the capture's own folder: a mount there would hide it; give another MOUNTPOINT",
-					 mo.mountpoint);
-				rc = fail(&err);
-				goto out;
-			}
-		} else {
-			char *unused = NULL; /* nor in the baseline's folder */
-			if (default_mountpoint(in, &mp_alloc, &err) != XPF_OK ||
-			    (base && default_mountpoint(base, &unused, &err) != XPF_OK)) {
-				rc = fail(&err);
-				goto out;
-			}
-			free(unused);
-			if (mkdir(mp_alloc, 0755) == 0) {
-				mo.remove_mountpoint = true;
-			} else if (errno != EEXIST) {
-				xpf_fail(&err, XPF_EMOUNT, "%s: cannot create mount point: %s", mp_alloc,
-					 strerror(errno));
-				rc = fail(&err);
-				goto out;
-			}
-			mo.mountpoint = mp_alloc;
-		}
-		rc = xpf_fs_mount(r, &mo, &err);
-		if (rc != XPF_OK) {
-			if (mo.remove_mountpoint)
-				rmdir(mo.mountpoint);
-			rc = fail(&err);
-		}
-	}
-out:
+	int rc;
+	if (a->base_path && xpf_input_open(a->base_path, a->opt.run, &base, err) != XPF_OK)
+		rc = fail(err);
+	else if (xpf_report_open_compare(in, base, &a->opt, &r, err) != XPF_OK)
+		rc = fail(err);
+	else if (a->cat_path)
+		rc = run_cat(r, a->cat_path, err);
+	else if (a->export_path)
+		rc = run_export(r, a->export_path, in, base, err);
+	else
+		rc = run_mount(a, r, in, base, err);
 	xpf_report_free(r);
 	xpf_input_free(in);
 	xpf_input_free(base);
-	free(mp_alloc);
 	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli a;
+	xpf_error err = { 0 };
+	xpf_input *in = NULL;
+
+	raise_fd_limit();
+	int rc = parse_args(&a, argc, argv);
+	if (rc == GO_ON)
+		rc = check_args(&a);
+	if (rc != GO_ON)
+		return rc;
+	if (a.unmount_path)
+		return xpf_fs_unmount(a.unmount_path, &err) != XPF_OK ? fail(&err) : 0;
+	if (xpf_input_open(a.args[0], a.opt.run, &in, &err) != XPF_OK)
+		return fail(&err);
+	if (a.check)
+		return run_check(in, &err);
+	return run_report(&a, in, &err);
 }

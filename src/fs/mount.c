@@ -622,36 +622,98 @@ bool xpf_fs_available(void) { return true; }
 
 static bool is_our_mount(const char *path);
 
+/* The mount point as given, absolute in mp (fuse_daemonize() changes to
+ * "/" and we rmdir it later): a directory, not already an xplanefs mount. */
+static int resolve_mountpoint(const char *given, char mp[PATH_MAX], xpf_error *err)
+{
+	struct stat sb;
+	if (realpath(given, mp) == NULL || stat(mp, &sb) < 0)
+		return xpf_fail(err, XPF_EMOUNT, "%s: bad mount point: %s%s", given, strerror(errno),
+				errno == ENOTCONN ? " (a mount whose xplanefs is gone: xplanefs -u it)" : "");
+	if (is_our_mount(mp))
+		return xpf_fail(err, XPF_EMOUNT, "%s: already an xplanefs mount (xplanefs -u it first)",
+				given);
+	if (!S_ISDIR(sb.st_mode))
+		return xpf_fail(err, XPF_EMOUNT, "%s: bad mount point: not a directory", given);
+	return XPF_OK;
+}
+
+/* What the ops read: the report, whose files are ours and dated as the
+ * capture. */
+static void fs_setup(xpf_fs *fs, xpf_report *r, const xpf_mount_opts *opts)
+{
+	struct stat sb;
+	memset(fs, 0, sizeof *fs);
+	fs->report = r;
+	fs->debug = opts->debug;
+	fs->uid = getuid();
+	fs->gid = getgid();
+	xpf_input *in = xpf_report_input(r);
+	if (in && in->path && stat(in->path, &sb) == 0)
+		fs->time = sb.st_mtim;
+}
+
+/* A shell starts background commands with SIGINT ignored, and libfuse
+ * leaves ignored signals alone; but `kill -INT` must still unmount. */
+static void unignore_stop_signals(void)
+{
+	for (size_t i = 0; i < 2; i++) {
+		int sig = i == 0 ? SIGINT : SIGTERM;
+		struct sigaction sa;
+		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+			signal(sig, SIG_DFL);
+	}
+}
+
+/* se mounted on mp; on failure the one-line error says libfuse's reason,
+ * then fusermount3's (struct stderr_catch). */
+static int session_mount(struct fuse_session *se, const char *mp, const xpf_mount_opts *opts, xpf_error *err)
+{
+	struct stderr_catch sc = { -1, -1 };
+	char said[512];
+	bool catching = !opts->debug && !(opts->fuse_opts && strstr(opts->fuse_opts, "auto_unmount"));
+	if (catching)
+		catch_begin(&sc);
+	int res = fuse_session_mount(se, mp);
+	catch_end(&sc, said, sizeof said);
+	if (res != 0)
+		return xpf_fail(err, XPF_EMOUNT, "%s: cannot mount: %s%s%s%s", opts->mountpoint,
+				setup_msg[0] || !said[0]
+					? setup_reason("is /dev/fuse there and fusermount3 installed?")
+					: "",
+				setup_msg[0] && said[0] ? "; " : "", first_line(said), NO_MOUNT_HINT);
+	if (said[0]) /* mounted: what fusermount3 said is a warning, kept */
+		fputs(said, stderr);
+	return XPF_OK;
+}
+
+/* Serve requests until unmounted, or stopped by a signal (a clean stop). */
+static int serve(struct fuse_session *se, const xpf_mount_opts *opts, xpf_error *err)
+{
+	int res;
+	if (opts->single_thread) {
+		res = fuse_session_loop(se);
+	} else {
+		struct fuse_loop_config cfg = { .clone_fd = 0, .max_idle_threads = 10 };
+		res = fuse_session_loop_mt(se, &cfg);
+	}
+	/* res > 0: the signal that ended the loop; 0: unmounted. */
+	if (res < 0)
+		return xpf_fail(err, XPF_EMOUNT, "%s: serving failed: %s", opts->mountpoint, strerror(-res));
+	return XPF_OK;
+}
+
 int xpf_fs_mount(xpf_report *r, const xpf_mount_opts *opts, xpf_error *err)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_session *se = NULL;
 	char mp[PATH_MAX];
-	struct stat sb;
 	xpf_fs fs;
-	int rc = XPF_OK, res;
 
-	/* Absolute: fuse_daemonize() changes to "/" and we rmdir it later. */
-	if (realpath(opts->mountpoint, mp) == NULL || stat(mp, &sb) < 0)
-		return xpf_fail(err, XPF_EMOUNT, "%s: bad mount point: %s%s", opts->mountpoint,
-				strerror(errno),
-				errno == ENOTCONN ? " (a mount whose xplanefs is gone: xplanefs -u it)" : "");
-	if (is_our_mount(mp))
-		return xpf_fail(err, XPF_EMOUNT, "%s: already an xplanefs mount (xplanefs -u it first)",
-				opts->mountpoint);
-	if (!S_ISDIR(sb.st_mode))
-		return xpf_fail(err, XPF_EMOUNT, "%s: bad mount point: not a directory",
-				opts->mountpoint);
-
-	memset(&fs, 0, sizeof fs);
-	fs.report = r;
-	fs.debug = opts->debug;
-	fs.uid = getuid();
-	fs.gid = getgid();
-	xpf_input *in = xpf_report_input(r);
-	if (in && in->path && stat(in->path, &sb) == 0)
-		fs.time = sb.st_mtim;
-
+	int rc = resolve_mountpoint(opts->mountpoint, mp, err);
+	if (rc != XPF_OK)
+		return rc;
+	fs_setup(&fs, r, opts);
 	if (build_args(r, opts, &args, err) != XPF_OK)
 		return XPF_EMOUNT;
 	setup_msg[0] = '\0';
@@ -664,51 +726,20 @@ int xpf_fs_mount(xpf_report *r, const xpf_mount_opts *opts, xpf_error *err)
 			      setup_reason("bad FUSE options"), NO_MOUNT_HINT);
 		goto out_args;
 	}
-	/* A shell starts background commands with SIGINT ignored, and libfuse
-	 * leaves ignored signals alone; but `kill -INT` must still unmount. */
-	for (size_t i = 0; i < 2; i++) {
-		int sig = i == 0 ? SIGINT : SIGTERM;
-		struct sigaction sa;
-		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
-			signal(sig, SIG_DFL);
-	}
+	unignore_stop_signals();
 	if (fuse_set_signal_handlers(se) != 0) {
 		rc = xpf_fail(err, XPF_EMOUNT, "cannot install signal handlers");
 		goto out_session;
 	}
-	struct stderr_catch sc = { -1, -1 };
-	char said[512];
-	bool catching = !opts->debug && !(opts->fuse_opts && strstr(opts->fuse_opts, "auto_unmount"));
-	if (catching)
-		catch_begin(&sc);
-	res = fuse_session_mount(se, mp);
-	catch_end(&sc, said, sizeof said);
-	if (res != 0) {
-		/* libfuse's reason, then fusermount3's */
-		rc = xpf_fail(err, XPF_EMOUNT, "%s: cannot mount: %s%s%s%s", opts->mountpoint,
-			      setup_msg[0] || !said[0] ? setup_reason("is /dev/fuse there and fusermount3 installed?") : "",
-			      setup_msg[0] && said[0] ? "; " : "", first_line(said), NO_MOUNT_HINT);
+	rc = session_mount(se, mp, opts, err);
+	if (rc != XPF_OK)
 		goto out_signals;
-	}
-	if (said[0]) /* mounted: what fusermount3 said is a warning, kept */
-		fputs(said, stderr);
 	fuse_set_log_func(NULL);
 	/* The mount is ready: only now go to the background (the parent exits 0). */
-	if (fuse_daemonize(opts->foreground || opts->debug) != 0) {
+	if (fuse_daemonize(opts->foreground || opts->debug) != 0)
 		rc = xpf_fail(err, XPF_EMOUNT, "%s: cannot go to the background", opts->mountpoint);
-		goto out_unmount;
-	}
-	if (opts->single_thread) {
-		res = fuse_session_loop(se);
-	} else {
-		struct fuse_loop_config cfg = { .clone_fd = 0, .max_idle_threads = 10 };
-		res = fuse_session_loop_mt(se, &cfg);
-	}
-	/* res > 0: the signal that ended the loop (a clean stop); 0: unmounted. */
-	if (res < 0)
-		rc = xpf_fail(err, XPF_EMOUNT, "%s: serving failed: %s", opts->mountpoint,
-			      strerror(-res));
-out_unmount:
+	else
+		rc = serve(se, opts, err);
 	fuse_session_unmount(se);
 	if (opts->remove_mountpoint)
 		rmdir(mp);
