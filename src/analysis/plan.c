@@ -101,111 +101,7 @@ const char *xpf_role_name(enum xpf_role r)
 	return (unsigned)r < XPF_NROLES ? names[r] : "?";
 }
 
-/* ---- lookups ---------------------------------------------------------- */
-
-/* Sorted (key, index) pairs: lookups by id or name in log time, and the
- * key beside the index so that sorting needs no context. */
-typedef struct id_ix {
-	int64_t id;
-	size_t i;
-} id_ix;
-
-typedef struct name_ix {
-	const char *name;
-	size_t i;
-} name_ix;
-
-typedef struct plan_priv {
-	xpf_arena arena;
-	id_ix *instr_by_id;     /* instrs, by id */
-	name_ix *instr_by_name; /* instrs, by name */
-	id_ix *buffer_by_id;    /* buffers, by id */
-} plan_priv;
-
-/* Ties keep index order: a lookup finds the first of equal keys. */
-static int cmp_id_ix(const void *a, const void *b)
-{
-	const id_ix *x = a, *y = b;
-	if (x->id != y->id)
-		return x->id < y->id ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
-}
-
-static int cmp_name_ix(const void *a, const void *b)
-{
-	const name_ix *x = a, *y = b;
-	int c = strcmp(x->name, y->name);
-	if (c)
-		return c;
-	return x->i < y->i ? -1 : x->i > y->i;
-}
-
-static id_ix *index_instr_ids(const xpf_plan *p, xpf_arena *a)
-{
-	id_ix *ix = xpf_arena_array(a, p->ninstrs, sizeof *ix);
-	for (size_t i = 0; i < p->ninstrs; i++)
-		ix[i] = (id_ix){ p->instrs[i].id, i };
-	xpf_qsort(ix, p->ninstrs, sizeof *ix, cmp_id_ix);
-	return ix;
-}
-
-static name_ix *index_instr_names(const xpf_plan *p, xpf_arena *a)
-{
-	name_ix *ix = xpf_arena_array(a, p->ninstrs, sizeof *ix);
-	for (size_t i = 0; i < p->ninstrs; i++)
-		ix[i] = (name_ix){ p->instrs[i].name, i };
-	xpf_qsort(ix, p->ninstrs, sizeof *ix, cmp_name_ix);
-	return ix;
-}
-
-static id_ix *index_buffer_ids(const xpf_plan *p, size_t n, xpf_arena *a)
-{
-	id_ix *ix = xpf_arena_array(a, n, sizeof *ix);
-	for (size_t i = 0; i < n; i++)
-		ix[i] = (id_ix){ p->buffers[i].id, i };
-	xpf_qsort(ix, n, sizeof *ix, cmp_id_ix);
-	return ix;
-}
-
-/* The index of the first pair of key id, or SIZE_MAX. */
-static size_t find_id(const id_ix *ix, size_t n, int64_t id)
-{
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ix[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && ix[lo].id == id ? ix[lo].i : SIZE_MAX;
-}
-
-const xpf_plan_instr *xpf_plan_instr_by_id(const xpf_plan *p, int64_t id)
-{
-	size_t i = find_id(((const plan_priv *)p->priv)->instr_by_id, p->ninstrs, id);
-	return i == SIZE_MAX ? NULL : &p->instrs[i];
-}
-
-static const xpf_plan_instr *instr_by_name(const xpf_plan *p, const char *name)
-{
-	const name_ix *ix = ((const plan_priv *)p->priv)->instr_by_name;
-	size_t lo = 0, hi = p->ninstrs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (strcmp(ix[mid].name, name) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < p->ninstrs && strcmp(ix[lo].name, name) == 0 ? &p->instrs[ix[lo].i] : NULL;
-}
-
-const xpf_plan_buffer *xpf_plan_buffer_by_id(const xpf_plan *p, int64_t id)
-{
-	size_t i = find_id(((const plan_priv *)p->priv)->buffer_by_id, p->nbuffers, id);
-	return i == SIZE_MAX ? NULL : &p->buffers[i];
-}
+/* ---- lookups (plan_index.c) ------------------------------------------ */
 
 /* A location names its instruction by id (current writers) or, in captures
  * from before 2022-07, by the deprecated instruction_name. */
@@ -215,7 +111,7 @@ static const xpf_plan_instr *location_instr(const xpf_plan *p,
 	if (loc == NULL)
 		return NULL;
 	if (loc->instruction_name && loc->instruction_name[0]) {
-		const xpf_plan_instr *in = instr_by_name(p, loc->instruction_name);
+		const xpf_plan_instr *in = xpf_plan_instr_by_name(p, loc->instruction_name);
 		if (in)
 			return in;
 	}
@@ -363,7 +259,7 @@ static void index_buffers(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf
 		x->unpadded_bytes = x->shape_proto ? xpf_shape_bytes(x->shape_proto) : x->bytes;
 	}
 	xpf_buf_release(&b);
-	((plan_priv *)p->priv)->buffer_by_id = index_buffer_ids(p, p->nbuffers, a);
+	((plan_priv *)p->priv)->buffer_by_id = xpf_plan_index_buffer_ids(p, p->nbuffers, a);
 
 	/* aliases: count, then fill */
 	size_t *count = calloc(p->nbuffers ? p->nbuffers : 1, sizeof *count);
@@ -762,14 +658,14 @@ int xpf_plan_build(const Xla__HloProto *hlo, const char *module, uint64_t progra
 	if (mod) {
 		index_instrs(p, mod, a);
 	}
-	pv->instr_by_id = index_instr_ids(p, a);
-	pv->instr_by_name = index_instr_names(p, a);
+	pv->instr_by_id = xpf_plan_index_instr_ids(p, a);
+	pv->instr_by_name = xpf_plan_index_instr_names(p, a);
 	if (mod == NULL || ba == NULL) {
 		p->missing = mod == NULL ? "the HloProto has no hlo_module" :
 			"the HloProto carries no buffer_assignment (the executable did not "
 			"register one: XLA_FLAGS=--xla_gpu_executable_embed_debug_info is "
 			"off, or the backend does not export it)";
-		pv->buffer_by_id = index_buffer_ids(p, 0, a);
+		pv->buffer_by_id = xpf_plan_index_buffer_ids(p, 0, a);
 		*out = p;
 		return XPF_OK;
 	}

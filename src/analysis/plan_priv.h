@@ -45,6 +45,33 @@ int xpf_shape_cmp(const Xla__ShapeProto *a, const Xla__ShapeProto *b);
 /* "" or "{0,1}" */
 const char *xpf_index_text(xpf_arena *a, const int64_t *index, size_t n);
 
+/* Sorted (key, index) pairs: lookups by id or name in log time, and the
+ * key beside the index so that sorting needs no context. */
+typedef struct id_ix {
+	int64_t id;
+	size_t i;
+} id_ix;
+
+typedef struct name_ix {
+	const char *name;
+	size_t i;
+} name_ix;
+
+/* What a plan keeps beside its public fields (p->priv). */
+typedef struct plan_priv {
+	xpf_arena arena;
+	id_ix *instr_by_id;     /* instrs, by id */
+	name_ix *instr_by_name; /* instrs, by name */
+	id_ix *buffer_by_id;    /* buffers, by id */
+} plan_priv;
+
+/* The indexes (plan_index.c), built once the arrays are filled. */
+id_ix *xpf_plan_index_instr_ids(const xpf_plan *p, xpf_arena *a);
+name_ix *xpf_plan_index_instr_names(const xpf_plan *p, xpf_arena *a);
+id_ix *xpf_plan_index_buffer_ids(const xpf_plan *p, size_t n, xpf_arena *a);
+/* The first instruction of that name, or NULL. */
+const xpf_plan_instr *xpf_plan_instr_by_name(const xpf_plan *p, const char *name);
+
 /* Orders p->params: by number, then shape index (a qsort comparator). */
 int xpf_plan_cmp_param(const void *a, const void *b);
 
