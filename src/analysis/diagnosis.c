@@ -1,5 +1,5 @@
 /* The diagnosis: which module, what capacity (SPEC §5.1), and the finding
- * builders the rules use.  The rules themselves are in diag_rules.c. */
+ * builders the rules use.  The rules themselves are in diag_rules_*.c. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -465,6 +465,26 @@ bool xpf_diag_oom_shown(const xpf_runtime *rt)
 	return false;
 }
 
+/* The rules in the order they add findings (sorted afterwards). */
+static void run_rules(xpf_diag_ctx *c)
+{
+	xpf_rule_fit(c);
+	xpf_rule_donation(c);
+	xpf_rule_param_copies(c, XPF_DUP_LAYOUT);
+	xpf_rule_param_copies(c, XPF_DUP_CONVERT);
+	xpf_rule_remat_frag(c);
+	xpf_rule_retrace(c);
+	if (c->rt != NULL && c->rt->has_events) {
+		xpf_rule_growth(c);
+		xpf_rule_foreign(c);
+		xpf_rule_retry(c);
+		xpf_rule_never(c);
+		xpf_rule_compile_peak(c);
+	}
+	xpf_rule_missing(c);
+	xpf_rule_unexplained_oom(c);
+}
+
 static int finding_cmp(const void *a, const void *b)
 {
 	const xpf_finding *x = a, *y = b;
@@ -498,10 +518,7 @@ int xpf_diagnose(xpf_host *h, xpf_diagnosis **out, xpf_error *err)
 		c.p = xpf_diag_plan(h, d->module);
 		c.dir = h->module_dirs[d->module];
 	}
-	xpf_rules_plan(&c);
-	xpf_rules_runtime(&c);
-	xpf_rules_missing(&c);
-	xpf_rules_oom(&c);
+	run_rules(&c);
 	/* SPEC §5.2: when nothing failed and the plan fits, fits comes first
 	 * and the rest are hints */
 	if (c.rt == NULL || !xpf_diag_oom_shown(c.rt))
