@@ -49,8 +49,13 @@ void xpf_diag_text(xpf_finding *f, xpf_buf *b);  /* takes b's bytes */
 /* The rules of SPEC §5.2, each adding its findings when they apply;
  * diagnosis.c runs them in order.  Thresholds are the spec's, so a user
  * can check why a code appears. */
-/* diag_rules_fit.c: plan, plan-exceeds-pool, near-fit, fits, mostly-*. */
+/* diag_rules_fit.c: plan, plan-exceeds-pool, near-fit, fits. */
 void xpf_rule_fit(xpf_diag_ctx *c);
+/* Is the focus step short of its capacity, or within 5% of it? */
+bool xpf_diag_short_or_near(const xpf_diag_ctx *c);
+/* diag_rules_roles.c: mostly-forward, mostly-backward, mostly-workspace
+ * (only when the step is short or near). */
+void xpf_rule_roles(xpf_diag_ctx *c);
 /* diag_rules_plan.c: what else the focus plan wastes. */
 void xpf_rule_donation(xpf_diag_ctx *c);                          /* no-donation */
 void xpf_rule_param_copies(xpf_diag_ctx *c, enum xpf_dup_kind kind); /* param-*-copy */

@@ -124,110 +124,154 @@ void xpf_rule_donation(xpf_diag_ctx *c)
 
 /* ---- param-layout-copy / param-convert-copy ------------------------------ */
 
-void xpf_rule_param_copies(xpf_diag_ctx *c, enum xpf_dup_kind kind)
-{
-	const xpf_plan *p = c->p;
-	char h1[32], h2[32], h3[32], h4[32];
-	xpf_buf b = XPF_BUF_INIT, params = XPF_BUF_INIT;
+/* The copies of one kind live at the heap peak, and the parameters they
+ * copy (each once). */
+struct copies {
+	uint64_t bytes, pbytes;   /* the copies', the parameters' */
+	size_t count, nparams;
+	bool hoisted;             /* one is made in the entry computation */
+	const char *example;      /* a copy's instruction name, or NULL */
+	xpf_buf params;           /* "3{} f32[8,128], ..." the first five */
+};
 
-	if (p == NULL || !p->has_assignment)
-		return;
-	uint64_t bytes = 0, pbytes = 0;
-	size_t count = 0, nparams = 0;
-	bool hoisted = false;
-	const char *example = NULL;
+static bool copy_at_peak(const xpf_plan_dup *x, enum xpf_dup_kind kind)
+{
+	return x->kind == kind && x->at_peak && x->buffer != NULL;
+}
+
+static struct copies sum_copies(const xpf_plan *p, enum xpf_dup_kind kind)
+{
+	struct copies s = { .params = XPF_BUF_INIT };
 	for (size_t i = 0; i < p->ndups; i++) {
 		const xpf_plan_dup *x = &p->dups[i];
-		if (x->kind != kind || !x->at_peak || x->buffer == NULL)
+		if (!copy_at_peak(x, kind))
 			continue;
-		count++;
-		bytes += x->buffer->bytes;
+		s.count++;
+		s.bytes += x->buffer->bytes;
 		if (x->buffer->instr) {
-			hoisted |= x->buffer->instr->in_entry;
-			if (example == NULL)
-				example = x->buffer->instr->name;
+			s.hoisted |= x->buffer->instr->in_entry;
+			if (s.example == NULL)
+				s.example = x->buffer->instr->name;
 		}
 		bool seen = false;
 		for (size_t j = 0; j < i && !seen; j++)
-			seen = p->dups[j].kind == kind && p->dups[j].at_peak && p->dups[j].buffer &&
-			       p->dups[j].param == x->param;
+			seen = copy_at_peak(&p->dups[j], kind) && p->dups[j].param == x->param;
 		if (seen || x->param == NULL)
 			continue;
-		pbytes += x->param->bytes;
-		if (nparams < 5) {
-			xpf_buf_printf(&params, "%s%lld%s ", nparams ? ", " : "",
+		s.pbytes += x->param->bytes;
+		if (s.nparams < 5) {
+			xpf_buf_printf(&s.params, "%s%lld%s ", s.nparams ? ", " : "",
 				       (long long)x->param->number, x->param->shape_index);
-			xpf_diag_put_shape(&params, x->param->shape);
+			xpf_diag_put_shape(&s.params, x->param->shape);
 		}
-		nparams++;
+		s.nparams++;
 	}
-	/* SPEC §5.2: a copy finding matters at 1 MiB and 1% of the heap peak */
-	if (bytes < XPF_MIB || bytes * 100 < p->heap_peak_bytes) {
-		xpf_buf_release(&params);
-		return;
-	}
-	if (nparams > 5)
-		xpf_buf_printf(&params, ", ... (%zu in all)", nparams);
-	/* The loop wording (live for the whole loop, per-layer converts,
-	 * loop-invariant operands) only fits a module with a while loop. */
-	bool loop = false;
-	for (size_t i = 0; i < p->ninstrs && !loop; i++)
-		loop = strcmp(p->instrs[i].opcode, "while") == 0;
-	bool layout = kind == XPF_DUP_LAYOUT;
-	xpf_finding *f = xpf_diag_add(c, layout ? "param-layout-copy" : "param-convert-copy",
-				      XPF_TAG_INFERRED, c->d->module);
+	if (s.nparams > 5)
+		xpf_buf_printf(&s.params, ", ... (%zu in all)", s.nparams);
+	return s;
+}
+
+static void copies_text(const struct copies *s, bool layout, bool loop, xpf_buf *b)
+{
+	char h1[32], h2[32];
+	const char *params = s->params.data ? s->params.data : "";
 	if (layout)
-		xpf_buf_printf(&b, "%zu layout-changing cop%s of entry parameters (e.g. %s) are live at the heap peak: %s; duplicating parameters %s%s",
-			       count, count == 1 ? "y" : "ies", example ? example : "?", xpf_human(bytes, h1), params.data ? params.data : "",
-			       !hoisted ? ""
+		xpf_buf_printf(b, "%zu layout-changing cop%s of entry parameters (e.g. %s) are live at the heap peak: %s; duplicating parameters %s%s",
+			       s->count, s->count == 1 ? "y" : "ies", s->example ? s->example : "?", xpf_human(s->bytes, h1), params,
+			       !s->hoisted ? ""
 			       : loop ? "; defined in the entry computation, so they live for the whole loop that uses them"
 				      : "; defined in the entry computation (the module has no loop): each lives from the copy to its last use");
 	else
-		xpf_buf_printf(&b, "%zu dtype-converted cop%s of entry parameters (e.g. %s) are live at the heap peak: %s; converted from parameters %s (%s)%s",
-			       count, count == 1 ? "y" : "ies", example ? example : "?", xpf_human(bytes, h1), params.data ? params.data : "",
-			       xpf_human(pbytes, h2), hoisted ? "; converted in bulk in the entry computation" : "");
-	xpf_diag_text(f, &b);
-	xpf_diag_num(f, "bytes", bytes);
-	xpf_diag_num(f, "count", count);
-	xpf_diag_num(f, "parameters", nparams);
-	xpf_diag_num(f, "parameters_bytes", pbytes);
-	xpf_diag_evidence(f, "modules/%s/peak_buffers.tsv", c->dir);
-	xpf_diag_evidence(f, "modules/%s/instructions.tsv", c->dir);
-	if (layout && loop) {
-		xpf_diag_addfix(c, f, bytes, xpf_sub0(p->need_bytes, bytes), "a one-time transpose of the stored weights (checkpoint conversion)",
+		xpf_buf_printf(b, "%zu dtype-converted cop%s of entry parameters (e.g. %s) are live at the heap peak: %s; converted from parameters %s (%s)%s",
+			       s->count, s->count == 1 ? "y" : "ies", s->example ? s->example : "?", xpf_human(s->bytes, h1), params,
+			       xpf_human(s->pbytes, h2), s->hoisted ? "; converted in bulk in the entry computation" : "");
+}
+
+static void layout_fixes(xpf_diag_ctx *c, xpf_finding *f, uint64_t bytes, bool loop)
+{
+	uint64_t need = c->p->need_bytes;
+	char h1[32];
+	if (loop) {
+		xpf_diag_addfix(c, f, bytes, xpf_sub0(need, bytes), "a one-time transpose of the stored weights (checkpoint conversion)",
 				"pre-transpose the weights into the layout the loop consumes, so no transposed copy of the %s is made",
 				xpf_human(bytes, h1));
-		xpf_diag_addfix(c, f, bytes, xpf_sub0(p->need_bytes, bytes), "inspection of the optimized HLO; may need a model change",
+		xpf_diag_addfix(c, f, bytes, xpf_sub0(need, bytes), "inspection of the optimized HLO; may need a model change",
 				"check the layouts of loop-invariant operands (dynamic-slice over a scan, all-gather dimensions): an operand whose layout matches the parameter's makes the copy disappear (up to %s)",
 				xpf_human(bytes, h1));
-	} else if (layout) {
-		xpf_diag_addfix(c, f, bytes, xpf_sub0(p->need_bytes, bytes), "a one-time transpose of the stored arrays, or producing them in that layout",
+	} else {
+		xpf_diag_addfix(c, f, bytes, xpf_sub0(need, bytes), "a one-time transpose of the stored arrays, or producing them in that layout",
 				"pass the parameters in the layout their consumers use (pre-transposed weights, inputs in the dimension order the convolution or dot wants), so no transposed copy of the %s is made",
 				xpf_human(bytes, h1));
-	} else {
-		/* SPEC 5.3: the copies go, and the parameters themselves shrink
-		 * to the copies' dtype (f32 -> bf16: half): pbytes in all */
-		if (pbytes > bytes)
-			xpf_diag_addfix(c, f, pbytes, xpf_sub0(p->need_bytes, pbytes), "lower-precision master weights, or an f32 copy kept on the host",
-					"keep the parameters in the compute dtype, saving %s; the %s of converted copies are not needed, and the parameters shrink from %s to %s",
-					xpf_human(pbytes, h1), xpf_human(bytes, h2), xpf_human(pbytes, h3), xpf_human(bytes, h4));
-		else
-			xpf_diag_addfix(c, f, bytes, xpf_sub0(p->need_bytes, bytes), "lower-precision master weights, or an f32 copy kept on the host",
-					"keep the parameters in the compute dtype, so the %s of converted copies are not needed",
-					xpf_human(bytes, h1));
-		uint64_t biggest = 0;
-		for (size_t i = 0; i < p->ndups; i++)
-			if (p->dups[i].kind == kind && p->dups[i].at_peak && p->dups[i].buffer &&
-			    p->dups[i].buffer->bytes > biggest)
-				biggest = p->dups[i].buffer->bytes;
-		if (count > 1)
-			xpf_diag_addfix(c, f, bytes - biggest, xpf_sub0(p->need_bytes, bytes - biggest),
-				loop ? "a convert per use inside the loop (cheap, memory-bound)" : "a convert per use (cheap, memory-bound)",
-				loop ? "convert each layer's slice inside the loop body instead of in one block up front, saving about %s; only one converted layer is live at a time; XLA hoists a convert of a loop-invariant operand, so convert the slice, not the whole parameter"
-				     : "convert each parameter (or layer slice) just before its use instead of in one block up front, saving about %s; only one converted copy is live at a time",
-				xpf_human(bytes - biggest, h1));
 	}
-	xpf_buf_release(&params);
+}
+
+static void convert_fixes(xpf_diag_ctx *c, xpf_finding *f, const struct copies *s, bool loop)
+{
+	const xpf_plan *p = c->p;
+	uint64_t need = p->need_bytes, bytes = s->bytes, pbytes = s->pbytes;
+	char h1[32], h2[32], h3[32], h4[32];
+	/* SPEC 5.3: the copies go, and the parameters themselves shrink
+	 * to the copies' dtype (f32 -> bf16: half): pbytes in all */
+	if (pbytes > bytes)
+		xpf_diag_addfix(c, f, pbytes, xpf_sub0(need, pbytes), "lower-precision master weights, or an f32 copy kept on the host",
+				"keep the parameters in the compute dtype, saving %s; the %s of converted copies are not needed, and the parameters shrink from %s to %s",
+				xpf_human(pbytes, h1), xpf_human(bytes, h2), xpf_human(pbytes, h3), xpf_human(bytes, h4));
+	else
+		xpf_diag_addfix(c, f, bytes, xpf_sub0(need, bytes), "lower-precision master weights, or an f32 copy kept on the host",
+				"keep the parameters in the compute dtype, so the %s of converted copies are not needed",
+				xpf_human(bytes, h1));
+	uint64_t biggest = 0;
+	for (size_t i = 0; i < p->ndups; i++)
+		if (copy_at_peak(&p->dups[i], XPF_DUP_CONVERT) && p->dups[i].buffer->bytes > biggest)
+			biggest = p->dups[i].buffer->bytes;
+	if (s->count > 1)
+		xpf_diag_addfix(c, f, bytes - biggest, xpf_sub0(need, bytes - biggest),
+			loop ? "a convert per use inside the loop (cheap, memory-bound)" : "a convert per use (cheap, memory-bound)",
+			loop ? "convert each layer's slice inside the loop body instead of in one block up front, saving about %s; only one converted layer is live at a time; XLA hoists a convert of a loop-invariant operand, so convert the slice, not the whole parameter"
+			     : "convert each parameter (or layer slice) just before its use instead of in one block up front, saving about %s; only one converted copy is live at a time",
+			xpf_human(bytes - biggest, h1));
+}
+
+/* Does the module have a while loop?  The loop wording (live for the whole
+ * loop, per-layer converts, loop-invariant operands) only fits then. */
+static bool has_loop(const xpf_plan *p)
+{
+	for (size_t i = 0; i < p->ninstrs; i++)
+		if (strcmp(p->instrs[i].opcode, "while") == 0)
+			return true;
+	return false;
+}
+
+void xpf_rule_param_copies(xpf_diag_ctx *c, enum xpf_dup_kind kind)
+{
+	const xpf_plan *p = c->p;
+	xpf_buf b = XPF_BUF_INIT;
+
+	if (p == NULL || !p->has_assignment)
+		return;
+	struct copies s = sum_copies(p, kind);
+	/* SPEC §5.2: a copy finding matters at 1 MiB and 1% of the heap peak */
+	if (s.bytes < XPF_MIB || s.bytes * 100 < p->heap_peak_bytes) {
+		xpf_buf_release(&s.params);
+		return;
+	}
+	bool loop = has_loop(p);
+	bool layout = kind == XPF_DUP_LAYOUT;
+	xpf_finding *f = xpf_diag_add(c, layout ? "param-layout-copy" : "param-convert-copy",
+				      XPF_TAG_INFERRED, c->d->module);
+	copies_text(&s, layout, loop, &b);
+	xpf_diag_text(f, &b);
+	xpf_diag_num(f, "bytes", s.bytes);
+	xpf_diag_num(f, "count", s.count);
+	xpf_diag_num(f, "parameters", s.nparams);
+	xpf_diag_num(f, "parameters_bytes", s.pbytes);
+	xpf_diag_evidence(f, "modules/%s/peak_buffers.tsv", c->dir);
+	xpf_diag_evidence(f, "modules/%s/instructions.tsv", c->dir);
+	if (layout)
+		layout_fixes(c, f, s.bytes, loop);
+	else
+		convert_fixes(c, f, &s, loop);
+	xpf_buf_release(&s.params);
 }
 
 /* ---- xla-remat, temp-fragmentation -------------------------------------- */

@@ -346,6 +346,23 @@ static void choose_module(xpf_diag_ctx *c)
 
 /* ---- capacity (SPEC §5.1) ------------------------------------------------- */
 
+/* The device's pool allocator (the busiest when several); without a
+ * device (dev < 0), the busiest pool; -1 when none. */
+static long busiest_pool(const xpf_runtime *rt, int dev)
+{
+	long best = -1;
+	for (size_t a = 0; a < rt->nallocators; a++) {
+		const xpf_rt_allocator *al = &rt->allocators[a];
+		if (!al->is_pool)
+			continue;
+		if (dev >= 0 && al->device != dev)
+			continue;
+		if (best < 0 || al->peak_in_window_bytes > rt->allocators[best].peak_in_window_bytes)
+			best = (long)a;
+	}
+	return best;
+}
+
 static void choose_capacity(xpf_diag_ctx *c)
 {
 	xpf_host *h = c->h;
@@ -375,17 +392,7 @@ static void choose_capacity(xpf_diag_ctx *c)
 		d->device = want;
 	bool want_missing = false;  /* --device names a device without a pool */
 	if (rt != NULL && rt->has_events && (d->allocator < 0 || want >= 0)) {
-		/* The device's pool allocator; without a device, the busiest pool. */
-		long best = -1;
-		for (size_t a = 0; a < rt->nallocators; a++) {
-			const xpf_rt_allocator *al = &rt->allocators[a];
-			if (!al->is_pool)
-				continue;
-			if (d->device >= 0 && al->device != d->device)
-				continue;
-			if (best < 0 || al->peak_in_window_bytes > rt->allocators[best].peak_in_window_bytes)
-				best = (long)a;
-		}
+		long best = busiest_pool(rt, d->device);
 		if (best >= 0)
 			d->allocator = (int)best;
 		else if (want >= 0)
@@ -469,6 +476,7 @@ bool xpf_diag_oom_shown(const xpf_runtime *rt)
 static void run_rules(xpf_diag_ctx *c)
 {
 	xpf_rule_fit(c);
+	xpf_rule_roles(c);
 	xpf_rule_donation(c);
 	xpf_rule_param_copies(c, XPF_DUP_LAYOUT);
 	xpf_rule_param_copies(c, XPF_DUP_CONVERT);
