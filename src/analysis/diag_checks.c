@@ -307,9 +307,7 @@ static void check_oom(const xpf_diagnosis *d, const xpf_runtime *rt, xpf_buf *ou
 		line(out, "PASS", "oom-explained", &f);
 	} else {
 		const char *code = d->nfindings ? d->findings[0].code : "none";
-		bool unexplained = strcmp(code, "unexplained-oom") == 0;
-		for (size_t i = 0; i < d->nfindings; i++)
-			unexplained |= strcmp(d->findings[i].code, "unexplained-oom") == 0;
+		bool unexplained = xpf_diag_find(d, "unexplained-oom") != NULL;
 		if (unexplained)
 			xpf_buf_adds(&f, "the capture shows an OOM and no finding explains it (unexplained-oom in diagnosis.txt)");
 		else

@@ -104,8 +104,4 @@ void xpf_diag_finding_line(const xpf_finding *f, xpf_buf *out, const char *inden
 size_t xpf_diag_clause_len(const char *text);
 json_t *xpf_diag_json(xpf_host *h, const xpf_diagnosis *d);  /* new reference */
 
-/* Humans: "3.72 GiB (3,994,091,520 bytes)" is too long for one line, so
- * text uses xpf_human and the exact bytes go into figures. */
-const char *xpf_diag_h(uint64_t v, char out[32]);
-
 #endif

@@ -36,15 +36,15 @@ size_t xpf_diag_clause_len(const char *text)
  * on lines of its own, indented deeper. */
 #define DIAG_WIDTH 160
 
-/* Where to cut the n bytes of s so that the part before fits room: after
+/* Where to cut the n bytes of s so that the part before fits width: after
  * the last ", " outside parentheses, brackets and quotes, else ": ", else
  * " ", else ", " or " " at any depth; 0 when no cut fits. */
-static size_t wrap_at(const char *s, size_t n, size_t room)
+static size_t wrap_at(const char *s, size_t n, size_t width)
 {
 	size_t best[5] = { 0 };
 	int depth = 0;
 	bool quoted = false;
-	for (size_t i = 0; i + 1 < n && i < room; i++) {
+	for (size_t i = 0; i + 1 < n && i < width; i++) {
 		char c = s[i];
 		if (c == '"')
 			quoted = !quoted;
@@ -63,7 +63,7 @@ static size_t wrap_at(const char *s, size_t n, size_t room)
 			best[top ? 2 : 4] = i + 1;
 	}
 	for (int k = 0; k < 5; k++)
-		if (best[k] > room / 3)
+		if (best[k] > width / 3)
 			return best[k];
 	return 0;
 }

@@ -83,8 +83,8 @@ void xpf_diag_frag_text(const xpf_diag_ctx *c, xpf_finding *f, int64_t fail_ps, 
 
 /* The request that failed (SPEC §5.3): the first planned run-time
  * allocation (not a parameter, constant or thread-local) of the focus
- * execution that never came, when that execution never launched and the
- * join matched what came before it; else NULL. */
+ * execution that never came (the events it did allocate name their plan
+ * allocation), when that execution never launched; else NULL. */
 const xpf_plan_alloc *xpf_diag_failed_request(const xpf_diag_ctx *c)
 {
 	const xpf_runtime *rt = c->rt;
@@ -301,14 +301,6 @@ void xpf_rule_never(xpf_diag_ctx *c)
 
 /* ---- an OOM nothing explains (SPEC §5.2) ------------------------------------ */
 
-static bool has_finding(const xpf_diagnosis *d, const char *code)
-{
-	for (size_t i = 0; i < d->nfindings; i++)
-		if (strcmp(d->findings[i].code, code) == 0)
-			return true;
-	return false;
-}
-
 /* The execution that shows the OOM: the focus execution when it never
  * launched, else the latest that never launched, else the longest
  * retry's; -1 when the capture shows none. */
@@ -355,7 +347,7 @@ void xpf_rule_unexplained_oom(xpf_diag_ctx *c)
 	if (rt == NULL || !rt->has_events || !xpf_diag_oom_shown(rt))
 		return;
 	for (size_t i = 0; i < sizeof explains_oom / sizeof *explains_oom; i++)
-		if (has_finding(d, explains_oom[i]))
+		if (xpf_diag_find(d, explains_oom[i]) != NULL)
 			return;
 	long x = oom_execution(c);
 	xpf_finding *f = xpf_diag_add(c, "unexplained-oom", XPF_TAG_MEASURED, d->module);

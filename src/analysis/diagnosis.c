@@ -18,11 +18,6 @@ const char *xpf_tag_name(enum xpf_tag t)
 	return "?";
 }
 
-const char *xpf_diag_h(uint64_t v, char out[32])
-{
-	return xpf_human(v, out);
-}
-
 const xpf_plan *xpf_diag_plan(xpf_host *h, long m)
 {
 	const xpf_plan *p = NULL;
@@ -560,6 +555,5 @@ void xpf_diagnosis_free(void *ptr)
 	free(d->capacity_source);
 	free(d->module_why);
 	xpf_rt_between_release(&d->between);
-	xpf_buf_release(&d->checks);
 	free(d);
 }
