@@ -1,5 +1,6 @@
-/* Shared by diagnosis.c, diag_rules.c, diag_checks.c, diag_render.c and
- * diag_tree.c only. */
+/* Shared by diagnosis.c, the rules (diag_rules_*.c, diag_util.c),
+ * diag_checks.c, diag_render.c and the tree's diag_tree.c and hosts.c
+ * only. */
 #ifndef XPF_DIAG_PRIV_H
 #define XPF_DIAG_PRIV_H
 
@@ -45,13 +46,53 @@ void xpf_diag_addfix(xpf_diag_ctx *c, xpf_finding *f, uint64_t saving, uint64_t 
 	__attribute__((format(printf, 6, 7)));
 void xpf_diag_text(xpf_finding *f, xpf_buf *b);  /* takes b's bytes */
 
-/* The rules (diag_rules.c), each adding its findings when they apply. */
-void xpf_rules_plan(xpf_diag_ctx *c);
-void xpf_rules_runtime(xpf_diag_ctx *c);
-void xpf_rules_missing(xpf_diag_ctx *c);
+/* The rules of SPEC §5.2, each adding its findings when they apply;
+ * diagnosis.c runs them in order.  Thresholds are the spec's, so a user
+ * can check why a code appears. */
+/* diag_rules_fit.c: plan, plan-exceeds-pool, near-fit, fits. */
+void xpf_rule_fit(xpf_diag_ctx *c);
+/* Is the focus step short of its capacity, or within 5% of it? */
+bool xpf_diag_short_or_near(const xpf_diag_ctx *c);
+/* diag_rules_roles.c: mostly-forward, mostly-backward, mostly-workspace
+ * (only when the step is short or near). */
+void xpf_rule_roles(xpf_diag_ctx *c);
+/* diag_rules_plan.c: what else the focus plan wastes. */
+void xpf_rule_donation(xpf_diag_ctx *c);                          /* no-donation */
+void xpf_rule_param_copies(xpf_diag_ctx *c, enum xpf_dup_kind kind); /* param-*-copy */
+void xpf_rule_remat_frag(xpf_diag_ctx *c);       /* xla-remat, temp-fragmentation */
+void xpf_rule_retrace(xpf_diag_ctx *c);
+/* diag_rules_runtime.c: what the runtime shows holding memory (these and
+ * allocator-retry, never-launched only with allocator events). */
+void xpf_rule_growth(xpf_diag_ctx *c);           /* growth-per-execution */
+void xpf_rule_foreign(xpf_diag_ctx *c);          /* foreign-live-arrays */
+void xpf_rule_compile_peak(xpf_diag_ctx *c);     /* compile-time-peak */
+/* diag_rules_oom.c: the failure itself. */
+void xpf_rule_retry(xpf_diag_ctx *c);            /* allocator-retry */
+void xpf_rule_never(xpf_diag_ctx *c);            /* never-launched */
 /* After the others: unexplained-oom when the capture shows an OOM (a retry
  * or an execution that never launched) and no finding explains it. */
-void xpf_rules_oom(xpf_diag_ctx *c);
+void xpf_rule_unexplained_oom(xpf_diag_ctx *c);
+/* diag_rules_missing.c: missing-plan, missing-runtime. */
+void xpf_rule_missing(xpf_diag_ctx *c);
+
+/* Evidence of the failure, also used by diag_rules_fit.c (diag_rules_oom.c
+ * says what each is). */
+const xpf_plan_alloc *xpf_diag_failed_request(const xpf_diag_ctx *c);
+void xpf_diag_failed_request_text(const xpf_diag_ctx *c, const xpf_plan_alloc *a, xpf_buf *b);
+void xpf_diag_frag_text(const xpf_diag_ctx *c, xpf_finding *f, int64_t fail_ps, xpf_buf *b);
+
+/* Text helpers (diag_util.c). */
+/* "f32[8,128]{1,0}" -> "f32[8,128]" (the layout is noise in a sentence). */
+void xpf_diag_put_shape(xpf_buf *b, const char *shape);
+/* A size as XLA's OOM messages print it: "1.50GiB". */
+const char *xpf_diag_tsl_human(uint64_t v, char out[32]);
+
+/* a - b, or 0 when b >= a: a saving never makes a need negative. */
+static inline uint64_t xpf_sub0(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
 /* Does the capture show an OOM: an AllocatorRetry wait, or an execution
  * with launched = no? */
 bool xpf_diag_oom_shown(const xpf_runtime *rt);
@@ -62,9 +103,5 @@ void xpf_diag_finding_line(const xpf_finding *f, xpf_buf *out, const char *inden
  * parentheses, brackets and quotes (the whole text when none). */
 size_t xpf_diag_clause_len(const char *text);
 json_t *xpf_diag_json(xpf_host *h, const xpf_diagnosis *d);  /* new reference */
-
-/* Humans: "3.72 GiB (3,994,091,520 bytes)" is too long for one line, so
- * text uses xpf_human and the exact bytes go into figures. */
-const char *xpf_diag_h(uint64_t v, char out[32]);
 
 #endif

@@ -36,15 +36,15 @@ size_t xpf_diag_clause_len(const char *text)
  * on lines of its own, indented deeper. */
 #define DIAG_WIDTH 160
 
-/* Where to cut the n bytes of s so that the part before fits room: after
+/* Where to cut the n bytes of s so that the part before fits width: after
  * the last ", " outside parentheses, brackets and quotes, else ": ", else
  * " ", else ", " or " " at any depth; 0 when no cut fits. */
-static size_t wrap_at(const char *s, size_t n, size_t room)
+static size_t wrap_at(const char *s, size_t n, size_t width)
 {
 	size_t best[5] = { 0 };
 	int depth = 0;
 	bool quoted = false;
-	for (size_t i = 0; i + 1 < n && i < room; i++) {
+	for (size_t i = 0; i + 1 < n && i < width; i++) {
 		char c = s[i];
 		if (c == '"')
 			quoted = !quoted;
@@ -63,7 +63,7 @@ static size_t wrap_at(const char *s, size_t n, size_t room)
 			best[top ? 2 : 4] = i + 1;
 	}
 	for (int k = 0; k < 5; k++)
-		if (best[k] > room / 3)
+		if (best[k] > width / 3)
 			return best[k];
 	return 0;
 }
@@ -359,87 +359,78 @@ static void summary_devices(xpf_host *h, xpf_buf *out)
 	}
 }
 
-int xpf_render_summary(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
+static void summary_allocators(const xpf_runtime *rt, xpf_buf *out)
 {
-	const xpf_diagnosis *d;
-	const xpf_runtime *rt = NULL;
-	xpf_error e = { 0 };
-	char h1[32], h2[32], h3[32], h4[32], h5[32];
-	int rc = xpf_host_diagnosis(h, &d, err);
-	if (rc != XPF_OK)
-		return rc;
-	if (!xpf_capture_is_hlo_only(h->cap) && xpf_host_runtime(h, &rt, &e) != XPF_OK)
-		rt = NULL;
-
-	xpf_buf_adds(out, "host: ");
-	xpf_buf_text(out, h->name ? h->name : "?");
-	xpf_buf_printf(out, "\ncapture: %s (%llu bytes)\n", xpf_capture_label(h->cap),
-		       (unsigned long long)xpf_capture_size(h->cap));
-	summary_devices(h, out);
-
-	if (rt && rt->has_events) {
-		xpf_buf_printf(out, "allocators: %zu\n", rt->nallocators);
-		for (size_t a = 0; a < rt->nallocators; a++) {
-			const xpf_rt_allocator *al = &rt->allocators[a];
-			xpf_buf_adds(out, "  ");
-			xpf_buf_text(out, al->name);
-			xpf_buf_printf(out, "%s: capacity %s, peak in window %s, lifetime peak %s, %llu allocations, %llu deallocations [measured]\n",
-				       al->is_pool ? " (device pool)" : "",
-				       xpf_human(al->capacity_bytes, h1), xpf_human(al->peak_in_window_bytes, h2),
-				       xpf_human(al->lifetime_peak_bytes, h3), (unsigned long long)al->allocations,
-				       (unsigned long long)al->deallocations);
-		}
-	} else {
+	char h1[32], h2[32], h3[32];
+	if (rt == NULL || !rt->has_events) {
 		xpf_buf_adds(out, "allocators: none (no allocator events; see runtime/summary.txt)\n");
+		return;
 	}
-	if (d->capacity_bytes)
-		xpf_buf_printf(out, "capacity: %s (%llu bytes) [%s] from %s%s\n", xpf_human(d->capacity_bytes, h1),
-			       (unsigned long long)d->capacity_bytes, xpf_tag_name(d->capacity_tag), d->capacity_source,
-			       d->fraction_set ? "; not 75% of the device memory: the memory fraction is set" : "");
-	else
-		xpf_buf_adds(out, "capacity: unknown (give it with --capacity BYTES)\n");
+	xpf_buf_printf(out, "allocators: %zu\n", rt->nallocators);
+	for (size_t a = 0; a < rt->nallocators; a++) {
+		const xpf_rt_allocator *al = &rt->allocators[a];
+		xpf_buf_adds(out, "  ");
+		xpf_buf_text(out, al->name);
+		xpf_buf_printf(out, "%s: capacity %s, peak in window %s, lifetime peak %s, %llu allocations, %llu deallocations [measured]\n",
+			       al->is_pool ? " (device pool)" : "",
+			       xpf_human(al->capacity_bytes, h1), xpf_human(al->peak_in_window_bytes, h2),
+			       xpf_human(al->lifetime_peak_bytes, h3), (unsigned long long)al->allocations,
+			       (unsigned long long)al->deallocations);
+	}
+}
 
+/* One module's line: its plan's totals and how often it ran. */
+static void summary_module(xpf_host *h, const xpf_diagnosis *d, const xpf_runtime *rt, long m, xpf_buf *out)
+{
+	char h1[32], h2[32], h3[32], h4[32], h5[32];
+	const xpf_plan *p = xpf_diag_plan(h, m);
+	size_t nx = 0;
+	for (size_t x = 0; rt && x < rt->nexecutions; x++)
+		nx += rt->executions[x].module == m;
+	xpf_buf_adds(out, "  ");
+	xpf_buf_text(out, module_name(h, m));
+	xpf_buf_adds(out, m == d->module ? " (focus): " : ": ");
+	if (p && p->has_assignment)
+		xpf_buf_printf(out, "need %s, parameters %s, outputs %s, temp %s, heap peak %s [read]",
+			       xpf_human(p->need_bytes, h1), xpf_human(p->parameters_bytes, h2),
+			       xpf_human(p->outputs_bytes, h3), xpf_human(p->temp_bytes, h4),
+			       xpf_human(p->heap_peak_bytes, h5));
+	else
+		xpf_buf_adds(out, "no buffer assignment");
+	xpf_buf_printf(out, ", %zu executions\n", nx);
+}
+
+/* The modules, the biggest by need first, up to --top. */
+static void summary_modules(xpf_host *h, const xpf_diagnosis *d, const xpf_runtime *rt, xpf_buf *out)
+{
 	size_t with = 0;
 	for (size_t m = 0; m < h->nmodules; m++) {
 		const xpf_plan *p = xpf_diag_plan(h, (long)m);
 		with += p && p->has_assignment;
 	}
 	xpf_buf_printf(out, "modules: %zu (%zu with buffer assignment)\n", h->nmodules, with);
-	/* The biggest by need, up to --top. */
 	size_t top = h->opt->top > 0 ? (size_t)h->opt->top : 25;
-	bool *shown = calloc(h->nmodules ? h->nmodules : 1, sizeof *shown);
+	bool *shown = xpf_calloc(h->nmodules ? h->nmodules : 1, sizeof *shown);
 	for (size_t k = 0; k < top && k < h->nmodules; k++) {
 		long best = -1;
 		uint64_t bn = 0;
 		for (size_t m = 0; m < h->nmodules; m++) {
-			const xpf_plan *p = xpf_diag_plan(h, (long)m);
-			uint64_t need = p && p->has_assignment ? p->need_bytes : 0;
+			uint64_t need = xpf_module_need(h, (long)m);
 			if (!shown[m] && (best < 0 || need > bn)) {
 				best = (long)m;
 				bn = need;
 			}
 		}
 		shown[best] = true;
-		const xpf_plan *p = xpf_diag_plan(h, best);
-		size_t nx = 0;
-		for (size_t x = 0; rt && x < rt->nexecutions; x++)
-			nx += rt->executions[x].module == best;
-		xpf_buf_adds(out, "  ");
-		xpf_buf_text(out, module_name(h, best));
-		xpf_buf_adds(out, best == d->module ? " (focus): " : ": ");
-		if (p && p->has_assignment)
-			xpf_buf_printf(out, "need %s, parameters %s, outputs %s, temp %s, heap peak %s [read]",
-				       xpf_human(p->need_bytes, h1), xpf_human(p->parameters_bytes, h2),
-				       xpf_human(p->outputs_bytes, h3), xpf_human(p->temp_bytes, h4),
-				       xpf_human(p->heap_peak_bytes, h5));
-		else
-			xpf_buf_adds(out, "no buffer assignment");
-		xpf_buf_printf(out, ", %zu executions\n", nx);
+		summary_module(h, d, rt, best, out);
 	}
 	if (h->nmodules > top)
 		xpf_buf_printf(out, "  ... %zu more in modules/index.tsv\n", h->nmodules - top);
 	free(shown);
+}
 
+static void summary_executions(const xpf_diagnosis *d, const xpf_runtime *rt, xpf_buf *out)
+{
 	if (rt && rt->has_host_plane) {
 		size_t amb = 0, never = 0;
 		for (size_t x = 0; x < rt->nexecutions; x++) {
@@ -455,6 +446,34 @@ int xpf_render_summary(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 			       d->runtime_error.code ? "the runtime could not be read: capture/errors.txt" :
 						  "no /host:CPU plane");
 	}
+}
+
+int xpf_render_summary(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
+{
+	const xpf_diagnosis *d;
+	const xpf_runtime *rt = NULL;
+	xpf_error e = { 0 };
+	char h1[32];
+	int rc = xpf_host_diagnosis(h, &d, err);
+	if (rc != XPF_OK)
+		return rc;
+	if (!xpf_capture_is_hlo_only(h->cap) && xpf_host_runtime(h, &rt, &e) != XPF_OK)
+		rt = NULL;
+
+	xpf_buf_adds(out, "host: ");
+	xpf_buf_text(out, h->name ? h->name : "?");
+	xpf_buf_printf(out, "\ncapture: %s (%llu bytes)\n", xpf_capture_label(h->cap),
+		       (unsigned long long)xpf_capture_size(h->cap));
+	summary_devices(h, out);
+	summary_allocators(rt, out);
+	if (d->capacity_bytes)
+		xpf_buf_printf(out, "capacity: %s (%llu bytes) [%s] from %s%s\n", xpf_human(d->capacity_bytes, h1),
+			       (unsigned long long)d->capacity_bytes, xpf_tag_name(d->capacity_tag), d->capacity_source,
+			       d->fraction_set ? "; not 75% of the device memory: the memory fraction is set" : "");
+	else
+		xpf_buf_adds(out, "capacity: unknown (give it with --capacity BYTES)\n");
+	summary_modules(h, d, rt, out);
+	summary_executions(d, rt, out);
 	if (d->module >= 0)
 		xpf_buf_printf(out, "focus: modules/%s (%s)\n", h->module_dirs[d->module], d->module_why);
 	xpf_buf_printf(out, "findings: %zu (diagnosis.txt)", d->nfindings);

@@ -1,5 +1,5 @@
 /* The diagnosis: which module, what capacity (SPEC §5.1), and the finding
- * builders the rules use.  The rules themselves are in diag_rules.c. */
+ * builders the rules use.  The rules themselves are in diag_rules_*.c. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,11 +16,6 @@ const char *xpf_tag_name(enum xpf_tag t)
 	case XPF_TAG_INFERRED: return "inferred";
 	}
 	return "?";
-}
-
-const char *xpf_diag_h(uint64_t v, char out[32])
-{
-	return xpf_human(v, out);
 }
 
 const xpf_plan *xpf_diag_plan(xpf_host *h, long m)
@@ -346,6 +341,23 @@ static void choose_module(xpf_diag_ctx *c)
 
 /* ---- capacity (SPEC §5.1) ------------------------------------------------- */
 
+/* The device's pool allocator (the busiest when several); without a
+ * device (dev < 0), the busiest pool; -1 when none. */
+static long busiest_pool(const xpf_runtime *rt, int dev)
+{
+	long best = -1;
+	for (size_t a = 0; a < rt->nallocators; a++) {
+		const xpf_rt_allocator *al = &rt->allocators[a];
+		if (!al->is_pool)
+			continue;
+		if (dev >= 0 && al->device != dev)
+			continue;
+		if (best < 0 || al->peak_in_window_bytes > rt->allocators[best].peak_in_window_bytes)
+			best = (long)a;
+	}
+	return best;
+}
+
 static void choose_capacity(xpf_diag_ctx *c)
 {
 	xpf_host *h = c->h;
@@ -375,17 +387,7 @@ static void choose_capacity(xpf_diag_ctx *c)
 		d->device = want;
 	bool want_missing = false;  /* --device names a device without a pool */
 	if (rt != NULL && rt->has_events && (d->allocator < 0 || want >= 0)) {
-		/* The device's pool allocator; without a device, the busiest pool. */
-		long best = -1;
-		for (size_t a = 0; a < rt->nallocators; a++) {
-			const xpf_rt_allocator *al = &rt->allocators[a];
-			if (!al->is_pool)
-				continue;
-			if (d->device >= 0 && al->device != d->device)
-				continue;
-			if (best < 0 || al->peak_in_window_bytes > rt->allocators[best].peak_in_window_bytes)
-				best = (long)a;
-		}
+		long best = busiest_pool(rt, d->device);
 		if (best >= 0)
 			d->allocator = (int)best;
 		else if (want >= 0)
@@ -465,6 +467,27 @@ bool xpf_diag_oom_shown(const xpf_runtime *rt)
 	return false;
 }
 
+/* The rules in the order they add findings (sorted afterwards). */
+static void run_rules(xpf_diag_ctx *c)
+{
+	xpf_rule_fit(c);
+	xpf_rule_roles(c);
+	xpf_rule_donation(c);
+	xpf_rule_param_copies(c, XPF_DUP_LAYOUT);
+	xpf_rule_param_copies(c, XPF_DUP_CONVERT);
+	xpf_rule_remat_frag(c);
+	xpf_rule_retrace(c);
+	if (c->rt != NULL && c->rt->has_events) {
+		xpf_rule_growth(c);
+		xpf_rule_foreign(c);
+		xpf_rule_retry(c);
+		xpf_rule_never(c);
+		xpf_rule_compile_peak(c);
+	}
+	xpf_rule_missing(c);
+	xpf_rule_unexplained_oom(c);
+}
+
 static int finding_cmp(const void *a, const void *b)
 {
 	const xpf_finding *x = a, *y = b;
@@ -498,10 +521,7 @@ int xpf_diagnose(xpf_host *h, xpf_diagnosis **out, xpf_error *err)
 		c.p = xpf_diag_plan(h, d->module);
 		c.dir = h->module_dirs[d->module];
 	}
-	xpf_rules_plan(&c);
-	xpf_rules_runtime(&c);
-	xpf_rules_missing(&c);
-	xpf_rules_oom(&c);
+	run_rules(&c);
 	/* SPEC §5.2: when nothing failed and the plan fits, fits comes first
 	 * and the rest are hints */
 	if (c.rt == NULL || !xpf_diag_oom_shown(c.rt))
@@ -535,6 +555,5 @@ void xpf_diagnosis_free(void *ptr)
 	free(d->capacity_source);
 	free(d->module_why);
 	xpf_rt_between_release(&d->between);
-	xpf_buf_release(&d->checks);
 	free(d);
 }

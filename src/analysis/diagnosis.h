@@ -1,7 +1,8 @@
 /* The diagnosis (SPEC §5): which module, what capacity, and the findings
- * with their figures, evidence and fixes.  Owned by diagnosis.c (module
- * choice, capacity, rules), diag_render.c (diagnosis.txt/.json, summary.txt,
- * checks.txt) and diag_tree.c (the root files, README, focus, cross-host).
+ * with their figures, evidence and fixes.  Computed by diagnosis.c (module
+ * choice, capacity) and the rules (diag_rules_*.c); rendered by
+ * diag_render.c (diagnosis.txt/.json, summary.txt, checks.txt) and
+ * diag_checks.c; the tree's diag_tree.c places the files.
  *
  * A diagnosis is computed once per host on first use (xpf_host_diagnosis)
  * and cached in h->diagnosis; it is immutable afterwards, safe to read from
@@ -76,7 +77,6 @@ typedef struct xpf_diagnosis {
 	xpf_error runtime_error;  /* why the runtime could not be read (code 0: it could) */
 	size_t nfindings;         /* most important first */
 	xpf_finding *findings;
-	xpf_buf checks;           /* checks.txt, rendered with the diagnosis */
 } xpf_diagnosis;
 
 /* Module m's need (SPEC §4.1), 0 when it has no buffer assignment. */
