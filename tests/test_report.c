@@ -1,4 +1,5 @@
-/* The report's safe directory names (src/analysis/report.c, SPEC §3): what
+/* The report's safe directory names, and its cache of rendered files.
+ * Names (src/analysis/report.c, SPEC §3): what
  * a capture's module names become, the fixed file beside them avoided, and
  * many modules of one name named in time linear in their number (the
  * earlier search rescanned every earlier name for every " (k)": 20,000
@@ -11,7 +12,9 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <unistd.h>
 
+#include "capture/input.h"
 #include "tree/report.h"
 
 static void free_names(char **out, size_t n)
@@ -94,6 +97,81 @@ static void test_many_of_one_name(void **state)
 	free(in);
 }
 
+/* Every file under dir, depth first (populating directories as it goes). */
+static size_t all_files(xpf_node *dir, xpf_node **out, size_t max)
+{
+	xpf_node **kids;
+	size_t k, n = 0;
+	xpf_error err = { 0 };
+	assert_int_equal(xpf_node_children(dir, &kids, &k, &err), XPF_OK);
+	for (size_t i = 0; i < k; i++) {
+		if (kids[i]->type == XPF_NODE_DIR)
+			n += all_files(kids[i], out + n, max - n);
+		else if (kids[i]->type == XPF_NODE_FILE && n < max)
+			out[n++] = kids[i];
+	}
+	return n;
+}
+
+/* SPEC §6: read through pins (as the mount reads), a report keeps no more
+ * rendered bytes than its cache's limit once nobody holds them, and a file
+ * dropped renders again the same bytes. */
+static void test_cache_bounded(void **state)
+{
+	(void)state;
+	const char *build = getenv("XPF_BUILD");
+	char gen[4096], dir[] = "/tmp/xpf-test-report-XXXXXX", path[4200], cmd[9000];
+	snprintf(gen, sizeof gen, "%s/tests/mkcapture/xplane-mkcapture", build ? build : ".");
+	if (access(gen, X_OK) != 0) {
+		fprintf(stderr, "skip: %s is not built\n", gen);
+		skip();
+	}
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/grads-kept.xplane.pb", dir);
+	snprintf(cmd, sizeof cmd, "'%s' grads-kept '%s' >/dev/null", gen, path);
+	assert_int_equal(system(cmd), 0);
+	xpf_input *in;
+	xpf_report *r;
+	xpf_error err = { 0 };
+	xpf_options opt = XPF_OPTIONS_INIT;
+	assert_int_equal(xpf_input_open(path, NULL, &in, &err), XPF_OK);
+	assert_int_equal(xpf_report_open(in, &opt, &r, &err), XPF_OK);
+	const size_t limit = 32 << 10;
+	xpf_report_set_cache_limit(r, limit);
+	static xpf_node *files[4096];
+	size_t n = all_files(xpf_report_root(r), files, 4096), total = 0;
+	assert_true(n > 50);
+	char **first = calloc(n, sizeof *first);
+	size_t *flen = calloc(n, sizeof *flen);
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < n; i++) {
+			const char *data;
+			size_t len;
+			assert_int_equal(xpf_node_pin(files[i], &data, &len, &err), XPF_OK);
+			if (pass == 0) {
+				first[i] = malloc(len + 1);
+				memcpy(first[i], data, len);
+				flen[i] = len;
+				total += len;
+			} else {
+				assert_int_equal(len, flen[i]);
+				assert_memory_equal(data, first[i], len);
+			}
+			xpf_node_unpin(files[i]);
+			assert_true(xpf_report_cache_bytes(r) <= limit);
+		}
+	fprintf(stderr, "%zu files, %zu bytes read twice through a cache of %zu bytes\n", n, total, limit);
+	assert_true(total > 2 * limit); /* so files were dropped, and made again */
+	for (size_t i = 0; i < n; i++)
+		free(first[i]);
+	free(first);
+	free(flen);
+	xpf_report_free(r);
+	xpf_input_free(in);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -102,6 +180,7 @@ int main(void)
 		cmocka_unit_test(test_reserved),
 		cmocka_unit_test(test_long),
 		cmocka_unit_test(test_many_of_one_name),
+		cmocka_unit_test(test_cache_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

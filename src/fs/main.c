@@ -630,6 +630,11 @@ static int run_mount(struct cli *a, xpf_report *r, const xpf_input *in, const xp
 {
 	char *made = NULL;
 	int rc;
+	/* XPF_CACHE_MB: the cache of rendered files (default 256 MiB; tests
+	 * make it small to see files dropped and made again) */
+	const char *cache = getenv("XPF_CACHE_MB");
+	if (cache && *cache)
+		xpf_report_set_cache_limit(r, (size_t)strtoull(cache, NULL, 10) << 20);
 	if (!xpf_fs_available()) {
 		xpf_fail(err, XPF_EMOUNT,
 			 "this xplanefs was built without FUSE; use --cat, --export or --check");

@@ -125,9 +125,10 @@ static int node_stat(xpf_fs *fs, xpf_node *n, struct stat *st, xpf_error *err)
 	}
 	const char *data;
 	size_t len;
-	int rc = xpf_node_content(n, &data, &len, err);
+	int rc = xpf_node_pin(n, &data, &len, err); /* its size: the bytes may go after */
 	if (rc != XPF_OK)
 		return rc;
+	xpf_node_unpin(n);
 	st->st_mode = n->type == XPF_NODE_LINK ? S_IFLNK | 0777 : S_IFREG | 0444;
 	st->st_nlink = 1;
 	st->st_size = (off_t)len;
@@ -221,6 +222,8 @@ static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 
 /* A file's rendered bytes, or NULL after replying with the error (open and
  * read share it: rendering happens at most once, whichever comes first). */
+/* File ino's bytes, pinned (xpf_node_unpin the node once replied), or NULL
+ * once the error is replied. */
 static xpf_node *file_content(fuse_req_t req, fuse_ino_t ino, const char **data, size_t *len)
 {
 	xpf_node *n = node_of(req, ino);
@@ -233,7 +236,7 @@ static xpf_node *file_content(fuse_req_t req, fuse_ino_t ino, const char **data,
 		fuse_reply_err(req, EISDIR);
 		return NULL;
 	}
-	if (xpf_node_content(n, data, len, &err) != XPF_OK) {
+	if (xpf_node_pin(n, data, len, &err) != XPF_OK) {
 		reply_xpf_error(req, n, &err);
 		return NULL;
 	}
@@ -248,8 +251,10 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, node_of(req, ino) ? EROFS : ENOENT);
 		return;
 	}
-	if (file_content(req, ino, &data, &len) == NULL)
+	xpf_node *n = file_content(req, ino, &data, &len);
+	if (n == NULL)
 		return;
+	xpf_node_unpin(n); /* rendered: its errors are said at open */
 	fi->keep_cache = 1;
 	fi->noflush = 1;
 	fuse_reply_open(req, fi);
@@ -261,14 +266,16 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	const char *data;
 	size_t len;
 	(void)fi;
-	if (file_content(req, ino, &data, &len) == NULL)
+	xpf_node *n = file_content(req, ino, &data, &len);
+	if (n == NULL)
 		return;
 	if (off < 0 || (uint64_t)off >= len) {
 		fuse_reply_buf(req, NULL, 0);
-		return;
+	} else {
+		size_t left = len - (size_t)off;
+		fuse_reply_buf(req, data + off, size < left ? size : left); /* copies */
 	}
-	size_t left = len - (size_t)off;
-	fuse_reply_buf(req, data + off, size < left ? size : left);
+	xpf_node_unpin(n);
 }
 
 /* Directory ino and its children, or NULL once the error is replied. */

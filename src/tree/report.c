@@ -23,7 +23,14 @@ struct xpf_report {
 	pthread_mutex_t ino_mu;
 	size_t nnodes, capnodes;
 	xpf_node **nodes; /* by ino - 1 */
+	/* Rendered files read through pins, most recent first (the top
+	 * report's: a baseline's nodes use it too). */
+	pthread_mutex_t cache_mu;
+	size_t cache_bytes, cache_limit;
+	xpf_node *lru_head, *lru_tail;
 };
+
+#define CACHE_LIMIT_DEFAULT ((size_t)256 << 20)
 
 static xpf_node *node_new(xpf_report *r, xpf_node *parent, enum xpf_node_type type,
 			  const char *name)
@@ -170,12 +177,116 @@ int xpf_node_content(xpf_node *f, const char **data, size_t *len, xpf_error *err
 	return XPF_OK;
 }
 
+static void lru_unlink(xpf_report *t, xpf_node *n);
+
 void xpf_node_forget(xpf_node *f)
 {
+	xpf_report *t = f->report->top;
+	pthread_mutex_lock(&t->cache_mu);
+	if (f->cached)
+		lru_unlink(t, f);
+	pthread_mutex_unlock(&t->cache_mu);
 	if (f->type != XPF_NODE_FILE)
 		return;
 	if (xpf_lazy_forget(&f->content, free))
 		f->content_len = 0;
+}
+
+/* ---- the cache of rendered files (SPEC §6) ---------------------------- */
+
+static void lru_unlink(xpf_report *t, xpf_node *n)
+{
+	if (n->lru_prev)
+		n->lru_prev->lru_next = n->lru_next;
+	else
+		t->lru_head = n->lru_next;
+	if (n->lru_next)
+		n->lru_next->lru_prev = n->lru_prev;
+	else
+		t->lru_tail = n->lru_prev;
+	n->lru_prev = n->lru_next = NULL;
+	n->cached = false;
+	t->cache_bytes -= n->content_len;
+}
+
+static void lru_push(xpf_report *t, xpf_node *n)
+{
+	n->lru_prev = NULL;
+	n->lru_next = t->lru_head;
+	if (t->lru_head)
+		t->lru_head->lru_prev = n;
+	t->lru_head = n;
+	if (t->lru_tail == NULL)
+		t->lru_tail = n;
+	n->cached = true;
+	t->cache_bytes += n->content_len;
+}
+
+/* Files that may render again the same: a host's, while its capture is
+ * whole (after it shrank, files made before keep their bytes: SPEC §6). */
+static bool evictable(const xpf_node *n)
+{
+	return n->pins == 0 && n->host && !xpf_capture_shrunk(n->host->cap);
+}
+
+/* Drop least recently used files while over the limit (cache_mu held).
+ * A pinned file is skipped: its reader holds the bytes. */
+static void evict(xpf_report *t)
+{
+	xpf_node *n = t->lru_tail;
+	while (n && t->cache_limit && t->cache_bytes > t->cache_limit) {
+		xpf_node *prev = n->lru_prev;
+		if (evictable(n)) {
+			lru_unlink(t, n);
+			if (xpf_lazy_forget(&n->content, free))
+				n->content_len = 0;
+		}
+		n = prev;
+	}
+}
+
+int xpf_node_pin(xpf_node *f, const char **data, size_t *len, xpf_error *err)
+{
+	xpf_report *t = f->report->top;
+	pthread_mutex_lock(&t->cache_mu);
+	f->pins++;
+	pthread_mutex_unlock(&t->cache_mu);
+	int rc = xpf_node_content(f, data, len, err);
+	pthread_mutex_lock(&t->cache_mu);
+	if (rc != XPF_OK) {
+		f->pins--;
+	} else if (f->type == XPF_NODE_FILE) {
+		if (f->cached)
+			lru_unlink(t, f);
+		lru_push(t, f);
+	}
+	pthread_mutex_unlock(&t->cache_mu);
+	return rc;
+}
+
+void xpf_node_unpin(xpf_node *f)
+{
+	xpf_report *t = f->report->top;
+	pthread_mutex_lock(&t->cache_mu);
+	f->pins--;
+	evict(t);
+	pthread_mutex_unlock(&t->cache_mu);
+}
+
+void xpf_report_set_cache_limit(xpf_report *r, size_t bytes)
+{
+	pthread_mutex_lock(&r->top->cache_mu);
+	r->top->cache_limit = bytes;
+	evict(r->top);
+	pthread_mutex_unlock(&r->top->cache_mu);
+}
+
+size_t xpf_report_cache_bytes(xpf_report *r)
+{
+	pthread_mutex_lock(&r->top->cache_mu);
+	size_t n = r->top->cache_bytes;
+	pthread_mutex_unlock(&r->top->cache_mu);
+	return n;
 }
 
 int xpf_node_readlink(xpf_node *link, const char **target, xpf_error *err)
@@ -431,6 +542,8 @@ static xpf_report *report_new(xpf_report *top)
 	memset(r, 0, sizeof *r);
 	r->top = top ? top : r;
 	pthread_mutex_init(&r->ino_mu, NULL);
+	pthread_mutex_init(&r->cache_mu, NULL);
+	r->cache_limit = CACHE_LIMIT_DEFAULT;
 	return r;
 }
 
@@ -476,6 +589,7 @@ void xpf_report_free(xpf_report *r)
 	if (r->base) {
 		report_free_hosts(r->base);
 		pthread_mutex_destroy(&r->base->ino_mu);
+		pthread_mutex_destroy(&r->base->cache_mu);
 		free(r->base);
 	}
 	report_free_hosts(r);
@@ -491,6 +605,7 @@ void xpf_report_free(xpf_report *r)
 	}
 	free(r->nodes);
 	pthread_mutex_destroy(&r->ino_mu);
+	pthread_mutex_destroy(&r->cache_mu);
 	free(r);
 }
 

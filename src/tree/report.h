@@ -57,6 +57,10 @@ struct xpf_node {
 	xpf_node **kids;
 	xpf_lazy content;      /* rendered bytes (files) / populated (dirs) */
 	size_t content_len;
+	/* the cache of rendered files (report.c; under the report's cache lock) */
+	unsigned pins;         /* readers holding the bytes (xpf_node_pin) */
+	bool cached;           /* counted in the cache, on its LRU list */
+	xpf_node *lru_prev, *lru_next;
 };
 
 int xpf_report_open(xpf_input *in, const xpf_options *opt, xpf_report **out, xpf_error *err);
@@ -96,8 +100,20 @@ int xpf_node_lookup(xpf_node *dir, const char *name, xpf_node **out, xpf_error *
 int xpf_report_resolve(xpf_report *r, const char *path, xpf_node **out, xpf_error *err);
 /* The same, following a symlink in the last component too (what cat opens). */
 int xpf_report_resolve_target(xpf_report *r, const char *path, xpf_node **out, xpf_error *err);
-/* The file's bytes (rendered once, kept).  Valid until xpf_report_free(). */
+/* The file's bytes (rendered on first use).  For one thread at a time
+ * (--cat, --export, tests): valid until the report is freed, or until a
+ * pinned read (below) drops them from the cache. */
 int xpf_node_content(xpf_node *file, const char **data, size_t *len, xpf_error *err);
+/* The mount's reads (SPEC §6: memory stays bounded): the file's bytes,
+ * rendered if they are not in the cache, held until xpf_node_unpin.  An
+ * unpin drops the least recently used unpinned files while the cache holds
+ * more than its limit (they render again, the same bytes, when asked). */
+int xpf_node_pin(xpf_node *file, const char **data, size_t *len, xpf_error *err);
+void xpf_node_unpin(xpf_node *file);
+/* The cache's limit in bytes (default 256 MiB; 0: no limit) and what it
+ * holds now. */
+void xpf_report_set_cache_limit(xpf_report *r, size_t bytes);
+size_t xpf_report_cache_bytes(xpf_report *r);
 /* Drop a rendered file's bytes; the next reader renders them again (same
  * bytes: rendering is deterministic).  For --export, which reads every file
  * once: without it the whole tree stays in memory.  The caller must be the

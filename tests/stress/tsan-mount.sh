@@ -110,7 +110,9 @@ for cap in "$@"; do
 		mkdir -p "$m"
 		mounts+=("$m")
 		logs+=("$log")
-		XPF_THREADS=3 "${run[@]}" "$XPF" -f "$cap" "$m" >"$log" 2>&1 &
+		# rounds after the first: a 1 MiB cache of rendered files, so that
+		# files are dropped and made again under the readers (0: no limit)
+		XPF_CACHE_MB=$((r > 1 ? 1 : 0)) XPF_THREADS=3 "${run[@]}" "$XPF" -f "$cap" "$m" >"$log" 2>&1 &
 		daemon=$!
 		pids+=("$daemon")
 		for ((i = 0; i < T * 10; i++)); do
