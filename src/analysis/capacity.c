@@ -29,7 +29,7 @@ static long largest_pool(const xpf_runtime *rt, long m)
 		if (x->module != m || x->allocator < 0 || (size_t)x->allocator >= rt->nallocators)
 			continue;
 		if (best < 0 || rt->allocators[x->allocator].capacity_bytes >
-				rt->allocators[best].capacity_bytes)
+					rt->allocators[best].capacity_bytes)
 			best = x->allocator;
 	}
 	if (best >= 0)

@@ -7,8 +7,9 @@
 #include "common/alloc.h"
 
 const char *const xpf_cmp_fig_names[XPF_CMP_NFIGS] = {
-	"parameters_bytes", "non_aliased_outputs_bytes", "temp_bytes", "heap_peak_bytes", "need_bytes",
-	"executions",
+	"parameters_bytes", "non_aliased_outputs_bytes",
+	"temp_bytes",       "heap_peak_bytes",
+	"need_bytes",       "executions",
 };
 
 const char *xpf_cmp_how_name(enum xpf_cmp_how how)
@@ -37,7 +38,8 @@ bool xpf_cmp_delta_pct(uint64_t before, uint64_t after, char out[32])
 	uint64_t d = after >= before ? after - before : before - after;
 	unsigned __int128 num = (unsigned __int128)d * 1000 + before / 2;
 	unsigned __int128 t = num / before;
-	unsigned long long tt = t > (unsigned __int128)UINT64_MAX ? UINT64_MAX : (unsigned long long)t;
+	unsigned long long tt =
+		t > (unsigned __int128)UINT64_MAX ? UINT64_MAX : (unsigned long long)t;
 	snprintf(out, 32, "%s%llu.%llu", after >= before ? "+" : "-", tt / 10, tt % 10);
 	return true;
 }
@@ -47,7 +49,8 @@ void xpf_cmp_delta_text(uint64_t before, uint64_t after, xpf_buf *out)
 	char hb[32], pc[32];
 	uint64_t d = after >= before ? after - before : before - after;
 	const char *sign = after >= before ? "+" : "-";
-	xpf_buf_printf(out, "%s%s (%s%llu bytes", sign, xpf_human(d, hb), sign, (unsigned long long)d);
+	xpf_buf_printf(out, "%s%s (%s%llu bytes", sign, xpf_human(d, hb), sign,
+		       (unsigned long long)d);
 	if (xpf_cmp_delta_pct(before, after, pc))
 		xpf_buf_printf(out, ", %s%%", pc);
 	xpf_buf_addc(out, ')');
@@ -113,7 +116,8 @@ static void side_runtime(xpf_cmp_side *s)
 	size_t k = 0;
 	for (size_t i = 0; i < rt->nexecutions; i++) {
 		const xpf_rt_execution *x = &rt->executions[i];
-		if (x->module != s->focus || !x->in_use_known || (d->device >= 0 && x->device != d->device))
+		if (x->module != s->focus || !x->in_use_known ||
+		    (d->device >= 0 && x->device != d->device))
 			continue;
 		if (first < 0)
 			first = (long)i;
@@ -127,7 +131,8 @@ static void side_runtime(xpf_cmp_side *s)
 	if (k >= 2) {
 		s->has_growth = true;
 		s->growth_bytes = ((int64_t)rt->executions[last].in_use_at_start_bytes -
-				   (int64_t)rt->executions[first].in_use_at_start_bytes) / (int64_t)(k - 1);
+				   (int64_t)rt->executions[first].in_use_at_start_bytes) /
+				  (int64_t)(k - 1);
 	}
 }
 
@@ -234,8 +239,11 @@ static void match_modules(xpf_compare *c)
 				}
 				if (ok) {
 					of_after[a] = (long)b;
-					how[a] = pass == 0 && (count_stem(ha, (long)a) > 1 || count_stem(hb, (long)b) > 1) ?
-						 XPF_CMP_SHAPES : pass == 0 ? XPF_CMP_NAME : XPF_CMP_ORDER;
+					how[a] = pass == 0 && (count_stem(ha, (long)a) > 1 ||
+							       count_stem(hb, (long)b) > 1) ?
+							 XPF_CMP_SHAPES :
+						 pass == 0 ? XPF_CMP_NAME :
+							     XPF_CMP_ORDER;
 					taken[b] = true;
 					break;
 				}
@@ -334,7 +342,8 @@ static void group_peaks(xpf_compare *c)
 		for (size_t i = 0; p && i < p->npeak; i++) {
 			const xpf_plan_peak *r = &p->peak[i];
 			const xpf_plan_buffer *b = r->buffer;
-			xpf_cmp_group key = { .role = r->role, .dtype = b ? b->dtype : "",
+			xpf_cmp_group key = { .role = r->role,
+					      .dtype = b ? b->dtype : "",
 					      .shape = b ? b->shape : "",
 					      .source = b && b->instr ? b->instr->source : "" };
 			xpf_cmp_group *g = NULL;
@@ -462,7 +471,8 @@ static void growth_change(xpf_compare *c)
 	const char *stem = focus_stem(c, &sl);
 	xpf_cmp_change *ch = change_new(c, "growth-per-execution", XPF_TAG_MEASURED);
 	xpf_buf t = XPF_BUF_INIT;
-	xpf_buf_printf(&t, "in use at the start of %.*s's executions, mean rise per execution: ", (int)sl, stem);
+	xpf_buf_printf(&t, "in use at the start of %.*s's executions, mean rise per execution: ",
+		       (int)sl, stem);
 	put_signed(&t, gb);
 	xpf_buf_adds(&t, b->has_growth ? "" : " (it ran once)");
 	xpf_buf_adds(&t, " -> ");
@@ -534,19 +544,22 @@ static void fit_change(xpf_compare *c)
 	else if (cb == 0 || ca == 0)
 		code = "need";
 	else
-		code = fit_b && fit_a ? "still-fits" : fit_a ? "fits-now" : fit_b ? "short-now" : "still-short";
+		code = fit_b && fit_a ? "still-fits" :
+		       fit_a          ? "fits-now" :
+		       fit_b          ? "short-now" :
+					"still-short";
 	char h1[32], h2[32], h3[32];
 	size_t sl;
 	const char *stem = focus_stem(c, &sl);
 	xpf_buf t = XPF_BUF_INIT;
 	if (strcmp(code, "fits-now") == 0 || strcmp(code, "still-fits") == 0)
 		xpf_buf_printf(&t, "%.*s %s, %s <= %s (headroom %s)", (int)sl, stem,
-			       code[0] == 'f' ? "fits now" : "still fits", xpf_human(na, h1), xpf_human(ca, h2),
-			       xpf_human(ca - na, h3));
+			       code[0] == 'f' ? "fits now" : "still fits", xpf_human(na, h1),
+			       xpf_human(ca, h2), xpf_human(ca - na, h3));
 	else if (strcmp(code, "short-now") == 0 || strcmp(code, "still-short") == 0)
 		xpf_buf_printf(&t, "%.*s %s by %s, %s > %s", (int)sl, stem,
-			       code[1] == 'h' ? "is short now" : "still short", xpf_human(na - ca, h1),
-			       xpf_human(na, h2), xpf_human(ca, h3));
+			       code[1] == 'h' ? "is short now" : "still short",
+			       xpf_human(na - ca, h1), xpf_human(na, h2), xpf_human(ca, h3));
 	else
 		xpf_buf_printf(&t, "%.*s needs %s", (int)sl, stem, xpf_human(na, h1));
 	if (b->plan) {
@@ -606,7 +619,8 @@ static void modules_change(xpf_compare *c)
 				xpf_buf_adds(&t, ", ...");
 				break;
 			}
-			xpf_buf_printf(&t, "%s%s", k > 1 ? ", " : "", mod_name(c->side[s].h, s ? m->after : m->base));
+			xpf_buf_printf(&t, "%s%s", k > 1 ? ", " : "",
+				       mod_name(c->side[s].h, s ? m->after : m->base));
 		}
 		ch->text = xpf_buf_detach(&t, NULL);
 		ch->evidence[ch->nevidence++] = cmp_file(c, "modules.tsv");
@@ -640,7 +654,8 @@ static void other_modules_change(xpf_compare *c)
 	char h1[32], h2[32];
 	xpf_cmp_change *ch = change_new(c, "modules-changed", XPF_TAG_READ);
 	xpf_buf t = XPF_BUF_INIT;
-	xpf_buf_printf(&t, "%zu other module%s need%s other bytes; the largest change: %s %s -> %s: ", n,
+	xpf_buf_printf(&t,
+		       "%zu other module%s need%s other bytes; the largest change: %s %s -> %s: ", n,
 		       n == 1 ? "" : "s", n == 1 ? "s" : "", mod_name(c->side[1].h, m->after),
 		       xpf_human(m->fb.v[XPF_CMP_NEED], h1), xpf_human(m->fa.v[XPF_CMP_NEED], h2));
 	xpf_cmp_delta_text(m->fb.v[XPF_CMP_NEED], m->fa.v[XPF_CMP_NEED], &t);
@@ -661,7 +676,8 @@ static bool alloc_equal(const xpf_rt_allocator *x, const xpf_rt_allocator *y)
 {
 	return x && y && x->capacity_bytes == y->capacity_bytes &&
 	       x->peak_in_window_bytes == y->peak_in_window_bytes &&
-	       x->lifetime_peak_bytes == y->lifetime_peak_bytes && x->live_at_end_bytes == y->live_at_end_bytes;
+	       x->lifetime_peak_bytes == y->lifetime_peak_bytes &&
+	       x->live_at_end_bytes == y->live_at_end_bytes;
 }
 
 /* Whether every figure compare/ shows is the same on both sides. */
@@ -673,7 +689,8 @@ static bool nothing_changed(const xpf_compare *c)
 		if (!figs_equal(&c->modules[i].fb, &c->modules[i].fa))
 			return false;
 	for (size_t i = 0; i < c->ngroups; i++)
-		if (c->groups[i].bytes[0] != c->groups[i].bytes[1] || c->groups[i].count[0] != c->groups[i].count[1])
+		if (c->groups[i].bytes[0] != c->groups[i].bytes[1] ||
+		    c->groups[i].count[0] != c->groups[i].count[1])
 			return false;
 	for (size_t i = 0; i < c->nallocs; i++)
 		if (!alloc_equal(c->allocs[i].a[0], c->allocs[i].a[1]))
@@ -694,39 +711,41 @@ static void find_changes(xpf_compare *c)
 	code_change(c, 0, "codes-gone", "went away");
 	code_change(c, 1, "codes-new", "appeared");
 	if (b->plan && a->plan) {
-		static const enum xpf_role order[] = { XPF_PLAN_ROLE_FORWARD, XPF_PLAN_ROLE_BACKWARD,
-						       XPF_PLAN_ROLE_WORKSPACE, XPF_PLAN_ROLE_OTHER,
-						       XPF_PLAN_ROLE_PARAMETER, XPF_PLAN_ROLE_OUTPUT };
+		static const enum xpf_role order[] = {
+			XPF_PLAN_ROLE_FORWARD, XPF_PLAN_ROLE_BACKWARD,  XPF_PLAN_ROLE_WORKSPACE,
+			XPF_PLAN_ROLE_OTHER,   XPF_PLAN_ROLE_PARAMETER, XPF_PLAN_ROLE_OUTPUT
+		};
 		static const char *const what[] = {
 			"forward-kept bytes at the heap peak", "backward bytes at the heap peak",
-			"workspace bytes at the heap peak", "other bytes at the heap peak",
-			"parameter bytes at the heap peak", "output bytes at the heap peak",
+			"workspace bytes at the heap peak",    "other bytes at the heap peak",
+			"parameter bytes at the heap peak",    "output bytes at the heap peak",
 		};
 		for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-			figure_change(c, "peak-role", XPF_TAG_READ, what[i], b->plan->role_bytes[order[i]],
-				      a->plan->role_bytes[order[i]], "peak_buffers.tsv", true);
+			figure_change(c, "peak-role", XPF_TAG_READ, what[i],
+				      b->plan->role_bytes[order[i]], a->plan->role_bytes[order[i]],
+				      "peak_buffers.tsv", true);
 		figure_change(c, "heap-peak", XPF_TAG_READ, "heap peak", b->plan->heap_peak_bytes,
 			      a->plan->heap_peak_bytes, "plan.json", true);
-		figure_change(c, "temp", XPF_TAG_READ, "temp (the planned temp block)", b->plan->temp_bytes,
-			      a->plan->temp_bytes, "plan.json", true);
+		figure_change(c, "temp", XPF_TAG_READ, "temp (the planned temp block)",
+			      b->plan->temp_bytes, a->plan->temp_bytes, "plan.json", true);
 		figure_change(c, "non-aliased-outputs", XPF_TAG_READ,
 			      "non-aliased outputs (outputs that need new memory)",
-			      b->plan->non_aliased_outputs_bytes, a->plan->non_aliased_outputs_bytes, "plan.json",
-			      true);
+			      b->plan->non_aliased_outputs_bytes,
+			      a->plan->non_aliased_outputs_bytes, "plan.json", true);
 		figure_change(c, "parameters", XPF_TAG_READ, "parameters", b->plan->parameters_bytes,
 			      a->plan->parameters_bytes, "plan.json", true);
-		figure_change(c, "donated", XPF_TAG_READ, "donated parameters", b->plan->donated_bytes,
-			      a->plan->donated_bytes, "plan.json", true);
+		figure_change(c, "donated", XPF_TAG_READ, "donated parameters",
+			      b->plan->donated_bytes, a->plan->donated_bytes, "plan.json", true);
 	}
 	if (b->has_in_use && a->has_in_use)
 		figure_change(c, "in-use-at-start", XPF_TAG_MEASURED,
-			      "in use at the start of the focus module's last execution", b->in_use_bytes,
-			      a->in_use_bytes, "runtime/executions.tsv", false);
+			      "in use at the start of the focus module's last execution",
+			      b->in_use_bytes, a->in_use_bytes, "runtime/executions.tsv", false);
 	growth_change(c);
 	if (b->has_pool && a->has_pool)
-		figure_change(c, "pool-peak", XPF_TAG_MEASURED, "the pool's peak in use (in the window)",
-			      b->pool->peak_in_window_bytes, a->pool->peak_in_window_bytes,
-			      "runtime/allocators.tsv", false);
+		figure_change(c, "pool-peak", XPF_TAG_MEASURED,
+			      "the pool's peak in use (in the window)", b->pool->peak_in_window_bytes,
+			      a->pool->peak_in_window_bytes, "runtime/allocators.tsv", false);
 	modules_change(c);
 	other_modules_change(c);
 	if (nothing_changed(c)) {
@@ -749,7 +768,8 @@ void xpf_compare_build(xpf_host *base, xpf_host *after, const char *dir, xpf_com
 	side_open(&c->side[0], base);
 	side_open(&c->side[1], after);
 	match_modules(c);
-	size_t *eb = count_executions(base, c->side[0].rt), *ea = count_executions(after, c->side[1].rt);
+	size_t *eb = count_executions(base, c->side[0].rt),
+	       *ea = count_executions(after, c->side[1].rt);
 	for (size_t i = 0; i < c->nmodules; i++) {
 		xpf_cmp_module *m = &c->modules[i];
 		module_figs(base, m->base, eb, &m->fb);

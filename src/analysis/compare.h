@@ -29,37 +29,44 @@ enum xpf_cmp_how { XPF_CMP_NAME = 0, XPF_CMP_SHAPES, XPF_CMP_ORDER, XPF_CMP_NEW,
 const char *xpf_cmp_how_name(enum xpf_cmp_how how); /* "name" "shapes" "order" "new" "gone" */
 
 /* A module's figures as modules/index.tsv gives them. */
-enum { XPF_CMP_PARAMETERS = 0, XPF_CMP_NON_ALIASED, XPF_CMP_TEMP, XPF_CMP_HEAP_PEAK, XPF_CMP_NEED,
-       XPF_CMP_EXECUTIONS, XPF_CMP_NFIGS };
+enum {
+	XPF_CMP_PARAMETERS = 0,
+	XPF_CMP_NON_ALIASED,
+	XPF_CMP_TEMP,
+	XPF_CMP_HEAP_PEAK,
+	XPF_CMP_NEED,
+	XPF_CMP_EXECUTIONS,
+	XPF_CMP_NFIGS
+};
 extern const char *const xpf_cmp_fig_names[XPF_CMP_NFIGS]; /* "parameters_bytes", ..., "executions" */
 
 typedef struct xpf_cmp_figs {
-	bool has_plan;             /* the plan's figures are there */
-	bool has_executions;       /* the runtime counted executions */
+	bool has_plan;       /* the plan's figures are there */
+	bool has_executions; /* the runtime counted executions */
 	uint64_t v[XPF_CMP_NFIGS];
 } xpf_cmp_figs;
 
 typedef struct xpf_cmp_module {
-	long base, after;          /* module indexes; -1 on the side it is missing */
+	long base, after; /* module indexes; -1 on the side it is missing */
 	enum xpf_cmp_how how;
-	xpf_cmp_figs fb, fa;       /* base's and after's figures */
+	xpf_cmp_figs fb, fa; /* base's and after's figures */
 } xpf_cmp_module;
 
 /* One side of the comparison. */
 typedef struct xpf_cmp_side {
 	xpf_host *h;
-	const char *prefix;        /* its tree from the report root: "" or "base/" or "hosts/x/" */
-	const xpf_diagnosis *d;    /* NULL when it failed (err says why) */
+	const char *prefix;     /* its tree from the report root: "" or "base/" or "hosts/x/" */
+	const xpf_diagnosis *d; /* NULL when it failed (err says why) */
 	xpf_error d_err;
-	const xpf_runtime *rt;     /* NULL: no runtime */
-	long focus;                /* the compared module, -1 when none */
-	const xpf_plan *plan;      /* its plan, NULL when none or failed */
+	const xpf_runtime *rt; /* NULL: no runtime */
+	long focus;            /* the compared module, -1 when none */
+	const xpf_plan *plan;  /* its plan, NULL when none or failed */
 	/* the focus module's executions on the diagnosis' device */
-	bool has_in_use;           /* its last execution's in use at start is known */
+	bool has_in_use; /* its last execution's in use at start is known */
 	uint64_t in_use_bytes;
-	bool has_growth;           /* at least two executions with in use known */
-	int64_t growth_bytes;      /* mean rise per execution (rounded toward 0) */
-	bool has_pool;             /* the pool allocator is known */
+	bool has_growth;      /* at least two executions with in use known */
+	int64_t growth_bytes; /* mean rise per execution (rounded toward 0) */
+	bool has_pool;        /* the pool allocator is known */
 	const xpf_rt_allocator *pool;
 } xpf_cmp_side;
 
@@ -78,28 +85,28 @@ typedef struct xpf_cmp_alloc {
 
 /* One change that matters (compare/diagnosis.*), most important first. */
 typedef struct xpf_cmp_change {
-	const char *code;          /* static */
+	const char *code; /* static */
 	enum xpf_tag tag;
 	char *text;
-	bool has_figs;             /* before/after bytes below mean something */
-	bool signed_figs;          /* growth: the figures are int64 */
+	bool has_figs;    /* before/after bytes below mean something */
+	bool signed_figs; /* growth: the figures are int64 */
 	uint64_t before, after;
 	size_t nevidence;
 	char *evidence[4];
 } xpf_cmp_change;
 
 typedef struct xpf_compare {
-	char *dir;                 /* this pair's compare/ files from the report root: "compare/" */
-	xpf_cmp_side side[2];      /* [0] base, [1] after */
-	size_t nmodules;           /* matched (after's order), then new, then gone */
+	char *dir;            /* this pair's compare/ files from the report root: "compare/" */
+	xpf_cmp_side side[2]; /* [0] base, [1] after */
+	size_t nmodules;      /* matched (after's order), then new, then gone */
 	xpf_cmp_module *modules;
 	size_t nmatched, nnew, ngone;
-	long focus_pair;           /* index in modules of the focus pair, or -1 */
-	size_t ngroups;            /* by |bytes change| largest first, then key */
+	long focus_pair; /* index in modules of the focus pair, or -1 */
+	size_t ngroups;  /* by |bytes change| largest first, then key */
 	xpf_cmp_group *groups;
-	size_t nallocs;            /* by name */
+	size_t nallocs; /* by name */
 	xpf_cmp_alloc *allocs;
-	size_t nchanges;           /* 0: nothing changed */
+	size_t nchanges; /* 0: nothing changed */
 	xpf_cmp_change *changes;
 } xpf_compare;
 

@@ -21,11 +21,11 @@
 typedef struct xpf_diag_ctx {
 	xpf_host *h;
 	xpf_diagnosis *d;
-	const xpf_runtime *rt;    /* NULL when it could not be computed */
-	const xpf_plan *p;        /* the focus plan, NULL when none */
-	const char *dir;          /* the focus module's directory name */
+	const xpf_runtime *rt; /* NULL when it could not be computed */
+	const xpf_plan *p;     /* the focus plan, NULL when none */
+	const char *dir;       /* the focus module's directory name */
 	size_t cap_findings;
-	long focus_x;             /* the execution the module was chosen by
+	long focus_x; /* the execution the module was chosen by
 				     (an ambiguous one that failed), or -1 */
 } xpf_diag_ctx;
 
@@ -37,14 +37,12 @@ xpf_finding *xpf_diag_add(xpf_diag_ctx *c, const char *code, enum xpf_tag tag, l
 void xpf_diag_num(xpf_finding *f, const char *key, uint64_t v);
 void xpf_diag_str(xpf_finding *f, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-void xpf_diag_evidence(xpf_finding *f, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void xpf_diag_evidence(xpf_finding *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A fix; the text gets the capacity check appended when need_after is
  * non-zero and a capacity is known. */
 void xpf_diag_addfix(xpf_diag_ctx *c, xpf_finding *f, uint64_t saving, uint64_t need_after,
-		  const char *cost, const char *fmt, ...)
-	__attribute__((format(printf, 6, 7)));
-void xpf_diag_text(xpf_finding *f, xpf_buf *b);  /* takes b's bytes */
+		     const char *cost, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+void xpf_diag_text(xpf_finding *f, xpf_buf *b); /* takes b's bytes */
 
 /* The rules of SPEC §5.2, each adding its findings when they apply;
  * diagnosis.c runs them in order.  Thresholds are the spec's, so a user
@@ -57,18 +55,18 @@ bool xpf_diag_short_or_near(const xpf_diag_ctx *c);
  * (only when the step is short or near). */
 void xpf_rule_roles(xpf_diag_ctx *c);
 /* diag_rules_plan.c: what else the focus plan wastes. */
-void xpf_rule_donation(xpf_diag_ctx *c);                          /* no-donation */
+void xpf_rule_donation(xpf_diag_ctx *c);                             /* no-donation */
 void xpf_rule_param_copies(xpf_diag_ctx *c, enum xpf_dup_kind kind); /* param-*-copy */
-void xpf_rule_remat_frag(xpf_diag_ctx *c);       /* xla-remat, temp-fragmentation */
+void xpf_rule_remat_frag(xpf_diag_ctx *c); /* xla-remat, temp-fragmentation */
 void xpf_rule_retrace(xpf_diag_ctx *c);
 /* diag_rules_runtime.c: what the runtime shows holding memory (these and
  * allocator-retry, never-launched only with allocator events). */
-void xpf_rule_growth(xpf_diag_ctx *c);           /* growth-per-execution */
-void xpf_rule_foreign(xpf_diag_ctx *c);          /* foreign-live-arrays */
-void xpf_rule_compile_peak(xpf_diag_ctx *c);     /* compile-time-peak */
+void xpf_rule_growth(xpf_diag_ctx *c);       /* growth-per-execution */
+void xpf_rule_foreign(xpf_diag_ctx *c);      /* foreign-live-arrays */
+void xpf_rule_compile_peak(xpf_diag_ctx *c); /* compile-time-peak */
 /* diag_rules_oom.c: the failure itself. */
-void xpf_rule_retry(xpf_diag_ctx *c);            /* allocator-retry */
-void xpf_rule_never(xpf_diag_ctx *c);            /* never-launched */
+void xpf_rule_retry(xpf_diag_ctx *c); /* allocator-retry */
+void xpf_rule_never(xpf_diag_ctx *c); /* never-launched */
 /* After the others: unexplained-oom when the capture shows an OOM (a retry
  * or an execution that never launched) and no finding explains it. */
 void xpf_rule_unexplained_oom(xpf_diag_ctx *c);
@@ -88,10 +86,7 @@ void xpf_diag_put_shape(xpf_buf *b, const char *shape);
 const char *xpf_diag_tsl_human(uint64_t v, char out[32]);
 
 /* a - b, or 0 when b >= a: a saving never makes a need negative. */
-static inline uint64_t xpf_sub0(uint64_t a, uint64_t b)
-{
-	return a > b ? a - b : 0;
-}
+static inline uint64_t xpf_sub0(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
 /* Does the capture show an OOM: an AllocatorRetry wait, or an execution
  * with launched = no? */
@@ -102,6 +97,6 @@ void xpf_diag_finding_line(const xpf_finding *f, xpf_buf *out, const char *inden
 /* The length of text's first clause: up to its first "; " outside
  * parentheses, brackets and quotes (the whole text when none). */
 size_t xpf_diag_clause_len(const char *text);
-json_t *xpf_diag_json(xpf_host *h, const xpf_diagnosis *d);  /* new reference */
+json_t *xpf_diag_json(xpf_host *h, const xpf_diagnosis *d); /* new reference */
 
 #endif

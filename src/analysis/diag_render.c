@@ -73,7 +73,9 @@ static size_t wrap_at(const char *s, size_t n, size_t width)
 static void put_wrapped(xpf_buf *out, const char *s, size_t n, size_t col, const char *indent)
 {
 	for (;;) {
-		size_t cut = col + n > DIAG_WIDTH ? wrap_at(s, n, DIAG_WIDTH > col ? DIAG_WIDTH - col : 0) : 0;
+		size_t cut = col + n > DIAG_WIDTH ?
+				     wrap_at(s, n, DIAG_WIDTH > col ? DIAG_WIDTH - col : 0) :
+				     0;
 		char *part = xpf_strndup(s, cut ? cut : n);
 		xpf_buf_text(out, part);
 		free(part);
@@ -114,9 +116,11 @@ static void header(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out)
 	}
 	if (d->fraction_set) {
 		xpf_buf_printf(&b, "that is %s%% of the device's %s, not JAX's default 75%%: %s",
-			       xpf_pct(d->capacity_bytes, d->memory_bytes, pc), xpf_human(d->memory_bytes, h2),
-			       h->nmodules ? "the memory fraction is set" :
-					     "the memory fraction is set (or TensorFlow, which sizes its pool itself)");
+			       xpf_pct(d->capacity_bytes, d->memory_bytes, pc),
+			       xpf_human(d->memory_bytes, h2),
+			       h->nmodules ?
+				       "the memory fraction is set" :
+				       "the memory fraction is set (or TensorFlow, which sizes its pool itself)");
 		header_line(out, &b, "#     ");
 	}
 	xpf_buf_release(&b);
@@ -136,7 +140,7 @@ static void clauses(const char *t, size_t col, const char *indent, xpf_buf *out)
 		put_wrapped(out, t, n, col, indent);
 		if (t[n] == '\0')
 			return;
-		t += n + 2;  /* past "; " */
+		t += n + 2; /* past "; " */
 		n = xpf_diag_clause_len(t);
 	}
 }
@@ -198,7 +202,9 @@ static void later_fixes(const xpf_diagnosis *d, xpf_buf *out)
 			if (!f->fixes[j].after_program)
 				continue;
 			if (!head)
-				xpf_buf_printf(out, "# after the program fixes above, if still short (%s):\n", f->code);
+				xpf_buf_printf(out,
+					       "# after the program fixes above, if still short (%s):\n",
+					       f->code);
 			head = true;
 			fix_lines(&f->fixes[j], "", out);
 		}
@@ -219,7 +225,8 @@ int xpf_render_diagnosis_txt(xpf_host *h, long arg, xpf_buf *out, xpf_error *err
 	for (size_t i = 0; i < d->nfindings; i++)
 		fixes |= d->findings[i].nfixes > 0;
 	if (fixes)
-		xpf_buf_adds(out, "# savings are estimates from the capture's bytes, not tried: confirm a fix with jax.jit(f).lower(...).compile().memory_analysis() on your side\n");
+		xpf_buf_adds(out,
+			     "# savings are estimates from the capture's bytes, not tried: confirm a fix with jax.jit(f).lower(...).compile().memory_analysis() on your side\n");
 	return XPF_OK;
 }
 
@@ -236,9 +243,11 @@ json_t *xpf_diag_json(xpf_host *h, const xpf_diagnosis *d)
 
 	json_object_set_new(root, "capture", json_string(xpf_capture_label(h->cap)));
 	json_object_set_new(root, "host", json_string(h->name ? h->name : ""));
-	json_object_set_new(root, "module", d->module >= 0 ? json_string(module_name(h, d->module)) : json_null());
+	json_object_set_new(root, "module",
+			    d->module >= 0 ? json_string(module_name(h, d->module)) : json_null());
 	if (d->module >= 0) {
-		snprintf(id, sizeof id, "%llu", (unsigned long long)xpf_capture_module(h->cap, d->module)->program_id);
+		snprintf(id, sizeof id, "%llu",
+			 (unsigned long long)xpf_capture_module(h->cap, d->module)->program_id);
 		json_object_set_new(root, "program_id", json_string(id));
 		json_object_set_new(root, "module_dir", json_string(h->module_dirs[d->module]));
 		json_object_set_new(root, "module_why", json_string(d->module_why));
@@ -250,14 +259,18 @@ json_t *xpf_diag_json(xpf_host *h, const xpf_diagnosis *d)
 	json_object_set_new(root, "fraction_set", json_boolean(d->fraction_set));
 	for (size_t i = 0; i < d->nfindings; i++) {
 		const xpf_finding *f = &d->findings[i];
-		json_t *o = json_object(), *figs = json_object(), *ev = json_array(), *fx = json_array();
+		json_t *o = json_object(), *figs = json_object(), *ev = json_array(),
+		       *fx = json_array();
 		json_object_set_new(o, "code", json_string(f->code));
 		json_object_set_new(o, "tag", json_string(xpf_tag_name(f->tag)));
-		json_object_set_new(o, "module", f->module >= 0 ? json_string(module_name(h, f->module)) : json_null());
+		json_object_set_new(o, "module",
+				    f->module >= 0 ? json_string(module_name(h, f->module)) :
+						     json_null());
 		json_object_set_new(o, "text", json_string(f->text ? f->text : ""));
 		for (size_t j = 0; j < f->nfigs; j++)
-			json_object_set_new(figs, f->figs[j].key, f->figs[j].is_text ?
-					    json_string(f->figs[j].text) : jint(f->figs[j].value));
+			json_object_set_new(figs, f->figs[j].key,
+					    f->figs[j].is_text ? json_string(f->figs[j].text) :
+								 jint(f->figs[j].value));
 		for (size_t j = 0; j < f->nevidence; j++)
 			json_array_append_new(ev, json_string(f->evidence[j]));
 		for (size_t j = 0; j < f->nfixes; j++) {
@@ -287,7 +300,8 @@ int xpf_render_diagnosis_json(xpf_host *h, long arg, xpf_buf *out, xpf_error *er
 	char *s = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
 	json_decref(root);
 	if (s == NULL)
-		return xpf_fail(err, XPF_EMALFORMED, "diagnosis.json: cannot encode (invalid UTF-8 in a name?)");
+		return xpf_fail(err, XPF_EMALFORMED,
+				"diagnosis.json: cannot encode (invalid UTF-8 in a name?)");
 	xpf_buf_adds(out, s);
 	xpf_buf_addc(out, '\n');
 	free(s);
@@ -352,7 +366,8 @@ static void summary_devices(xpf_host *h, xpf_buf *out)
 		xpf_buf_adds(out, ", vendor ");
 		text_stat(p, "device_vendor", out);
 		if (xpf_plane_stat(p, "memory_size", &st, &e) == 1 && xpf_stat_u64(&st, &mem))
-			xpf_buf_printf(out, ", HBM %s (%llu bytes) [read]", xpf_human(mem, h1), (unsigned long long)mem);
+			xpf_buf_printf(out, ", HBM %s (%llu bytes) [read]", xpf_human(mem, h1),
+				       (unsigned long long)mem);
 		else
 			xpf_buf_adds(out, ", HBM unknown");
 		xpf_buf_addc(out, '\n');
@@ -363,7 +378,8 @@ static void summary_allocators(const xpf_runtime *rt, xpf_buf *out)
 {
 	char h1[32], h2[32], h3[32];
 	if (rt == NULL || !rt->has_events) {
-		xpf_buf_adds(out, "allocators: none (no allocator events; see runtime/summary.txt)\n");
+		xpf_buf_adds(out,
+			     "allocators: none (no allocator events; see runtime/summary.txt)\n");
 		return;
 	}
 	xpf_buf_printf(out, "allocators: %zu\n", rt->nallocators);
@@ -371,16 +387,19 @@ static void summary_allocators(const xpf_runtime *rt, xpf_buf *out)
 		const xpf_rt_allocator *al = &rt->allocators[a];
 		xpf_buf_adds(out, "  ");
 		xpf_buf_text(out, al->name);
-		xpf_buf_printf(out, "%s: capacity %s, peak in window %s, lifetime peak %s, %llu allocations, %llu deallocations [measured]\n",
-			       al->is_pool ? " (device pool)" : "",
-			       xpf_human(al->capacity_bytes, h1), xpf_human(al->peak_in_window_bytes, h2),
-			       xpf_human(al->lifetime_peak_bytes, h3), (unsigned long long)al->allocations,
+		xpf_buf_printf(out,
+			       "%s: capacity %s, peak in window %s, lifetime peak %s, %llu allocations, %llu deallocations [measured]\n",
+			       al->is_pool ? " (device pool)" : "", xpf_human(al->capacity_bytes, h1),
+			       xpf_human(al->peak_in_window_bytes, h2),
+			       xpf_human(al->lifetime_peak_bytes, h3),
+			       (unsigned long long)al->allocations,
 			       (unsigned long long)al->deallocations);
 	}
 }
 
 /* One module's line: its plan's totals and how often it ran. */
-static void summary_module(xpf_host *h, const xpf_diagnosis *d, const xpf_runtime *rt, long m, xpf_buf *out)
+static void summary_module(xpf_host *h, const xpf_diagnosis *d, const xpf_runtime *rt, long m,
+			   xpf_buf *out)
 {
 	char h1[32], h2[32], h3[32], h4[32], h5[32];
 	const xpf_plan *p = xpf_diag_plan(h, m);
@@ -391,7 +410,8 @@ static void summary_module(xpf_host *h, const xpf_diagnosis *d, const xpf_runtim
 	xpf_buf_text(out, module_name(h, m));
 	xpf_buf_adds(out, m == d->module ? " (focus): " : ": ");
 	if (p && p->has_assignment)
-		xpf_buf_printf(out, "need %s, parameters %s, outputs %s, temp %s, heap peak %s [read]",
+		xpf_buf_printf(out,
+			       "need %s, parameters %s, outputs %s, temp %s, heap peak %s [read]",
 			       xpf_human(p->need_bytes, h1), xpf_human(p->parameters_bytes, h2),
 			       xpf_human(p->outputs_bytes, h3), xpf_human(p->temp_bytes, h4),
 			       xpf_human(p->heap_peak_bytes, h5));
@@ -437,14 +457,16 @@ static void summary_executions(const xpf_diagnosis *d, const xpf_runtime *rt, xp
 			amb += rt->executions[x].module < 0;
 			never += rt->executions[x].launched == XPF_LAUNCHED_NO;
 		}
-		xpf_buf_printf(out, "executions: %zu (%zu never launched, %zu ambiguous) [measured]\n",
+		xpf_buf_printf(out,
+			       "executions: %zu (%zu never launched, %zu ambiguous) [measured]\n",
 			       rt->nexecutions, never, amb);
 		if (rt->nretries)
 			xpf_buf_printf(out, "allocator retries: %zu\n", rt->nretries);
 	} else {
 		xpf_buf_printf(out, "executions: none recorded (%s)\n",
-			       d->runtime_error.code ? "the runtime could not be read: capture/errors.txt" :
-						  "no /host:CPU plane");
+			       d->runtime_error.code ?
+				       "the runtime could not be read: capture/errors.txt" :
+				       "no /host:CPU plane");
 	}
 }
 
@@ -467,15 +489,20 @@ int xpf_render_summary(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 	summary_devices(h, out);
 	summary_allocators(rt, out);
 	if (d->capacity_bytes)
-		xpf_buf_printf(out, "capacity: %s (%llu bytes) [%s] from %s%s\n", xpf_human(d->capacity_bytes, h1),
-			       (unsigned long long)d->capacity_bytes, xpf_tag_name(d->capacity_tag), d->capacity_source,
-			       d->fraction_set ? "; not 75% of the device memory: the memory fraction is set" : "");
+		xpf_buf_printf(out, "capacity: %s (%llu bytes) [%s] from %s%s\n",
+			       xpf_human(d->capacity_bytes, h1),
+			       (unsigned long long)d->capacity_bytes, xpf_tag_name(d->capacity_tag),
+			       d->capacity_source,
+			       d->fraction_set ?
+				       "; not 75% of the device memory: the memory fraction is set" :
+				       "");
 	else
 		xpf_buf_adds(out, "capacity: unknown (give it with --capacity BYTES)\n");
 	summary_modules(h, d, rt, out);
 	summary_executions(d, rt, out);
 	if (d->module >= 0)
-		xpf_buf_printf(out, "focus: modules/%s (%s)\n", h->module_dirs[d->module], d->module_why);
+		xpf_buf_printf(out, "focus: modules/%s (%s)\n", h->module_dirs[d->module],
+			       d->module_why);
 	xpf_buf_printf(out, "findings: %zu (diagnosis.txt)", d->nfindings);
 	for (size_t i = 0; i < d->nfindings; i++)
 		xpf_buf_printf(out, "%s%s", i ? ", " : ": ", d->findings[i].code);

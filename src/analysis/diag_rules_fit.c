@@ -30,8 +30,8 @@ static void role_split(const xpf_plan *p, xpf_buf *b)
 }
 
 static const char *const role_fig[XPF_NROLES] = {
-	"role_parameter_bytes", "role_output_bytes", "role_workspace_bytes",
-	"role_backward_bytes", "role_forward_bytes", "role_other_bytes",
+	"role_parameter_bytes", "role_output_bytes",  "role_workspace_bytes",
+	"role_backward_bytes",  "role_forward_bytes", "role_other_bytes",
 };
 
 /* ---- plan, plan-exceeds-pool, near-fit, fits --------------------------- */
@@ -63,9 +63,11 @@ static void offer_fraction(xpf_diag_ctx *c, xpf_finding *f, uint64_t need)
 		xpf_diag_addfix(c, f, 0, 0,
 				"the memory the CUDA context, cuDNN/cuBLAS workspaces and NCCL need outside the pool; try the program fixes first",
 				"after the program fixes, if still short: XLA_PYTHON_CLIENT_MEM_FRACTION=.%02u adds %s to the pool (not a saving); the device has %s and the step needs %s%s",
-				frac, xpf_human(xpf_sub0(pool, d->capacity_bytes), h3), xpf_human(d->memory_bytes, h1),
-				xpf_human(need, h2),
-				d->fraction_set ? " (the capacity is not 75% of the device: the fraction is set already)" : "");
+				frac, xpf_human(xpf_sub0(pool, d->capacity_bytes), h3),
+				xpf_human(d->memory_bytes, h1), xpf_human(need, h2),
+				d->fraction_set ?
+					" (the capacity is not 75% of the device: the fraction is set already)" :
+					"");
 		if (f->nfixes > nfix)
 			f->fixes[nfix].after_program = true;
 	}
@@ -79,7 +81,8 @@ static void rule_plan_only(xpf_diag_ctx *c)
 	char h1[32], h2[32], h3[32], h4[32], h5[32];
 	xpf_buf b = XPF_BUF_INIT;
 	xpf_finding *f = xpf_diag_add(c, "plan", XPF_TAG_READ, c->d->module);
-	xpf_buf_printf(&b, "%s needs %s: parameters %s + non-aliased outputs %s + temp %s + constants %s",
+	xpf_buf_printf(&b,
+		       "%s needs %s: parameters %s + non-aliased outputs %s + temp %s + constants %s",
 		       p->module, xpf_human(p->need_bytes, h1), xpf_human(p->parameters_bytes, h2),
 		       xpf_human(p->non_aliased_outputs_bytes, h3), xpf_human(p->temp_bytes, h4),
 		       xpf_human(p->constants_bytes, h5));
@@ -87,7 +90,8 @@ static void rule_plan_only(xpf_diag_ctx *c)
 		xpf_buf_printf(&b, "; at the heap peak (%s): ", xpf_human(p->heap_peak_bytes, h1));
 		role_split(p, &b);
 	}
-	xpf_buf_adds(&b, "; no capacity is known: give the pool with --capacity BYTES (JAX's GPU pool is 75% of the device memory by default)");
+	xpf_buf_adds(&b,
+		     "; no capacity is known: give the pool with --capacity BYTES (JAX's GPU pool is 75% of the device memory by default)");
 	xpf_diag_text(f, &b);
 	xpf_diag_num(f, "need_bytes", p->need_bytes);
 	xpf_diag_num(f, "parameters_bytes", p->parameters_bytes);
@@ -108,7 +112,8 @@ static void exceeds_text(const xpf_diag_ctx *c, const xpf_plan_alloc *fr, xpf_bu
 	const xpf_plan *p = c->p;
 	uint64_t need = p->need_bytes, cap = c->d->capacity_bytes;
 	char h1[32], h2[32], h3[32], h4[32], h5[32], h6[32];
-	xpf_buf_printf(b, "%s needs %s > capacity %s (short by %s); parameters %s + non-aliased outputs (outputs that need new memory) %s + temp %s",
+	xpf_buf_printf(b,
+		       "%s needs %s > capacity %s (short by %s); parameters %s + non-aliased outputs (outputs that need new memory) %s + temp %s",
 		       p->module, xpf_human(need, h1), xpf_human(cap, h2),
 		       xpf_human(need - cap, h3), xpf_human(p->parameters_bytes, h4),
 		       xpf_human(p->non_aliased_outputs_bytes, h5), xpf_human(p->temp_bytes, h6));
@@ -127,8 +132,10 @@ static void exceeds_text(const xpf_diag_ctx *c, const xpf_plan_alloc *fr, xpf_bu
 		xpf_diag_failed_request_text(c, fr, b);
 	else if (p->temp_bytes) {
 		char tsl[32];
-		xpf_buf_printf(b, "; an OOM error names the first request that did not fit, most often the temp block: \"Out of memory while trying to allocate %s\" (or %llu bytes)",
-			       xpf_diag_tsl_human(p->temp_bytes, tsl), (unsigned long long)p->temp_bytes);
+		xpf_buf_printf(b,
+			       "; an OOM error names the first request that did not fit, most often the temp block: \"Out of memory while trying to allocate %s\" (or %llu bytes)",
+			       xpf_diag_tsl_human(p->temp_bytes, tsl),
+			       (unsigned long long)p->temp_bytes);
 	}
 }
 
@@ -171,7 +178,8 @@ static void rule_near_fit(xpf_diag_ctx *c)
 	char h1[32], h2[32], h3[32], h4[32];
 	xpf_buf b = XPF_BUF_INIT;
 	xpf_finding *f = xpf_diag_add(c, "near-fit", verdict_tag(c), d->module);
-	xpf_buf_printf(&b, "%s needs %s of capacity %s: a margin of only %s (%s%%); BFC needs contiguous chunks, so a near-fit can still fail through fragmentation",
+	xpf_buf_printf(&b,
+		       "%s needs %s of capacity %s: a margin of only %s (%s%%); BFC needs contiguous chunks, so a near-fit can still fail through fragmentation",
 		       p->module, xpf_human(need, h1), xpf_human(cap, h2),
 		       xpf_human(cap - need, h3), xpf_pct(cap - need, cap, h4));
 	xpf_diag_frag_text(c, f, 0, &b);
@@ -193,11 +201,12 @@ static void rule_fits(xpf_diag_ctx *c)
 	char h1[32], h2[32], h3[32], h4[32], h5[32];
 	xpf_buf b = XPF_BUF_INIT;
 	xpf_finding *f = xpf_diag_add(c, "fits", verdict_tag(c), d->module);
-	xpf_buf_printf(&b, "%s needs %s of capacity %s: headroom %s (%s%%)",
-		       p->module, xpf_human(need, h1), xpf_human(cap, h2),
-		       xpf_human(cap - need, h3), xpf_pct(cap - need, cap, h4));
+	xpf_buf_printf(&b, "%s needs %s of capacity %s: headroom %s (%s%%)", p->module,
+		       xpf_human(need, h1), xpf_human(cap, h2), xpf_human(cap - need, h3),
+		       xpf_pct(cap - need, cap, h4));
 	if (d->capacity_tag == XPF_TAG_READ && d->memory_bytes == cap)
-		xpf_buf_printf(&b, " (capacity = the device's memory_size; JAX's GPU pool is 75%% of it by default: %s)",
+		xpf_buf_printf(&b,
+			       " (capacity = the device's memory_size; JAX's GPU pool is 75%% of it by default: %s)",
 			       xpf_human(cap / 4 * 3, h5));
 	xpf_diag_text(f, &b);
 	xpf_diag_num(f, "need_bytes", need);

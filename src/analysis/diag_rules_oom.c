@@ -32,10 +32,11 @@ static bool event_frag(const xpf_diag_ctx *c, size_t i, double *out)
 	while (xpf_events_next(&it, &x, &e) == 1) {
 		__int128 t = ((__int128)pl->lines[l].timestamp_ns - base) * 1000 + x.offset_ps;
 		if (t != ev->t_ps || strncmp(x.name, "Memory", 6) != 0 ||
-		    xpf_event_stat(pl, &x, "addr", &st, &e) != 1 || !xpf_stat_u64(&st, &addr) || addr != ev->addr)
+		    xpf_event_stat(pl, &x, "addr", &st, &e) != 1 || !xpf_stat_u64(&st, &addr) ||
+		    addr != ev->addr)
 			continue;
-		return xpf_event_stat(pl, &x, "fragmentation", &st, &e) == 1 && xpf_stat_f64(&st, out) &&
-		       *out == *out;
+		return xpf_event_stat(pl, &x, "fragmentation", &st, &e) == 1 &&
+		       xpf_stat_f64(&st, out) && *out == *out;
 	}
 	return false;
 }
@@ -67,7 +68,8 @@ void xpf_diag_frag_text(const xpf_diag_ctx *c, xpf_finding *f, int64_t fail_ps, 
 	bool has_peak = al->peak_event >= 0 && event_frag(c, (size_t)al->peak_event, &at_peak);
 	if (!has_fail && !has_peak)
 		return;
-	xpf_buf_printf(b, "; BFC fragmentation of %s (free memory outside its largest free chunk): ", al->name);
+	xpf_buf_printf(b, "; BFC fragmentation of %s (free memory outside its largest free chunk): ",
+		       al->name);
 	if (has_fail) {
 		xpf_buf_printf(b, "%.1f%% when the request failed", at_fail * 100);
 		xpf_diag_str(f, "fragmentation_at_failure_pct", "%.1f", at_fail * 100);
@@ -97,7 +99,8 @@ const xpf_plan_alloc *xpf_diag_failed_request(const xpf_diag_ctx *c)
 	bool *came = calloc(p->nallocs ? p->nallocs : 1, sizeof *came);
 	if (came == NULL)
 		abort();
-	for (size_t i = xpf_rt_first_event_at(rt, e->start_ps); i < rt->nevents && rt->events[i].t_ps <= e->end_ps; i++) {
+	for (size_t i = xpf_rt_first_event_at(rt, e->start_ps);
+	     i < rt->nevents && rt->events[i].t_ps <= e->end_ps; i++) {
 		const xpf_rt_event *ev = &rt->events[i];
 		if (ev->execution == x && ev->kind == XPF_RT_ALLOC && ev->buffer_allocation >= 0 &&
 		    (size_t)ev->buffer_allocation < p->nallocs)
@@ -121,22 +124,27 @@ void xpf_diag_failed_request_text(const xpf_diag_ctx *c, const xpf_plan_alloc *a
 	const xpf_plan_buffer *buf = a->largest >= 0 ? &p->buffers[a->largest] : NULL;
 	char tsl[32], h1[32], h2[32];
 	bool block = a->kind == XPF_KIND_TEMP && a->bytes * 2 > p->temp_bytes;
-	xpf_buf_printf(b, "; the request that failed (execution %u's first planned allocation that never came): allocation %lld, %s, ",
-		       c->rt->executions[c->d->execution].n, (long long)a->index, xpf_human(a->bytes, h1));
+	xpf_buf_printf(b,
+		       "; the request that failed (execution %u's first planned allocation that never came): allocation %lld, %s, ",
+		       c->rt->executions[c->d->execution].n, (long long)a->index,
+		       xpf_human(a->bytes, h1));
 	if (block)
 		xpf_buf_adds(b, "the temp block");
 	else if (buf)
-		xpf_buf_printf(b, "%s %s of %s", a->kind == XPF_KIND_OUTPUT ? "output" : "temp", buf->shape,
-			       buf->instr ? buf->instr->name : "?");
+		xpf_buf_printf(b, "%s %s of %s", a->kind == XPF_KIND_OUTPUT ? "output" : "temp",
+			       buf->shape, buf->instr ? buf->instr->name : "?");
 	else
 		xpf_buf_adds(b, a->kind == XPF_KIND_OUTPUT ? "an output" : "a temp allocation");
-	xpf_buf_printf(b, "; XLA says \"Out of memory while trying to allocate %s\"", xpf_diag_tsl_human(a->bytes, tsl));
+	xpf_buf_printf(b, "; XLA says \"Out of memory while trying to allocate %s\"",
+		       xpf_diag_tsl_human(a->bytes, tsl));
 	uint64_t cap = c->d->capacity_bytes, mem = c->d->memory_bytes;
 	if (mem && p->need_bytes > mem)
-		xpf_buf_printf(b, "; the need exceeds the device's memory (%s): no memory fraction can help",
+		xpf_buf_printf(b,
+			       "; the need exceeds the device's memory (%s): no memory fraction can help",
 			       xpf_human(mem, h2));
 	else if (a->bytes > cap)
-		xpf_buf_adds(b, "; one request larger than the pool: freeing other arrays cannot help, only a smaller program or a larger pool");
+		xpf_buf_adds(b,
+			     "; one request larger than the pool: freeing other arrays cannot help, only a smaller program or a larger pool");
 }
 
 /* ---- allocator-retry, never-launched -------------------------------------- */
@@ -167,18 +175,22 @@ void xpf_rule_retry(xpf_diag_ctx *c)
 		const xpf_rt_execution *x = &rt->executions[r->execution];
 		if (x->module >= 0)
 			xpf_buf_printf(&b, "; inside %s execution %u (n %u), launched: %s",
-				       xpf_capture_module(c->h->cap, x->module)->name, x->module_execution, x->n,
-				       xpf_launched_name(x->launched));
+				       xpf_capture_module(c->h->cap, x->module)->name,
+				       x->module_execution, x->n, xpf_launched_name(x->launched));
 		else
-			xpf_buf_printf(&b, "; inside execution n %u (not linked to one module: see its candidates), launched: %s",
+			xpf_buf_printf(&b,
+				       "; inside execution n %u (not linked to one module: see its candidates), launched: %s",
 				       x->n, xpf_launched_name(x->launched));
 		const xpf_plan *p = xpf_diag_plan(c->h, x->module);
-		const xpf_plan_alloc *fr = r->execution == c->d->execution && c->p ? xpf_diag_failed_request(c) : NULL;
+		const xpf_plan_alloc *fr =
+			r->execution == c->d->execution && c->p ? xpf_diag_failed_request(c) : NULL;
 		if (fr)
-			xpf_buf_printf(&b, "; the request that failed: allocation %lld, %s (from the events)",
+			xpf_buf_printf(&b,
+				       "; the request that failed: allocation %lld, %s (from the events)",
 				       (long long)fr->index, xpf_human(fr->bytes, h1));
 		else if (p && p->has_assignment)
-			xpf_buf_printf(&b, "; the failed request is usually its temp block (%s) or an output",
+			xpf_buf_printf(&b,
+				       "; the failed request is usually its temp block (%s) or an output",
 				       xpf_human(p->temp_bytes, h1));
 	}
 	if (r->allocator == c->d->allocator)
@@ -190,7 +202,8 @@ void xpf_rule_retry(xpf_diag_ctx *c)
 	xpf_diag_num(f, "total_ns", (uint64_t)total);
 	xpf_diag_evidence(f, "runtime/retries.tsv");
 	if (r->execution >= 0)
-		xpf_diag_evidence(f, "runtime/executions/%u/summary.txt", rt->executions[r->execution].n);
+		xpf_diag_evidence(f, "runtime/executions/%u/summary.txt",
+				  rt->executions[r->execution].n);
 }
 
 /* Outputs of other modules' executions live when execution x started,
@@ -224,9 +237,11 @@ static void co_resident(xpf_diag_ctx *c, size_t x, xpf_buf *b)
 			if (blocks[j].origin == XPF_ORIGIN_OUTPUTS && blocks[j].execution >= 0 &&
 			    rt->executions[blocks[j].execution].module == m)
 				bytes += blocks[j].bytes;
-		if (shown < 5)  /* an eager program has hundreds: the largest are in live.tsv */
-			xpf_buf_printf(b, "%s%s %s", shown ? ", " : "; co-resident outputs of other modules: ",
-				       xpf_capture_module(c->h->cap, (size_t)m)->name, xpf_human(bytes, h1));
+		if (shown < 5) /* an eager program has hundreds: the largest are in live.tsv */
+			xpf_buf_printf(b, "%s%s %s",
+				       shown ? ", " : "; co-resident outputs of other modules: ",
+				       xpf_capture_module(c->h->cap, (size_t)m)->name,
+				       xpf_human(bytes, h1));
 		shown++;
 	}
 	if (shown > 5)
@@ -252,12 +267,14 @@ static void never_ambiguous(xpf_diag_ctx *c)
 	const xpf_rt_execution *x = &rt->executions[lastx];
 	xpf_finding *f = xpf_diag_add(c, "never-launched", XPF_TAG_MEASURED, -1);
 	xpf_buf b = XPF_BUF_INIT;
-	xpf_buf_printf(&b, "%zu execution%s not linked to one module never launched a kernel; the last: n %u on device %d, candidates: ",
+	xpf_buf_printf(&b,
+		       "%zu execution%s not linked to one module never launched a kernel; the last: n %u on device %d, candidates: ",
 		       count, count == 1 ? "" : "s", x->n, x->device);
 	const xpf_rt_candidate *cd;
 	size_t n = xpf_rt_candidates(rt, (size_t)lastx, &cd);
 	for (size_t k = 0; k < n; k++)
-		xpf_buf_printf(&b, "%s%s", k ? ", " : "", xpf_capture_module(c->h->cap, (size_t)cd[k].module)->name);
+		xpf_buf_printf(&b, "%s%s", k ? ", " : "",
+			       xpf_capture_module(c->h->cap, (size_t)cd[k].module)->name);
 	if (n == 0)
 		xpf_buf_adds(&b, "none named by the host events");
 	xpf_diag_text(f, &b);
@@ -275,7 +292,8 @@ void xpf_rule_never(xpf_diag_ctx *c)
 		size_t count = 0;
 		long lastx = -1;
 		for (size_t x = 0; x < rt->nexecutions; x++)
-			if (rt->executions[x].module == (long)m && rt->executions[x].launched == XPF_LAUNCHED_NO) {
+			if (rt->executions[x].module == (long)m &&
+			    rt->executions[x].launched == XPF_LAUNCHED_NO) {
 				count++;
 				lastx = (long)x;
 			}
@@ -284,7 +302,8 @@ void xpf_rule_never(xpf_diag_ctx *c)
 		const xpf_rt_execution *x = &rt->executions[lastx];
 		xpf_finding *f = xpf_diag_add(c, "never-launched", XPF_TAG_MEASURED, (long)m);
 		xpf_buf b = XPF_BUF_INIT;
-		xpf_buf_printf(&b, "%zu execution%s of %s never launched a kernel; the last: execution %u (n %u) on device %d%s",
+		xpf_buf_printf(&b,
+			       "%zu execution%s of %s never launched a kernel; the last: execution %u (n %u) on device %d%s",
 			       count, count == 1 ? "" : "s", xpf_capture_module(h->cap, m)->name,
 			       x->module_execution, x->n, x->device,
 			       x->stopped_in_build ? ", stopped while allocating its buffers" : "");
@@ -337,7 +356,8 @@ static void need_vs(xpf_diag_ctx *c, long m, xpf_buf *b)
 }
 
 static const char *const explains_oom[] = {
-	"plan-exceeds-pool", "near-fit", "foreign-live-arrays", "growth-per-execution", "temp-fragmentation",
+	"plan-exceeds-pool",    "near-fit",           "foreign-live-arrays",
+	"growth-per-execution", "temp-fragmentation",
 };
 
 void xpf_rule_unexplained_oom(xpf_diag_ctx *c)
@@ -353,11 +373,13 @@ void xpf_rule_unexplained_oom(xpf_diag_ctx *c)
 	xpf_finding *f = xpf_diag_add(c, "unexplained-oom", XPF_TAG_MEASURED, d->module);
 	xpf_buf b = XPF_BUF_INIT;
 	if (x < 0) {
-		xpf_buf_printf(&b, "%zu AllocatorRetry wait%s outside every execution: the capture shows an allocation that ran out of memory but not which step made it",
+		xpf_buf_printf(&b,
+			       "%zu AllocatorRetry wait%s outside every execution: the capture shows an allocation that ran out of memory but not which step made it",
 			       rt->nretries, rt->nretries == 1 ? "" : "s");
 	} else {
 		const xpf_rt_execution *e = &rt->executions[x];
-		xpf_buf_printf(&b, "execution %u on device %d ran out of memory (launched: %s) and no finding explains it; ",
+		xpf_buf_printf(&b,
+			       "execution %u on device %d ran out of memory (launched: %s) and no finding explains it; ",
 			       e->n, e->device, xpf_launched_name(e->launched));
 		if (e->module >= 0) {
 			need_vs(c, e->module, &b);
@@ -375,7 +397,8 @@ void xpf_rule_unexplained_oom(xpf_diag_ctx *c)
 		xpf_diag_num(f, "execution", e->n);
 		xpf_diag_evidence(f, "runtime/executions/%u/summary.txt", e->n);
 	}
-	xpf_buf_adds(&b, "; what would say more: the module's buffer assignment (profile from before the first call), the allocator events of the device (the BFC allocator), the device's kernels");
+	xpf_buf_adds(&b,
+		     "; what would say more: the module's buffer assignment (profile from before the first call), the allocator events of the device (the BFC allocator), the device's kernels");
 	xpf_diag_text(f, &b);
 	if (d->capacity_bytes)
 		xpf_diag_num(f, "capacity_bytes", d->capacity_bytes);

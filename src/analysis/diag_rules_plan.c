@@ -40,7 +40,8 @@ static bool donate_args(const xpf_plan *p, xpf_buf *b)
 		size_t n = arg_of(op, &pos);
 		if (n == 0) {
 			named = false;
-			xpf_buf_printf(b, "%s%lld%s", nleaves ? ", " : "", (long long)m->number, m->shape_index);
+			xpf_buf_printf(b, "%s%lld%s", nleaves ? ", " : "", (long long)m->number,
+				       m->shape_index);
 		}
 		nleaves++;
 		if (nl < 4)
@@ -97,9 +98,11 @@ void xpf_rule_donation(xpf_diag_ctx *c)
 	for (size_t i = 0; i < p->noutputs; i++)
 		nmatch += p->outputs[i].matches != NULL;
 	xpf_finding *f = xpf_diag_add(c, "no-donation", XPF_TAG_READ, c->d->module);
-	xpf_buf_printf(&b, "no parameter of %s is donated: parameters %s, outputs %s, 0 donated; %zu output%s match%s a parameter in shape and dtype, so %s could be saved by donating them",
-		       p->module, xpf_human(p->parameters_bytes, h1), xpf_human(p->outputs_bytes, h2),
-		       nmatch, nmatch == 1 ? "" : "s", nmatch == 1 ? "es" : "", xpf_human(p->matching_output_bytes, h3));
+	xpf_buf_printf(&b,
+		       "no parameter of %s is donated: parameters %s, outputs %s, 0 donated; %zu output%s match%s a parameter in shape and dtype, so %s could be saved by donating them",
+		       p->module, xpf_human(p->parameters_bytes, h1),
+		       xpf_human(p->outputs_bytes, h2), nmatch, nmatch == 1 ? "" : "s",
+		       nmatch == 1 ? "es" : "", xpf_human(p->matching_output_bytes, h3));
 	xpf_diag_text(f, &b);
 	xpf_diag_num(f, "parameters_bytes", p->parameters_bytes);
 	xpf_diag_num(f, "outputs_bytes", p->outputs_bytes);
@@ -110,7 +113,8 @@ void xpf_rule_donation(xpf_diag_ctx *c)
 	xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
 
 	uint64_t s = p->matching_output_bytes;
-	const char *cost = "none in memory; the donated arrays are invalid after the call (reassign them, e.g. state = step(state, batch))";
+	const char *cost =
+		"none in memory; the donated arrays are invalid after the call (reassign them, e.g. state = step(state, batch))";
 	if (donate_args(p, &b))
 		xpf_diag_addfix(c, f, s, xpf_sub0(p->need_bytes, s), cost,
 				"donate the arguments that hold the matching inputs, saving %s: jax.jit(..., %s; their outputs reuse the inputs' memory",
@@ -127,11 +131,11 @@ void xpf_rule_donation(xpf_diag_ctx *c)
 /* The copies of one kind live at the heap peak, and the parameters they
  * copy (each once). */
 struct copies {
-	uint64_t bytes, pbytes;   /* the copies', the parameters' */
+	uint64_t bytes, pbytes; /* the copies', the parameters' */
 	size_t count, nparams;
-	bool hoisted;             /* one is made in the entry computation */
-	const char *example;      /* a copy's instruction name, or NULL */
-	xpf_buf params;           /* "3{} f32[8,128], ..." the first five */
+	bool hoisted;        /* one is made in the entry computation */
+	const char *example; /* a copy's instruction name, or NULL */
+	xpf_buf params;      /* "3{} f32[8,128], ..." the first five */
 };
 
 static bool copy_at_peak(const xpf_plan_dup *x, enum xpf_dup_kind kind)
@@ -176,15 +180,19 @@ static void copies_text(const struct copies *s, bool layout, bool loop, xpf_buf 
 	char h1[32], h2[32];
 	const char *params = s->params.data ? s->params.data : "";
 	if (layout)
-		xpf_buf_printf(b, "%zu layout-changing cop%s of entry parameters (e.g. %s) are live at the heap peak: %s; duplicating parameters %s%s",
-			       s->count, s->count == 1 ? "y" : "ies", s->example ? s->example : "?", xpf_human(s->bytes, h1), params,
-			       !s->hoisted ? ""
-			       : loop ? "; defined in the entry computation, so they live for the whole loop that uses them"
-				      : "; defined in the entry computation (the module has no loop): each lives from the copy to its last use");
+		xpf_buf_printf(b,
+			       "%zu layout-changing cop%s of entry parameters (e.g. %s) are live at the heap peak: %s; duplicating parameters %s%s",
+			       s->count, s->count == 1 ? "y" : "ies", s->example ? s->example : "?",
+			       xpf_human(s->bytes, h1), params,
+			       !s->hoisted ? "" :
+			       loop ? "; defined in the entry computation, so they live for the whole loop that uses them" :
+				      "; defined in the entry computation (the module has no loop): each lives from the copy to its last use");
 	else
-		xpf_buf_printf(b, "%zu dtype-converted cop%s of entry parameters (e.g. %s) are live at the heap peak: %s; converted from parameters %s (%s)%s",
-			       s->count, s->count == 1 ? "y" : "ies", s->example ? s->example : "?", xpf_human(s->bytes, h1), params,
-			       xpf_human(s->pbytes, h2), s->hoisted ? "; converted in bulk in the entry computation" : "");
+		xpf_buf_printf(b,
+			       "%zu dtype-converted cop%s of entry parameters (e.g. %s) are live at the heap peak: %s; converted from parameters %s (%s)%s",
+			       s->count, s->count == 1 ? "y" : "ies", s->example ? s->example : "?",
+			       xpf_human(s->bytes, h1), params, xpf_human(s->pbytes, h2),
+			       s->hoisted ? "; converted in bulk in the entry computation" : "");
 }
 
 static void layout_fixes(xpf_diag_ctx *c, xpf_finding *f, uint64_t bytes, bool loop)
@@ -192,14 +200,17 @@ static void layout_fixes(xpf_diag_ctx *c, xpf_finding *f, uint64_t bytes, bool l
 	uint64_t need = c->p->need_bytes;
 	char h1[32];
 	if (loop) {
-		xpf_diag_addfix(c, f, bytes, xpf_sub0(need, bytes), "a one-time transpose of the stored weights (checkpoint conversion)",
+		xpf_diag_addfix(c, f, bytes, xpf_sub0(need, bytes),
+				"a one-time transpose of the stored weights (checkpoint conversion)",
 				"pre-transpose the weights into the layout the loop consumes, so no transposed copy of the %s is made",
 				xpf_human(bytes, h1));
-		xpf_diag_addfix(c, f, bytes, xpf_sub0(need, bytes), "inspection of the optimized HLO; may need a model change",
+		xpf_diag_addfix(c, f, bytes, xpf_sub0(need, bytes),
+				"inspection of the optimized HLO; may need a model change",
 				"check the layouts of loop-invariant operands (dynamic-slice over a scan, all-gather dimensions): an operand whose layout matches the parameter's makes the copy disappear (up to %s)",
 				xpf_human(bytes, h1));
 	} else {
-		xpf_diag_addfix(c, f, bytes, xpf_sub0(need, bytes), "a one-time transpose of the stored arrays, or producing them in that layout",
+		xpf_diag_addfix(c, f, bytes, xpf_sub0(need, bytes),
+				"a one-time transpose of the stored arrays, or producing them in that layout",
 				"pass the parameters in the layout their consumers use (pre-transposed weights, inputs in the dimension order the convolution or dot wants), so no transposed copy of the %s is made",
 				xpf_human(bytes, h1));
 	}
@@ -213,11 +224,14 @@ static void convert_fixes(xpf_diag_ctx *c, xpf_finding *f, const struct copies *
 	/* SPEC 5.3: the copies go, and the parameters themselves shrink
 	 * to the copies' dtype (f32 -> bf16: half): pbytes in all */
 	if (pbytes > bytes)
-		xpf_diag_addfix(c, f, pbytes, xpf_sub0(need, pbytes), "lower-precision master weights, or an f32 copy kept on the host",
+		xpf_diag_addfix(c, f, pbytes, xpf_sub0(need, pbytes),
+				"lower-precision master weights, or an f32 copy kept on the host",
 				"keep the parameters in the compute dtype, saving %s; the %s of converted copies are not needed, and the parameters shrink from %s to %s",
-				xpf_human(pbytes, h1), xpf_human(bytes, h2), xpf_human(pbytes, h3), xpf_human(bytes, h4));
+				xpf_human(pbytes, h1), xpf_human(bytes, h2), xpf_human(pbytes, h3),
+				xpf_human(bytes, h4));
 	else
-		xpf_diag_addfix(c, f, bytes, xpf_sub0(need, bytes), "lower-precision master weights, or an f32 copy kept on the host",
+		xpf_diag_addfix(c, f, bytes, xpf_sub0(need, bytes),
+				"lower-precision master weights, or an f32 copy kept on the host",
 				"keep the parameters in the compute dtype, so the %s of converted copies are not needed",
 				xpf_human(bytes, h1));
 	uint64_t biggest = 0;
@@ -226,10 +240,11 @@ static void convert_fixes(xpf_diag_ctx *c, xpf_finding *f, const struct copies *
 			biggest = p->dups[i].buffer->bytes;
 	if (s->count > 1)
 		xpf_diag_addfix(c, f, bytes - biggest, xpf_sub0(need, bytes - biggest),
-			loop ? "a convert per use inside the loop (cheap, memory-bound)" : "a convert per use (cheap, memory-bound)",
-			loop ? "convert each layer's slice inside the loop body instead of in one block up front, saving about %s; only one converted layer is live at a time; XLA hoists a convert of a loop-invariant operand, so convert the slice, not the whole parameter"
-			     : "convert each parameter (or layer slice) just before its use instead of in one block up front, saving about %s; only one converted copy is live at a time",
-			xpf_human(bytes - biggest, h1));
+				loop ? "a convert per use inside the loop (cheap, memory-bound)" :
+				       "a convert per use (cheap, memory-bound)",
+				loop ? "convert each layer's slice inside the loop body instead of in one block up front, saving about %s; only one converted layer is live at a time; XLA hoists a convert of a loop-invariant operand, so convert the slice, not the whole parameter" :
+				       "convert each parameter (or layer slice) just before its use instead of in one block up front, saving about %s; only one converted copy is live at a time",
+				xpf_human(bytes - biggest, h1));
 }
 
 /* Does the module have a while loop?  The loop wording (live for the whole
@@ -286,7 +301,8 @@ void xpf_rule_remat_frag(xpf_diag_ctx *c)
 		return;
 	if (p->remat_instructions > 0) {
 		xpf_finding *f = xpf_diag_add(c, "xla-remat", XPF_TAG_READ, c->d->module);
-		xpf_buf_printf(&b, "XLA already rematerialized %zu instructions of %s (names with .remat) against the memory limit; the fix must come from the program, not from XLA",
+		xpf_buf_printf(&b,
+			       "XLA already rematerialized %zu instructions of %s (names with .remat) against the memory limit; the fix must come from the program, not from XLA",
 			       p->remat_instructions, p->module);
 		xpf_diag_text(f, &b);
 		xpf_diag_num(f, "count", p->remat_instructions);
@@ -297,9 +313,11 @@ void xpf_rule_remat_frag(xpf_diag_ctx *c)
 	uint64_t frag = xpf_sub0(p->temp_bytes, p->simulated_peak_bytes);
 	if (frag >= 64 * XPF_MIB && frag * 10 >= p->temp_bytes) {
 		xpf_finding *f = xpf_diag_add(c, "temp-fragmentation", XPF_TAG_READ, c->d->module);
-		xpf_buf_printf(&b, "the temp block of %s is %s but at most %s of it is live at once (the simulated heap peak): %s (%s%%) is lost to packing",
-			       p->module, xpf_human(p->temp_bytes, h1), xpf_human(p->simulated_peak_bytes, h2),
-			       xpf_human(frag, h3), xpf_pct(frag, p->temp_bytes, h4));
+		xpf_buf_printf(&b,
+			       "the temp block of %s is %s but at most %s of it is live at once (the simulated heap peak): %s (%s%%) is lost to packing",
+			       p->module, xpf_human(p->temp_bytes, h1),
+			       xpf_human(p->simulated_peak_bytes, h2), xpf_human(frag, h3),
+			       xpf_pct(frag, p->temp_bytes, h4));
 		xpf_diag_text(f, &b);
 		xpf_diag_num(f, "temp_bytes", p->temp_bytes);
 		xpf_diag_num(f, "simulated_peak_bytes", p->simulated_peak_bytes);
@@ -307,7 +325,8 @@ void xpf_rule_remat_frag(xpf_diag_ctx *c)
 		xpf_diag_str(f, "fragmentation_pct", "%s", xpf_pct(frag, p->temp_bytes, h1));
 		xpf_diag_evidence(f, "modules/%s/heap.tsv", c->dir);
 		xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
-		xpf_diag_addfix(c, f, frag, xpf_sub0(p->need_bytes, frag), "experiments with the model's largest buffers; no guarantee",
+		xpf_diag_addfix(c, f, frag, xpf_sub0(p->need_bytes, frag),
+				"experiments with the model's largest buffers; no guarantee",
 				"shrink or split the largest short-lived temp buffers (they decide how the block packs): up to %s of packing loss",
 				xpf_human(frag, h1));
 	}
@@ -368,16 +387,21 @@ void xpf_rule_retrace(xpf_diag_ctx *c)
 			continue;
 		if (f == NULL) {
 			f = xpf_diag_add(c, "retrace", XPF_TAG_READ, self);
-			xpf_buf_printf(&b, "%.*s was compiled again for new input shapes: %s (%zu execution%s) needs %s",
+			xpf_buf_printf(&b,
+				       "%.*s was compiled again for new input shapes: %s (%zu execution%s) needs %s",
 				       (int)bl, name, name, executions_of(c->rt, self),
-				       executions_of(c->rt, self) == 1 ? "" : "s", xpf_human(p->need_bytes, h1));
+				       executions_of(c->rt, self) == 1 ? "" : "s",
+				       xpf_human(p->need_bytes, h1));
 		}
 		const xpf_plan_param *pa = (size_t)i < p->nparams ? &p->params[i] : NULL;
 		const xpf_plan_param *qa = (size_t)i < q->nparams ? &q->params[i] : NULL;
-		xpf_buf_printf(&b, "; %s (%zu execution%s) needs %s; parameter %lld is %s there, %s here", o,
-			       executions_of(c->rt, (long)m), executions_of(c->rt, (long)m) == 1 ? "" : "s",
-			       xpf_human(q->need_bytes, h2), (long long)(pa ? pa->number : qa->number),
-			       qa ? qa->shape : "absent", pa ? pa->shape : "absent");
+		xpf_buf_printf(&b,
+			       "; %s (%zu execution%s) needs %s; parameter %lld is %s there, %s here",
+			       o, executions_of(c->rt, (long)m),
+			       executions_of(c->rt, (long)m) == 1 ? "" : "s",
+			       xpf_human(q->need_bytes, h2),
+			       (long long)(pa ? pa->number : qa->number), qa ? qa->shape : "absent",
+			       pa ? pa->shape : "absent");
 		if (q->need_bytes < p->need_bytes && (smaller < 0 || q->need_bytes < small_need)) {
 			smaller = (long)m;
 			small_need = q->need_bytes;

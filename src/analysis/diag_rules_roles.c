@@ -71,9 +71,9 @@ struct group {
  * stack component `<prefix>_<n>` (block_3, layers_12) that the most
  * distinct n share among the role's rows at the peak. */
 struct blocks {
-	size_t k;             /* distinct blocks; 0: none repeated */
-	uint64_t bytes;       /* the role's bytes inside them */
-	char stack[160];      /* "jit(step)/jvp(model)/block_N" */
+	size_t k;        /* distinct blocks; 0: none repeated */
+	uint64_t bytes;  /* the role's bytes inside them */
+	char stack[160]; /* "jit(step)/jvp(model)/block_N" */
 };
 
 /* The first component of op that ends in _<digits>: its prefix length
@@ -86,7 +86,8 @@ static size_t block_component(const char *op, size_t *start, long *num)
 		for (const char *q = c; q < c + n; q++)
 			if (*q == '_')
 				u = q;
-		if (u && u > c && u + 1 < c + n && strspn(u + 1, "0123456789") == (size_t)(c + n - u - 1)) {
+		if (u && u > c && u + 1 < c + n &&
+		    strspn(u + 1, "0123456789") == (size_t)(c + n - u - 1)) {
 			*start = (size_t)(c - op);
 			*num = strtol(u + 1, NULL, 10);
 			return (size_t)(u - c);
@@ -120,7 +121,8 @@ static struct blocks find_blocks(const xpf_plan *p, enum xpf_role role)
 			size_t st2, pl2;
 			long n2;
 			const char *o2 = peak_opname(&p->peak[j]);
-			seen = p->peak[j].role == role && (pl2 = block_component(o2, &st2, &n2)) == pl &&
+			seen = p->peak[j].role == role &&
+			       (pl2 = block_component(o2, &st2, &n2)) == pl &&
 			       strncmp(o2 + st2, op + st, pl) == 0;
 		}
 		if (seen)
@@ -157,8 +159,8 @@ static struct blocks find_blocks(const xpf_plan *p, enum xpf_role role)
 static bool sq_f32(const xpf_plan *p, enum xpf_role role)
 {
 	for (size_t i = 0; i < p->npeak; i++)
-		if (p->peak[i].role == role && is_square_seq(peak_shape(&p->peak[i])) && p->peak[i].buffer &&
-		    strcmp(p->peak[i].buffer->dtype, "f32") == 0)
+		if (p->peak[i].role == role && is_square_seq(peak_shape(&p->peak[i])) &&
+		    p->peak[i].buffer && strcmp(p->peak[i].buffer->dtype, "f32") == 0)
 			return true;
 	return false;
 }
@@ -188,12 +190,14 @@ static struct group largest_group(const xpf_plan *p, enum xpf_role role)
 	struct group_key *k = xpf_malloc((p->npeak ? p->npeak : 1) * sizeof *k);
 	for (size_t i = 0; i < p->npeak; i++)
 		if (p->peak[i].role == role)
-			k[n++] = (struct group_key){ peak_shape(&p->peak[i]), peak_source(&p->peak[i]), i };
+			k[n++] = (struct group_key){ peak_shape(&p->peak[i]),
+						     peak_source(&p->peak[i]), i };
 	xpf_qsort(k, n, sizeof *k, cmp_group_key);
 	for (size_t a = 0, b; a < n; a = b) {
 		struct group g = { 0, 0, &p->peak[k[a].i] };
 		for (b = a; b < n && strcmp(k[b].shape, k[a].shape) == 0 &&
-			    strcmp(k[b].source, k[a].source) == 0; b++) {
+			    strcmp(k[b].source, k[a].source) == 0;
+		     b++) {
 			g.count++;
 			g.bytes += p->peak[k[b].i].bytes;
 		}
@@ -263,14 +267,17 @@ static void forward_fixes(xpf_diag_ctx *c, xpf_finding *f, uint64_t rb, uint64_t
 	struct blocks bl = find_blocks(p, XPF_PLAN_ROLE_FORWARD);
 	uint64_t s = bl.k ? bl.bytes / bl.k * (bl.k - 1) : 0;
 	if (bl.k)
-		xpf_diag_addfix(c, f, s, xpf_sub0(need, s), "about one extra forward pass per step (~+30% step time)",
+		xpf_diag_addfix(c, f, s, xpf_sub0(need, s),
+				"about one extra forward pass per step (~+30% step time)",
 				"wrap each %s (%zu blocks keep %s of the %s forward-kept) in jax.checkpoint, saving about %s; the backward pass holds one block's activations at a time; in Flax nn.remat, or a policy such as jax.checkpoint_policies.dots_with_no_batch_dims_saveable to keep the matmuls",
-				bl.stack, bl.k, xpf_human(bl.bytes, h1), xpf_human(rb, h2), xpf_human(s, h3));
+				bl.stack, bl.k, xpf_human(bl.bytes, h1), xpf_human(rb, h2),
+				xpf_human(s, h3));
 	else
 		xpf_diag_addfix(c, f, 0, 0, "about one extra forward pass per step",
 				"jax.checkpoint helps little here: the forward-kept buffers come from no repeated block (layer_N/block_N in the name stack), so the whole forward would be recomputed and live again in the backward pass; if the layers run in a jax.lax.scan, checkpoint the scanned body instead (jax.checkpoint with a jax.checkpoint_policies policy)");
 	s = rb / 2;
-	xpf_diag_addfix(c, f, s, xpf_sub0(need, s), "twice the steps per update (same result with gradient accumulation)",
+	xpf_diag_addfix(c, f, s, xpf_sub0(need, s),
+			"twice the steps per update (same result with gradient accumulation)",
 			"halve the micro-batch and accumulate gradients over 2 micro-batches: activations scale with the batch, saving about %s",
 			xpf_human(s, h1));
 	s = sq / 4 * 3 + (rb - sq) / 2;
@@ -283,10 +290,13 @@ static void forward_fixes(xpf_diag_ctx *c, xpf_finding *f, uint64_t rb, uint64_t
 				"halve the sequence length: the activations shrink 2x, saving about %s",
 				xpf_human(s, h3));
 	if (sq)
-		xpf_diag_addfix(c, f, sq, xpf_sub0(need, sq), "a fused-attention kernel must exist for the shapes and dtype",
+		xpf_diag_addfix(c, f, sq, xpf_sub0(need, sq),
+				"a fused-attention kernel must exist for the shapes and dtype",
 				"use fused attention (jax.nn.dot_product_attention(..., implementation='cudnn')) and check that the B*H*S*S buffers (%s) leave the plan%s",
-				xpf_human(sq, h1), sq_f32(p, XPF_PLAN_ROLE_FORWARD) ?
-				"; they are f32 here, and the cuDNN kernel takes bf16/fp16: cast q, k, v to bf16 first" : "");
+				xpf_human(sq, h1),
+				sq_f32(p, XPF_PLAN_ROLE_FORWARD) ?
+					"; they are f32 here, and the cuDNN kernel takes bf16/fp16: cast q, k, v to bf16 first" :
+					"");
 }
 
 /* Backward bytes rb: shard, accumulate, or keep the gradients in bf16. */
@@ -304,7 +314,8 @@ static void backward_fixes(xpf_diag_ctx *c, xpf_finding *f, uint64_t rb)
 			xpf_human(s, h1));
 	uint64_t f32 = f32_bytes(p, XPF_PLAN_ROLE_BACKWARD);
 	if (f32)
-		xpf_diag_addfix(c, f, f32 / 2, xpf_sub0(need, f32 / 2), "less precision in the gradients",
+		xpf_diag_addfix(c, f, f32 / 2, xpf_sub0(need, f32 / 2),
+				"less precision in the gradients",
 				"look for f32 copies of bf16 gradients: %s of the backward bytes at the peak are f32; in bf16 they would save %s",
 				xpf_human(f32, h1), xpf_human(f32 / 2, h2));
 }
@@ -346,7 +357,8 @@ void xpf_rule_roles(xpf_diag_ctx *c)
 	if (!xpf_diag_short_or_near(c))
 		return;
 	/* The largest of forward / backward / workspace, if it holds >= 25%. */
-	static const enum xpf_role three[] = { XPF_PLAN_ROLE_FORWARD, XPF_PLAN_ROLE_BACKWARD, XPF_PLAN_ROLE_WORKSPACE };
+	static const enum xpf_role three[] = { XPF_PLAN_ROLE_FORWARD, XPF_PLAN_ROLE_BACKWARD,
+					       XPF_PLAN_ROLE_WORKSPACE };
 	int best = -1;
 	for (int i = 0; i < 3; i++)
 		if (best < 0 || p->role_bytes[three[i]] > p->role_bytes[three[best]])

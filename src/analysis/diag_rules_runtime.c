@@ -11,7 +11,8 @@
 /* Is a host event name a likely holder of references (a Python container)? */
 static bool holder_like(const char *name)
 {
-	static const char *const words[] = { "append", "extend", "insert", "setitem", "list", "dict", NULL };
+	static const char *const words[] = { "append", "extend", "insert", "setitem",
+					     "list",   "dict",   NULL };
 	for (int i = 0; words[i]; i++)
 		if (strstr(name, words[i]))
 			return true;
@@ -38,11 +39,12 @@ static void kept_outputs(const xpf_plan *p, xpf_buf *b)
 	char h1[32];
 	for (int k = 0; k < 3 && top[k]; k++) {
 		const xpf_plan_instr *in = top[k]->buffer->instr;
-		xpf_buf_printf(b, "%s%s %s", k ? ", " : "; kept each step, the largest: ", top[k]->shape,
+		xpf_buf_printf(b, "%s%s %s",
+			       k ? ", " : "; kept each step, the largest: ", top[k]->shape,
 			       xpf_human(top[k]->alloc->bytes, h1));
 		if (in)
-			xpf_buf_printf(b, " of %s%s%s%s", in->name, *in->source ? " (" : "", in->source,
-				       *in->source ? ")" : "");
+			xpf_buf_printf(b, " of %s%s%s%s", in->name, *in->source ? " (" : "",
+				       in->source, *in->source ? ")" : "");
 	}
 }
 
@@ -130,7 +132,8 @@ static void growth_between(const xpf_diag_ctx *c, long m, size_t from, size_t to
 static void growth_fixes(xpf_diag_ctx *c, xpf_finding *f, uint64_t kept, uint64_t mean)
 {
 	char h1[32];
-	xpf_diag_addfix(c, f, kept, 0, "none; keep only what you need (e.g. a Python float via .item())",
+	xpf_diag_addfix(c, f, kept, 0,
+			"none; keep only what you need (e.g. a Python float via .item())",
 			"drop the reference that keeps each step's outputs (the container filled between steps: fetch or reduce inside the loop, not after it), freeing the %s kept so far; confirm with len(jax.live_arrays()) growing per step",
 			xpf_human(kept, h1));
 	xpf_diag_addfix(c, f, kept, 0, "a reduction inside the jitted step",
@@ -155,16 +158,20 @@ static void growth_finding(xpf_diag_ctx *c, size_t m, const size_t *idx, size_t 
 	uint64_t na = p && p->has_assignment ? p->non_aliased_outputs_bytes : 0;
 	xpf_finding *f = xpf_diag_add(c, "growth-per-execution", XPF_TAG_MEASURED, (long)m);
 	xpf_buf b = XPF_BUF_INIT;
-	xpf_buf_printf(&b, "in use at the start of %s's executions %u..%u on device %d grows %s -> %s, +%s per execution",
-		       xpf_capture_module(c->h->cap, m)->name, first->module_execution, last->module_execution,
-		       first->device, xpf_human(first->in_use_at_start_bytes, h1),
+	xpf_buf_printf(&b,
+		       "in use at the start of %s's executions %u..%u on device %d grows %s -> %s, +%s per execution",
+		       xpf_capture_module(c->h->cap, m)->name, first->module_execution,
+		       last->module_execution, first->device,
+		       xpf_human(first->in_use_at_start_bytes, h1),
 		       xpf_human(last->in_use_at_start_bytes, h2), xpf_human(mean, h3));
 	if (na) {
 		double ratio = (double)mean / (double)na;
-		xpf_buf_printf(&b, "; that is %.2fx the non-aliased outputs (%s)", ratio, xpf_human(na, h4));
+		xpf_buf_printf(&b, "; that is %.2fx the non-aliased outputs (%s)", ratio,
+			       xpf_human(na, h4));
 		xpf_diag_str(f, "ratio_to_non_aliased_outputs", "%.2f", ratio);
 		if (ratio > 0.95 && ratio < 1.05) {
-			xpf_buf_adds(&b, ": each step's outputs stay alive (a reference kept across steps)");
+			xpf_buf_adds(&b,
+				     ": each step's outputs stay alive (a reference kept across steps)");
 			kept_outputs(p, &b);
 		}
 	}
@@ -174,7 +181,8 @@ static void growth_finding(xpf_diag_ctx *c, size_t m, const size_t *idx, size_t 
 	if (cap && p && p->has_assignment) {
 		uint64_t left = xpf_sub0(cap, last->in_use_at_start_bytes);
 		left = xpf_sub0(left, p->non_aliased_outputs_bytes + p->temp_bytes);
-		xpf_buf_printf(&b, "; at this rate the remaining %s of the pool lasts about %llu more executions",
+		xpf_buf_printf(&b,
+			       "; at this rate the remaining %s of the pool lasts about %llu more executions",
 			       xpf_human(left, h5), (unsigned long long)(left / mean));
 	}
 	xpf_diag_text(f, &b);
@@ -250,13 +258,13 @@ static int origin_cmp(const void *a, const void *b)
 
 /* What was in use when the focus execution started, by holder. */
 struct holders {
-	uint64_t own;              /* outputs of the module's own earlier executions */
-	struct origin_sum *os;     /* the rest (not the module's parameters) by origin */
+	uint64_t own;          /* outputs of the module's own earlier executions */
+	struct origin_sum *os; /* the rest (not the module's parameters) by origin */
 	size_t nos;
-	long *mods;                /* other modules whose outputs were live */
-	char (*modtext)[300];      /* "outputs of <module>": their origin texts */
+	long *mods;           /* other modules whose outputs were live */
+	char (*modtext)[300]; /* "outputs of <module>": their origin texts */
 	size_t nmods;
-	uint64_t mod_out;          /* the bytes of those outputs */
+	uint64_t mod_out; /* the bytes of those outputs */
 };
 
 static void holders_free(struct holders *w)
@@ -296,7 +304,8 @@ static void add_origin(struct holders *w, const char *text, uint64_t bytes)
 }
 
 /* The live blocks by holder (origins sorted, largest first). */
-static void collect_holders(const xpf_diag_ctx *c, const xpf_rt_block *blocks, size_t nb, struct holders *w)
+static void collect_holders(const xpf_diag_ctx *c, const xpf_rt_block *blocks, size_t nb,
+			    struct holders *w)
 {
 	const xpf_runtime *rt = c->rt;
 	const xpf_plan *p = c->p;
@@ -308,7 +317,8 @@ static void collect_holders(const xpf_diag_ctx *c, const xpf_rt_block *blocks, s
 	for (size_t i = 0; i < nb; i++) {
 		const xpf_rt_block *bl = &blocks[i];
 		long om = bl->origin == XPF_ORIGIN_OUTPUTS && bl->execution >= 0 ?
-				  rt->executions[bl->execution].module : -1;
+				  rt->executions[bl->execution].module :
+				  -1;
 		if (bl->origin == XPF_ORIGIN_OUTPUTS && bl->execution >= 0 && om == c->d->module) {
 			w->own += bl->bytes;
 			continue;
@@ -346,7 +356,7 @@ static size_t modules_that_ran(const xpf_diag_ctx *c)
  * module's parameters, own outputs and reservation. */
 struct foreign {
 	uint64_t in_use, params, need, reserved, other;
-	bool pushes;               /* other pushes a step that fits over the pool */
+	bool pushes; /* other pushes a step that fits over the pool */
 };
 
 /* The text: what was in use, its largest origins; *before: one of them
@@ -357,45 +367,57 @@ static void foreign_text(const xpf_diag_ctx *c, const struct holders *w, const s
 	const xpf_rt_execution *x = &c->rt->executions[c->d->execution];
 	uint64_t cap = c->d->capacity_bytes;
 	char h1[32], h2[32], h3[32], h4[32], h5[32];
-	xpf_buf_printf(b, "when %s execution %u started, %s was in use: %s besides its parameters (%s)",
-		       c->p ? c->p->module : "the module", x->module_execution, xpf_human(fo->in_use, h1),
-		       xpf_human(fo->other, h2), xpf_human(fo->params, h3));
+	xpf_buf_printf(b,
+		       "when %s execution %u started, %s was in use: %s besides its parameters (%s)",
+		       c->p ? c->p->module : "the module", x->module_execution,
+		       xpf_human(fo->in_use, h1), xpf_human(fo->other, h2),
+		       xpf_human(fo->params, h3));
 	if (w->own)
-		xpf_buf_printf(b, " and the outputs of its own earlier executions (%s)", xpf_human(w->own, h4));
+		xpf_buf_printf(b, " and the outputs of its own earlier executions (%s)",
+			       xpf_human(w->own, h4));
 	if (fo->reserved)
-		xpf_buf_printf(b, " and the program's reservation (about its need, %s)", xpf_human(fo->reserved, h4));
-	xpf_buf_printf(b, "; that is %s%% of the capacity %s", xpf_pct(fo->other, cap, h4), xpf_human(cap, h5));
+		xpf_buf_printf(b, " and the program's reservation (about its need, %s)",
+			       xpf_human(fo->reserved, h4));
+	xpf_buf_printf(b, "; that is %s%% of the capacity %s", xpf_pct(fo->other, cap, h4),
+		       xpf_human(cap, h5));
 	if (fo->pushes)
 		xpf_buf_adds(b, ", enough to push the step over the pool");
 	xpf_buf_adds(b, "; largest origins: ");
 	*before = false;
 	for (size_t i = 0; i < w->nos && i < 4; i++) {
-		xpf_buf_printf(b, "%s%s %s", i ? ", " : "", w->os[i].text, xpf_human(w->os[i].bytes, h1));
+		xpf_buf_printf(b, "%s%s %s", i ? ", " : "", w->os[i].text,
+			       xpf_human(w->os[i].bytes, h1));
 		*before |= strstr(w->os[i].text, "before the capture") != NULL;
 	}
 	size_t ran = modules_that_ran(c);
 	if (ran >= 10)
-		xpf_buf_printf(b, "; %zu modules ran (an eager or many-jit program): what holds memory is in the runtime, not in one plan",
+		xpf_buf_printf(b,
+			       "; %zu modules ran (an eager or many-jit program): what holds memory is in the runtime, not in one plan",
 			       ran);
 	/* Many modules' results held together (an eager program keeps each
 	 * op's result): say what they add up to. */
 	if (w->nmods >= 2)
-		xpf_buf_printf(b, "; the outputs of %zu other modules' executions hold %s (%s%% of what is in use)",
-			       w->nmods, xpf_human(w->mod_out, h1), xpf_pct(w->mod_out, fo->in_use, h2));
+		xpf_buf_printf(b,
+			       "; the outputs of %zu other modules' executions hold %s (%s%% of what is in use)",
+			       w->nmods, xpf_human(w->mod_out, h1),
+			       xpf_pct(w->mod_out, fo->in_use, h2));
 }
 
-static void foreign_fixes(xpf_diag_ctx *c, xpf_finding *f, const struct holders *w, const struct foreign *fo,
-			  bool before)
+static void foreign_fixes(xpf_diag_ctx *c, xpf_finding *f, const struct holders *w,
+			  const struct foreign *fo, bool before)
 {
 	uint64_t need = fo->need, other = fo->other;
 	char h1[32];
 	uint64_t big = w->nos ? w->os[0].bytes : 0;
 	if (w->nos) {
-		xpf_diag_addfix(c, f, big, need ? xpf_sub0(need + other, big) : 0, "host-to-device traffic per step",
-				"keep %s (%s) on the host and stream it in per step", w->os[0].text, xpf_human(big, h1));
-		xpf_diag_addfix(c, f, big / 2, need ? xpf_sub0(need + other, big / 2) : 0, "precision of that data",
-				"store %s in a smaller dtype (e.g. bf16 instead of f32: saves about %s)", w->os[0].text,
-				xpf_human(big / 2, h1));
+		xpf_diag_addfix(c, f, big, need ? xpf_sub0(need + other, big) : 0,
+				"host-to-device traffic per step",
+				"keep %s (%s) on the host and stream it in per step", w->os[0].text,
+				xpf_human(big, h1));
+		xpf_diag_addfix(c, f, big / 2, need ? xpf_sub0(need + other, big / 2) : 0,
+				"precision of that data",
+				"store %s in a smaller dtype (e.g. bf16 instead of f32: saves about %s)",
+				w->os[0].text, xpf_human(big / 2, h1));
 	}
 	if (w->nmods >= 2 && w->mod_out * 2 >= other)
 		xpf_diag_addfix(c, f, w->mod_out, need ? xpf_sub0(need + other, w->mod_out) : 0,
@@ -485,15 +507,18 @@ void xpf_rule_compile_peak(xpf_diag_ctx *c)
 		if (rt->executions[x].allocator == d->allocator ||
 		    (rt->executions[x].device == a->device && a->device >= 0))
 			first = (long)x;
-	if (first < 0 || a->peak_in_window_bytes == 0 || a->peak_ns >= xpf_rt_x_start_ns(&rt->executions[first]))
+	if (first < 0 || a->peak_in_window_bytes == 0 ||
+	    a->peak_ns >= xpf_rt_x_start_ns(&rt->executions[first]))
 		return;
 	uint64_t later = 0;
 	for (size_t x = 0; x < rt->nexecutions; x++)
-		if (rt->executions[x].allocator == d->allocator && rt->executions[x].peak_during_bytes > later)
+		if (rt->executions[x].allocator == d->allocator &&
+		    rt->executions[x].peak_during_bytes > later)
 			later = rt->executions[x].peak_during_bytes;
 	xpf_finding *f = xpf_diag_add(c, "compile-time-peak", XPF_TAG_MEASURED, -1);
 	xpf_buf b = XPF_BUF_INIT;
-	xpf_buf_printf(&b, "%s peaked at %s at %lld ns, before the first execution (%lld ns): a compile/autotune peak, not the step's",
+	xpf_buf_printf(&b,
+		       "%s peaked at %s at %lld ns, before the first execution (%lld ns): a compile/autotune peak, not the step's",
 		       a->name, xpf_human(a->peak_in_window_bytes, h1), (long long)a->peak_ns,
 		       (long long)xpf_rt_x_start_ns(&rt->executions[first]));
 	if (later)

@@ -39,12 +39,27 @@ const xpf_plan *xpf_diag_plan(xpf_host *h, long m)
 /* Most important first: the verdict, what explains it, what else holds
  * memory, then evidence and context. */
 static const char *const code_order[] = {
-	"plan-exceeds-pool", "plan", "unexplained-oom", "foreign-live-arrays",
-	"growth-per-execution", "near-fit", "temp-fragmentation",
-	"mostly-forward", "mostly-backward", "mostly-workspace", "no-donation",
-	"param-layout-copy", "param-convert-copy", "retrace",
-	"allocator-retry", "never-launched", "xla-remat", "compile-time-peak",
-	"fits", "missing-plan", "missing-runtime",
+	"plan-exceeds-pool",
+	"plan",
+	"unexplained-oom",
+	"foreign-live-arrays",
+	"growth-per-execution",
+	"near-fit",
+	"temp-fragmentation",
+	"mostly-forward",
+	"mostly-backward",
+	"mostly-workspace",
+	"no-donation",
+	"param-layout-copy",
+	"param-convert-copy",
+	"retrace",
+	"allocator-retry",
+	"never-launched",
+	"xla-remat",
+	"compile-time-peak",
+	"fits",
+	"missing-plan",
+	"missing-runtime",
 };
 
 static int code_rank(const char *code)
@@ -116,7 +131,7 @@ void xpf_diag_evidence(xpf_finding *f, const char *fmt, ...)
 }
 
 void xpf_diag_addfix(xpf_diag_ctx *c, xpf_finding *f, uint64_t saving, uint64_t need_after,
-		  const char *cost, const char *fmt, ...)
+		     const char *cost, const char *fmt, ...)
 {
 	xpf_buf b = XPF_BUF_INIT, cb = XPF_BUF_INIT;
 	va_list ap;
@@ -135,7 +150,8 @@ void xpf_diag_addfix(xpf_diag_ctx *c, xpf_finding *f, uint64_t saving, uint64_t 
 			xpf_buf_printf(&b, "; the step would then need %s <= capacity %s: fits",
 				       xpf_human(need_after, h1), xpf_human(cap, h2));
 		else
-			xpf_buf_printf(&b, "; the step would still need %s > capacity %s: not enough on its own",
+			xpf_buf_printf(&b,
+				       "; the step would still need %s > capacity %s: not enough on its own",
 				       xpf_human(need_after, h1), xpf_human(cap, h2));
 	}
 	xpf_buf_adds(&cb, cost);
@@ -305,14 +321,15 @@ static const char *pick_module(const xpf_diag_ctx *c, long *m, long *x)
 	*x = -1;
 	if (rt != NULL) {
 		if ((*x = failed_execution(h, rt, m)) >= 0)
-			return rt->executions[*x].module >= 0 ? "its last execution never launched" :
-				"the candidate with the largest need of an ambiguous execution that never launched";
+			return rt->executions[*x].module >= 0 ?
+				       "its last execution never launched" :
+				       "the candidate with the largest need of an ambiguous execution that never launched";
 		if ((*m = biggest_module(h, rt)) >= 0)
 			return "the biggest module (by need) that ran";
 	}
 	*m = biggest_module(h, NULL);
 	return c->d->runtime_error.code ? "the biggest module (the runtime could not be read)" :
-				     "the biggest module (nothing ran in the capture)";
+					  "the biggest module (nothing ran in the capture)";
 }
 
 static void choose_module(xpf_diag_ctx *c)
@@ -328,8 +345,9 @@ static void choose_module(xpf_diag_ctx *c)
 			d->module_why = xpf_strdup("chosen with --module");
 			return;
 		}
-		miss = m == -2 ? "--module matched several modules (give the full name: modules/index.tsv)" :
-				 "--module matched no module (modules/index.tsv lists them)";
+		miss = m == -2 ?
+			       "--module matched several modules (give the full name: modules/index.tsv)" :
+			       "--module matched no module (modules/index.tsv lists them)";
 	}
 	const char *why = pick_module(c, &d->module, &c->focus_x);
 	if (d->module >= 0) {
@@ -385,7 +403,7 @@ static void choose_capacity(xpf_diag_ctx *c)
 	}
 	if (want >= 0)
 		d->device = want;
-	bool want_missing = false;  /* --device names a device without a pool */
+	bool want_missing = false; /* --device names a device without a pool */
 	if (rt != NULL && rt->has_events && (d->allocator < 0 || want >= 0)) {
 		long best = busiest_pool(rt, d->device);
 		if (best >= 0)
@@ -401,9 +419,11 @@ static void choose_capacity(xpf_diag_ctx *c)
 	if (d->allocator >= 0 && rt->allocators[d->allocator].capacity_bytes) {
 		d->capacity_bytes = rt->allocators[d->allocator].capacity_bytes;
 		d->capacity_tag = XPF_TAG_MEASURED;
-		xpf_buf_printf(&src, "allocator %s (in use + available)", rt->allocators[d->allocator].name);
+		xpf_buf_printf(&src, "allocator %s (in use + available)",
+			       rt->allocators[d->allocator].name);
 		if (want_missing)
-			xpf_buf_printf(&src, "; --device %d has no pool allocator in the capture (runtime/allocators.tsv)",
+			xpf_buf_printf(&src,
+				       "; --device %d has no pool allocator in the capture (runtime/allocators.tsv)",
 				       want);
 		if (h->opt->capacity)
 			xpf_buf_adds(&src, "; --capacity is read only without allocator events");
@@ -414,9 +434,11 @@ static void choose_capacity(xpf_diag_ctx *c)
 	} else if (d->memory_bytes) {
 		d->capacity_bytes = d->memory_bytes;
 		d->capacity_tag = XPF_TAG_READ;
-		xpf_buf_adds(&src, "the device plane's memory_size (JAX's GPU pool is 75% of it by default)");
+		xpf_buf_adds(&src,
+			     "the device plane's memory_size (JAX's GPU pool is 75% of it by default)");
 	} else {
-		xpf_buf_adds(&src, "unknown (no allocator events, no --capacity, no device memory_size)");
+		xpf_buf_adds(&src,
+			     "unknown (no allocator events, no --capacity, no device memory_size)");
 	}
 	d->capacity_source = xpf_buf_detach(&src, NULL);
 	if (d->capacity_tag == XPF_TAG_MEASURED && d->memory_bytes) {

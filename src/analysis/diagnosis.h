@@ -21,7 +21,7 @@
 
 /* Where a figure came from (SPEC §4). */
 enum xpf_tag { XPF_TAG_READ = 0, XPF_TAG_MEASURED, XPF_TAG_INFERRED };
-const char *xpf_tag_name(enum xpf_tag t);   /* "read" "measured" "inferred" */
+const char *xpf_tag_name(enum xpf_tag t); /* "read" "measured" "inferred" */
 
 #define XPF_DIAG_MAX_FIGS 24
 #define XPF_DIAG_MAX_EVIDENCE 6
@@ -30,7 +30,7 @@ const char *xpf_tag_name(enum xpf_tag t);   /* "read" "measured" "inferred" */
 /* One figure of a finding: a number (JSON integer) or a text (JSON string:
  * percentages "81.6", ratios "1.00", ids). */
 typedef struct xpf_diag_fig {
-	const char *key;          /* static: "need_bytes", "count", ... */
+	const char *key; /* static: "need_bytes", "count", ... */
 	bool is_text;
 	uint64_t value;
 	char text[40];
@@ -40,14 +40,14 @@ typedef struct xpf_diag_fix {
 	char *text;
 	uint64_t saving_bytes;
 	char *cost;
-	bool after_program;       /* SPEC 5.3: a larger pool, rendered after
+	bool after_program; /* SPEC 5.3: a larger pool, rendered after
 				     every program fix of the diagnosis */
-} xpf_diag_fix;                   /* always tagged inferred */
+} xpf_diag_fix;             /* always tagged inferred */
 
 typedef struct xpf_finding {
-	const char *code;         /* SPEC §5.2, static */
+	const char *code; /* SPEC §5.2, static */
 	enum xpf_tag tag;
-	long module;              /* host module index, or -1 */
+	long module; /* host module index, or -1 */
 	char *text;
 	size_t nfigs;
 	xpf_diag_fig figs[XPF_DIAG_MAX_FIGS];
@@ -55,27 +55,27 @@ typedef struct xpf_finding {
 	char *evidence[XPF_DIAG_MAX_EVIDENCE]; /* paths relative to the host root */
 	size_t nfixes;
 	xpf_diag_fix fixes[XPF_DIAG_MAX_FIXES];
-	int rank;                 /* ordering: most important first */
+	int rank; /* ordering: most important first */
 } xpf_finding;
 
 typedef struct xpf_diagnosis {
-	long module;              /* the focus module (SPEC §5.1), -1 if none */
-	char *module_why;         /* how it was chosen */
-	long execution;           /* its last execution (0-based), or -1 */
-	int device;               /* the device read, or -1 */
-	int allocator;            /* the pool allocator read, or -1 */
-	uint64_t capacity_bytes;  /* 0 when unknown */
+	long module;             /* the focus module (SPEC §5.1), -1 if none */
+	char *module_why;        /* how it was chosen */
+	long execution;          /* its last execution (0-based), or -1 */
+	int device;              /* the device read, or -1 */
+	int allocator;           /* the pool allocator read, or -1 */
+	uint64_t capacity_bytes; /* 0 when unknown */
 	enum xpf_tag capacity_tag;
-	char *capacity_source;    /* "GPU_0_bfc", "--capacity", "memory_size of /device:GPU:0" */
-	uint64_t memory_bytes;    /* the device's memory_size, 0 when absent */
-	bool fraction_set;        /* capacity is not 0.75 × memory_size (±1%) */
+	char *capacity_source; /* "GPU_0_bfc", "--capacity", "memory_size of /device:GPU:0" */
+	uint64_t memory_bytes; /* the device's memory_size, 0 when absent */
+	bool fraction_set;     /* capacity is not 0.75 × memory_size (±1%) */
 	/* host events between the focus module's last two executions on the
 	 * focus execution's device (runtime/between.tsv): module -1 without a
 	 * focus, from_execution -1 when it did not run twice there */
 	xpf_rt_between between;
-	xpf_error between_error;  /* why it could not be read (code 0: it could) */
-	xpf_error runtime_error;  /* why the runtime could not be read (code 0: it could) */
-	size_t nfindings;         /* most important first */
+	xpf_error between_error; /* why it could not be read (code 0: it could) */
+	xpf_error runtime_error; /* why the runtime could not be read (code 0: it could) */
+	size_t nfindings;        /* most important first */
 	xpf_finding *findings;
 } xpf_diagnosis;
 

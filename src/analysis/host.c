@@ -75,7 +75,8 @@ static int make_runtime(void *ctx, void **value, xpf_error *err)
 	xpf_host *h = ctx;
 	static const xpf_rt_options defaults = XPF_RT_OPTIONS_INIT;
 	xpf_runtime *rt = NULL;
-	int rc = xpf_runtime_build(h, h->opt && h->opt->runtime ? h->opt->runtime : &defaults, &rt, err);
+	int rc = xpf_runtime_build(h, h->opt && h->opt->runtime ? h->opt->runtime : &defaults, &rt,
+				   err);
 	*value = rt;
 	return rc;
 }

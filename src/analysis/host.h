@@ -24,23 +24,26 @@
 
 /* What the command line asks of the analyses. */
 typedef struct xpf_options {
-	const char *module;    /* --module NAME, or NULL */
-	uint64_t capacity;     /* --capacity BYTES, or 0 */
-	int top;               /* --top N (default 25) */
-	int device;            /* --device N, or -1 */
-	const char *run;       /* --run NAME, or NULL */
+	const char *module; /* --module NAME, or NULL */
+	uint64_t capacity;  /* --capacity BYTES, or 0 */
+	int top;            /* --top N (default 25) */
+	int device;         /* --device N, or -1 */
+	const char *run;    /* --run NAME, or NULL */
 	/* How to build the runtime (threads, kernels, phase reports: runtime.h);
 	 * NULL: the defaults. */
 	const struct xpf_rt_options *runtime;
 } xpf_options;
 
-#define XPF_OPTIONS_INIT { NULL, 0, 25, -1, NULL, NULL }
+#define XPF_OPTIONS_INIT                    \
+	{                                   \
+		NULL, 0, 25, -1, NULL, NULL \
+	}
 
 typedef struct xpf_host {
-	const char *name;      /* the host's name (file name without .xplane.pb) */
+	const char *name; /* the host's name (file name without .xplane.pb) */
 	xpf_capture *cap;
 	const xpf_options *opt;
-	size_t nmodules;       /* xpf_capture_nmodules(cap) */
+	size_t nmodules; /* xpf_capture_nmodules(cap) */
 	/* Where findings point their evidence: the host's folder in the tree
 	 * ("" for the root, else "hosts/<dir>/" ...) and each module's folder
 	 * name under modules/ (safe and unique: SPEC §3).  Given by the tree
@@ -48,11 +51,11 @@ typedef struct xpf_host {
 	char *path;
 	char **module_dirs;
 	/* private: the analyses, each made once (host.c) */
-	xpf_lazy *plans;       /* nmodules slots: struct xpf_plan * */
-	xpf_lazy runtime;      /* struct xpf_runtime * */
-	xpf_lazy diagnosis;    /* struct xpf_diagnosis * */
+	xpf_lazy *plans;        /* nmodules slots: struct xpf_plan * */
+	xpf_lazy runtime;       /* struct xpf_runtime * */
+	xpf_lazy diagnosis;     /* struct xpf_diagnosis * */
 	pthread_mutex_t err_mu; /* guards first_late */
-	xpf_error first_late;  /* the first error found late (code 0: none) */
+	xpf_error first_late;   /* the first error found late (code 0: none) */
 } xpf_host;
 
 /* path and module_dirs are taken over (freed by xpf_host_release); both

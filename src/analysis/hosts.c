@@ -28,8 +28,8 @@ static const char *const median_keys[NFIGS] = { "median_need_bytes", "median_pea
 typedef struct host_row {
 	xpf_host *h;
 	char *dir;
-	const xpf_diagnosis *d;   /* NULL: its diagnosis failed */
-	const xpf_runtime *rt;    /* NULL: no runtime */
+	const xpf_diagnosis *d; /* NULL: its diagnosis failed */
+	const xpf_runtime *rt;  /* NULL: no runtime */
 	bool known[NFIGS];
 	uint64_t fig[NFIGS];
 } host_row;
@@ -128,7 +128,8 @@ static long median_host(const host_row *w, size_t n, int fig)
 static bool skewed(uint64_t v, uint64_t med, uint64_t *diff)
 {
 	*diff = v > med ? v - med : med - v;
-	return *diff >= SKEW_MIN_BYTES && (unsigned __int128)*diff * 100 >= (unsigned __int128)med * SKEW_MIN_PCT;
+	return *diff >= SKEW_MIN_BYTES &&
+	       (unsigned __int128)*diff * 100 >= (unsigned __int128)med * SKEW_MIN_PCT;
 }
 
 static int skew_cmp(const void *a, const void *b)
@@ -155,7 +156,8 @@ static size_t find_skews(const host_row *w, size_t n, skew **out)
 			if (med[f] < 0 || (size_t)med[f] == i || !w[i].known[f] ||
 			    !skewed(w[i].fig[f], w[med[f]].fig[f], &diff))
 				continue;
-			(*out)[k++] = (skew){ i, (size_t)med[f], f, diff, w[i].fig[f] > w[med[f]].fig[f] };
+			(*out)[k++] =
+				(skew){ i, (size_t)med[f], f, diff, w[i].fig[f] > w[med[f]].fig[f] };
 			break;
 		}
 	qsort(*out, k, sizeof **out, skew_cmp);
@@ -167,7 +169,7 @@ static size_t find_skews(const host_row *w, size_t n, skew **out)
 typedef struct origin {
 	const char *text;
 	uint64_t bytes;
-	enum xpf_origin kind;     /* of its first block */
+	enum xpf_origin kind; /* of its first block */
 } origin;
 
 /* The blocks live at the start of the host's focus execution, summed by
@@ -222,7 +224,8 @@ static const origin *origin_diff(const origin *a, size_t na, const origin *b, si
 
 static const char *module_of(const host_row *w)
 {
-	return w->d->module >= 0 ? xpf_capture_module(w->h->cap, (size_t)w->d->module)->name : "(no module)";
+	return w->d->module >= 0 ? xpf_capture_module(w->h->cap, (size_t)w->d->module)->name :
+				   "(no module)";
 }
 
 static void execution_evidence(const host_row *w, xpf_finding *f)
@@ -241,8 +244,10 @@ static void focus_executions(const host_row *s, const host_row *m, xpf_buf *b)
 	if (strcmp(module_of(s), module_of(m)) == 0 && x->module_execution == y->module_execution)
 		xpf_buf_printf(b, "%s execution %u", module_of(s), x->module_execution);
 	else
-		xpf_buf_printf(b, "the focus execution (%s execution %u on %s, %s execution %u on %s)", module_of(s),
-			       x->module_execution, s->dir, module_of(m), y->module_execution, m->dir);
+		xpf_buf_printf(b,
+			       "the focus execution (%s execution %u on %s, %s execution %u on %s)",
+			       module_of(s), x->module_execution, s->dir, module_of(m),
+			       y->module_execution, m->dir);
 }
 
 /* A peak that differs: the origin of live blocks that differs most. */
@@ -264,22 +269,25 @@ static void peak_differs(const host_row *s, const host_row *m, bool above, xpf_f
 	if (t != NULL) {
 		xpf_buf_adds(b, "; what differs most: at the start of ");
 		focus_executions(s, m, b);
-		xpf_buf_printf(b, ", %s holds %s (%llu bytes) of ", hi->dir, xpf_human(more - less, h1),
-			       (unsigned long long)(more - less));
+		xpf_buf_printf(b, ", %s holds %s (%llu bytes) of ", hi->dir,
+			       xpf_human(more - less, h1), (unsigned long long)(more - less));
 		xpf_buf_text(b, t->text);
 		if (t->kind == XPF_ORIGIN_TRANSFER)
-			xpf_buf_adds(b, " (a transfer from the host: jax.device_put or an input pipeline's prefetch)");
+			xpf_buf_adds(b,
+				     " (a transfer from the host: jax.device_put or an input pipeline's prefetch)");
 		if (less == 0)
 			xpf_buf_printf(b, " that %s lacks", lo->dir);
 		else
-			xpf_buf_printf(b, " (%s on %s, %s on %s)", xpf_human(more, h1), hi->dir, xpf_human(less, h2),
-				       lo->dir);
+			xpf_buf_printf(b, " (%s on %s, %s on %s)", xpf_human(more, h1), hi->dir,
+				       xpf_human(less, h2), lo->dir);
 		xpf_diag_num(f, "origin_bytes", more - less);
 		execution_evidence(s, f);
 		execution_evidence(m, f);
 	} else {
-		xpf_buf_printf(b, "; what differs: not the blocks live at the start of %s's last execution: "
-			       "compare peak_during_bytes in runtime/executions.tsv", module_of(s));
+		xpf_buf_printf(b,
+			       "; what differs: not the blocks live at the start of %s's last execution: "
+			       "compare peak_during_bytes in runtime/executions.tsv",
+			       module_of(s));
 	}
 	xpf_rt_blocks_free(sb, nsb);
 	xpf_rt_blocks_free(mb, nmb);
@@ -293,21 +301,28 @@ static void need_differs(const host_row *s, const host_row *m, xpf_finding *f, x
 	const char *sn = module_of(s), *mn = module_of(m);
 	const char *sp = strrchr(sn, '('), *mp = strrchr(mn, '(');
 	size_t sl = sp ? (size_t)(sp - sn) : strlen(sn), ml = mp ? (size_t)(mp - mn) : strlen(mn);
-	const xpf_plan *ps = xpf_diag_plan(s->h, s->d->module), *pm = xpf_diag_plan(m->h, m->d->module);
+	const xpf_plan *ps = xpf_diag_plan(s->h, s->d->module),
+		       *pm = xpf_diag_plan(m->h, m->d->module);
 	char h[6][32];
 
 	if (sl != ml || strncmp(sn, mn, sl) != 0)
-		xpf_buf_printf(b, "; what differs: the focus module, %s on %s, %s on %s", sn, s->dir, mn, m->dir);
+		xpf_buf_printf(b, "; what differs: the focus module, %s on %s, %s on %s", sn,
+			       s->dir, mn, m->dir);
 	else if (ps && pm)
-		xpf_buf_printf(b, "; what differs: the plan of %s on %s vs %s on %s: parameters %s vs %s, "
+		xpf_buf_printf(b,
+			       "; what differs: the plan of %s on %s vs %s on %s: parameters %s vs %s, "
 			       "non-aliased outputs %s vs %s, temp %s vs %s",
-			       sn, s->dir, mn, m->dir, xpf_human(ps->parameters_bytes, h[0]), xpf_human(pm->parameters_bytes, h[1]),
-			       xpf_human(ps->non_aliased_outputs_bytes, h[2]), xpf_human(pm->non_aliased_outputs_bytes, h[3]),
+			       sn, s->dir, mn, m->dir, xpf_human(ps->parameters_bytes, h[0]),
+			       xpf_human(pm->parameters_bytes, h[1]),
+			       xpf_human(ps->non_aliased_outputs_bytes, h[2]),
+			       xpf_human(pm->non_aliased_outputs_bytes, h[3]),
 			       xpf_human(ps->temp_bytes, h[4]), xpf_human(pm->temp_bytes, h[5]));
 	if (s->d->module >= 0)
-		xpf_diag_evidence(f, "hosts/%s/modules/%s/plan.json", s->dir, s->h->module_dirs[s->d->module]);
+		xpf_diag_evidence(f, "hosts/%s/modules/%s/plan.json", s->dir,
+				  s->h->module_dirs[s->d->module]);
 	if (m->d->module >= 0)
-		xpf_diag_evidence(f, "hosts/%s/modules/%s/plan.json", m->dir, m->h->module_dirs[m->d->module]);
+		xpf_diag_evidence(f, "hosts/%s/modules/%s/plan.json", m->dir,
+				  m->h->module_dirs[m->d->module]);
 }
 
 static void skew_finding(const host_row *w, const skew *k, xpf_finding *f)
@@ -321,8 +336,9 @@ static void skew_finding(const host_row *w, const skew *k, xpf_finding *f)
 	f->code = "host-skew";
 	f->tag = k->fig == FIG_NEED ? XPF_TAG_READ : XPF_TAG_MEASURED;
 	f->module = s->d->module;
-	xpf_buf_printf(&b, "%s: %s %s, %s (%llu bytes, %s%%) %s the median host %s's %s", s->dir, fig_words[k->fig],
-		       xpf_human(v, h1), xpf_human(k->diff, h2), (unsigned long long)k->diff, xpf_pct(k->diff, mv, pct),
+	xpf_buf_printf(&b, "%s: %s %s, %s (%llu bytes, %s%%) %s the median host %s's %s", s->dir,
+		       fig_words[k->fig], xpf_human(v, h1), xpf_human(k->diff, h2),
+		       (unsigned long long)k->diff, xpf_pct(k->diff, mv, pct),
 		       k->above ? "above" : "below", m->dir, xpf_human(mv, h3));
 	xpf_diag_num(f, fig_keys[k->fig], v);
 	xpf_diag_num(f, median_keys[k->fig], mv);
@@ -352,11 +368,13 @@ static json_t *skew_json(const host_row *w, const skew *k, const xpf_finding *f)
 	json_object_set_new(o, "tag", json_string(xpf_tag_name(f->tag)));
 	json_object_set_new(o, "host", json_string(w[k->host].dir));
 	json_object_set_new(o, "median_host", json_string(w[k->median].dir));
-	json_object_set_new(o, "module", f->module >= 0 ? json_string(module_of(&w[k->host])) : json_null());
+	json_object_set_new(o, "module",
+			    f->module >= 0 ? json_string(module_of(&w[k->host])) : json_null());
 	json_object_set_new(o, "text", json_string(f->text ? f->text : ""));
 	for (size_t j = 0; j < f->nfigs; j++)
-		json_object_set_new(figs, f->figs[j].key, f->figs[j].is_text ? json_string(f->figs[j].text) :
-				    json_integer((json_int_t)f->figs[j].value));
+		json_object_set_new(figs, f->figs[j].key,
+				    f->figs[j].is_text ? json_string(f->figs[j].text) :
+							 json_integer((json_int_t)f->figs[j].value));
 	for (size_t j = 0; j < f->nevidence; j++)
 		json_array_append_new(ev, json_string(f->evidence[j]));
 	json_object_set_new(o, "figures", figs);
@@ -384,10 +402,7 @@ static void each_skew(xpf_host *hosts, size_t n, xpf_buf *out, json_t *arr)
 	rows_free(w, n);
 }
 
-void xpf_hosts_skew_txt(xpf_host *hosts, size_t n, xpf_buf *out)
-{
-	each_skew(hosts, n, out, NULL);
-}
+void xpf_hosts_skew_txt(xpf_host *hosts, size_t n, xpf_buf *out) { each_skew(hosts, n, out, NULL); }
 
 void xpf_hosts_skew_json(xpf_host *hosts, size_t n, json_t *findings)
 {
@@ -414,8 +429,9 @@ static void put_row(const host_row *w, bool skew_here, xpf_buf *out)
 	put_opt(out, cap, cap ? d->capacity_bytes : 0);
 	put_opt(out, w->known[FIG_PEAK], w->fig[FIG_PEAK]);
 	xpf_buf_addc(out, '\t');
-	if (cap && w->known[FIG_NEED])  /* negative: short by that much */
-		xpf_buf_printf(out, "%lld", (long long)d->capacity_bytes - (long long)w->fig[FIG_NEED]);
+	if (cap && w->known[FIG_NEED]) /* negative: short by that much */
+		xpf_buf_printf(out, "%lld",
+			       (long long)d->capacity_bytes - (long long)w->fig[FIG_NEED]);
 	xpf_buf_addc(out, '\t');
 	for (size_t i = 0; d && i < d->nfindings; i++)
 		xpf_buf_printf(out, "%s%s", i ? " " : "", d->findings[i].code);
@@ -432,7 +448,8 @@ void xpf_hosts_tsv(xpf_host *hosts, size_t nh, xpf_buf *out)
 	host_row *w = rows_of(hosts, nh);
 	skew *k;
 	size_t nk = find_skews(w, nh, &k);
-	xpf_buf_adds(out, "host\tfocus_module\tneed_bytes\tcapacity_bytes\tpeak_in_use_bytes\theadroom_bytes\tfindings\tallocator\n");
+	xpf_buf_adds(out,
+		     "host\tfocus_module\tneed_bytes\tcapacity_bytes\tpeak_in_use_bytes\theadroom_bytes\tfindings\tallocator\n");
 	for (size_t i = 0; i < nh; i++) {
 		bool here = false;
 		for (size_t j = 0; j < nk && !here; j++)

@@ -122,8 +122,7 @@ static const xpf_plan_instr *location_instr(const xpf_plan *p,
 
 /* "file:line", else the innermost stack frame "file:line:col" (reference
  * §8.4, xprof's order). */
-static const char *source_of(const Xla__HloModuleProto *mod, const Xla__OpMetadata *md,
-			     xpf_arena *a)
+static const char *source_of(const Xla__HloModuleProto *mod, const Xla__OpMetadata *md, xpf_arena *a)
 {
 	if (md == NULL)
 		return "";
@@ -201,7 +200,8 @@ static void index_instrs(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena 
 	int64_t *callees = fusion_callees(mod, &ncallees);
 	for (size_t c = 0; c < mod->n_computations; c++) {
 		const Xla__HloComputationProto *cp = mod->computations[c];
-		bool fused = cp->is_fusion_computation ||
+		bool fused =
+			cp->is_fusion_computation ||
 			(ncallees && bsearch(&cp->id, callees, ncallees, sizeof *callees, cmp_i64));
 		for (size_t i = 0; i < cp->n_instructions; i++) {
 			const Xla__HloInstructionProto *in = cp->instructions[i];
@@ -280,8 +280,8 @@ static void index_buffers(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf
 		}
 		if (pass == 0)
 			for (size_t i = 0; i < p->nbuffers; i++)
-				p->buffers[i].aliases = xpf_arena_array(a, count[i],
-									sizeof(xpf_plan_instr *));
+				p->buffers[i].aliases =
+					xpf_arena_array(a, count[i], sizeof(xpf_plan_instr *));
 	}
 	free(count);
 }
@@ -414,15 +414,19 @@ static void index_allocs(xpf_plan *p, const Xla__HloModuleProto *mod,
 		x->is_tuple = ap->is_tuple;
 		x->parameter_number = x->is_parameter ? ap->parameter_number : -1;
 		x->parameter_shape_index = x->is_parameter ?
-			xpf_index_text(a, ap->parameter_shape_index, ap->n_parameter_shape_index) : "";
+						   xpf_index_text(a, ap->parameter_shape_index,
+								  ap->n_parameter_shape_index) :
+						   "";
 		if (x->is_parameter) {
-			x->donated = ap->is_parameter_aliased_with_output || leaves_have(&aliased, ap);
+			x->donated =
+				ap->is_parameter_aliased_with_output || leaves_have(&aliased, ap);
 			x->donor_only = !x->donated && leaves_have(&donors, ap);
 		}
-		x->kind = x->is_parameter ? XPF_KIND_PARAMETER :
-			  x->maybe_live_out ? XPF_KIND_OUTPUT :
+		x->kind = x->is_parameter    ? XPF_KIND_PARAMETER :
+			  x->maybe_live_out  ? XPF_KIND_OUTPUT :
 			  x->is_thread_local ? XPF_KIND_THREAD_LOCAL :
-			  x->is_constant ? XPF_KIND_CONSTANT : XPF_KIND_TEMP;
+			  x->is_constant     ? XPF_KIND_CONSTANT :
+					       XPF_KIND_TEMP;
 		x->indefinite = x->kind != XPF_KIND_TEMP;
 		x->largest = -1;
 		x->buffers = xpf_arena_array(a, ap->n_assigned, sizeof *x->buffers);
@@ -565,10 +569,12 @@ static void params_outputs(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xp
 		x->donated = al->donated;
 		x->alloc = al;
 		x->instr = al->parameter_number >= 0 && (uint64_t)al->parameter_number < nby ?
-			   by[al->parameter_number] : NULL;
-		x->shape_proto = x->instr ? xpf_shape_at(x->instr->proto->shape,
-							 ap->parameter_shape_index,
-							 ap->n_parameter_shape_index) : NULL;
+				   by[al->parameter_number] :
+				   NULL;
+		x->shape_proto =
+			x->instr ? xpf_shape_at(x->instr->proto->shape, ap->parameter_shape_index,
+						ap->n_parameter_shape_index) :
+				   NULL;
 		if (x->shape_proto == NULL && al->largest >= 0)
 			x->shape_proto = p->buffers[al->largest].shape_proto;
 		xpf_buf_reset(&b);
@@ -661,10 +667,12 @@ int xpf_plan_build(const Xla__HloProto *hlo, const char *module, uint64_t progra
 	pv->instr_by_id = xpf_plan_index_instr_ids(p, a);
 	pv->instr_by_name = xpf_plan_index_instr_names(p, a);
 	if (mod == NULL || ba == NULL) {
-		p->missing = mod == NULL ? "the HloProto has no hlo_module" :
-			"the HloProto carries no buffer_assignment (the executable did not "
-			"register one: XLA_FLAGS=--xla_gpu_executable_embed_debug_info is "
-			"off, or the backend does not export it)";
+		p->missing =
+			mod == NULL ?
+				"the HloProto has no hlo_module" :
+				"the HloProto carries no buffer_assignment (the executable did not "
+				"register one: XLA_FLAGS=--xla_gpu_executable_embed_debug_info is "
+				"off, or the backend does not export it)";
 		pv->buffer_by_id = xpf_plan_index_buffer_ids(p, 0, a);
 		*out = p;
 		return XPF_OK;

@@ -48,45 +48,45 @@ enum xpf_role {
 	XPF_NROLES
 };
 
-const char *xpf_kind_name(enum xpf_kind k);  /* "parameter", "thread-local", ... */
-const char *xpf_role_name(enum xpf_role r);  /* "parameter", "forward", ... */
+const char *xpf_kind_name(enum xpf_kind k); /* "parameter", "thread-local", ... */
+const char *xpf_role_name(enum xpf_role r); /* "parameter", "forward", ... */
 
 /* One HLO instruction of the module (every computation, fused ones too). */
 typedef struct xpf_plan_instr {
-	int64_t id;               /* HloInstructionProto.id (opaque key) */
+	int64_t id; /* HloInstructionProto.id (opaque key) */
 	const char *name;
 	const char *opcode;
-	const char *computation;  /* name of the computation holding it */
+	const char *computation; /* name of the computation holding it */
 	int64_t computation_id;
-	bool in_entry;            /* in the entry computation */
-	bool in_fusion;           /* in a fusion body */
-	bool remat;               /* ".remat" in the name (reference §8.3) */
-	const char *op_name;      /* metadata.op_name */
-	const char *source;       /* "file:line", else the first stack frame
+	bool in_entry;                         /* in the entry computation */
+	bool in_fusion;                        /* in a fusion body */
+	bool remat;                            /* ".remat" in the name (reference §8.3) */
+	const char *op_name;                   /* metadata.op_name */
+	const char *source;                    /* "file:line", else the first stack frame
 				     "file:line:col", else "" */
-	const char *shape;        /* "f32[8,128]{1,0}", tuples "(f32[2], s32[])" */
-	const char *dtype;        /* "f32", "tuple", ... */
+	const char *shape;                     /* "f32[8,128]{1,0}", tuples "(f32[2], s32[])" */
+	const char *dtype;                     /* "f32", "tuple", ... */
 	const Xla__HloInstructionProto *proto; /* in the capture's HloProto */
 } xpf_plan_instr;
 
 /* One logical buffer (an HLO value that got an allocation). */
 typedef struct xpf_plan_buffer {
-	int64_t id;               /* LogicalBufferProto.id */
-	uint64_t bytes;           /* LogicalBufferProto.size (padded) */
-	uint64_t unpadded_bytes;  /* from the shape at its whole shape index,
+	int64_t id;              /* LogicalBufferProto.id */
+	uint64_t bytes;          /* LogicalBufferProto.size (padded) */
+	uint64_t unpadded_bytes; /* from the shape at its whole shape index,
 				     default layout (reference §5.1 step 3) */
 	int64_t color;
-	const xpf_plan_instr *instr; /* defining instruction; NULL if unresolved */
-	const char *shape_index;  /* "" or "{0,1}" */
-	const char *dtype;        /* of the value at the shape index */
-	const char *shape;        /* of the value at the shape index */
+	const xpf_plan_instr *instr;        /* defining instruction; NULL if unresolved */
+	const char *shape_index;            /* "" or "{0,1}" */
+	const char *dtype;                  /* of the value at the shape index */
+	const char *shape;                  /* of the value at the shape index */
 	const Xla__ShapeProto *shape_proto; /* that value's shape, or NULL */
-	long alloc;               /* index into plan->allocs; -1 if none */
-	uint64_t offset;          /* inside that allocation */
+	long alloc;                         /* index into plan->allocs; -1 if none */
+	uint64_t offset;                    /* inside that allocation */
 	/* Lifetime in the simulated program order (heap step numbers); -1 when
 	 * the buffer appears in no simulated trace. */
 	long start, end;
-	size_t naliases;          /* other positions sharing the buffer */
+	size_t naliases; /* other positions sharing the buffer */
 	const xpf_plan_instr **aliases;
 } xpf_plan_buffer;
 
@@ -97,20 +97,20 @@ typedef struct xpf_plan_alloc {
 	enum xpf_kind kind;
 	int64_t color;
 	bool is_parameter, maybe_live_out, is_thread_local, is_constant, is_tuple;
-	int64_t parameter_number;       /* -1 unless a parameter */
+	int64_t parameter_number;          /* -1 unless a parameter */
 	const char *parameter_shape_index; /* "" or "{0}" */
-	bool donated;                   /* in input_output_alias, or flagged */
-	bool donor_only;                /* in buffer_donor but in no alias */
-	bool indefinite;                /* parameter/output/thread-local/constant */
-	size_t nbuffers;                /* assigned logical buffers */
-	size_t *buffers;                /* indexes into plan->buffers */
-	long largest;                   /* its largest buffer (index), or -1 */
+	bool donated;                      /* in input_output_alias, or flagged */
+	bool donor_only;                   /* in buffer_donor but in no alias */
+	bool indefinite;                   /* parameter/output/thread-local/constant */
+	size_t nbuffers;                   /* assigned logical buffers */
+	size_t *buffers;                   /* indexes into plan->buffers */
+	long largest;                      /* its largest buffer (index), or -1 */
 } xpf_plan_alloc;
 
 /* Bytes per colour, broken down by kind. */
 typedef struct xpf_plan_color {
 	int64_t color;
-	const char *what;               /* "device", "collective", "temp", "host", "other" */
+	const char *what; /* "device", "collective", "temp", "host", "other" */
 	uint64_t bytes;
 	size_t nallocs;
 	uint64_t kind_bytes[XPF_NKINDS];
@@ -120,20 +120,20 @@ typedef struct xpf_plan_color {
  * after its largest buffer) or a temp buffer live at the peak (the current
  * sharer after SHARE_WITH).  Rows sum exactly to heap_peak_bytes. */
 typedef struct xpf_plan_peak {
-	uint64_t bytes;                 /* allocation bytes, or buffer bytes */
+	uint64_t bytes; /* allocation bytes, or buffer bytes */
 	uint64_t unpadded_bytes;
 	enum xpf_kind kind;
 	enum xpf_role role;
-	const xpf_plan_buffer *buffer;  /* representative buffer (NULL only for
+	const xpf_plan_buffer *buffer; /* representative buffer (NULL only for
 					   an indefinite allocation with none) */
 	const xpf_plan_alloc *alloc;
-	uint64_t offset;                /* of the buffer in the allocation */
+	uint64_t offset; /* of the buffer in the allocation */
 } xpf_plan_peak;
 
 /* One step of the simulated heap (heap.tsv): after the event. */
 typedef struct xpf_plan_step {
-	const char *instruction;        /* the event's instruction_name */
-	uint64_t bytes;                 /* simulated heap + indefinite */
+	const char *instruction; /* the event's instruction_name */
+	uint64_t bytes;          /* simulated heap + indefinite */
 	uint64_t unpadded_bytes;
 } xpf_plan_step;
 
@@ -141,14 +141,14 @@ typedef struct xpf_plan_step {
  * parameter allocation, or the parameter instruction itself). */
 typedef struct xpf_plan_param {
 	int64_t number;
-	const char *shape_index;        /* "" or "{1}" */
-	uint64_t bytes;                 /* allocation bytes */
+	const char *shape_index; /* "" or "{1}" */
+	uint64_t bytes;          /* allocation bytes */
 	const char *shape, *dtype;
-	int element_type;               /* xla.PrimitiveType */
+	int element_type; /* xla.PrimitiveType */
 	uint64_t elements;
 	bool donated;
 	const xpf_plan_alloc *alloc;
-	const xpf_plan_instr *instr;    /* the parameter instruction */
+	const xpf_plan_instr *instr;        /* the parameter instruction */
 	const Xla__ShapeProto *shape_proto; /* the leaf's shape, or NULL */
 } xpf_plan_param;
 
@@ -156,9 +156,9 @@ typedef struct xpf_plan_param {
  * with the same shape and dtype that it could have reused (no-donation). */
 typedef struct xpf_plan_output {
 	const xpf_plan_alloc *alloc;
-	const xpf_plan_buffer *buffer;  /* its largest buffer */
+	const xpf_plan_buffer *buffer; /* its largest buffer */
 	const char *shape, *dtype;
-	const xpf_plan_param *matches;  /* NULL: no match (each param used once) */
+	const xpf_plan_param *matches; /* NULL: no match (each param used once) */
 } xpf_plan_output;
 
 /* A duplicate of an entry parameter made by a layout change or a dtype
@@ -166,14 +166,14 @@ typedef struct xpf_plan_output {
 enum xpf_dup_kind { XPF_DUP_LAYOUT, XPF_DUP_CONVERT };
 typedef struct xpf_plan_dup {
 	enum xpf_dup_kind kind;
-	const xpf_plan_buffer *buffer;  /* the copy's logical buffer */
-	const xpf_plan_param *param;    /* the parameter it copies */
-	bool at_peak;                   /* live at the heap peak */
+	const xpf_plan_buffer *buffer; /* the copy's logical buffer */
+	const xpf_plan_param *param;   /* the parameter it copies */
+	bool at_peak;                  /* live at the heap peak */
 } xpf_plan_dup;
 
 typedef struct xpf_plan {
-	const char *module;             /* metadata name "jit_f(12)" */
-	const char *hlo_name;           /* HloModuleProto.name */
+	const char *module;   /* metadata name "jit_f(12)" */
+	const char *hlo_name; /* HloModuleProto.name */
 	uint64_t program_id;
 	/* False when the module has no buffer assignment: only module,
 	 * program_id, instrs and remat_instructions are filled, and
@@ -181,13 +181,13 @@ typedef struct xpf_plan {
 	bool has_assignment;
 	const char *missing;
 
-	size_t ninstrs;                 /* every computation, proto order */
+	size_t ninstrs; /* every computation, proto order */
 	xpf_plan_instr *instrs;
-	size_t nbuffers;                /* proto order */
+	size_t nbuffers; /* proto order */
 	xpf_plan_buffer *buffers;
-	size_t nallocs;                 /* proto order */
+	size_t nallocs; /* proto order */
 	xpf_plan_alloc *allocs;
-	size_t ncolors;                 /* ascending colour */
+	size_t ncolors; /* ascending colour */
 	xpf_plan_color *colors;
 
 	/* All colours: the kinds sum exactly to total_bytes.  (read) */
@@ -202,42 +202,42 @@ typedef struct xpf_plan {
 	size_t parameters_count;
 	uint64_t donated_bytes;
 	size_t donated_count;
-	uint64_t donor_only_bytes;      /* buffer_donor without an alias */
+	uint64_t donor_only_bytes; /* buffer_donor without an alias */
 	size_t donor_only_count;
 	uint64_t outputs_bytes;
 	uint64_t non_aliased_outputs_bytes; /* outputs that are not parameters */
 	uint64_t constants_bytes;
 	uint64_t thread_local_bytes;
 	uint64_t temp_bytes;
-	uint64_t host_bytes;            /* colour 5, all kinds */
+	uint64_t host_bytes; /* colour 5, all kinds */
 	/* parameters + non-aliased outputs + temp + constants.  (read) */
 	uint64_t need_bytes;
 
 	/* Heap simulation of the device colours' traces, in proto order, with
 	 * XLA's rules (reference §5.4).  (read: computed from the stored
 	 * traces, the same figure as XProf's for one trace) */
-	bool simulated;                 /* false: no trace; peak = indefinite */
-	size_t ntraces;                 /* traces simulated */
-	uint64_t indefinite_bytes;      /* Σ indefinite allocations (device) */
+	bool simulated;            /* false: no trace; peak = indefinite */
+	size_t ntraces;            /* traces simulated */
+	uint64_t indefinite_bytes; /* Σ indefinite allocations (device) */
 	uint64_t simulated_peak_bytes;
 	uint64_t simulated_peak_unpadded_bytes;
-	uint64_t heap_peak_bytes;       /* simulated peak + indefinite */
+	uint64_t heap_peak_bytes; /* simulated peak + indefinite */
 	uint64_t heap_peak_unpadded_bytes;
-	long peak_position;             /* step of the peak; -1 if none */
-	const char *peak_instruction;   /* instruction simulated at the peak */
-	uint64_t fragmentation_bytes;   /* temp − simulated peak (0 if below) */
+	long peak_position;           /* step of the peak; -1 if none */
+	const char *peak_instruction; /* instruction simulated at the peak */
+	uint64_t fragmentation_bytes; /* temp − simulated peak (0 if below) */
 	size_t nsteps;
 	xpf_plan_step *steps;
 
-	size_t npeak;                   /* sorted: bytes desc, then instruction */
+	size_t npeak; /* sorted: bytes desc, then instruction */
 	xpf_plan_peak *peak;
 	uint64_t role_bytes[XPF_NROLES];
 
 	size_t remat_instructions;
 
-	size_t nparams;                 /* by (number, shape index) */
+	size_t nparams; /* by (number, shape index) */
 	xpf_plan_param *params;
-	size_t noutputs;                /* allocation order */
+	size_t noutputs; /* allocation order */
 	xpf_plan_output *outputs;
 	uint64_t matching_output_bytes; /* Σ outputs matching an undonated
 					   parameter (no-donation saving) */
@@ -246,7 +246,7 @@ typedef struct xpf_plan {
 	uint64_t layout_dup_peak_bytes; /* Σ layout duplicates at the peak */
 	uint64_t convert_dup_peak_bytes;
 
-	void *priv;                     /* plan.c's arena */
+	void *priv; /* plan.c's arena */
 } xpf_plan;
 
 /* Does colour c count as device memory in plan p (GPU: all but host

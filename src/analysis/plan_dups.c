@@ -17,10 +17,7 @@ typedef struct origin {
 	size_t nindex;
 } origin;
 
-static bool is_op(const xpf_plan_instr *in, const char *op)
-{
-	return strcmp(in->opcode, op) == 0;
-}
+static bool is_op(const xpf_plan_instr *in, const char *op) { return strcmp(in->opcode, op) == 0; }
 
 static const xpf_plan_instr *operand(const xpf_plan *p, const xpf_plan_instr *in, size_t k)
 {
@@ -40,8 +37,8 @@ typedef struct callee {
  * root without scanning the module. */
 typedef struct comp_root {
 	int64_t comp;
-	size_t order;                /* proto order: the first of a repeated id wins */
-	const xpf_plan_instr *root;  /* NULL if its root_id names no instruction */
+	size_t order;               /* proto order: the first of a repeated id wins */
+	const xpf_plan_instr *root; /* NULL if its root_id names no instruction */
 } comp_root;
 
 typedef struct dup_ctx {
@@ -49,7 +46,7 @@ typedef struct dup_ctx {
 	size_t nwhiles;
 	comp_root *comps;
 	size_t ncomps;
-	bool *at_peak;               /* by buffer index: a row of peak_buffers.tsv */
+	bool *at_peak; /* by buffer index: a row of peak_buffers.tsv */
 } dup_ctx;
 
 static int cmp_callee(const void *a, const void *b)
@@ -74,7 +71,8 @@ static void index_whiles(const xpf_plan *p, dup_ctx *c)
 		if (!is_op(in, "while"))
 			continue;
 		for (size_t k = 0; k < in->proto->n_called_computation_ids; k++)
-			c->whiles[c->nwhiles++] = (callee){ in->proto->called_computation_ids[k], in };
+			c->whiles[c->nwhiles++] =
+				(callee){ in->proto->called_computation_ids[k], in };
 	}
 	if (c->nwhiles)
 		xpf_qsort(c->whiles, c->nwhiles, sizeof *c->whiles, cmp_callee);
@@ -95,8 +93,8 @@ static const xpf_plan_instr *while_caller(const dup_ctx *c, int64_t comp)
 
 /* Follow value `in` at shape index stack[0..n) (innermost last) back to an
  * entry parameter. */
-static bool trace(const xpf_plan *p, const dup_ctx *c, const xpf_plan_instr *in,
-		  int64_t *stack, size_t n, int depth, origin *o)
+static bool trace(const xpf_plan *p, const dup_ctx *c, const xpf_plan_instr *in, int64_t *stack,
+		  size_t n, int depth, origin *o)
 {
 	if (in == NULL || depth > MAX_DEPTH)
 		return false;
@@ -150,8 +148,7 @@ static void index_comps(const xpf_plan *p, const Xla__HloModuleProto *mod, dup_c
 }
 
 /* The fused root's opcode, looking through bitcasts; NULL if none. */
-static const xpf_plan_instr *fused_root(const xpf_plan *p, const dup_ctx *c,
-					const xpf_plan_instr *in)
+static const xpf_plan_instr *fused_root(const xpf_plan *p, const dup_ctx *c, const xpf_plan_instr *in)
 {
 	if (in->proto->n_called_computation_ids == 0)
 		return NULL;

@@ -22,9 +22,9 @@
 #include "analysis/plan_priv.h"
 
 typedef struct heap_state {
-	long *canon;      /* canonical buffer (index) of each buffer */
-	uint32_t *refs;   /* references held on each root */
-	long *occupant;   /* the latest sharer of each root's region */
+	long *canon;    /* canonical buffer (index) of each buffer */
+	uint32_t *refs; /* references held on each root */
+	long *occupant; /* the latest sharer of each root's region */
 	uint64_t heap, unpadded;
 } heap_state;
 
@@ -65,8 +65,8 @@ static void drop_region(xpf_plan *p, heap_state *st, long root)
 }
 
 /* Apply one event; step is its global number (for lifetimes). */
-static void apply(xpf_plan *p, heap_state *st, const Xla__HeapSimulatorTrace__Event *ev,
-		  long step, bool spans)
+static void apply(xpf_plan *p, heap_state *st, const Xla__HeapSimulatorTrace__Event *ev, long step,
+		  bool spans)
 {
 	long b = buffer_index(p, ev->buffer_id);
 	if (b < 0)
@@ -105,8 +105,7 @@ static void apply(xpf_plan *p, heap_state *st, const Xla__HeapSimulatorTrace__Ev
 			p->buffers[b].start = step;
 		break;
 	}
-	default:
-		break;
+	default: break;
 	}
 }
 
@@ -122,8 +121,8 @@ static void state_reset(heap_state *st, size_t n)
 
 /* Replay up to and including event number stop (-1: all).  The first full
  * replay records steps, lifetimes and the peak. */
-static void replay(xpf_plan *p, const Xla__BufferAssignmentProto *ba, heap_state *st,
-		   long stop, bool record)
+static void replay(xpf_plan *p, const Xla__BufferAssignmentProto *ba, heap_state *st, long stop,
+		   bool record)
 {
 	long step = 0;
 	state_reset(st, p->nbuffers);
@@ -152,8 +151,7 @@ static void replay(xpf_plan *p, const Xla__BufferAssignmentProto *ba, heap_state
 	}
 }
 
-int xpf_plan_simulate(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_arena *a,
-		      xpf_error *err)
+int xpf_plan_simulate(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_arena *a, xpf_error *err)
 {
 	size_t nev = 0, nb = p->nbuffers ? p->nbuffers : 1;
 	heap_state st = { 0 };
@@ -178,7 +176,8 @@ int xpf_plan_simulate(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_are
 	p->heap_peak_bytes = p->simulated_peak_bytes + p->indefinite_bytes;
 	p->heap_peak_unpadded_bytes = p->simulated_peak_unpadded_bytes + p->indefinite_bytes;
 	p->fragmentation_bytes = p->temp_bytes > p->simulated_peak_bytes ?
-		p->temp_bytes - p->simulated_peak_bytes : 0;
+					 p->temp_bytes - p->simulated_peak_bytes :
+					 0;
 
 	size_t nrows = 0;
 	for (size_t i = 0; i < p->nallocs; i++)
@@ -201,7 +200,8 @@ int xpf_plan_simulate(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_are
 		r->alloc = al;
 		r->buffer = al->largest >= 0 ? &p->buffers[al->largest] : NULL;
 		r->unpadded_bytes = r->buffer && r->buffer->unpadded_bytes < al->bytes ?
-			r->buffer->unpadded_bytes : al->bytes;
+					    r->buffer->unpadded_bytes :
+					    al->bytes;
 		r->offset = r->buffer ? r->buffer->offset : 0;
 	}
 	if (p->peak_position >= 0) {
@@ -213,8 +213,9 @@ int xpf_plan_simulate(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_are
 			r->bytes = p->buffers[i].bytes;
 			r->unpadded_bytes = p->buffers[i].unpadded_bytes;
 			r->buffer = occ;
-			r->alloc = occ->alloc >= 0 ? &p->allocs[occ->alloc] :
-				   p->buffers[i].alloc >= 0 ? &p->allocs[p->buffers[i].alloc] : NULL;
+			r->alloc = occ->alloc >= 0          ? &p->allocs[occ->alloc] :
+				   p->buffers[i].alloc >= 0 ? &p->allocs[p->buffers[i].alloc] :
+							      NULL;
 			r->kind = r->alloc ? r->alloc->kind : XPF_KIND_TEMP;
 			r->offset = occ->offset;
 		}

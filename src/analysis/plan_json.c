@@ -21,10 +21,7 @@ static json_t *jpct(uint64_t part, uint64_t whole)
 	return json_real(atof(xpf_pct(part, whole, pc)));
 }
 
-static json_t *jstr(const char *s)
-{
-	return json_string(s ? s : "");
-}
+static json_t *jstr(const char *s) { return json_string(s ? s : ""); }
 
 static const char *instr_or_empty(const xpf_plan_buffer *b)
 {
@@ -72,9 +69,11 @@ static json_t *kinds_obj(const uint64_t *bytes, const size_t *count)
 static void set_tags(json_t *root)
 {
 	static const char *const read_keys[] = {
-		"total_bytes", "kinds", "colors", "parameters", "outputs", "constants_bytes",
-		"thread_local_bytes", "host_bytes", "temp", "heap_peak", "need_bytes",
-		"remat_instructions", "peak_buffers",
+		"total_bytes",        "kinds",      "colors",
+		"parameters",         "outputs",    "constants_bytes",
+		"thread_local_bytes", "host_bytes", "temp",
+		"heap_peak",          "need_bytes", "remat_instructions",
+		"peak_buffers",
 	};
 	json_t *t = json_object();
 	for (size_t i = 0; i < sizeof read_keys / sizeof read_keys[0]; i++)
@@ -96,7 +95,8 @@ static json_t *colors_arr(const xpf_plan *p)
 		json_object_set_new(e, "color", json_integer(c->color));
 		json_object_set_new(e, "memory", jstr(c->what));
 		/* counted in parameters, outputs, temp, need and the heap peak */
-		json_object_set_new(e, "device_figures", json_boolean(xpf_plan_device_color(p, c->color)));
+		json_object_set_new(e, "device_figures",
+				    json_boolean(xpf_plan_device_color(p, c->color)));
 		json_object_set_new(e, "bytes", jbytes(c->bytes));
 		json_object_set_new(e, "allocations", json_integer((json_int_t)c->nallocs));
 		json_object_set_new(e, "kinds", kinds_obj(c->kind_bytes, NULL));
@@ -138,8 +138,8 @@ static json_t *heap_peak_obj(const xpf_plan *p)
 	json_object_set_new(hp, "bytes", jbytes(p->heap_peak_bytes));
 	json_object_set_new(hp, "unpadded_bytes", jbytes(p->heap_peak_unpadded_bytes));
 	json_object_set_new(hp, "indefinite_bytes", jbytes(p->indefinite_bytes));
-	json_object_set_new(hp, "position", p->peak_position >= 0 ?
-			    json_integer(p->peak_position) : json_null());
+	json_object_set_new(hp, "position",
+			    p->peak_position >= 0 ? json_integer(p->peak_position) : json_null());
 	json_object_set_new(hp, "instruction", jstr(p->peak_instruction));
 	json_t *roles = json_object();
 	for (int r = 0; r < XPF_NROLES; r++) {
@@ -161,7 +161,8 @@ static json_t *duplicates_obj(const xpf_plan *p)
 	for (size_t i = 0; i < p->ndups; i++) {
 		const xpf_plan_dup *d = &p->dups[i];
 		json_t *e = json_object();
-		json_object_set_new(e, "kind", json_string(d->kind == XPF_DUP_LAYOUT ? "layout" : "convert"));
+		json_object_set_new(e, "kind",
+				    json_string(d->kind == XPF_DUP_LAYOUT ? "layout" : "convert"));
 		json_object_set_new(e, "instruction", jstr(instr_or_empty(d->buffer)));
 		json_object_set_new(e, "bytes", jbytes(d->buffer->bytes));
 		json_object_set_new(e, "parameter", json_integer(d->param->number));
@@ -214,7 +215,8 @@ int xpf_plan_json(const xpf_plan *p, xpf_buf *out, xpf_error *err)
 	char *s = json_dumps(o, JSON_SORT_KEYS | JSON_INDENT(2) | JSON_REAL_PRECISION(4));
 	json_decref(o);
 	if (s == NULL)
-		return xpf_fail(err, XPF_EMALFORMED, "module '%s': cannot write plan.json", p->module);
+		return xpf_fail(err, XPF_EMALFORMED, "module '%s': cannot write plan.json",
+				p->module);
 	xpf_buf_adds(out, s);
 	xpf_buf_addc(out, '\n');
 	free(s);
@@ -234,9 +236,11 @@ static void line(xpf_buf *out, const char *what, uint64_t bytes, const char *tag
 static void summary_colors_kinds(const xpf_plan *p, xpf_buf *out)
 {
 	char hb[32], more[256];
-	xpf_buf_printf(out, "buffer assignment: %zu allocations, %zu logical buffers, "
-		       "%llu bytes (%s) in all colours [read]\n\n", p->nallocs, p->nbuffers,
-		       (unsigned long long)p->total_bytes, xpf_human(p->total_bytes, hb));
+	xpf_buf_printf(out,
+		       "buffer assignment: %zu allocations, %zu logical buffers, "
+		       "%llu bytes (%s) in all colours [read]\n\n",
+		       p->nallocs, p->nbuffers, (unsigned long long)p->total_bytes,
+		       xpf_human(p->total_bytes, hb));
 	xpf_buf_adds(out, "memory colours:\n");
 	for (size_t i = 0; i < p->ncolors; i++) {
 		char what[64];
@@ -257,8 +261,8 @@ static void summary_device_heap(const xpf_plan *p, xpf_buf *out)
 {
 	char pc[32], more[256];
 	xpf_buf_adds(out, "\ndevice memory (every colour but host memory, 5):\n");
-	snprintf(more, sizeof more, "%zu allocations; donated %llu bytes in %zu", p->parameters_count,
-		 (unsigned long long)p->donated_bytes, p->donated_count);
+	snprintf(more, sizeof more, "%zu allocations; donated %llu bytes in %zu",
+		 p->parameters_count, (unsigned long long)p->donated_bytes, p->donated_count);
 	line(out, "parameters", p->parameters_bytes, "read", more);
 	if (p->donor_only_count) {
 		snprintf(more, sizeof more, "%zu allocations", p->donor_only_count);
@@ -283,7 +287,8 @@ static void summary_device_heap(const xpf_plan *p, xpf_buf *out)
 	}
 	line(out, "indefinite allocations", p->indefinite_bytes, "read", NULL);
 	if (p->peak_position >= 0)
-		snprintf(more, sizeof more, "at step %ld (%s)", p->peak_position, p->peak_instruction);
+		snprintf(more, sizeof more, "at step %ld (%s)", p->peak_position,
+			 p->peak_instruction);
 	else
 		more[0] = '\0';
 	line(out, "heap peak", p->heap_peak_bytes, "read", more);
@@ -299,7 +304,8 @@ static void summary_roles_hints(const xpf_plan *p, xpf_buf *out)
 	char pc[32], more[256];
 	xpf_buf_adds(out, "\nroles at the heap peak:\n");
 	for (int r = 0; r < XPF_NROLES; r++) {
-		snprintf(more, sizeof more, "%s%%", xpf_pct(p->role_bytes[r], p->heap_peak_bytes, pc));
+		snprintf(more, sizeof more, "%s%%",
+			 xpf_pct(p->role_bytes[r], p->heap_peak_bytes, pc));
 		line(out, xpf_role_name(r), p->role_bytes[r], "inferred", more);
 	}
 	if (p->matching_output_bytes || p->layout_dup_peak_bytes || p->convert_dup_peak_bytes) {
@@ -321,7 +327,8 @@ static void summary_largest(const xpf_plan *p, int top, xpf_buf *out)
 {
 	char hb[32], pc[32];
 	size_t n = p->npeak < (size_t)(top > 0 ? top : 0) ? p->npeak : (size_t)(top > 0 ? top : 0);
-	xpf_buf_printf(out, "\nlargest buffers at the heap peak (%zu of %zu; all in peak_buffers.tsv):\n",
+	xpf_buf_printf(out,
+		       "\nlargest buffers at the heap peak (%zu of %zu; all in peak_buffers.tsv):\n",
 		       n, p->npeak);
 	for (size_t i = 0; i < n; i++) {
 		const xpf_plan_peak *r = &p->peak[i];
@@ -343,7 +350,8 @@ void xpf_plan_summary(const xpf_plan *p, int top, xpf_buf *out)
 	xpf_buf_printf(out, "instructions: %zu, rematerialized by XLA: %zu [read]\n", p->ninstrs,
 		       p->remat_instructions);
 	if (!p->has_assignment) {
-		xpf_buf_printf(out, "no buffer assignment: %s.\n"
+		xpf_buf_printf(out,
+			       "no buffer assignment: %s.\n"
 			       "Without it the plan (parameters, outputs, temp, heap peak) is unknown.\n",
 			       p->missing);
 		return;

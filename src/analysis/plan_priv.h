@@ -14,16 +14,15 @@ typedef struct xpf_arena {
 	size_t n, cap;
 } xpf_arena;
 
-void *xpf_arena_alloc(xpf_arena *a, size_t n);        /* zeroed; aborts on OOM */
+void *xpf_arena_alloc(xpf_arena *a, size_t n); /* zeroed; aborts on OOM */
 void *xpf_arena_array(xpf_arena *a, size_t n, size_t size);
 char *xpf_arena_strdup(xpf_arena *a, const char *s);
-char *xpf_arena_printf(xpf_arena *a, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-char *xpf_arena_buf(xpf_arena *a, xpf_buf *b);         /* takes b's bytes */
+char *xpf_arena_printf(xpf_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+char *xpf_arena_buf(xpf_arena *a, xpf_buf *b); /* takes b's bytes */
 void xpf_arena_release(xpf_arena *a);
 
 /* Shapes (plan_shape.c). */
-const char *xpf_dtype_name(int element_type);          /* "f32"; "?" if unknown */
+const char *xpf_dtype_name(int element_type); /* "f32"; "?" if unknown */
 /* Bytes of one element before packing (reference §3.9 table); 0 if none. */
 unsigned xpf_dtype_bits(int element_type);
 /* "f32[8,128]{1,0}", tuples "(f32[8], s32[])" (with layout iff with_layout). */
@@ -77,9 +76,9 @@ int xpf_plan_cmp_param(const void *a, const void *b);
 
 /* Stages of xpf_plan_build. */
 int xpf_plan_simulate(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_arena *a,
-		      xpf_error *err);                  /* plan_heap.c */
+		      xpf_error *err); /* plan_heap.c */
 enum xpf_role xpf_plan_role_of(const xpf_plan *p, const xpf_plan_buffer *b,
-			       enum xpf_kind kind);      /* plan_roles.c */
+			       enum xpf_kind kind); /* plan_roles.c */
 void xpf_plan_find_dups(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena *a); /* plan_dups.c */
 
 /* Renderers (plan_json.c, plan_tree.c). */

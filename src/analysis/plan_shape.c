@@ -9,18 +9,18 @@ static const struct {
 	const char *name;
 	unsigned bits;
 } dtypes[] = {
-	[0] = { "invalid", 0 },   [1] = { "pred", 8 },      [2] = { "s8", 8 },
-	[3] = { "s16", 16 },      [4] = { "s32", 32 },      [5] = { "s64", 64 },
-	[6] = { "u8", 8 },        [7] = { "u16", 16 },      [8] = { "u32", 32 },
-	[9] = { "u64", 64 },      [10] = { "f16", 16 },     [11] = { "f32", 32 },
-	[12] = { "f64", 64 },     [13] = { "tuple", 0 },    [14] = { "opaque", 64 },
-	[15] = { "c64", 64 },     [16] = { "bf16", 16 },    [17] = { "token", 0 },
-	[18] = { "c128", 128 },   [19] = { "f8e5m2", 8 },   [20] = { "f8e4m3fn", 8 },
-	[21] = { "s4", 4 },       [22] = { "u4", 4 },       [23] = { "f8e4m3b11fnuz", 8 },
+	[0] = { "invalid", 0 },     [1] = { "pred", 8 },        [2] = { "s8", 8 },
+	[3] = { "s16", 16 },        [4] = { "s32", 32 },        [5] = { "s64", 64 },
+	[6] = { "u8", 8 },          [7] = { "u16", 16 },        [8] = { "u32", 32 },
+	[9] = { "u64", 64 },        [10] = { "f16", 16 },       [11] = { "f32", 32 },
+	[12] = { "f64", 64 },       [13] = { "tuple", 0 },      [14] = { "opaque", 64 },
+	[15] = { "c64", 64 },       [16] = { "bf16", 16 },      [17] = { "token", 0 },
+	[18] = { "c128", 128 },     [19] = { "f8e5m2", 8 },     [20] = { "f8e4m3fn", 8 },
+	[21] = { "s4", 4 },         [22] = { "u4", 4 },         [23] = { "f8e4m3b11fnuz", 8 },
 	[24] = { "f8e5m2fnuz", 8 }, [25] = { "f8e4m3fnuz", 8 }, [26] = { "s2", 2 },
-	[27] = { "u2", 2 },       [28] = { "f8e4m3", 8 },   [29] = { "f8e3m4", 8 },
-	[30] = { "s1", 1 },       [31] = { "u1", 1 },       [32] = { "f4e2m1fn", 4 },
-	[33] = { "f8e8m0fnu", 8 }, [34] = { "buffer", 0 },  [35] = { "f6e3m2fn", 6 },
+	[27] = { "u2", 2 },         [28] = { "f8e4m3", 8 },     [29] = { "f8e3m4", 8 },
+	[30] = { "s1", 1 },         [31] = { "u1", 1 },         [32] = { "f4e2m1fn", 4 },
+	[33] = { "f8e8m0fnu", 8 },  [34] = { "buffer", 0 },     [35] = { "f6e3m2fn", 6 },
 	[36] = { "f6e2m3fn", 6 },
 };
 #define NDTYPES (sizeof dtypes / sizeof dtypes[0])
@@ -136,19 +136,15 @@ static uint64_t shape_bytes(const Xla__ShapeProto *s, int depth)
 	if (s == NULL)
 		return 0;
 	switch (s->element_type) {
-	case XLA__PRIMITIVE_TYPE__TUPLE:
-		return 8 * (uint64_t)s->n_tuple_shapes;
+	case XLA__PRIMITIVE_TYPE__TUPLE: return 8 * (uint64_t)s->n_tuple_shapes;
 	case XLA__PRIMITIVE_TYPE__TOKEN:
-	case XLA__PRIMITIVE_TYPE__PRIMITIVE_TYPE_INVALID:
-		return 0;
-	case XLA__PRIMITIVE_TYPE__OPAQUE_TYPE:
-		return 8;
+	case XLA__PRIMITIVE_TYPE__PRIMITIVE_TYPE_INVALID: return 0;
+	case XLA__PRIMITIVE_TYPE__OPAQUE_TYPE: return 8;
 	case XLA__PRIMITIVE_TYPE__BUFFER:
 		if (s->n_tuple_shapes != 1 || depth > 64)
 			return 0;
 		return shape_bytes(s->tuple_shapes[0], depth + 1);
-	default:
-		break;
+	default: break;
 	}
 	uint64_t n = xpf_shape_elements(s), bytes;
 	if (n == UINT64_MAX)
@@ -165,10 +161,7 @@ static uint64_t shape_bytes(const Xla__ShapeProto *s, int depth)
 	return bytes;
 }
 
-uint64_t xpf_shape_bytes(const Xla__ShapeProto *s)
-{
-	return shape_bytes(s, 0);
-}
+uint64_t xpf_shape_bytes(const Xla__ShapeProto *s) { return shape_bytes(s, 0); }
 
 bool xpf_shape_same(const Xla__ShapeProto *a, const Xla__ShapeProto *b)
 {
@@ -181,10 +174,7 @@ bool xpf_shape_same(const Xla__ShapeProto *a, const Xla__ShapeProto *b)
 	return true;
 }
 
-bool xpf_shape_is_array(const Xla__ShapeProto *s)
-{
-	return s != NULL && is_array(s);
-}
+bool xpf_shape_is_array(const Xla__ShapeProto *s) { return s != NULL && is_array(s); }
 
 int xpf_shape_cmp(const Xla__ShapeProto *a, const Xla__ShapeProto *b)
 {
@@ -206,8 +196,8 @@ bool xpf_layout_same(const Xla__ShapeProto *a, const Xla__ShapeProto *b)
 		return true; /* unknown: no evidence of a change */
 	if (na != nb)
 		return false;
-	return memcmp(a->layout->minor_to_major, b->layout->minor_to_major,
-		      na * sizeof(int64_t)) == 0;
+	return memcmp(a->layout->minor_to_major, b->layout->minor_to_major, na * sizeof(int64_t)) ==
+	       0;
 }
 
 const char *xpf_index_text(xpf_arena *a, const int64_t *index, size_t n)

@@ -23,14 +23,14 @@ typedef Perftools__Profiles__Function pb_function;
 typedef Perftools__Profiles__ValueType pb_value_type;
 
 struct xpf_pprof {
-	xpf_intern *strs;          /* the string table's bytes */
-	xpf_map str_ids;           /* interned pointer -> string index */
+	xpf_intern *strs; /* the string table's bytes */
+	xpf_map str_ids;  /* interned pointer -> string index */
 	char **table;
 	size_t ntable, captable;
-	xpf_map fn_ids;            /* (name, file) -> function id */
+	xpf_map fn_ids; /* (name, file) -> function id */
 	pb_function **fns;
 	size_t nfns, capfns;
-	xpf_map loc_ids;           /* (function id, line:column) -> location id */
+	xpf_map loc_ids; /* (function id, line:column) -> location id */
 	pb_location **locs;
 	size_t nlocs, caplocs;
 	pb_sample **samples;
@@ -232,19 +232,21 @@ static size_t stack_of(xpf_pprof *pp, const Xla__HloModuleProto *mod, const xpf_
 	const Xla__StackFrameIndexProto *sf = mod ? mod->stack_frame_index : NULL;
 	int32_t id = md ? md->stack_frame_id : 0;
 	/* a chain longer than the frames loops: stop there */
-	for (size_t depth = 0; sf && id > 0 && (size_t)id <= sf->n_stack_frames &&
-			       depth < sf->n_stack_frames; depth++) {
+	for (size_t depth = 0;
+	     sf && id > 0 && (size_t)id <= sf->n_stack_frames && depth < sf->n_stack_frames; depth++) {
 		const Xla__StackFrameIndexProto__StackFrame *fr = sf->stack_frames[id - 1];
 		int32_t loc = fr->file_location_id;
 		if (loc > 0 && (size_t)loc <= sf->n_file_locations) {
-			const Xla__StackFrameIndexProto__FileLocation *fl = sf->file_locations[loc - 1];
+			const Xla__StackFrameIndexProto__FileLocation *fl =
+				sf->file_locations[loc - 1];
 			const char *file = "", *fn = "";
 			if (fl->file_name_id > 0 && (size_t)fl->file_name_id <= sf->n_file_names)
 				file = sf->file_names[fl->file_name_id - 1];
-			if (fl->function_name_id > 0 && (size_t)fl->function_name_id <= sf->n_function_names)
+			if (fl->function_name_id > 0 &&
+			    (size_t)fl->function_name_id <= sf->n_function_names)
 				fn = sf->function_names[fl->function_name_id - 1];
-			*XPF_VEC_PUSH(*locs, n, *cap) = xpf_pprof_frame(pp, fn[0] ? fn : file, file,
-									 fl->line, fl->column);
+			*XPF_VEC_PUSH(*locs, n, *cap) =
+				xpf_pprof_frame(pp, fn[0] ? fn : file, file, fl->line, fl->column);
 		}
 		id = fr->parent_frame_id;
 	}
@@ -260,8 +262,9 @@ static size_t stack_of(xpf_pprof *pp, const Xla__HloModuleProto *mod, const xpf_
 			if (s < end) {
 				char *part = xpf_strndup(s, (size_t)(end - s));
 				bool leaf = n == 0 && md && md->source_file && md->source_file[0];
-				*XPF_VEC_PUSH(*locs, n, *cap) = xpf_pprof_frame(
-					pp, part, leaf ? md->source_file : "", leaf ? md->source_line : 0, 0);
+				*XPF_VEC_PUSH(*locs, n, *cap) =
+					xpf_pprof_frame(pp, part, leaf ? md->source_file : "",
+							leaf ? md->source_line : 0, 0);
 				free(part);
 			}
 			end = s > op ? s - 1 : op;
@@ -299,10 +302,8 @@ int xpf_render_peak_pprof(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 			 r->alloc ? (long long)r->alloc->index : -1LL);
 		size_t nl = stack_of(pp, mod, in, fallback, &locs, &cap);
 		const char *kv[] = {
-			"role", xpf_role_name(r->role),
-			"kind", xpf_kind_name(r->kind),
-			"dtype", b ? b->dtype : NULL,
-			"shape", b ? b->shape : NULL,
+			"role",        xpf_role_name(r->role), "kind",  xpf_kind_name(r->kind),
+			"dtype",       b ? b->dtype : NULL,    "shape", b ? b->shape : NULL,
 			"instruction", in ? in->name : NULL,
 		};
 		xpf_pprof_sample(pp, locs, nl, r->bytes, kv, sizeof kv / sizeof kv[0] / 2);
@@ -332,8 +333,10 @@ int xpf_render_live_pprof(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 	xpf_pprof *pp = xpf_pprof_new();
 	for (size_t i = 0; i < nb; i++) {
 		uint64_t locs[2];
-		locs[0] = xpf_pprof_frame(pp, b[i].host_event && b[i].host_event[0] ? b[i].host_event :
-							"(no host event)", "", 0, 0);
+		locs[0] = xpf_pprof_frame(pp,
+					  b[i].host_event && b[i].host_event[0] ? b[i].host_event :
+										  "(no host event)",
+					  "", 0, 0);
 		locs[1] = xpf_pprof_frame(pp, b[i].origin_text, "", 0, 0);
 		const char *module = NULL;
 		if (b[i].execution >= 0 && (size_t)b[i].execution < rt->nexecutions) {

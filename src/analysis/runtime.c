@@ -37,11 +37,10 @@ const char *xpf_launched_name(enum xpf_launched l)
 
 const char *xpf_link_name(enum xpf_link l)
 {
-	static const char *names[] = { "ambiguous", "program_id", "name", "requested_bytes",
-				       "pjit", "kernels" };
+	static const char *names[] = { "ambiguous",       "program_id", "name",
+				       "requested_bytes", "pjit",       "kernels" };
 	return (unsigned)l < sizeof names / sizeof *names ? names[l] : "ambiguous";
 }
-
 
 /* Beside the kernel scans: the events ordered and replayed, then what the
  * executions need of them. */
@@ -138,7 +137,8 @@ static void phase_end(struct build *b, const char *what)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	b->prog.phase = what;
-	b->prog.seconds = (double)(t.tv_sec - b->t0.tv_sec) + (double)(t.tv_nsec - b->t0.tv_nsec) * 1e-9;
+	b->prog.seconds =
+		(double)(t.tv_sec - b->t0.tv_sec) + (double)(t.tv_nsec - b->t0.tv_nsec) * 1e-9;
 	b->prog.nevents = b->rt->nevents;
 	b->prog.nsites = b->rt->nsites;
 	b->prog.nexecutions = b->rt->nexecutions;
@@ -188,7 +188,8 @@ static int scan_host_plane(struct build *b, xpf_error *err)
 	/* an event without an execution keeps its line in `execution`
 	 * (-2 - line): in 32 bits */
 	if (s->p->nlines > (size_t)INT32_MAX - 1)
-		return xpf_fail(err, XPF_EMALFORMED, "%s: /host:CPU has more than %d lines: not supported",
+		return xpf_fail(err, XPF_EMALFORMED,
+				"%s: /host:CPU has more than %d lines: not supported",
 				xpf_capture_label(h->cap), INT32_MAX - 1);
 	size_t nmd = s->p->n_event_md ? s->p->n_event_md : 1;
 	s->md_flags = xpf_realloc_array(NULL, nmd, sizeof *s->md_flags);

@@ -29,10 +29,10 @@
 
 /* One allocator, as named by its events. */
 typedef struct xpf_rt_allocator {
-	char *name;            /* "GPU_0_bfc", "xla_gpu_host_bfc", "tpu:0" */
-	bool keyed_by_index;   /* TPU style: no allocator_name, named after index_on_host */
-	int device;            /* device ordinal (GPU_<d>_bfc, tpu:<d>), else -1 */
-	bool is_pool;          /* a device allocator: GPU_<d>_bfc or tpu:<d>; host
+	char *name;                    /* "GPU_0_bfc", "xla_gpu_host_bfc", "tpu:0" */
+	bool keyed_by_index;           /* TPU style: no allocator_name, named after index_on_host */
+	int device;                    /* device ordinal (GPU_<d>_bfc, tpu:<d>), else -1 */
+	bool is_pool;                  /* a device allocator: GPU_<d>_bfc or tpu:<d>; host
 				  and collective allocators never are */
 	uint64_t capacity_bytes;       /* in use + bytes_available, at the in-window peak */
 	uint64_t peak_in_window_bytes; /* max over events of in use (allocated + reserved) */
@@ -40,12 +40,12 @@ typedef struct xpf_rt_allocator {
 	long peak_event;               /* its event index */
 	uint64_t lifetime_peak_bytes;  /* max `peak_bytes_in_use` */
 	uint64_t allocations, deallocations;
-	uint64_t unmatched_deallocations;  /* deallocations whose allocation was not seen */
+	uint64_t unmatched_deallocations; /* deallocations whose allocation was not seen */
 	uint64_t unmatched_deallocated_bytes;
-	uint64_t live_at_end_bytes;    /* in use after the allocator's last event */
-	uint64_t seen_live_at_end_bytes;   /* seen allocations never freed (bytes) */
+	uint64_t live_at_end_bytes;      /* in use after the allocator's last event */
+	uint64_t seen_live_at_end_bytes; /* seen allocations never freed (bytes) */
 	uint64_t seen_live_at_end_blocks;
-	uint64_t first_in_use_bytes;   /* in use before the first event (after it,
+	uint64_t first_in_use_bytes; /* in use before the first event (after it,
 					  minus/plus its own bytes) */
 	size_t nevents;
 	uint64_t capacity_lo_bytes, capacity_hi_bytes; /* min / max over its events of
@@ -56,33 +56,33 @@ enum xpf_rt_kind { XPF_RT_ALLOC = 0, XPF_RT_DEALLOC = 1 };
 
 /* What a seen allocation was for (set for allocation events). */
 enum xpf_rt_role {
-	XPF_RT_ROLE_NONE = 0,     /* outside every execution */
-	XPF_RT_ROLE_TEMP,         /* the temp block (or another non-output buffer
+	XPF_RT_ROLE_NONE = 0,   /* outside every execution */
+	XPF_RT_ROLE_TEMP,       /* the temp block (or another non-output buffer
 				  allocation) of an execution */
-	XPF_RT_ROLE_OUTPUT,       /* an output of an execution */
-	XPF_RT_ROLE_EXEC_OTHER,   /* inside an execution, not matched to the plan */
+	XPF_RT_ROLE_OUTPUT,     /* an output of an execution */
+	XPF_RT_ROLE_EXEC_OTHER, /* inside an execution, not matched to the plan */
 };
 
 /* One allocator event.  Events are sorted by (time, line, index in line).
  * Millions of them on a long capture: keep it small (indexes are 32-bit:
  * a capture holds fewer than 2^31 events of a kind), 40 bytes. */
 typedef struct xpf_rt_event {
-	int64_t t_ps;              /* its time: see xpf_rt_ev_ns() */
+	int64_t t_ps; /* its time: see xpf_rt_ev_ns() */
 	uint64_t addr;
-	uint64_t in_use_after;     /* bytes_allocated + bytes_reserved after the event */
-	uint32_t site;             /* its allocator, size, what it asked for and
+	uint64_t in_use_after;          /* bytes_allocated + bytes_reserved after the event */
+	uint32_t site;                  /* its allocator, size, what it asked for and
 				      the host events around it: rt->sites[site]
 				      (xpf_rt_ev_allocator, xpf_rt_ev_bytes, ...) */
-	int32_t match;             /* alloc: its deallocation; dealloc: its
+	int32_t match;                  /* alloc: its deallocation; dealloc: its
 				      allocation; -1 if not seen */
-	int32_t execution;         /* the execution it happened in (its line's);
+	int32_t execution;              /* the execution it happened in (its line's);
 				      below 0 none, and below -1 it holds the
 				      event's line instead: xpf_rt_ev_line */
 	int32_t buffer_allocation : 27; /* matched BufferAllocationProto index
 					   (below XPF_RT_MAX_BUFFER_ALLOCATIONS), or -1 */
-	uint32_t kind : 1;         /* enum xpf_rt_kind */
-	uint32_t role : 3;         /* enum xpf_rt_role */
-	uint32_t in_build : 1;     /* inside that execution's `Build buffer allocations` */
+	uint32_t kind : 1;              /* enum xpf_rt_kind */
+	uint32_t role : 3;              /* enum xpf_rt_role */
+	uint32_t in_build : 1;          /* inside that execution's `Build buffer allocations` */
 } xpf_rt_event;
 
 /* The most buffer allocations of a module an event is matched to (its
@@ -100,17 +100,17 @@ typedef struct xpf_rt_event {
  * allocation sites millions of times, and every byte of an event is MiBs
  * of memory. */
 typedef struct xpf_rt_site {
-	uint64_t bytes;            /* allocation_bytes (the chunk) */
+	uint64_t bytes; /* allocation_bytes (the chunk) */
 	uint64_t requested_bytes;
-	const char *shape;         /* `shape` stat, or NULL; interned */
+	const char *shape; /* `shape` stat, or NULL; interned */
 	/* The host events around it, as 1 + their event metadata index in the
 	 * host plane (0: none): see xpf_rt_ev_enclosing / xpf_rt_ev_transfer. */
-	uint32_t enclosing_md;     /* innermost host event around it on its line */
-	uint32_t transfer_md;      /* outermost transfer-family event around it
+	uint32_t enclosing_md; /* innermost host event around it on its line */
+	uint32_t transfer_md;  /* outermost transfer-family event around it
 				      (DevicePut, BufferFromHost…) */
-	bool has_bytes;            /* allocation_bytes read, or (a free) taken from its match */
-	bool has_requested;        /* requested_bytes read (TPU frees carry none) */
-	int16_t allocator;         /* its events' allocator, < XPF_RT_MAX_ALLOCATORS */
+	bool has_bytes;        /* allocation_bytes read, or (a free) taken from its match */
+	bool has_requested;    /* requested_bytes read (TPU frees carry none) */
+	int16_t allocator;     /* its events' allocator, < XPF_RT_MAX_ALLOCATORS */
 } xpf_rt_site;
 
 enum xpf_launched { XPF_LAUNCHED_UNKNOWN = 0, XPF_LAUNCHED_YES, XPF_LAUNCHED_NO };
@@ -118,37 +118,36 @@ enum xpf_launched { XPF_LAUNCHED_UNKNOWN = 0, XPF_LAUNCHED_YES, XPF_LAUNCHED_NO 
 /* How an execution was linked to its module (SPEC §4.3 rule order). */
 enum xpf_link {
 	XPF_LINK_AMBIGUOUS = 0,
-	XPF_LINK_PROGRAM_ID,   /* a program_id on the host side */
-	XPF_LINK_NAME,         /* module_name / "<m>:XLA GPU module" / "Execute (<m>)" */
-	XPF_LINK_BYTES,        /* requested_bytes in Build buffer allocations */
-	XPF_LINK_PJIT,         /* enclosing PjitFunction(<f>) names jit_<f> */
-	XPF_LINK_KERNELS,      /* program_id / hlo_module of the first kernels */
+	XPF_LINK_PROGRAM_ID, /* a program_id on the host side */
+	XPF_LINK_NAME,       /* module_name / "<m>:XLA GPU module" / "Execute (<m>)" */
+	XPF_LINK_BYTES,      /* requested_bytes in Build buffer allocations */
+	XPF_LINK_PJIT,       /* enclosing PjitFunction(<f>) names jit_<f> */
+	XPF_LINK_KERNELS,    /* program_id / hlo_module of the first kernels */
 };
-
 
 /* One run of a module on one device. */
 typedef struct xpf_rt_execution {
-	int64_t start_ps, end_ps;  /* in ns: xpf_rt_x_start_ns, xpf_rt_x_end_ns */
-	const char *host_name;     /* the module name seen on the host side, or NULL */
-	const char *event_name;    /* the outermost execute-family event */
+	int64_t start_ps, end_ps; /* in ns: xpf_rt_x_start_ns, xpf_rt_x_end_ns */
+	const char *host_name;    /* the module name seen on the host side, or NULL */
+	const char *event_name;   /* the outermost execute-family event */
 	int64_t thread;
 	uint64_t in_use_at_start_bytes;
 	uint64_t peak_during_bytes;
-	uint64_t temp_bytes, output_bytes;  /* the matched bytes by role */
-	uint32_t n;                /* 1-based, in order of (start, device, line) */
-	uint32_t module_execution; /* 1-based per (module, device); 0 when ambiguous */
-	uint32_t line;             /* its line in /host:CPU; UINT32_MAX: none */
+	uint64_t temp_bytes, output_bytes; /* the matched bytes by role */
+	uint32_t n;                        /* 1-based, in order of (start, device, line) */
+	uint32_t module_execution;         /* 1-based per (module, device); 0 when ambiguous */
+	uint32_t line;                     /* its line in /host:CPU; UINT32_MAX: none */
 	uint32_t allocations, deallocations;
-	uint32_t nmatched;         /* Build-buffer-allocation events matched to the
+	uint32_t nmatched;     /* Build-buffer-allocation events matched to the
 				      plan: those events with this execution, a
 				      buffer_allocation and role TEMP or OUTPUT */
-	int32_t module;            /* host module index, -1 when ambiguous */
-	int32_t prev;                 /* previous execution of the module on the device, or -1 */
-	int16_t device;            /* -1 when unknown (an ordinal above 32767 too) */
-	int16_t allocator;         /* the device allocator, or -1 */
-	uint8_t link;               /* enum xpf_link */
-	uint8_t launched;           /* enum xpf_launched */
-	bool stopped_in_build;     /* the last thing it did was allocate buffers */
+	int32_t module;        /* host module index, -1 when ambiguous */
+	int32_t prev;          /* previous execution of the module on the device, or -1 */
+	int16_t device;        /* -1 when unknown (an ordinal above 32767 too) */
+	int16_t allocator;     /* the device allocator, or -1 */
+	uint8_t link;          /* enum xpf_link */
+	uint8_t launched;      /* enum xpf_launched */
+	bool stopped_in_build; /* the last thing it did was allocate buffers */
 	bool in_use_known;
 } xpf_rt_execution;
 
@@ -162,10 +161,10 @@ typedef struct xpf_rt_candidate {
 /* One AllocatorRetry::AllocateRaw wait. */
 typedef struct xpf_rt_retry {
 	int64_t time_ns, duration_ns;
-	int allocator;             /* from the allocation that followed, the
+	int allocator; /* from the allocation that followed, the
 				      enclosing execution's device, or -1 */
 	int64_t thread;
-	long execution;            /* enclosing execution, or -1 */
+	long execution; /* enclosing execution, or -1 */
 } xpf_rt_retry;
 
 /* Host events between two executions, by name (nested ones counted once each). */
@@ -176,35 +175,35 @@ typedef struct xpf_rt_between_row {
 } xpf_rt_between_row;
 
 typedef struct xpf_rt_between {
-	long module;               /* whose executions bound the window, -1: none */
+	long module; /* whose executions bound the window, -1: none */
 	int device;
-	long from_execution, to_execution;  /* execution indexes, -1: none */
+	long from_execution, to_execution; /* execution indexes, -1: none */
 	int64_t from_ns, to_ns;
-	size_t nrows;              /* sorted by total_ns (largest first), then name */
+	size_t nrows; /* sorted by total_ns (largest first), then name */
 	xpf_rt_between_row *rows;
 } xpf_rt_between;
 
 typedef struct xpf_runtime {
-	bool has_host_plane;       /* a /host:CPU plane exists */
-	bool has_events;           /* at least one allocator event */
-	bool keyed_by_index;       /* TPU style (index_on_host) */
-	size_t nallocators;        /* sorted by name */
+	bool has_host_plane; /* a /host:CPU plane exists */
+	bool has_events;     /* at least one allocator event */
+	bool keyed_by_index; /* TPU style (index_on_host) */
+	size_t nallocators;  /* sorted by name */
 	xpf_rt_allocator *allocators;
 	size_t nevents;
 	xpf_rt_event *events;
 	size_t nsites;
-	xpf_rt_site *sites;        /* the events' sites (their `site`) */
+	xpf_rt_site *sites; /* the events' sites (their `site`) */
 	size_t nexecutions;
 	xpf_rt_execution *executions;
 	size_t nretries;
 	xpf_rt_retry *retries;
-	size_t ncandidates;        /* the ambiguous executions' candidate modules */
+	size_t ncandidates; /* the ambiguous executions' candidate modules */
 	struct xpf_rt_candidate *candidates;
-	int64_t end_ns;            /* the last event end seen on /host:CPU */
+	int64_t end_ns;               /* the last event end seen on /host:CPU */
 	size_t host_chunks_by_others; /* how many chunks of the host lines a
 					 thread other than the first read (their
 					 records merged): xpf_rt_progress, tests */
-	const xpf_plane *host_plane; /* the /host:CPU plane, or NULL */
+	const xpf_plane *host_plane;  /* the /host:CPU plane, or NULL */
 	/* private to runtime*.c */
 	struct xpf_rt_priv *priv;
 } xpf_runtime;
@@ -238,10 +237,7 @@ static inline int64_t xpf_rt_x_growth(const xpf_runtime *rt, const xpf_rt_execut
 }
 
 /* An allocator event's time in integer ns. */
-static inline int64_t xpf_rt_ev_ns(const xpf_rt_event *e)
-{
-	return xpf_rt_floor_ns(e->t_ps);
-}
+static inline int64_t xpf_rt_ev_ns(const xpf_rt_event *e) { return xpf_rt_floor_ns(e->t_ps); }
 
 /* An allocator event's allocation_bytes (0 when it has none). */
 static inline uint64_t xpf_rt_ev_bytes(const xpf_runtime *rt, const xpf_rt_event *e)
@@ -298,7 +294,8 @@ static inline int xpf_rt_ev_allocator(const xpf_runtime *rt, const xpf_rt_event 
 static inline uint32_t xpf_rt_ev_line(const xpf_runtime *rt, const xpf_rt_event *e)
 {
 	return e->execution >= 0 ? rt->executions[e->execution].line :
-	       e->execution < -1 ? (uint32_t)(-2 - (int64_t)e->execution) : UINT32_MAX;
+	       e->execution < -1 ? (uint32_t)(-2 - (int64_t)e->execution) :
+				   UINT32_MAX;
 }
 
 /* The id (OS thread id) of an allocator event's line. */
@@ -320,8 +317,8 @@ enum xpf_rt_kernels {
 
 /* What the build has done when a phase ends (xpf_rt_options.phase). */
 typedef struct xpf_rt_progress {
-	const char *phase;         /* "index", "host", "devices", "order", "finish" */
-	double seconds;            /* since the build began (monotonic clock) */
+	const char *phase; /* "index", "host", "devices", "order", "finish" */
+	double seconds;    /* since the build began (monotonic clock) */
 	size_t host_lines, host_chunks, host_chunks_by_others;
 	size_t nevents, nsites, nexecutions;
 	/* at "finish": devices with kernel planes, those read before the link,
@@ -330,8 +327,8 @@ typedef struct xpf_rt_progress {
 } xpf_rt_progress;
 
 typedef struct xpf_rt_options {
-	int threads;               /* for the scans, 1-8; 0: the online CPUs (at most 8) */
-	bool share_small;          /* share the host lines out between threads even
+	int threads;      /* for the scans, 1-8; 0: the online CPUs (at most 8) */
+	bool share_small; /* share the host lines out between threads even
 				      on a capture too small to gain (tests: the
 				      merge is what they compare) */
 	enum xpf_rt_kernels kernels;
@@ -340,7 +337,10 @@ typedef struct xpf_rt_options {
 	void *phase_ctx;
 } xpf_rt_options;
 
-#define XPF_RT_OPTIONS_INIT { 0, false, XPF_RT_KERNELS_WANTED, NULL, NULL }
+#define XPF_RT_OPTIONS_INIT                                 \
+	{                                                   \
+		0, false, XPF_RT_KERNELS_WANTED, NULL, NULL \
+	}
 
 /* h's runtime built with opt: the caller owns it (xpf_runtime_free). */
 int xpf_runtime_build(xpf_host *h, const xpf_rt_options *opt, xpf_runtime **out, xpf_error *err);
@@ -352,24 +352,24 @@ void xpf_runtime_free(void *rt);
 
 /* A block live at some moment, with where it came from. */
 enum xpf_origin {
-	XPF_ORIGIN_OUTPUTS = 0,    /* outputs of <module> execution <k> */
-	XPF_ORIGIN_TEMP,           /* temp of <module> execution <k> */
-	XPF_ORIGIN_EXEC,           /* other allocation inside an execution */
-	XPF_ORIGIN_TRANSFER,       /* <transfer event>(<shape>) */
-	XPF_ORIGIN_HOST_EVENT,     /* allocated under another host event */
-	XPF_ORIGIN_BEFORE,         /* allocated before the capture started */
+	XPF_ORIGIN_OUTPUTS = 0, /* outputs of <module> execution <k> */
+	XPF_ORIGIN_TEMP,        /* temp of <module> execution <k> */
+	XPF_ORIGIN_EXEC,        /* other allocation inside an execution */
+	XPF_ORIGIN_TRANSFER,    /* <transfer event>(<shape>) */
+	XPF_ORIGIN_HOST_EVENT,  /* allocated under another host event */
+	XPF_ORIGIN_BEFORE,      /* allocated before the capture started */
 };
 
 typedef struct xpf_rt_block {
 	enum xpf_origin origin;
-	char *origin_text;         /* e.g. "outputs of jit_f(1) execution 2" */
-	uint64_t addr;             /* 0 for the "before" remainder */
+	char *origin_text; /* e.g. "outputs of jit_f(1) execution 2" */
+	uint64_t addr;     /* 0 for the "before" remainder */
 	uint64_t bytes;
 	uint64_t requested_bytes;
-	bool has_requested;        /* its event carried requested_bytes */
-	long event;                /* allocation event, or -1 */
-	long execution;            /* for OUTPUTS/TEMP/EXEC, else -1 */
-	const char *host_event;    /* the host event that allocated it, or NULL */
+	bool has_requested;     /* its event carried requested_bytes */
+	long event;             /* allocation event, or -1 */
+	long execution;         /* for OUTPUTS/TEMP/EXEC, else -1 */
+	const char *host_event; /* the host event that allocated it, or NULL */
 	const char *shape;
 } xpf_rt_block;
 
@@ -396,7 +396,8 @@ const char *xpf_launched_name(enum xpf_launched l);
  * sorted by time, so an execution's own follow it up to its end. */
 size_t xpf_rt_first_event_at(const xpf_runtime *rt, int64_t t_ps);
 /* Execution xi's candidate modules: *first of the returned count (0: none). */
-size_t xpf_rt_candidates(const xpf_runtime *rt, size_t xi, const xpf_rt_candidate **first);   /* "yes" "no" "unknown" */
-const char *xpf_link_name(enum xpf_link l);           /* "program_id" "name" ... "ambiguous" */
+size_t xpf_rt_candidates(const xpf_runtime *rt, size_t xi,
+			 const xpf_rt_candidate **first); /* "yes" "no" "unknown" */
+const char *xpf_link_name(enum xpf_link l);               /* "program_id" "name" ... "ambiguous" */
 
 #endif

@@ -50,7 +50,8 @@ unsigned xpf_rt_classify(const char *name, int *dev)
 	/* the buffer set-up: the old client allocates all of an execution's
 	 * buffers in Build buffer allocations, the new one its outputs first
 	 * in AllocateOutputBuffersWithInputReuse */
-	if (strcmp(name, "Build buffer allocations") == 0 || strncmp(name, "AllocateOutputBuffers", 21) == 0)
+	if (strcmp(name, "Build buffer allocations") == 0 ||
+	    strncmp(name, "AllocateOutputBuffers", 21) == 0)
 		return F_BUILD;
 	if (strcmp(name, "AllocatorRetry::AllocateRaw") == 0)
 		return F_RETRY;
@@ -90,4 +91,3 @@ bool xpf_rt_thunk_of(unsigned parent_flags, unsigned flags)
 	       !(flags & (F_GPUMOD | F_THUNKS | F_ALLOC | F_DEALLOC | F_BUILD | F_RETRY | F_EXEC |
 			  F_NOT_THUNK));
 }
-

@@ -17,14 +17,31 @@
 #include "common/runs.h"
 
 enum {
-	AS_ALLOCATOR_NAME, AS_INDEX_ON_HOST, AS_DEVICE_ORDINAL, AS_BYTES_RESERVED,
-	AS_BYTES_ALLOCATED, AS_BYTES_AVAILABLE, AS_PEAK_BYTES_IN_USE, AS_REQUESTED_BYTES,
-	AS_ALLOCATION_BYTES, AS_ADDR, AS_SHAPE, AS_N
+	AS_ALLOCATOR_NAME,
+	AS_INDEX_ON_HOST,
+	AS_DEVICE_ORDINAL,
+	AS_BYTES_RESERVED,
+	AS_BYTES_ALLOCATED,
+	AS_BYTES_AVAILABLE,
+	AS_PEAK_BYTES_IN_USE,
+	AS_REQUESTED_BYTES,
+	AS_ALLOCATION_BYTES,
+	AS_ADDR,
+	AS_SHAPE,
+	AS_N
 };
 static const char *const alloc_stat_names[AS_N] = {
-	"allocator_name", "index_on_host", "device_ordinal", "bytes_reserved",
-	"bytes_allocated", "bytes_available", "peak_bytes_in_use", "requested_bytes",
-	"allocation_bytes", "addr", "shape",
+	"allocator_name",
+	"index_on_host",
+	"device_ordinal",
+	"bytes_reserved",
+	"bytes_allocated",
+	"bytes_available",
+	"peak_bytes_in_use",
+	"requested_bytes",
+	"allocation_bytes",
+	"addr",
+	"shape",
 };
 
 /* Space or array p of n_used records grown to cap records: an array from
@@ -51,15 +68,12 @@ void xpf_rt_events_map(struct scan *s, size_t n)
 }
 
 /* Millions of events: each byte of one is MiBs of memory to allocate. */
-_Static_assert(sizeof (xpf_rt_event) <= 40, "xpf_rt_event grew past 40 bytes");
+_Static_assert(sizeof(xpf_rt_event) <= 40, "xpf_rt_event grew past 40 bytes");
 /* And hundreds of thousands of executions (their times in ps only). */
-_Static_assert(sizeof (xpf_rt_execution) <= 112, "xpf_rt_execution grew past 112 bytes");
+_Static_assert(sizeof(xpf_rt_execution) <= 112, "xpf_rt_execution grew past 112 bytes");
 
 /* A capacity for n records grown from cap: at least doubled, at least 64. */
-static size_t grown_cap(size_t cap, size_t n)
-{
-	return n > 2 * cap ? (n > 64 ? n : 64) : 2 * cap;
-}
+static size_t grown_cap(size_t cap, size_t n) { return n > 2 * cap ? (n > 64 ? n : 64) : 2 * cap; }
 
 /* Space for n events in all: an array that at least doubles when the mapped array
  * (which bounds the events read) is full. */
@@ -69,7 +83,8 @@ void xpf_rt_events_reserve(struct scan *s, size_t n)
 	if (n <= s->cap_events)
 		return;
 	size_t c = grown_cap(s->cap_events, n);
-	rt->events = mapped_grow(rt->events, &rt->priv->events_map_len, rt->nevents, c, sizeof *rt->events);
+	rt->events = mapped_grow(rt->events, &rt->priv->events_map_len, rt->nevents, c,
+				 sizeof *rt->events);
 	s->cap_events = c;
 }
 
@@ -118,10 +133,10 @@ int xpf_rt_too_many_allocators(const struct scan *s, xpf_error *err)
 
 /* The stats of an allocator event that the runtime keeps. */
 struct alloc_stats {
-	const char *np;          /* its allocator's name: allocator_name up to a NUL,
+	const char *np; /* its allocator's name: allocator_name up to a NUL,
 				    at most 255 bytes, else "tpu:<index_on_host>" */
 	size_t nn;
-	char ibuf[32];           /* the "tpu:<n>" name */
+	char ibuf[32]; /* the "tpu:<n>" name */
 	bool by_index;
 	int64_t reserved, allocated, available, peak, req, abytes;
 	bool has_req, has_abytes;
@@ -182,7 +197,8 @@ static int read_alloc_stats(struct scan *s, const xpf_event *xev, const xpf_even
 	/* the stats picked by id (xpf_stats_pick), unless the event refers to a
 	 * stat metadata the plane lacks: then the iterator, which reports it */
 	int npicked = head ? xpf_stats_pick(s->p, head, &s->alloc_pick, picked,
-					    sizeof picked / sizeof *picked) : -1;
+					    sizeof picked / sizeof *picked) :
+			     -1;
 	for (int j = 0; j < npicked; j++)
 		if (picked[j].kind == XPF_STAT_REF && !xpf_stat_resolve(s->p, &picked[j], &st))
 			npicked = -1;
@@ -190,8 +206,8 @@ static int read_alloc_stats(struct scan *s, const xpf_event *xev, const xpf_even
 	if (npicked < 0)
 		xpf_stats_of_event(s->p, xev, &it);
 	while ((rc = npicked >= 0 ?
-		     (next < npicked ? xpf_stat_resolve_by_id(s->p, &picked[next++], &st) : 0) :
-		     xpf_stats_next_of(&it, s->alloc_ids, s->nalloc_ids, &st, err)) == 1)
+			     (next < npicked ? xpf_stat_resolve_by_id(s->p, &picked[next++], &st) : 0) :
+			     xpf_stats_next_of(&it, s->alloc_ids, s->nalloc_ids, &st, err)) == 1)
 		alloc_stat(a, alloc_code(s, st.metadata_id), &st);
 	return rc < 0 ? err->code : XPF_OK;
 }
@@ -250,14 +266,16 @@ int xpf_rt_read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 			   (uint64_t)(st.reserved > 0 ? st.reserved : 0);
 	/* for scan_capacity once the line is read (events an unordered line
 	 * made are dropped and read again) */
-	*XPF_VEC_PUSH(s->avail, s->navail, s->capavail) = st.available > 0 ? (uint64_t)st.available : 0;
+	*XPF_VEC_PUSH(s->avail, s->navail, s->capavail) =
+		st.available > 0 ? (uint64_t)st.available : 0;
 	if (st.peak > 0 && (uint64_t)st.peak > rt->allocators[a].lifetime_peak_bytes)
 		rt->allocators[a].lifetime_peak_bytes = (uint64_t)st.peak;
 	xpf_rt_site site = {
 		.bytes = st.abytes > 0 ? (uint64_t)st.abytes : 0,
 		.requested_bytes = st.req > 0 ? (uint64_t)st.req : 0,
 		/* up to a NUL: printed as C strings, and re-interned so by a merge */
-		.shape = st.shape.p ? xpf_rt_intern(s, st.shape.p, strnlen(st.shape.p, st.shape.n)) : NULL,
+		.shape = st.shape.p ? xpf_rt_intern(s, st.shape.p, strnlen(st.shape.p, st.shape.n)) :
+				      NULL,
 		.enclosing_md = enclosing,
 		.transfer_md = transfer,
 		.has_bytes = st.has_abytes,
@@ -312,7 +330,7 @@ void xpf_rt_exec_reserve(struct scan *s, size_t n)
 		return;
 	size_t c = grown_cap(s->cap_exec, n);
 	rt->executions = mapped_grow(rt->executions, &pv->exec_map_len, rt->nexecutions, c,
-				   sizeof *rt->executions);
+				     sizeof *rt->executions);
 	pv->xb = mapped_grow(pv->xb, &pv->xb_map_len, rt->nexecutions, c, sizeof *pv->xb);
 	s->cap_exec = c;
 }
@@ -393,8 +411,7 @@ void xpf_rt_exec_walk_event(struct scan *s, size_t xi, struct exec_walk *w, cons
 		xpf_stat st;
 		int64_t pid;
 		if (pv->xb[xi].program_id < 0 &&
-		    xpf_event_stat(s->p, ev, "program_id", &st, err) == 1 &&
-		    xpf_stat_i64(&st, &pid))
+		    xpf_event_stat(s->p, ev, "program_id", &st, err) == 1 && xpf_stat_i64(&st, &pid))
 			pv->xb[xi].program_id = pid;
 	}
 	if (flags & F_BUILD)
@@ -410,7 +427,9 @@ int xpf_rt_exec_walk_end(struct scan *s, size_t xi, const struct exec_walk *w, i
 	xpf_rt_execution *x = &s->rt->executions[xi];
 	if (err->code != XPF_OK)
 		return err->code;
-	x->host_name = w->name_gpumod ? w->name_gpumod : w->name_thunks ? w->name_thunks : w->name_exec;
+	x->host_name = w->name_gpumod ? w->name_gpumod :
+		       w->name_thunks ? w->name_thunks :
+					w->name_exec;
 	x->stopped_in_build = w->build_end >= 0 && !pv->xb[xi].thunk && (last_kind != 0 || retried);
 	pv->xb[xi].retried = retried;
 	return XPF_OK;

@@ -102,8 +102,8 @@ long xpf_rt_first_kernel_module(struct xpf_rt_priv *pv, int dev, int64_t t)
 	return b < pv->ntimes ? k->first_mod[b] : -1;
 }
 
-bool xpf_rt_has_kernel(struct xpf_rt_priv *pv, int dev, long module, int64_t from,
-		       int64_t to, bool *any_after)
+bool xpf_rt_has_kernel(struct xpf_rt_priv *pv, int dev, long module, int64_t from, int64_t to,
+		       bool *any_after)
 {
 	*any_after = false;
 	const struct xpf_rt_kdev *k = kdev_of(pv, dev);
@@ -223,8 +223,7 @@ static void kdev_finish(struct xpf_rt_priv *pv, size_t d)
 }
 
 /* One kernel at t of module m (-1: names none we know) on device d. */
-static void add_kernel(struct xpf_rt_priv *pv, struct xpf_rt_kdev *k, long *bcache, int64_t t,
-		       long m)
+static void add_kernel(struct xpf_rt_priv *pv, struct xpf_rt_kdev *k, long *bcache, int64_t t, long m)
 {
 	long b = *bcache;
 	if (!(b >= 0 && pv->times[b] <= t && ((size_t)b + 1 == pv->ntimes || t < pv->times[b + 1])))
@@ -285,16 +284,16 @@ static bool same_number(const xpf_raw_stat *a, const xpf_raw_stat *b)
 /* The last program_id and hlo_module a kernel named, and their modules. */
 struct kernel_cache {
 	uint64_t pid;
-	long pid_m;               /* -2: none */
+	long pid_m; /* -2: none */
 	char mod[256];
 	size_t mod_n;
-	long mod_m;               /* -2: none */
+	long mod_m; /* -2: none */
 };
 
 /* The module a kernel's program_id (is_pid) or hlo_module stat names (-1:
  * none we know); *any: the stat holds a value of its kind. */
-static long kernel_stat_module(xpf_host *h, struct xpf_rt_priv *pv, const xpf_stat *st,
-			       bool is_pid, bool *any, struct kernel_cache *kc)
+static long kernel_stat_module(xpf_host *h, struct xpf_rt_priv *pv, const xpf_stat *st, bool is_pid,
+			       bool *any, struct kernel_cache *kc)
 {
 	uint64_t u;
 	xpf_str t;
@@ -347,7 +346,12 @@ static int scan_kernels(struct xpf_rt_priv *pv, const xpf_plane *p, unsigned d, 
 	struct kernel_cache kc = { 0, -2, "", 0, -2 };
 	/* the last program_id and hlo_module stats as read, and what they gave:
 	 * kernels repeat them, so most are neither looked up nor resolved */
-	struct { bool set; xpf_raw_stat raw; bool any; long m; } memo[2] = { { false }, { false } };
+	struct {
+		bool set;
+		xpf_raw_stat raw;
+		bool any;
+		long m;
+	} memo[2] = { { false }, { false } };
 	for (size_t l = 0; l < p->nlines && rc >= 0; l++) {
 		if (tpu && strcmp(p->lines[l].name, "XLA Modules") == 0)
 			continue;
@@ -359,7 +363,8 @@ static int scan_kernels(struct xpf_rt_priv *pv, const xpf_plane *p, unsigned d, 
 		xpf_events_begin_window(p, l, &it, w);
 		while ((rc = by_id ? xpf_events_next_pick(&it, &eh, &pick, raw, 8, &np, err) :
 				     xpf_events_next_head(&it, &eh, err)) == 1) {
-			int64_t t0 = xpf_rt_rel_ps(p->lines[l].timestamp_ns, pv->time_base, eh.offset_ps);
+			int64_t t0 =
+				xpf_rt_rel_ps(p->lines[l].timestamp_ns, pv->time_base, eh.offset_ps);
 			xpf_stat_iter sit;
 			xpf_stat st;
 			long m = -1;
@@ -370,8 +375,10 @@ static int scan_kernels(struct xpf_rt_priv *pv, const xpf_plane *p, unsigned d, 
 					int c = id_in(raw[k].metadata_id, ids, npid) ? 0 : 1;
 					if (c == 1 && m >= 0)
 						continue;
-					bool plain = raw[k].kind != XPF_STAT_STR && raw[k].kind != XPF_STAT_BYTES;
-					if (plain && memo[c].set && same_number(&memo[c].raw, &raw[k])) {
+					bool plain = raw[k].kind != XPF_STAT_STR &&
+						     raw[k].kind != XPF_STAT_BYTES;
+					if (plain && memo[c].set &&
+					    same_number(&memo[c].raw, &raw[k])) {
 						any |= memo[c].any;
 						if (memo[c].m >= 0)
 							m = memo[c].m;
@@ -401,7 +408,8 @@ static int scan_kernels(struct xpf_rt_priv *pv, const xpf_plane *p, unsigned d, 
 						     xpf_stats_next(&sit, &st, err)) == 1) {
 					bool is_pid = by_id ? id_in(st.metadata_id, ids, npid) :
 							      strcmp(st.name, "program_id") == 0;
-					if (!is_pid && (m >= 0 || (!by_id && strcmp(st.name, "hlo_module") != 0)))
+					if (!is_pid &&
+					    (m >= 0 || (!by_id && strcmp(st.name, "hlo_module") != 0)))
 						continue;
 					bool a = false;
 					long mk = kernel_stat_module(h, pv, &st, is_pid, &a, &kc);
@@ -550,7 +558,8 @@ void xpf_rt_devices_run(struct xpf_rt_priv *pv, const bool *want)
 			continue;
 		size[j.n] = 0;
 		for (size_t i = 0; i < pv->kdev[d].nplanes; i++)
-			size[j.n] += xpf_capture_plane_head(pv->host->cap, pv->kdev[d].planes[i])->length;
+			size[j.n] +=
+				xpf_capture_plane_head(pv->host->cap, pv->kdev[d].planes[i])->length;
 		j.dev[j.n++] = d;
 	}
 	if (j.n)

@@ -39,12 +39,12 @@ static int u64_cmp(const void *a, const void *b)
  * allocations an execution allocates (not parameters, constants or
  * thread-local ones), in index order, and their sizes sorted. */
 struct mod_plan {
-	xpf_lazy read;        /* mod_plan_read, once */
+	xpf_lazy read;                        /* mod_plan_read, once */
 	const Xla__BufferAssignmentProto *ba; /* NULL: none */
 	size_t nrun;
-	size_t *run;          /* indexes in buffer_allocations */
-	uint64_t *size;       /* [nrun] their sizes, in index order */
-	uint64_t *sorted;     /* [nrun] the same, sorted */
+	size_t *run;      /* indexes in buffer_allocations */
+	uint64_t *size;   /* [nrun] their sizes, in index order */
+	uint64_t *sorted; /* [nrun] the same, sorted */
 };
 
 /* The modules' plans as the join reads them, each read by whichever of
@@ -70,7 +70,8 @@ static int mod_plan_read(void *ctx, void **value, xpf_error *err)
 	xpf_error e = { 0 };
 	(void)err;
 	*value = p;
-	if (xpf_capture_module_hlo(a->h->cap, (size_t)a->m, &hp, &e) != XPF_OK || !hp->buffer_assignment)
+	if (xpf_capture_module_hlo(a->h->cap, (size_t)a->m, &hp, &e) != XPF_OK ||
+	    !hp->buffer_assignment)
 		return XPF_OK;
 	const Xla__BufferAssignmentProto *ba = hp->buffer_assignment;
 	p->ba = ba;
@@ -194,7 +195,8 @@ static long link_host_side(xpf_host *h, const xpf_runtime *rt, size_t xi, bool *
 	long r;
 	if (pv->xb[xi].program_id >= 0) {
 		for (size_t m = 0; m < nm; m++)
-			hit[m] = xpf_capture_module(h->cap, m)->program_id == (uint64_t)pv->xb[xi].program_id;
+			hit[m] = xpf_capture_module(h->cap, m)->program_id ==
+				 (uint64_t)pv->xb[xi].program_id;
 		size_t k = narrow(cand, hit, nm);
 		*named |= k > 0;
 		if (k && (r = only(cand, nm)) >= 0) {
@@ -234,7 +236,6 @@ static void keep_candidates(size_t xi, const bool *cand, size_t nm, bool named, 
 			c->module = (int32_t)m;
 		}
 }
-
 
 /* cand, hit: scratch of h->nmodules flags each. */
 static void link_execution(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, size_t xi,
@@ -316,7 +317,8 @@ void xpf_rt_kernels_wanted(xpf_host *h, xpf_runtime *rt, bool *want)
 		if (!have_last || x->host_name != last_name || pv->xb[xi].program_id != last_pid) {
 			enum xpf_link link;
 			bool named = false;
-			last_named = nm > 0 && link_host_side(h, rt, xi, cand, hit, &link, &named) >= 0;
+			last_named =
+				nm > 0 && link_host_side(h, rt, xi, cand, hit, &link, &named) >= 0;
 			last_name = x->host_name;
 			last_pid = pv->xb[xi].program_id;
 			have_last = true;
@@ -374,8 +376,6 @@ static void join_plan(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, size_t
 	x->nmatched = nmt;
 }
 
-
-
 /* For each execution, the next one in index (start) order with the same
  * (module, device), or with the same device when any_module; nx: none.
  * One walk backward, remembering the last execution seen of each key. */
@@ -395,8 +395,6 @@ static idx32 *next_same(const xpf_runtime *rt, bool any_module)
 	return next;
 }
 
-
-
 /* Link and join executions [from, to): each writes only its own fields
  * and its own events', so two ranges run side by side. */
 struct join_range {
@@ -405,7 +403,7 @@ struct join_range {
 	struct mod_plans *mp;
 	const struct xpf_rt_finish *f;
 	size_t from, to;
-	struct cand_vec cands;   /* the range's ambiguous executions' candidates */
+	struct cand_vec cands; /* the range's ambiguous executions' candidates */
 };
 
 static void *join_range_run(void *arg)
@@ -460,7 +458,8 @@ static void join_candidates(xpf_runtime *rt, struct join_range *jr)
 {
 	size_t n0 = jr[0].cands.n, n1 = jr[1].cands.n;
 	rt->ncandidates = n0 + n1;
-	rt->candidates = xpf_realloc_array(jr[0].cands.v, n0 + n1 ? n0 + n1 : 1, sizeof *rt->candidates);
+	rt->candidates =
+		xpf_realloc_array(jr[0].cands.v, n0 + n1 ? n0 + n1 : 1, sizeof *rt->candidates);
 	if (n1)
 		memcpy(rt->candidates + n0, jr[1].cands.v, n1 * sizeof *rt->candidates);
 	free(jr[1].cands.v);
@@ -501,8 +500,8 @@ int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf
 	for (size_t xi = 0; xi < nx; xi++) {
 		xpf_rt_execution *x = &rt->executions[xi];
 		if (x->module >= 0)
-			x->module_execution = x->prev >= 0 ?
-				rt->executions[x->prev].module_execution + 1 : 1;
+			x->module_execution =
+				x->prev >= 0 ? rt->executions[x->prev].module_execution + 1 : 1;
 	}
 
 	/* launched: any kernel of the module before its next execution on the
@@ -540,4 +539,3 @@ int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf
 
 	return XPF_OK;
 }
-

@@ -58,8 +58,6 @@ static uint32_t *sort_events(xpf_rt_event *ev, size_t n, size_t *perm_len)
 	return perm;
 }
 
-
-
 /* The replay's live index (xpf_rt_priv.live_*) as it is made: allocator
  * a's events go to live_ev[live_beg[a] + k] (fill[a] is k), the
  * allocations of block j of them are live until
@@ -83,8 +81,7 @@ static void live_until(struct live_index *li, size_t a, uint64_t k, int64_t t)
  * events are counted first, so that its list is written in place, with no
  * array grown and copied.  xpf_rt_finish_events reads it as each
  * allocator's events in time order. */
-static void live_index_begin(xpf_runtime *rt, struct live_index *li, uint32_t *perm,
-			     size_t perm_len)
+static void live_index_begin(xpf_runtime *rt, struct live_index *li, uint32_t *perm, size_t perm_len)
 {
 	struct xpf_rt_priv *pv = rt->priv;
 	size_t na = rt->nallocators;
@@ -135,9 +132,10 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail, uint32_t *perm, 
 		xpf_rt_allocator *a = &rt->allocators[al];
 		uint64_t bytes = xpf_rt_ev_bytes(rt, e);
 		if (a->nevents == 0) {
-			a->first_in_use_bytes = e->kind == XPF_RT_ALLOC ?
-				(e->in_use_after >= bytes ? e->in_use_after - bytes : 0) :
-				e->in_use_after + bytes;
+			a->first_in_use_bytes =
+				e->kind == XPF_RT_ALLOC ?
+					(e->in_use_after >= bytes ? e->in_use_after - bytes : 0) :
+					e->in_use_after + bytes;
 		}
 		a->nevents++;
 		if (e->in_use_after > a->peak_in_window_bytes || a->peak_event < 0) {
@@ -151,8 +149,8 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail, uint32_t *perm, 
 		li.ev[li.beg[al] + place] = (uint32_t)i;
 		if (e->kind == XPF_RT_ALLOC) {
 			a->allocations++;
-			int64_t old = xpf_map_put(&m, e->addr, (uint64_t)al,
-						  (int64_t)(place << 32 | i));
+			int64_t old =
+				xpf_map_put(&m, e->addr, (uint64_t)al, (int64_t)(place << 32 | i));
 			if (old >= 0) { /* an address reused without a seen free */
 				const xpf_rt_event *o = &rt->events[old & 0xffffffff];
 				rt->events[old & 0xffffffff].match = -1;
@@ -189,7 +187,8 @@ static void replay(xpf_runtime *rt, const uint64_t *peak_avail, uint32_t *perm, 
 			continue;
 		size_t al = (size_t)m.s[k].b;
 		live_until(&li, al, (uint64_t)v >> 32, INT64_MAX);
-		rt->allocators[al].seen_live_at_end_bytes += xpf_rt_ev_bytes(rt, &rt->events[v & 0xffffffff]);
+		rt->allocators[al].seen_live_at_end_bytes +=
+			xpf_rt_ev_bytes(rt, &rt->events[v & 0xffffffff]);
 		rt->allocators[al].seen_live_at_end_blocks++;
 	}
 	xpf_map_free(&m);
@@ -209,7 +208,8 @@ void xpf_rt_order_and_replay(xpf_runtime *rt)
 	for (size_t a = 0; a < rt->nallocators; a++)
 		rt->allocators[a].nevents = a; /* old index, temporarily */
 	if (rt->nallocators)
-		xpf_qsort(rt->allocators, rt->nallocators, sizeof *rt->allocators, xpf_rt_allocator_cmp);
+		xpf_qsort(rt->allocators, rt->nallocators, sizeof *rt->allocators,
+			  xpf_rt_allocator_cmp);
 	for (size_t a = 0; a < rt->nallocators; a++) {
 		remap[rt->allocators[a].nevents] = (int)a;
 		rt->allocators[a].nevents = 0;
@@ -322,7 +322,6 @@ static idx32 *order_executions(xpf_runtime *rt)
 	return inv;
 }
 
-
 /* ---- per-allocator events, executions by (module, device) ---------------- */
 
 static int pool_allocator(const xpf_runtime *rt, int device)
@@ -382,7 +381,7 @@ void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f)
 	for (size_t x = 0; x < nx; x++) {
 		size_t c = xend[x];
 		f->maxcnt = c > f->maxcnt ? c : f->maxcnt;
-		xend[x] = (idx32)nown;     /* start, advanced to the end by the fill */
+		xend[x] = (idx32)nown; /* start, advanced to the end by the fill */
 		nown += c;
 	}
 	idx32 *own = f->own;
@@ -436,8 +435,9 @@ void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f)
 				i0++;
 			cursor[a] = i0;
 			x->in_use_known = true;
-			x->in_use_at_start_bytes = i0 > abeg[a] ? ev[aev[i0 - 1]].in_use_after :
-								  rt->allocators[a].first_in_use_bytes;
+			x->in_use_at_start_bytes = i0 > abeg[a] ?
+							   ev[aev[i0 - 1]].in_use_after :
+							   rt->allocators[a].first_in_use_bytes;
 			uint64_t peak = x->in_use_at_start_bytes;
 			size_t k = i0, nalloc = 0;
 			for (; k < n && ev[aev[k]].t_ps <= x->end_ps; k++) {

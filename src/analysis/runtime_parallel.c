@@ -18,7 +18,6 @@
 #include "common/map.h"
 #include "common/runs.h"
 
-
 /* How many threads the scans use: opt->threads (at most
  * MAX_SCAN_THREADS), or the online CPUs when 0; never more than njobs. */
 size_t xpf_rt_threads(const xpf_rt_options *opt, size_t njobs)
@@ -42,7 +41,7 @@ struct job_size {
 
 struct jobs {
 	size_t n, next;
-	const struct job_size *order;   /* the jobs, largest first */
+	const struct job_size *order; /* the jobs, largest first */
 	pthread_mutex_t mu;
 	void (*fn)(void *ctx, size_t k, xpf_window *w);
 	void *ctx;
@@ -102,27 +101,27 @@ void xpf_rt_run_jobs(size_t n, const uint64_t *size, size_t nt,
  * in line order at the end (about half the records copied, as with two
  * halves), so that every array is what one pass over all lines makes. */
 struct host_chunk {
-	size_t from, to;                   /* its lines */
-	size_t thread;                     /* who read it (0: into the main runtime) */
-	size_t ev0, ev1, x0, x1, r0, r1;   /* its records in that thread's arrays */
-	size_t nalloc;                     /* the thread's allocators when it ended */
-	struct xpf_rt_scan_peak *peak;     /* its own in-window peaks, per allocator */
+	size_t from, to;                 /* its lines */
+	size_t thread;                   /* who read it (0: into the main runtime) */
+	size_t ev0, ev1, x0, x1, r0, r1; /* its records in that thread's arrays */
+	size_t nalloc;                   /* the thread's allocators when it ended */
+	struct xpf_rt_scan_peak *peak;   /* its own in-window peaks, per allocator */
 	int rc;
 	xpf_error err;
 };
 
 struct host_thread {
-	struct scan s;                     /* thread 0: the main scan's copy, unused */
+	struct scan s; /* thread 0: the main scan's copy, unused */
 	xpf_runtime rt;
 	struct xpf_rt_priv pv;
-	int *amap;            /* its allocators' indexes in the main runtime (-1: not yet) */
-	uint32_t *smap;       /* its sites' indexes in the main runtime (UINT32_MAX: not yet) */
+	int *amap;      /* its allocators' indexes in the main runtime (-1: not yet) */
+	uint32_t *smap; /* its sites' indexes in the main runtime (UINT32_MAX: not yet) */
 };
 
 struct host_work {
 	struct scan *main;
 	struct host_chunk *ch;
-	size_t lo, hi;        /* the chunks not taken yet: [lo, hi) */
+	size_t lo, hi; /* the chunks not taken yet: [lo, hi) */
 	pthread_mutex_t mu;
 	struct host_thread *th;
 	/* opt.share_small (tests): the first thread takes its first chunk
@@ -226,15 +225,15 @@ static bool chunk_merge(struct scan *s, struct host_thread *th, const struct hos
 	size_t nx = rt->nexecutions + (c->x1 - c->x0);
 	xpf_rt_exec_reserve(s, nx); /* within the main mapped arrays, which bound every host event */
 	mapped_copy_down(rt->executions + rt->nexecutions, (void **)&br->executions,
-		       c->x0 * sizeof *br->executions, (c->x1 - c->x0) * sizeof *br->executions,
-		       &bv->exec_map_len);
+			 c->x0 * sizeof *br->executions, (c->x1 - c->x0) * sizeof *br->executions,
+			 &bv->exec_map_len);
 	mapped_copy_down(pv->xb + rt->nexecutions, (void **)&bv->xb, c->x0 * sizeof *bv->xb,
-		       (c->x1 - c->x0) * sizeof *bv->xb, &bv->xb_map_len);
+			 (c->x1 - c->x0) * sizeof *bv->xb, &bv->xb_map_len);
 	rt->nexecutions = nx;
 	size_t e0 = rt->nevents, ne = rt->nevents + (c->ev1 - c->ev0);
 	xpf_rt_events_reserve(s, ne);
 	mapped_copy_down(rt->events + e0, (void **)&br->events, c->ev0 * sizeof *br->events,
-		       (c->ev1 - c->ev0) * sizeof *br->events, &bv->events_map_len);
+			 (c->ev1 - c->ev0) * sizeof *br->events, &bv->events_map_len);
 	for (size_t k = e0; k < ne; k++) {
 		xpf_rt_event *e = &rt->events[k];
 		/* its site, its shape kept by the main scan's set and its
@@ -247,8 +246,9 @@ static bool chunk_merge(struct scan *s, struct host_thread *th, const struct hos
 			xpf_rt_site w = br->sites[e->site];
 			int *m = &th->amap[w.allocator];
 			if (*m < 0)
-				*m = xpf_rt_find_allocator(rt, &s->cap_alloc, br->allocators[w.allocator].name,
-						    br->allocators[w.allocator].keyed_by_index);
+				*m = xpf_rt_find_allocator(rt, &s->cap_alloc,
+							   br->allocators[w.allocator].name,
+							   br->allocators[w.allocator].keyed_by_index);
 			if (*m < 0)
 				return false;
 			w.allocator = (int16_t)*m; /* below XPF_RT_MAX_ALLOCATORS */
@@ -265,7 +265,7 @@ static bool chunk_merge(struct scan *s, struct host_thread *th, const struct hos
 	for (size_t a = 0; a < c->nalloc; a++)
 		if (c->peak[a].set && th->amap[a] >= 0)
 			xpf_rt_peak_take(&pv->peak[th->amap[a]], c->peak[a].in_use, c->peak[a].t_ps,
-				  c->peak[a].available);
+					 c->peak[a].available);
 	if (c->r1 > c->r0) {
 		size_t nr = rt->nretries + (c->r1 - c->r0);
 		rt->retries = xpf_realloc_array(rt->retries, nr, sizeof *rt->retries);
@@ -389,8 +389,10 @@ int xpf_rt_scan_host(struct scan *s, size_t *nchunks_read, size_t *nby_others, x
 	struct host_thread *th = xpf_calloc(nt, sizeof *th);
 	for (size_t t = 1; t < nt; t++)
 		thread_init(s, &th[t]);
-	struct host_work w = { s, ch, 0, nchunks, PTHREAD_MUTEX_INITIALIZER, th,
-			       PTHREAD_COND_INITIALIZER, 0, 0, forced };
+	struct host_work w = {
+		s, ch, 0,     nchunks, PTHREAD_MUTEX_INITIALIZER, th, PTHREAD_COND_INITIALIZER,
+		0, 0,  forced
+	};
 	struct host_worker_arg wa[MAX_SCAN_THREADS]; /* nt <= MAX_SCAN_THREADS (xpf_rt_threads) */
 	pthread_t tid[MAX_SCAN_THREADS];
 	bool started[MAX_SCAN_THREADS] = { false };

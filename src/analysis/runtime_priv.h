@@ -20,10 +20,10 @@ struct xpf_rt_kpair {
 };
 
 struct xpf_rt_kdev {
-	int64_t *first_t;    /* [nb] earliest kernel with a module; INT64_MAX: none */
-	int32_t *first_mod;  /* [nb] its module (-1: none) */
-	uint32_t *any_before; /* [nb + 1] how many buckets before b hold a kernel */
-	uint32_t *next_mod;  /* [nb + 1] first bucket >= b with first_mod >= 0, else nb */
+	int64_t *first_t;           /* [nb] earliest kernel with a module; INT64_MAX: none */
+	int32_t *first_mod;         /* [nb] its module (-1: none) */
+	uint32_t *any_before;       /* [nb + 1] how many buckets before b hold a kernel */
+	uint32_t *next_mod;         /* [nb + 1] first bucket >= b with first_mod >= 0, else nb */
 	struct xpf_rt_kpair *pairs; /* (module >= 0, bucket) present, sorted, unique */
 	size_t npairs, cappairs;
 	/* Its planes (capture plane indexes, in order; usually one), read
@@ -32,16 +32,16 @@ struct xpf_rt_kdev {
 	size_t *planes;
 	bool *tpu;
 	size_t nplanes;
-	size_t failed_plane;         /* when reading them failed: which */
-	struct xpf_rt_priv *pv;      /* back, for the read */
+	size_t failed_plane;    /* when reading them failed: which */
+	struct xpf_rt_priv *pv; /* back, for the read */
 	xpf_lazy read;
 };
 
 struct xpf_rt_xbuild {
-	int64_t program_id;           /* -1: none seen on the host side */
-	const char *pjit;             /* "PjitFunction(f)" around it, or NULL */
-	bool thunk;                   /* a thunk event nested in it */
-	bool retried;                 /* an AllocatorRetry wait inside it */
+	int64_t program_id; /* -1: none seen on the host side */
+	const char *pjit;   /* "PjitFunction(f)" around it, or NULL */
+	bool thunk;         /* a thunk event nested in it */
+	bool retried;       /* an AllocatorRetry wait inside it */
 };
 
 /* An allocator's in-window peak as the scan meets its events (scan order):
@@ -54,10 +54,7 @@ struct xpf_rt_scan_peak {
 
 /* An execution's device as it keeps it: an ordinal above 32767 (none real)
  * counts as unknown. */
-static inline int16_t xpf_rt_device16(int d)
-{
-	return d >= 0 && d <= INT16_MAX ? (int16_t)d : -1;
-}
+static inline int16_t xpf_rt_device16(int d) { return d >= 0 && d <= INT16_MAX ? (int16_t)d : -1; }
 
 /* Blocks of an allocator's events that xpf_runtime_live_at skips whole
  * when no allocation of them is live at the time asked
@@ -65,7 +62,7 @@ static inline int16_t xpf_rt_device16(int d)
 #define XPF_RT_LIVE_BLOCK 256
 
 struct xpf_rt_priv {
-	xpf_rt_options opt;  /* what the build was asked (xpf_runtime_build) */
+	xpf_rt_options opt; /* what the build was asked (xpf_runtime_build) */
 	/* Per allocator, in the order the scan found them (before the sort
 	 * by name): its peak as scanned. */
 	struct xpf_rt_scan_peak *peak;
@@ -86,7 +83,7 @@ struct xpf_rt_priv {
 	size_t xb_map_len;
 	/* Module base names ("jit_f" for "jit_f(12)"), malloc'd. */
 	char **base;
-	const char **module_names;    /* the capture's, not owned */
+	const char **module_names; /* the capture's, not owned */
 	/* Per /host:CPU line: the earliest start and latest end of its events
 	 * (ps from the base; INT64_MAX / INT64_MIN for a line without events,
 	 * INT64_MIN / INT64_MAX when a time was out of range), so that a walk
@@ -104,7 +101,7 @@ struct xpf_rt_priv {
 	 * xpf_runtime_live_at skips a block dead before a time.  Made by the
 	 * replay (runtime.c), which matches the frees; xpf_rt_finish_events
 	 * walks each allocator's events in it. */
-	uint32_t *live_ev;            /* a mapped array of live_ev_map_len bytes (0: malloc'd) */
+	uint32_t *live_ev; /* a mapped array of live_ev_map_len bytes (0: malloc'd) */
 	size_t live_ev_map_len;
 	size_t *live_beg, *live_blk_beg;
 	int64_t *live_blk_end;
@@ -131,11 +128,11 @@ struct xpf_rt_priv {
  * them per module and finds launched.  xpf_rt_finish_release frees what
  * a step left for the next when the build stops early. */
 struct xpf_rt_finish {
-	uint32_t *inv;             /* old execution index -> new, NULL: unmoved */
-	uint32_t *xend, *own;      /* each execution's events: own[xend[x-1] .. xend[x]) */
-	size_t xend_len, own_len;  /* their xpf_big_calloc lengths */
-	size_t maxcnt;             /* the most events of one execution */
-	size_t threads;            /* how many xpf_rt_finish_end may use (set by the caller) */
+	uint32_t *inv;            /* old execution index -> new, NULL: unmoved */
+	uint32_t *xend, *own;     /* each execution's events: own[xend[x-1] .. xend[x]) */
+	size_t xend_len, own_len; /* their xpf_big_calloc lengths */
+	size_t maxcnt;            /* the most events of one execution */
+	size_t threads;           /* how many xpf_rt_finish_end may use (set by the caller) */
 };
 void xpf_rt_finish_begin(xpf_runtime *rt, struct xpf_rt_finish *f);
 void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f);
@@ -149,8 +146,8 @@ void xpf_rt_finish_release(struct xpf_rt_finish *f);
 long xpf_rt_first_kernel_module(struct xpf_rt_priv *pv, int dev, int64_t t);
 /* A kernel in [from, to) of that module (any kernel when module < 0);
  * *any_after: any kernel at all at or after from. */
-bool xpf_rt_has_kernel(struct xpf_rt_priv *pv, int dev, long module, int64_t from,
-		       int64_t to, bool *any_after);
+bool xpf_rt_has_kernel(struct xpf_rt_priv *pv, int dev, long module, int64_t from, int64_t to,
+		       bool *any_after);
 /* Device d's kernels read now (once), or their error. */
 int xpf_rt_kernels_read(struct xpf_rt_priv *pv, size_t d, xpf_error *err);
 /* The error of the first plane (in capture order) whose kernels failed to
@@ -173,27 +170,31 @@ typedef uint32_t idx32;
 enum {
 	F_ALLOC = 1 << 0,
 	F_DEALLOC = 1 << 1,
-	F_EXEC = 1 << 2,      /* execute family */
-	F_ANCHOR = 1 << 3,    /* makes its outermost execute-family ancestor an execution */
-	F_PERDEV = 1 << 4,    /* "[<i>] ..." */
+	F_EXEC = 1 << 2,   /* execute family */
+	F_ANCHOR = 1 << 3, /* makes its outermost execute-family ancestor an execution */
+	F_PERDEV = 1 << 4, /* "[<i>] ..." */
 	F_BUILD = 1 << 5,
 	F_RETRY = 1 << 6,
 	F_PJIT = 1 << 7,
 	F_TRANSFER = 1 << 8,
-	F_GPUMOD = 1 << 9,    /* "<module>:XLA GPU module" */
-	F_THUNKS = 1 << 10,   /* GpuExecutable::ExecuteThunks */
+	F_GPUMOD = 1 << 9,     /* "<module>:XLA GPU module" */
+	F_THUNKS = 1 << 10,    /* GpuExecutable::ExecuteThunks */
 	F_NOT_THUNK = 1 << 11, /* bookkeeping inside an execution, not a thunk run */
 };
 
 static const char *const transfer_names[] = {
-	"DevicePut", "DevicePutWithSharding", "batched_copy_array_to_devices_with_sharding",
-	"H2D Dispatch", "device_put", "TransferToDevice", "TransferLiteralToDevice",
+	"DevicePut",
+	"DevicePutWithSharding",
+	"batched_copy_array_to_devices_with_sharding",
+	"H2D Dispatch",
+	"device_put",
+	"TransferToDevice",
+	"TransferLiteralToDevice",
 };
 static const char *const transfer_parts[] = {
-	"BufferFromHost", "LinearizeInto", "CopyToMemorySpace", "CreateUninitializedBuffer",
-	"CopyToDevice", "TransferToInfeed", "$api.py", "device_put",
+	"BufferFromHost", "LinearizeInto",    "CopyToMemorySpace", "CreateUninitializedBuffer",
+	"CopyToDevice",   "TransferToInfeed", "$api.py",           "device_put",
 };
-
 
 /* The kinds of name (F_*) of name; *dev: its "[<i>] " device prefix, or -1. */
 unsigned xpf_rt_classify(const char *name, int *dev);
@@ -215,14 +216,13 @@ struct order_head {
 	int64_t t0, t1;
 };
 
-
 struct scan {
 	xpf_host *h;
 	xpf_runtime *rt;
 	const xpf_plane *p;
 	int64_t base;
 	size_t cap_alloc, cap_events, cap_exec, cap_retry;
-	struct order_head *oh;   /* an unordered line's heads, sorted */
+	struct order_head *oh; /* an unordered line's heads, sorted */
 	size_t noh, capoh;
 	/* classify() of each event metadata of p, by index (UINT_MAX: not yet):
 	 * names repeat, so each is classified once, not once per event. */
@@ -243,12 +243,12 @@ struct scan {
 	int64_t alloc_ids[64];
 	uint8_t alloc_code[64];
 	size_t nalloc_ids;
-	uint8_t code_of_id[128];  /* alloc_code of the ids below 128; AS_N: none */
+	uint8_t code_of_id[128]; /* alloc_code of the ids below 128; AS_N: none */
 	xpf_pick alloc_pick;     /* of alloc_ids */
 	/* shapes kept once each (intern) */
 	xpf_intern *interned;
-	int last_alloc;          /* the allocator of the last event read, or -1 */
-	size_t last_alloc_len;   /* its name's length */
+	int last_alloc;        /* the allocator of the last event read, or -1 */
+	size_t last_alloc_len; /* its name's length */
 };
 
 /* The allocator-event stats read_alloc reads, in alloc_stat_names order. */
@@ -260,8 +260,7 @@ const char *xpf_rt_intern(struct scan *sc, const char *str, size_t n);
 void xpf_rt_keep_interns(struct xpf_rt_priv *pv, xpf_intern **set);
 uint32_t xpf_rt_site_of(xpf_runtime *rt, const xpf_rt_site *want);
 void xpf_rt_site_map_add(xpf_runtime *rt, uint32_t i);
-void xpf_rt_peak_take(struct xpf_rt_scan_peak *pk, uint64_t in_use, int64_t t_ps,
-		      uint64_t available);
+void xpf_rt_peak_take(struct xpf_rt_scan_peak *pk, uint64_t in_use, int64_t t_ps, uint64_t available);
 void xpf_rt_scan_capacity(xpf_rt_allocator *a, struct xpf_rt_scan_peak *pk, int64_t t_ps,
 			  uint64_t in_use, uint64_t available);
 

@@ -46,7 +46,6 @@ size_t xpf_rt_candidates(const xpf_runtime *rt, size_t xi, const xpf_rt_candidat
 	return n;
 }
 
-
 /* ---- between ------------------------------------------------------------- */
 
 struct name_dur {
@@ -168,7 +167,8 @@ static void origin_of(const xpf_runtime *rt, const xpf_rt_event *e, xpf_rt_block
 	blk->execution = -1;
 	if (e->execution >= 0) {
 		const xpf_rt_execution *x = &rt->executions[e->execution];
-		bool out = e->role == XPF_RT_ROLE_OUTPUT || (e->role != XPF_RT_ROLE_TEMP && !e->in_build);
+		bool out = e->role == XPF_RT_ROLE_OUTPUT ||
+			   (e->role != XPF_RT_ROLE_TEMP && !e->in_build);
 		blk->origin = out ? XPF_ORIGIN_OUTPUTS : XPF_ORIGIN_TEMP;
 		blk->execution = e->execution;
 		if (x->module >= 0)
@@ -212,7 +212,8 @@ int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, si
 	size_t lo = idx ? pv->live_beg[a] : 0, hi = idx ? pv->live_beg[a + 1] : rt->nevents;
 	for (size_t j = lo; j < hi; j++) {
 		if (idx && (j - lo) % XPF_RT_LIVE_BLOCK == 0 &&
-		    pv->live_blk_end[pv->live_blk_beg[a] + (j - lo) / XPF_RT_LIVE_BLOCK] < x->start_ps) {
+		    pv->live_blk_end[pv->live_blk_beg[a] + (j - lo) / XPF_RT_LIVE_BLOCK] <
+			    x->start_ps) {
 			j += XPF_RT_LIVE_BLOCK - 1;
 			continue;
 		}
@@ -243,9 +244,10 @@ int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, si
 		b->origin = XPF_ORIGIN_BEFORE;
 		/* TPU allocators count bytes_reserved (the loaded programs'
 		 * memory) in use: that is no block either */
-		b->origin_text = xpf_strdup(rt->allocators[a].is_pool && rt->allocators[a].keyed_by_index ?
-			"reserved (bytes_reserved: loaded programs) or allocated before the capture started" :
-			"allocated before the capture started");
+		b->origin_text = xpf_strdup(
+			rt->allocators[a].is_pool && rt->allocators[a].keyed_by_index ?
+				"reserved (bytes_reserved: loaded programs) or allocated before the capture started" :
+				"allocated before the capture started");
 		b->bytes = x->in_use_at_start_bytes - sum;
 		b->event = -1;
 		b->execution = -1;

@@ -27,7 +27,6 @@
 #include "common/map.h"
 #include "common/runs.h"
 
-
 /* By start, longest first, then place in the line. */
 static int order_cmp(const void *a, const void *b)
 {
@@ -45,8 +44,8 @@ static int order_cmp(const void *a, const void *b)
  * meets the same clamp). */
 struct line_base {
 	int64_t ps;
-	bool ok;         /* within +-REL_PS_MAX (else rel_ps an event) */
-	int64_t ts_ns;   /* the line's timestamp_ns */
+	bool ok;       /* within +-REL_PS_MAX (else rel_ps an event) */
+	int64_t ts_ns; /* the line's timestamp_ns */
 };
 
 static struct line_base line_base_of(const struct scan *s, size_t line)
@@ -69,7 +68,9 @@ static inline void head_times(const struct scan *s, const struct line_base *lb,
 	} else {
 		*t0 = xpf_rt_rel_ps(lb->ts_ns, s->base, off);
 	}
-	*t1 = *t0 + (ev->duration_ps > 0 ? (ev->duration_ps < REL_PS_MAX ? ev->duration_ps : REL_PS_MAX) : 0);
+	*t1 = *t0 + (ev->duration_ps > 0 ?
+			     (ev->duration_ps < REL_PS_MAX ? ev->duration_ps : REL_PS_MAX) :
+			     0);
 }
 
 /* Widen line's time bounds (xpf_rt_priv.line_t0/t1) to [t0, t1]. */
@@ -108,7 +109,7 @@ unsigned xpf_rt_md_class(struct scan *s, size_t k, const char *name)
  * the same rules as scan_line_sorted, and the allocator events and retries
  * read on the way get their execution then. */
 struct knode {
-	xpf_event ev;     /* its msg in scan.kbuf from kbuf_at, once the line is read */
+	xpf_event ev; /* its msg in scan.kbuf from kbuf_at, once the line is read */
 	size_t kbuf_at;
 	int64_t t0, t1;
 	unsigned flags;
@@ -128,13 +129,13 @@ struct frame {
 	int64_t t0, t1;
 	unsigned flags;
 	const char *name;
-	long node;            /* nearest node around it, or self */
-	long build;           /* nearest Build buffer allocations node, or self */
-	uint32_t md1;         /* 1 + its event metadata index */
-	uint32_t transfer;    /* outermost transfer around it, or self: 1 + its
+	long node;         /* nearest node around it, or self */
+	long build;        /* nearest Build buffer allocations node, or self */
+	uint32_t md1;      /* 1 + its event metadata index */
+	uint32_t transfer; /* outermost transfer around it, or self: 1 + its
 				 metadata index, 0: none */
-	const char *pjit;     /* nearest PjitFunction strictly around it */
-	bool retry;           /* in (or is) an AllocatorRetry */
+	const char *pjit;  /* nearest PjitFunction strictly around it */
+	bool retry;        /* in (or is) an AllocatorRetry */
 };
 
 struct pending {
@@ -150,8 +151,8 @@ static int add_execution_node(struct scan *s, size_t line, struct knode *nd, siz
 			      xpf_error *err)
 {
 	struct knode *root = &nd[r];
-	size_t xi = xpf_rt_new_execution(s, (uint32_t)line, s->p->lines[line].id, root->ev.name, root->dev,
-				  root->t0, root->t1, root->pjit);
+	size_t xi = xpf_rt_new_execution(s, (uint32_t)line, s->p->lines[line].id, root->ev.name,
+					 root->dev, root->t0, root->t1, root->pjit);
 	struct exec_walk w = { NULL, NULL, NULL, -1 };
 	size_t last_seq = root->last_seq;
 	int last_kind = root->last_kind;
@@ -184,7 +185,7 @@ struct stream {
 	struct frame *st;
 	struct pending *pa_ev, *pa_re;
 	size_t nn, cn, ns, cs, nae, cae, nar, car;
-	size_t waiting;   /* retries before pa_re[waiting] have their allocation */
+	size_t waiting; /* retries before pa_re[waiting] have their allocation */
 };
 
 /* A node for event ev (index i on the line): the events that can make or
@@ -229,7 +230,8 @@ static int read_leaf(struct scan *s, struct stream *m, size_t line, const xpf_ev
 	if (flags & (F_ALLOC | F_DEALLOC)) {
 		xpf_event full;
 		xpf_event_of_head(s->p, line, ev, &full);
-		int rc = xpf_rt_read_alloc(s, &full, ev, flags, t0, pa ? pa->md1 : 0, transfer, line, err);
+		int rc = xpf_rt_read_alloc(s, &full, ev, flags, t0, pa ? pa->md1 : 0, transfer,
+					   line, err);
 		if (rc != XPF_OK)
 			return rc;
 		struct pending *q = XPF_VEC_PUSH(m->pa_ev, m->nae, m->cae);
@@ -266,9 +268,9 @@ static int stream_event(struct scan *s, struct stream *m, size_t line, const xpf
 	const char *name = s->p->event_md[k].name;
 	unsigned flags = xpf_rt_md_class(s, k, name);
 	struct frame *st = m->st;
-	while (m->ns > 0 && !(t0 < st[m->ns - 1].t1 ||
-			      (t0 == st[m->ns - 1].t0 && t1 <= st[m->ns - 1].t1 &&
-			       st[m->ns - 1].t1 > st[m->ns - 1].t0)))
+	while (m->ns > 0 &&
+	       !(t0 < st[m->ns - 1].t1 || (t0 == st[m->ns - 1].t0 && t1 <= st[m->ns - 1].t1 &&
+					   st[m->ns - 1].t1 > st[m->ns - 1].t0)))
 		m->ns--;
 	const struct frame *pa = m->ns > 0 ? &st[m->ns - 1] : NULL;
 	long knode = pa ? pa->node : -1, bnode = pa ? pa->build : -1;
@@ -280,8 +282,9 @@ static int stream_event(struct scan *s, struct stream *m, size_t line, const xpf
 	 * set-up (freeing the part of the set it had, error and Python
 	 * events, SPEC §4.3) is none. */
 	bool step = !(flags & F_DEALLOC) && (flags != 0 || thunk || kind != 0);
-	uint32_t transfer = pa && pa->transfer ? pa->transfer :
-			    (flags & F_TRANSFER) ? (uint32_t)k + 1 : 0;
+	uint32_t transfer = pa && pa->transfer   ? pa->transfer :
+			    (flags & F_TRANSFER) ? (uint32_t)k + 1 :
+						   0;
 	long self = knode;
 	if (flags & (F_EXEC | F_PERDEV | F_ANCHOR | F_BUILD)) {
 		self = push_node(s, m, line, ev, i, t0, t1, flags, pa, pjit, kind, thunk, retry);
@@ -321,7 +324,8 @@ static void mark_roots(struct knode *nd, size_t nn)
 		struct knode *e = &nd[i];
 		if (!(e->flags & F_ANCHOR))
 			continue;
-		long r = (e->flags & F_EXEC) ? (long)i : -1, pd = (e->flags & F_PERDEV) ? (long)i : -1;
+		long r = (e->flags & F_EXEC) ? (long)i : -1,
+		     pd = (e->flags & F_PERDEV) ? (long)i : -1;
 		for (long a = e->parent; a >= 0; a = nd[a].parent) {
 			if (nd[a].flags & F_EXEC)
 				r = a;
@@ -375,7 +379,8 @@ static int settle_line(struct scan *s, struct stream *m, size_t line, xpf_error 
 		/* this line's events are the last read */
 		size_t first = m->nae ? m->pa_ev[0].index : rt->nevents;
 		for (size_t e = rt->nevents; e-- > first;) {
-			if (rt->events[e].t_ps == m->pa_re[q].alloc_t0 && rt->events[e].kind == XPF_RT_ALLOC) {
+			if (rt->events[e].t_ps == m->pa_re[q].alloc_t0 &&
+			    rt->events[e].kind == XPF_RT_ALLOC) {
 				r->allocator = xpf_rt_ev_allocator(rt, &rt->events[e]);
 				break;
 			}
@@ -449,8 +454,8 @@ static int line_done(struct scan *s, size_t first, int rc)
 	for (size_t i = first; i < rt->nevents && i - first < s->navail; i++) {
 		const xpf_rt_event *e = &rt->events[i];
 		int a = xpf_rt_ev_allocator(rt, e);
-		xpf_rt_scan_capacity(&rt->allocators[a], &rt->priv->peak[a], e->t_ps, e->in_use_after,
-			      s->avail[i - first]);
+		xpf_rt_scan_capacity(&rt->allocators[a], &rt->priv->peak[a], e->t_ps,
+				     e->in_use_after, s->avail[i - first]);
 	}
 	return rc;
 }
@@ -498,8 +503,7 @@ int xpf_rt_scan_line(struct scan *s, size_t line, xpf_error *err)
 	return line_done(s, nevents, scan_line_sorted(s, line, err));
 }
 
-int xpf_rt_scan_modules_line(struct scan *s, const xpf_plane *p, size_t l, unsigned d,
-			     xpf_error *err)
+int xpf_rt_scan_modules_line(struct scan *s, const xpf_plane *p, size_t l, unsigned d, xpf_error *err)
 {
 	xpf_runtime *rt = s->rt;
 	struct xpf_rt_priv *pv = rt->priv;
@@ -511,11 +515,12 @@ int xpf_rt_scan_modules_line(struct scan *s, const xpf_plane *p, size_t l, unsig
 	while ((rc = xpf_events_next_head(&it, &eh, err)) == 1) {
 		int64_t t0 = xpf_rt_rel_ps(p->lines[l].timestamp_ns, s->base, eh.offset_ps);
 		xpf_event_of_head(p, l, &eh, &ev);
-		size_t xi = xpf_rt_new_execution(s, UINT32_MAX, p->lines[l].id, ev.name, (int)d, t0,
-					  t0 + (ev.duration_ps > 0 ? ev.duration_ps : 0), NULL);
+		size_t xi =
+			xpf_rt_new_execution(s, UINT32_MAX, p->lines[l].id, ev.name, (int)d, t0,
+					     t0 + (ev.duration_ps > 0 ? ev.duration_ps : 0), NULL);
 		xpf_rt_execution *x = &rt->executions[xi];
 		x->host_name = ev.name;
-		x->launched = XPF_LAUNCHED_YES;   /* the device ran it */
+		x->launched = XPF_LAUNCHED_YES; /* the device ran it */
 		pv->xb[xi].thunk = true;
 		xpf_stat st;
 		int64_t pid;
@@ -524,4 +529,3 @@ int xpf_rt_scan_modules_line(struct scan *s, const xpf_plane *p, size_t l, unsig
 	}
 	return rc < 0 ? err->code : XPF_OK;
 }
-

@@ -41,10 +41,7 @@ static int natural_cmp(const char *a, const char *b)
  * one more than XPF_RT_MAX_ALLOCATORS. */
 /* An allocator name's ordinal as a device: one above what an execution
  * keeps (xpf_rt_device16; "GPU_-1_bfc" reads as 4294967295) is unknown. */
-static int allocator_ordinal(unsigned d)
-{
-	return d <= INT16_MAX ? (int)d : -1;
-}
+static int allocator_ordinal(unsigned d) { return d <= INT16_MAX ? (int)d : -1; }
 
 int xpf_rt_find_allocator(xpf_runtime *rt, size_t *cap, const char *name, bool by_index)
 {
@@ -108,8 +105,8 @@ static bool same_site(const xpf_rt_site *a, const xpf_rt_site *b)
 static void site_hash(const xpf_rt_site *w, uint64_t *a, uint64_t *b)
 {
 	*a = w->bytes * 0x9E3779B97F4A7C15ull ^ w->requested_bytes ^
-	     (uint64_t)(uint16_t)w->allocator << 40 ^
-	     (uint64_t)w->has_bytes << 62 ^ (uint64_t)w->has_requested << 63;
+	     (uint64_t)(uint16_t)w->allocator << 40 ^ (uint64_t)w->has_bytes << 62 ^
+	     (uint64_t)w->has_requested << 63;
 	*b = (uint64_t)(uintptr_t)w->shape * 0xC2B2AE3D27D4EB4Full ^
 	     ((uint64_t)w->enclosing_md << 32 | w->transfer_md);
 }
@@ -162,8 +159,7 @@ void xpf_rt_keep_interns(struct xpf_rt_priv *pv, xpf_intern **set)
 /* A candidate for an allocator's in-window peak, met after the ones taken
  * so far in scan order: taken when it has more in use, or as much but
  * earlier. */
-void xpf_rt_peak_take(struct xpf_rt_scan_peak *pk, uint64_t in_use, int64_t t_ps,
-		      uint64_t available)
+void xpf_rt_peak_take(struct xpf_rt_scan_peak *pk, uint64_t in_use, int64_t t_ps, uint64_t available)
 {
 	if (!pk->set || in_use > pk->in_use || (in_use == pk->in_use && t_ps < pk->t_ps)) {
 		pk->set = true;
@@ -188,7 +184,6 @@ void xpf_rt_scan_capacity(xpf_rt_allocator *a, struct xpf_rt_scan_peak *pk, int6
 		a->capacity_hi_bytes = cap;
 	xpf_rt_peak_take(pk, in_use, t_ps, available);
 }
-
 
 int xpf_rt_allocator_cmp(const void *a, const void *b)
 {

@@ -8,33 +8,30 @@
 void xpf_svg_begin(xpf_buf *b, int width, int height, const char *title)
 {
 	xpf_buf_printf(b,
-		"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-		"viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, Helvetica, sans-serif\" "
-		"font-size=\"12\">\n",
-		width, height, width, height);
+		       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+		       "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Arial, Helvetica, sans-serif\" "
+		       "font-size=\"12\">\n",
+		       width, height, width, height);
 	xpf_buf_adds(b, "<title>");
 	xpf_svg_esc(b, title, 0);
 	xpf_buf_adds(b, "</title>\n<style>"
-		"text{fill:#222}"
-		".h{font-size:16px;font-weight:bold}"
-		".sub{font-size:12px;fill:#444}"
-		".ax{font-size:11px;fill:#555}"
-		".axn{font-size:12px;fill:#333}"
-		".lg{font-size:12px}"
-		".sm{font-size:11px;fill:#333}"
-		".pk{font-size:12px;font-weight:bold;fill:#b00000}"
-		".pki{font-size:11px;fill:#b00000}"
-		".cap{font-size:12px;font-weight:bold;fill:#c00}"
-		".grid{stroke:#e6e6e6;stroke-width:1}"
-		"</style>\n");
+			"text{fill:#222}"
+			".h{font-size:16px;font-weight:bold}"
+			".sub{font-size:12px;fill:#444}"
+			".ax{font-size:11px;fill:#555}"
+			".axn{font-size:12px;fill:#333}"
+			".lg{font-size:12px}"
+			".sm{font-size:11px;fill:#333}"
+			".pk{font-size:12px;font-weight:bold;fill:#b00000}"
+			".pki{font-size:11px;fill:#b00000}"
+			".cap{font-size:12px;font-weight:bold;fill:#c00}"
+			".grid{stroke:#e6e6e6;stroke-width:1}"
+			"</style>\n");
 	xpf_buf_printf(b, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", width, height);
 }
 
-void xpf_svg_end(xpf_buf *b)
-{
-	xpf_buf_adds(b, "</svg>\n");
-}
+void xpf_svg_end(xpf_buf *b) { xpf_buf_adds(b, "</svg>\n"); }
 
 /* Length of the valid UTF-8 sequence at s (1..4) and its code point, or 0
  * when the bytes are not valid UTF-8 (overlong, surrogate, > U+10FFFF). */
@@ -102,7 +99,9 @@ void xpf_svg_esc(xpf_buf *b, const char *str, size_t max_chars)
 		case '>': xpf_buf_adds(b, "&gt;"); break;
 		case '"': xpf_buf_adds(b, "&quot;"); break;
 		case '\'': xpf_buf_adds(b, "&apos;"); break;
-		case '\t': case '\n': case '\r': xpf_buf_addc(b, ' '); break;
+		case '\t':
+		case '\n':
+		case '\r': xpf_buf_addc(b, ' '); break;
 		default: xpf_buf_add(b, s, (size_t)len); break;
 		}
 		s += len;
@@ -191,8 +190,10 @@ void xpf_svg_cap_line(xpf_buf *b, const char *dashes, double x0, double x1, doub
 void xpf_svg_message(xpf_buf *b, double x0, double y0, double x1, double y1, const char *what,
 		     size_t max_chars)
 {
-	xpf_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f6f6f6\" "
-		       "stroke=\"#ccc\"/>\n", (int)x0, (int)y0, (int)(x1 - x0), (int)(y1 - y0));
+	xpf_buf_printf(b,
+		       "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f6f6f6\" "
+		       "stroke=\"#ccc\"/>\n",
+		       (int)x0, (int)y0, (int)(x1 - x0), (int)(y1 - y0));
 	xpf_svg_text(b, (x0 + x1) / 2, (y0 + y1) / 2, "middle", "lg", what, max_chars);
 }
 
@@ -308,9 +309,8 @@ char *xpf_svg_human_ns(int64_t ns, char out[48])
 	return out;
 }
 
-void xpf_svg_axes(xpf_buf *b, double x0, double y0, double x1, double y1,
-		  const xpf_svg_ticks *xt, double x_origin, const xpf_svg_ticks *yt,
-		  const char *xlabel, const char *ylabel)
+void xpf_svg_axes(xpf_buf *b, double x0, double y0, double x1, double y1, const xpf_svg_ticks *xt,
+		  double x_origin, const xpf_svg_ticks *yt, const char *xlabel, const char *ylabel)
 {
 	char lab[48];
 	xpf_buf_adds(b, "<g>\n");

@@ -52,19 +52,19 @@ void xpf_svg_message(xpf_buf *b, double x0, double y0, double x1, double y1, con
 /* ---- axes ----------------------------------------------------------- */
 
 enum xpf_svg_unit {
-	XPF_SVG_BYTES,   /* IEC: B, KiB, MiB, GiB, TiB */
-	XPF_SVG_NS,      /* ns, µs, ms, s */
-	XPF_SVG_COUNT,   /* plain integers (program order steps) */
+	XPF_SVG_BYTES, /* IEC: B, KiB, MiB, GiB, TiB */
+	XPF_SVG_NS,    /* ns, µs, ms, s */
+	XPF_SVG_COUNT, /* plain integers (program order steps) */
 };
 
 typedef struct xpf_svg_ticks {
-	double step;      /* between ticks, in the value's own unit */
-	double top;       /* the axis maximum: a multiple of step >= max */
-	int n;            /* ticks 0, step, …, top: n = top/step + 1 */
+	double step; /* between ticks, in the value's own unit */
+	double top;  /* the axis maximum: a multiple of step >= max */
+	int n;       /* ticks 0, step, …, top: n = top/step + 1 */
 	enum xpf_svg_unit unit;
-	double scale;     /* the label unit (1024^k bytes, 1000^k ns) */
+	double scale;       /* the label unit (1024^k bytes, 1000^k ns) */
 	const char *suffix; /* " MiB", " ms", "" */
-	int decimals;     /* in labels */
+	int decimals;       /* in labels */
 } xpf_svg_ticks;
 
 /* Ticks for 0..max with about `want` intervals (2..10), on 1-2-5 steps of
@@ -79,9 +79,8 @@ char *xpf_svg_human_ns(int64_t ns, char out[48]);
  * y1) for a plot box [x0,x1]×[y0,y1] with the given ticks; `xlabel` and
  * `ylabel` are the axis names.  x ticks start at x_origin (the value at
  * x0). */
-void xpf_svg_axes(xpf_buf *b, double x0, double y0, double x1, double y1,
-		  const xpf_svg_ticks *xt, double x_origin, const xpf_svg_ticks *yt,
-		  const char *xlabel, const char *ylabel);
+void xpf_svg_axes(xpf_buf *b, double x0, double y0, double x1, double y1, const xpf_svg_ticks *xt,
+		  double x_origin, const xpf_svg_ticks *yt, const char *xlabel, const char *ylabel);
 
 /* ---- the pictures --------------------------------------------------- */
 
@@ -90,8 +89,8 @@ struct xpf_runtime;
 
 /* Where the capacity line of a heap picture comes from. */
 typedef struct xpf_svg_capacity {
-	uint64_t bytes;        /* 0: none */
-	const char *what;      /* "GPU_0_bfc capacity (measured)", "--capacity" */
+	uint64_t bytes;   /* 0: none */
+	const char *what; /* "GPU_0_bfc capacity (measured)", "--capacity" */
 } xpf_svg_capacity;
 
 /* heap.svg of one plan. */

@@ -32,18 +32,12 @@
 
 /* Bottom to top of the stack. */
 static const char *const role_color[XPF_NROLES] = {
-	[XPF_PLAN_ROLE_PARAMETER] = "#4e79a7",
-	[XPF_PLAN_ROLE_OUTPUT] = "#59a14f",
-	[XPF_PLAN_ROLE_WORKSPACE] = "#edc948",
-	[XPF_PLAN_ROLE_BACKWARD] = "#b07aa1",
-	[XPF_PLAN_ROLE_FORWARD] = "#f28e2b",
-	[XPF_PLAN_ROLE_OTHER] = "#9da5ad",
+	[XPF_PLAN_ROLE_PARAMETER] = "#4e79a7", [XPF_PLAN_ROLE_OUTPUT] = "#59a14f",
+	[XPF_PLAN_ROLE_WORKSPACE] = "#edc948", [XPF_PLAN_ROLE_BACKWARD] = "#b07aa1",
+	[XPF_PLAN_ROLE_FORWARD] = "#f28e2b",   [XPF_PLAN_ROLE_OTHER] = "#9da5ad",
 };
 
-static bool has(const char *s, const char *needle)
-{
-	return s && strstr(s, needle) != NULL;
-}
+static bool has(const char *s, const char *needle) { return s && strstr(s, needle) != NULL; }
 
 /* The role of a temp buffer (SPEC §4.1 rules, minus parameter/output,
  * which are allocation kinds and never temp). */
@@ -72,8 +66,8 @@ static enum xpf_role buffer_role(const xpf_plan_buffer *b)
 }
 
 typedef struct column {
-	size_t first, last;    /* steps covered */
-	size_t at;             /* the step with the most bytes */
+	size_t first, last; /* steps covered */
+	size_t at;          /* the step with the most bytes */
 	uint64_t bytes;
 	double role[XPF_NROLES];
 } column;
@@ -105,8 +99,8 @@ static void split_roles(const xpf_plan *p, column *cols, size_t ncols)
 		role[i] = buffer_role(&p->buffers[i]);
 	for (size_t i = 0; i < p->npeak; i++) {
 		const xpf_plan_peak *pk = &p->peak[i];
-		if (pk->buffer && !(pk->alloc && pk->alloc->indefinite) && pk->buffer >= p->buffers &&
-		    pk->buffer < p->buffers + p->nbuffers)
+		if (pk->buffer && !(pk->alloc && pk->alloc->indefinite) &&
+		    pk->buffer >= p->buffers && pk->buffer < p->buffers + p->nbuffers)
 			role[pk->buffer - p->buffers] = pk->role;
 	}
 	for (size_t i = 0; i < p->nbuffers; i++) {
@@ -154,15 +148,9 @@ static void split_roles(const xpf_plan *p, column *cols, size_t ncols)
 	free(role);
 }
 
-static double ypos(double v, double top)
-{
-	return Y1 - (Y1 - Y0) * v / top;
-}
+static double ypos(double v, double top) { return Y1 - (Y1 - Y0) * v / top; }
 
-static double xcol(size_t c, size_t ncols)
-{
-	return X0 + (X1 - X0) * (double)c / (double)ncols;
-}
+static double xcol(size_t c, size_t ncols) { return X0 + (X1 - X0) * (double)c / (double)ncols; }
 
 /* Extend a step path to column c at height y10 (tenths of a pixel) when it
  * differs from *cur. */
@@ -242,7 +230,8 @@ static void draw_panel(xpf_buf *out, const xpf_plan *p)
 		snprintf(line, sizeof line, "%s  %s", xpf_human(pk->bytes, hb),
 			 xpf_role_name(pk->role));
 		xpf_svg_text(out, PANEL_X + 18, y, NULL, "lg", line, 0);
-		xpf_svg_text(out, PANEL_X + 18, y + 14, NULL, "sm", instr[0] ? instr : "(allocation)", 42);
+		xpf_svg_text(out, PANEL_X + 18, y + 14, NULL, "sm",
+			     instr[0] ? instr : "(allocation)", 42);
 		xpf_buf_adds(out, "</g>\n");
 		y += 34;
 	}
@@ -261,9 +250,10 @@ static void draw_no_heap(xpf_buf *out, const xpf_plan *p)
 {
 	char hb[32], line[512];
 	snprintf(line, sizeof line, "no heap to draw: %s",
-		 !p->has_assignment ? (p->missing && p->missing[0] ? p->missing
-						: "the module has no buffer assignment")
-				    : "the buffer assignment has no heap-simulator trace");
+		 !p->has_assignment ?
+			 (p->missing && p->missing[0] ? p->missing :
+							"the module has no buffer assignment") :
+			 "the buffer assignment has no heap-simulator trace");
 	xpf_svg_message(out, X0, Y0, X1, Y1, line, 120);
 	if (p->has_assignment) {
 		snprintf(line, sizeof line, "heap peak %s (%llu bytes) = indefinite allocations",
@@ -276,19 +266,16 @@ static void draw_no_heap(xpf_buf *out, const xpf_plan *p)
 /* What the drawing steps share once the columns and the scale are known. */
 typedef struct heap_ctx {
 	const xpf_plan *p;
-	size_t n;              /* steps */
+	size_t n; /* steps */
 	column *cols;
 	size_t ncols;
-	uint64_t ymax;         /* the most bytes of any column */
-	uint64_t capb;         /* the capacity, 0: none */
-	bool cap_on_scale;     /* the capacity fits the y axis, drawn as a line */
-	double top;            /* the y axis maximum */
+	uint64_t ymax;     /* the most bytes of any column */
+	uint64_t capb;     /* the capacity, 0: none */
+	bool cap_on_scale; /* the capacity fits the y axis, drawn as a line */
+	double top;        /* the y axis maximum */
 } heap_ctx;
 
-static double ycap(const heap_ctx *hc)
-{
-	return ypos((double)hc->capb, hc->top);
-}
+static double ycap(const heap_ctx *hc) { return ypos((double)hc->capb, hc->top); }
 
 /* Each column's steps, and the step that represents it: the one with the
  * most bytes, so the peak is never averaged away. */
@@ -470,8 +457,10 @@ static void peak_labels(xpf_buf *out, const heap_ctx *hc, double x, double y)
 		const char *txt = k == 0 ? line : p->peak_instruction;
 		if (!txt || !txt[0])
 			break;
-		xpf_buf_printf(out, "<text stroke=\"#fff\" stroke-width=\"4\" paint-order=\"stroke\" "
-			       "class=\"%s\" x=\"", k == 0 ? "pk" : "pki");
+		xpf_buf_printf(out,
+			       "<text stroke=\"#fff\" stroke-width=\"4\" paint-order=\"stroke\" "
+			       "class=\"%s\" x=\"",
+			       k == 0 ? "pk" : "pki");
 		xpf_svg_num(out, right ? x - 8 : x + 8);
 		xpf_buf_adds(out, "\" y=\"");
 		xpf_svg_num(out, ly + 15 * k);
@@ -542,7 +531,8 @@ void xpf_svg_heap(const xpf_plan *p, const xpf_svg_capacity *cap, xpf_buf *out)
 	if (hc.n > hc.ncols || p->npeak) {
 		xpf_svg_text(out, 12, H - 10, NULL, "sm",
 			     "Split by role: the plan's at the peak; elsewhere inferred from buffer "
-			     "lifetimes, scaled to each step's bytes.  Hover for exact figures.", 0);
+			     "lifetimes, scaled to each step's bytes.  Hover for exact figures.",
+			     0);
 	}
 	free(hc.cols);
 	xpf_svg_end(out);

@@ -31,8 +31,8 @@
 #define MAX_LINES 16
 
 static const char *const line_color[] = {
-	"#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf", "#e377c2",
-	"#bcbd22", "#393b79", "#637939", "#7f7f7f",
+	"#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf",
+	"#e377c2", "#bcbd22", "#393b79", "#637939", "#7f7f7f",
 };
 #define NCOLORS (sizeof line_color / sizeof line_color[0])
 static const char *const span_color[] = { "#dbe9f6", "#fde4c8", "#dcefd6", "#ece0f1", "#f9dede" };
@@ -43,12 +43,12 @@ typedef struct ctx {
 	const char *const *names;
 	size_t nmodules;
 	int64_t t0, t1;
-	double top;            /* y axis maximum (bytes) */
-	size_t *order;         /* allocators in drawing order (sort_allocs) */
-	int *color_of;         /* allocator -> its rank in that order */
-	size_t nlines;         /* the allocators drawn: the first MAX_LINES */
-	double capmax;         /* the largest pool capacity, 0: none */
-	bool cap_on_scale;     /* it fits the y axis: capacities are lines */
+	double top;        /* y axis maximum (bytes) */
+	size_t *order;     /* allocators in drawing order (sort_allocs) */
+	int *color_of;     /* allocator -> its rank in that order */
+	size_t nlines;     /* the allocators drawn: the first MAX_LINES */
+	double capmax;     /* the largest pool capacity, 0: none */
+	bool cap_on_scale; /* it fits the y axis: capacities are lines */
 } ctx;
 
 static double xt(const ctx *c, int64_t t)
@@ -60,10 +60,7 @@ static double xt(const ctx *c, int64_t t)
 	return X0 + (X1 - X0) * (double)(t - c->t0) / (double)(c->t1 - c->t0);
 }
 
-static double yb(const ctx *c, double v)
-{
-	return Y1 - (Y1 - Y0) * v / c->top;
-}
+static double yb(const ctx *c, double v) { return Y1 - (Y1 - Y0) * v / c->top; }
 
 static const char *module_name(const ctx *c, long m, char buf[32])
 {
@@ -97,8 +94,8 @@ static void exec_title(xpf_buf *out, const ctx *c, const xpf_rt_execution *x)
 		xpf_buf_printf(out, " on device %d", x->device);
 	xpf_buf_printf(out, ", %lld\xE2\x80\x93%lld ns (%s at %s), launched %s",
 		       (long long)xpf_rt_x_start_ns(x), (long long)xpf_rt_x_end_ns(x),
-		       xpf_svg_human_ns(xpf_rt_x_end_ns(x) - xpf_rt_x_start_ns(x), d1), xpf_svg_human_ns(xpf_rt_x_start_ns(x), d2),
-		       xpf_launched_name(x->launched));
+		       xpf_svg_human_ns(xpf_rt_x_end_ns(x) - xpf_rt_x_start_ns(x), d1),
+		       xpf_svg_human_ns(xpf_rt_x_start_ns(x), d2), xpf_launched_name(x->launched));
 	if (x->in_use_known) {
 		xpf_buf_adds(out, ", in use at start ");
 		xpf_svg_bytes_text(out, x->in_use_at_start_bytes);
@@ -323,7 +320,8 @@ static void draw_retries(xpf_buf *out, const ctx *c)
 		}
 		xpf_buf_adds(out, "<g><title>");
 		if (j - i == 1) {
-			xpf_buf_printf(out, "AllocatorRetry::AllocateRaw wait at %lld ns for %lld ns (%s)",
+			xpf_buf_printf(out,
+				       "AllocatorRetry::AllocateRaw wait at %lld ns for %lld ns (%s)",
 				       (long long)r->time_ns, (long long)r->duration_ns,
 				       xpf_svg_human_ns(r->duration_ns, d1));
 			if (r->allocator >= 0 && (size_t)r->allocator < rt->nallocators) {
@@ -331,9 +329,11 @@ static void draw_retries(xpf_buf *out, const ctx *c)
 				xpf_svg_esc(out, rt->allocators[r->allocator].name, 100);
 			}
 			if (r->execution >= 0 && (size_t)r->execution < rt->nexecutions)
-				xpf_buf_printf(out, " in execution %u", rt->executions[r->execution].n);
+				xpf_buf_printf(out, " in execution %u",
+					       rt->executions[r->execution].n);
 		} else {
-			xpf_buf_printf(out, "%zu AllocatorRetry::AllocateRaw waits from %lld ns, %lld ns (%s) in all",
+			xpf_buf_printf(out,
+				       "%zu AllocatorRetry::AllocateRaw waits from %lld ns, %lld ns (%s) in all",
 				       j - i, (long long)r->time_ns, (long long)total,
 				       xpf_svg_human_ns(total, d1));
 		}
@@ -394,8 +394,11 @@ static void draw_line(xpf_buf *out, const ctx *c, size_t a, const char *color)
 		long y10 = (long)(yb(c, v) * 10 + 0.5);
 		double x = X0 + (X1 - X0) * (double)k / PLOT_W;
 		if (!started) {
-			xpf_buf_printf(out, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" d=\"M",
-				       color, rt->allocators[a].is_pool ? "1.6" : "1.2\" stroke-dasharray=\"5 3");
+			xpf_buf_printf(out,
+				       "<path fill=\"none\" stroke=\"%s\" stroke-width=\"%s\" d=\"M",
+				       color,
+				       rt->allocators[a].is_pool ? "1.6" :
+								   "1.2\" stroke-dasharray=\"5 3");
 			xpf_svg_num(out, x);
 			xpf_buf_addc(out, ' ');
 			xpf_svg_num(out, (double)y10 / 10);
@@ -408,7 +411,8 @@ static void draw_line(xpf_buf *out, const ctx *c, size_t a, const char *color)
 			/* what is in use after the column: its last event */
 			long ly = (long)(yb(c, last[k]) * 10 + 0.5);
 			if (ly != cy) {
-				xpf_svg_hv(out, X0 + (X1 - X0) * (double)(k + 1) / PLOT_W, (double)ly / 10);
+				xpf_svg_hv(out, X0 + (X1 - X0) * (double)(k + 1) / PLOT_W,
+					   (double)ly / 10);
 				cy = ly;
 			}
 			cur = last[k];
@@ -461,9 +465,10 @@ static void halo_label(xpf_buf *out, bool bold, double x, double dx, double y, c
 		       size_t max_chars)
 {
 	bool right = x > (X0 + X1) / 2;
-	xpf_buf_printf(out, "<text class=\"lg\"%s stroke=\"#fff\" stroke-width=\"3\" "
-		       "paint-order=\"stroke\"%s x=\"", bold ? " font-weight=\"bold\"" : "",
-		       right ? " text-anchor=\"end\"" : "");
+	xpf_buf_printf(out,
+		       "<text class=\"lg\"%s stroke=\"#fff\" stroke-width=\"3\" "
+		       "paint-order=\"stroke\"%s x=\"",
+		       bold ? " font-weight=\"bold\"" : "", right ? " text-anchor=\"end\"" : "");
 	xpf_svg_num(out, right ? x - dx : x + dx);
 	xpf_buf_adds(out, "\" y=\"");
 	xpf_svg_num(out, y);
@@ -481,7 +486,8 @@ static void draw_growth(xpf_buf *out, const ctx *c)
 	size_t best_n = 0;
 	for (size_t i = 0; i < rt->nexecutions; i++) {
 		const xpf_rt_execution *x = &rt->executions[i];
-		if (x->module < 0 || !x->in_use_known || x->allocator < 0 || x->module_execution < best_n)
+		if (x->module < 0 || !x->in_use_known || x->allocator < 0 ||
+		    x->module_execution < best_n)
 			continue;
 		if (x->module_execution > best_n || best < 0) {
 			best_n = x->module_execution;
@@ -492,8 +498,10 @@ static void draw_growth(xpf_buf *out, const ctx *c)
 		return;
 	const xpf_rt_execution *lastx = &rt->executions[best];
 	const xpf_rt_execution *firstx = NULL;
-	xpf_buf_printf(out, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"1\" "
-		       "stroke-dasharray=\"2 3\" d=\"", line_color[c->color_of[lastx->allocator] % NCOLORS]);
+	xpf_buf_printf(out,
+		       "<path fill=\"none\" stroke=\"%s\" stroke-width=\"1\" "
+		       "stroke-dasharray=\"2 3\" d=\"",
+		       line_color[c->color_of[lastx->allocator] % NCOLORS]);
 	double last_px = -100;
 	for (size_t i = 0; i <= (size_t)best; i++) {
 		const xpf_rt_execution *x = &rt->executions[i];
@@ -555,13 +563,15 @@ static void draw_peaks(xpf_buf *out, const ctx *c)
 				       xpf_pct(a->peak_in_window_bytes, a->capacity_bytes, pct));
 			xpf_svg_bytes_text(out, a->capacity_bytes);
 		}
-		xpf_buf_printf(out, "</title><path fill=\"%s\" stroke=\"#fff\" d=\"M", line_color[k % NCOLORS]);
+		xpf_buf_printf(out, "</title><path fill=\"%s\" stroke=\"#fff\" d=\"M",
+			       line_color[k % NCOLORS]);
 		xpf_svg_num(out, x);
 		xpf_buf_addc(out, ' ');
 		xpf_svg_num(out, y - 2);
 		xpf_buf_adds(out, "l-6 -10h12z\"/>");
 		if (labelled < 4 && (y < last_y - 14 || y > last_y + 14)) {
-			snprintf(line, sizeof line, "%s peak %s", a->name, xpf_human(a->peak_in_window_bytes, hb));
+			snprintf(line, sizeof line, "%s peak %s", a->name,
+				 xpf_human(a->peak_in_window_bytes, hb));
 			halo_label(out, false, x, 8, y - 6, line, 60);
 			labelled++;
 			last_y = y;
@@ -588,9 +598,11 @@ static void time_window(const xpf_runtime *rt, int64_t *t0, int64_t *t1)
 	for (size_t i = 0; i < rt->nevents; i++)
 		widen(t0, t1, xpf_rt_ev_ns(&rt->events[i]), xpf_rt_ev_ns(&rt->events[i]));
 	for (size_t i = 0; i < rt->nexecutions; i++)
-		widen(t0, t1, xpf_rt_x_start_ns(&rt->executions[i]), xpf_rt_x_end_ns(&rt->executions[i]));
+		widen(t0, t1, xpf_rt_x_start_ns(&rt->executions[i]),
+		      xpf_rt_x_end_ns(&rt->executions[i]));
 	for (size_t i = 0; i < rt->nretries; i++)
-		widen(t0, t1, rt->retries[i].time_ns, rt->retries[i].time_ns + rt->retries[i].duration_ns);
+		widen(t0, t1, rt->retries[i].time_ns,
+		      rt->retries[i].time_ns + rt->retries[i].duration_ns);
 	int64_t span = *t1 - *t0;
 	if (span <= 0)
 		span = 1000;
@@ -628,9 +640,10 @@ static void draw_subtitle(xpf_buf *out, const ctx *c)
 	size_t npools = 0;
 	for (size_t i = 0; i < rt->nallocators; i++)
 		npools += rt->allocators[i].is_pool;
-	xpf_buf_printf(&sub, "%zu allocators (%zu device pools), %zu events, %zu executions, "
-		       "%zu AllocatorRetry waits", rt->nallocators, npools, rt->nevents,
-		       rt->nexecutions, rt->nretries);
+	xpf_buf_printf(&sub,
+		       "%zu allocators (%zu device pools), %zu events, %zu executions, "
+		       "%zu AllocatorRetry waits",
+		       rt->nallocators, npools, rt->nevents, rt->nexecutions, rt->nretries);
 	if (rt->nallocators && rt->allocators[c->order[0]].is_pool) {
 		const xpf_rt_allocator *a = &rt->allocators[c->order[0]];
 		xpf_buf_printf(&sub, " \xC2\xB7 %s peak %s", a->name,
@@ -697,7 +710,8 @@ static void draw_capacities(xpf_buf *out, const ctx *c)
 		xpf_svg_bytes_text(out, a->capacity_bytes);
 		xpf_buf_adds(out, "</title>");
 		xpf_svg_cap_line(out, "8 4", X0, X1, y);
-		snprintf(line, sizeof line, "%s capacity %s", a->name, xpf_human(a->capacity_bytes, hb));
+		snprintf(line, sizeof line, "%s capacity %s", a->name,
+			 xpf_human(a->capacity_bytes, hb));
 		xpf_svg_text(out, X1 - 4, y - 5 - 14.0 * (double)(ndrawn - 1), "end", "cap", line, 0);
 		xpf_buf_adds(out, "</g>\n");
 	}
@@ -721,10 +735,12 @@ static double legend_allocators(xpf_buf *out, const ctx *c, double y)
 		xpf_buf_adds(out, ", live at end ");
 		xpf_svg_bytes_text(out, a->live_at_end_bytes);
 		xpf_buf_printf(out, ", %llu allocations, %llu deallocations</title>",
-			       (unsigned long long)a->allocations, (unsigned long long)a->deallocations);
+			       (unsigned long long)a->allocations,
+			       (unsigned long long)a->deallocations);
 		xpf_buf_printf(out, "<rect x=\"%d\" y=\"", (int)PANEL_X);
 		xpf_svg_num(out, y - 6);
-		xpf_buf_printf(out, "\" width=\"14\" height=\"3\" fill=\"%s\"/>", line_color[k % NCOLORS]);
+		xpf_buf_printf(out, "\" width=\"14\" height=\"3\" fill=\"%s\"/>",
+			       line_color[k % NCOLORS]);
 		xpf_svg_text(out, PANEL_X + 20, y, NULL, "lg", a->name, 28);
 		snprintf(line, sizeof line, "%s / %s", xpf_human(a->peak_in_window_bytes, hb),
 			 a->capacity_bytes ? xpf_human(a->capacity_bytes, hb2) : "?");
@@ -733,7 +749,8 @@ static double legend_allocators(xpf_buf *out, const ctx *c, double y)
 		y += 32;
 	}
 	if (rt->nallocators > c->nlines) {
-		snprintf(line, sizeof line, "+ %zu more (allocators.tsv)", rt->nallocators - c->nlines);
+		snprintf(line, sizeof line, "+ %zu more (allocators.tsv)",
+			 rt->nallocators - c->nlines);
 		xpf_svg_text(out, PANEL_X, y, NULL, "sm", line, 0);
 		y += 18;
 	}
@@ -744,7 +761,8 @@ static double legend_allocators(xpf_buf *out, const ctx *c, double y)
 static void legend_marks(xpf_buf *out, const ctx *c, double y)
 {
 	char hb[32], line[512];
-	xpf_buf_printf(out, "<circle r=\"3\" fill=\"%s\" cx=\"%d\" cy=\"", line_color[0], (int)PANEL_X + 7);
+	xpf_buf_printf(out, "<circle r=\"3\" fill=\"%s\" cx=\"%d\" cy=\"", line_color[0],
+		       (int)PANEL_X + 7);
 	xpf_svg_num(out, y - 4);
 	xpf_buf_adds(out, "\"/>");
 	xpf_svg_text(out, PANEL_X + 20, y, NULL, "sm", "in use when it started", 0);
@@ -776,9 +794,9 @@ void xpf_svg_timeline(const xpf_runtime *rt, const char *const *module_names, si
 	xpf_svg_text(out, 12, 24, NULL, "h", "Bytes in use over time, per allocator", 0);
 	if (!rt->has_events) {
 		xpf_svg_message(out, X0, Y0, X1, Y1,
-				rt->has_host_plane
-					? "no allocator events in this capture (see runtime/summary.txt)"
-					: "no /host:CPU plane in this capture: no allocator events",
+				rt->has_host_plane ?
+					"no allocator events in this capture (see runtime/summary.txt)" :
+					"no /host:CPU plane in this capture: no allocator events",
 				140);
 		xpf_svg_end(out);
 		return;

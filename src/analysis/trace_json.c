@@ -28,7 +28,8 @@ static void put_us(xpf_buf *out, const char *key, int64_t ns)
 
 static void put_process(xpf_buf *out, int pid, const char *name)
 {
-	xpf_buf_printf(out, "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":",
+	xpf_buf_printf(out,
+		       "{\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":",
 		       pid);
 	xpf_buf_json_str(out, name);
 	xpf_buf_adds(out, "}},\n");
@@ -65,7 +66,8 @@ int xpf_render_trace_json(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 	for (size_t i = 0; i < rt->nexecutions; i++) {
 		const xpf_rt_execution *x = &rt->executions[i];
 		const char *m = x->module >= 0 && (size_t)x->module < h->nmodules ?
-					xpf_capture_module(h->cap, (size_t)x->module)->name : "ambiguous";
+					xpf_capture_module(h->cap, (size_t)x->module)->name :
+					"ambiguous";
 		xpf_buf_printf(out, "{\"ph\":\"X\",\"pid\":2,\"tid\":%d,\"name\":", x->device);
 		xpf_buf_json_str(out, m);
 		put_us(out, "ts", xpf_rt_x_start_ns(x));
@@ -78,10 +80,13 @@ int xpf_render_trace_json(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 
 	for (size_t i = 0; i < rt->nretries; i++) {
 		const xpf_rt_retry *r = &rt->retries[i];
-		xpf_buf_printf(out, "{\"ph\":\"i\",\"s\":\"t\",\"pid\":3,\"tid\":%" PRId64
-			       ",\"name\":\"AllocatorRetry wait\"", r->thread);
+		xpf_buf_printf(out,
+			       "{\"ph\":\"i\",\"s\":\"t\",\"pid\":3,\"tid\":%" PRId64
+			       ",\"name\":\"AllocatorRetry wait\"",
+			       r->thread);
 		put_us(out, "ts", r->time_ns);
-		xpf_buf_printf(out, ",\"args\":{\"duration_ns\":%" PRId64 ",\"allocator\":", r->duration_ns);
+		xpf_buf_printf(out, ",\"args\":{\"duration_ns\":%" PRId64 ",\"allocator\":",
+			       r->duration_ns);
 		xpf_buf_json_str(out, r->allocator >= 0 ? rt->allocators[r->allocator].name : "");
 		if (r->execution >= 0)
 			xpf_buf_printf(out, ",\"execution\":%u", rt->executions[r->execution].n);
@@ -89,6 +94,7 @@ int xpf_render_trace_json(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 	}
 	/* the process list ends every line with a comma: close with an event
 	 * that names the thread of the counters */
-	xpf_buf_adds(out, "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"thread_name\",\"args\":{\"name\":\"bytes in use\"}}\n]}\n");
+	xpf_buf_adds(out,
+		     "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"thread_name\",\"args\":{\"name\":\"bytes in use\"}}\n]}\n");
 	return XPF_OK;
 }

@@ -31,10 +31,7 @@ bool xpf_str_eq(xpf_str s, const char *lit)
 	return s.n == n && memcmp(s.p, lit, n) == 0;
 }
 
-char *xpf_str_dup(xpf_str s)
-{
-	return xpf_strndup(s.p, s.n);
-}
+char *xpf_str_dup(xpf_str s) { return xpf_strndup(s.p, s.n); }
 
 /* ---- opening ---------------------------------------------------------- */
 
@@ -69,7 +66,8 @@ static const char *first_bytes_kind(const uint8_t *p, size_t n)
 /* Why the XSpace's own fields do not decode: wire_next said rc of the
  * field f at at.  A first field that is none of an XSpace's means another
  * kind of file, said as such. */
-static int xspace_error(const xpf_capture *c, int rc, const wire_field *f, const uint8_t *at, xpf_error *err)
+static int xspace_error(const xpf_capture *c, int rc, const wire_field *f, const uint8_t *at,
+			xpf_error *err)
 {
 	char where[64];
 	if (f->num)
@@ -83,19 +81,19 @@ static int xspace_error(const xpf_capture *c, int rc, const wire_field *f, const
 		const char *kind = first_bytes_kind(c->data, c->size);
 		if (kind)
 			return xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: %s", c->label, kind);
-		return xpf_fail(
-			err, XPF_EMALFORMED,
-			"%s: not a capture: its first bytes do not decode as an XSpace (%s: %s, byte 0)",
-			c->label, where, wire_strerror(rc));
+		return xpf_fail(err, XPF_EMALFORMED,
+				"%s: not a capture: its first bytes do not decode as an XSpace (%s: %s, byte 0)",
+				c->label, where, wire_strerror(rc));
 	}
 	if (rc == WIRE_PAST_END && f->data)
-		return xpf_fail(
-			err, XPF_EMALFORMED,
-			"%s: malformed capture: XSpace, field %u: length %zu past end of file (byte %llu)%s",
-			c->label, f->num, f->len, (unsigned long long)off_of(c, at),
-			f->num == 1 ? ": the file ends inside a plane (cut short, or a corrupt length)" : "");
-	return xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: %s (byte %llu)", c->label, where,
-			wire_strerror(rc), (unsigned long long)off_of(c, at));
+		return xpf_fail(err, XPF_EMALFORMED,
+				"%s: malformed capture: XSpace, field %u: length %zu past end of file (byte %llu)%s",
+				c->label, f->num, f->len, (unsigned long long)off_of(c, at),
+				f->num == 1 ?
+					": the file ends inside a plane (cut short, or a corrupt length)" :
+					"");
+	return xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: %s (byte %llu)", c->label,
+			where, wire_strerror(rc), (unsigned long long)off_of(c, at));
 }
 
 /* The XSpace's own fields: where each plane lies (c->heads), and its
@@ -148,13 +146,13 @@ static int read_plane_name(xpf_capture *c, size_t i, xpf_error *err)
 			h->name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm_n);
 			plane_where(c, i, where, sizeof where);
 			if (rc == WIRE_PAST_END && f.data)
-				return xpf_fail(
-					err, XPF_EMALFORMED,
-					"%s: malformed capture: %s: field %u: length %zu past end of plane (byte %llu)",
-					c->label, where, f.num, f.len, (unsigned long long)off_of(c, at));
-			return xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: %s (byte %llu)",
-					c->label, where, wire_strerror(rc),
-					(unsigned long long)off_of(c, at));
+				return xpf_fail(err, XPF_EMALFORMED,
+						"%s: malformed capture: %s: field %u: length %zu past end of plane (byte %llu)",
+						c->label, where, f.num, f.len,
+						(unsigned long long)off_of(c, at));
+			return xpf_fail(err, XPF_EMALFORMED,
+					"%s: malformed capture: %s: %s (byte %llu)", c->label,
+					where, wire_strerror(rc), (unsigned long long)off_of(c, at));
 		}
 		if (f.num == 1 && f.wt == WT_VARINT) {
 			h->id = (int64_t)f.v;
@@ -167,12 +165,12 @@ static int read_plane_name(xpf_capture *c, size_t i, xpf_error *err)
 	}
 	if (nm && !wire_utf8(nm, nm_n))
 		return xpf_fail(err, XPF_EMALFORMED,
-				"%s: not a capture: plane %zu: name is not valid UTF-8 (byte %llu)", c->label,
-				i, (unsigned long long)off_of(c, nm));
+				"%s: not a capture: plane %zu: name is not valid UTF-8 (byte %llu)",
+				c->label, i, (unsigned long long)off_of(c, nm));
 	if (nm && memchr(nm, '\0', nm_n))
 		return xpf_fail(err, XPF_EMALFORMED,
-				"%s: not a capture: plane %zu: name contains NUL (byte %llu)", c->label, i,
-				(unsigned long long)off_of(c, nm));
+				"%s: not a capture: plane %zu: name contains NUL (byte %llu)",
+				c->label, i, (unsigned long long)off_of(c, nm));
 	h->name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm_n);
 	return XPF_OK;
 }
@@ -187,7 +185,8 @@ static int check_planes(const xpf_capture *c, xpf_error *err)
 		known += known_plane(c->heads[i].name);
 	}
 	if (c->nplanes == 0)
-		return xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: no planes (not an XSpace)", c->label);
+		return xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: no planes (not an XSpace)",
+				c->label);
 	if (named == 0)
 		return xpf_fail(err, XPF_EMALFORMED,
 				"%s: not a capture: %zu plane(s), none named (a different protobuf message, not an XSpace)",
@@ -198,7 +197,8 @@ static int check_planes(const xpf_capture *c, xpf_error *err)
 				c->label, c->heads[0].name,
 				/* an HloProto reads as planes named after its entry computation */
 				c->heads[0].name[0] != '/' ?
-					"; an HloProto? xplanefs reads one named *.hlo.pb or *.hlo_proto.pb" : "");
+					"; an HloProto? xplanefs reads one named *.hlo.pb or *.hlo_proto.pb" :
+					"");
 	return XPF_OK;
 }
 
@@ -247,8 +247,8 @@ static int index_modules(xpf_capture *c, xpf_error *err)
 				continue;
 			xpf_stats_of_event_md(p, md, &it);
 			while ((rc = xpf_stats_next(&it, &st, err)) == 1) {
-				if (strcmp(st.name, "Hlo Proto") == 0 && st.kind == XPF_STAT_BYTES &&
-				    !has_hlo) {
+				if (strcmp(st.name, "Hlo Proto") == 0 &&
+				    st.kind == XPF_STAT_BYTES && !has_hlo) {
 					has_hlo = true;
 					hlo = (const uint8_t *)st.s.p;
 					hlo_len = st.s.n;
@@ -310,7 +310,7 @@ static int index_modules(xpf_capture *c, xpf_error *err)
 
 #define MAX_MAPPINGS 64
 struct mapping {
-	_Atomic uintptr_t lo, hi;  /* [lo, hi) page-rounded; 0, 0: free slot */
+	_Atomic uintptr_t lo, hi; /* [lo, hi) page-rounded; 0, 0: free slot */
 	xpf_capture *_Atomic cap;
 };
 static struct mapping mappings[MAX_MAPPINGS];
@@ -326,13 +326,13 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 		if (a < lo || a >= hi)
 			continue;
 		uintptr_t from = a & ~(page - 1);
-		if (mmap((void *)from, hi - from, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
-		    MAP_FAILED)
+		if (mmap((void *)from, hi - from, PROT_READ,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
 			break;
 		atomic_fetch_add(&atomic_load(&mappings[i].cap)->shrunk, 1);
 		return;
 	}
-	signal(sig, SIG_DFL);  /* not ours: the default, a crash */
+	signal(sig, SIG_DFL); /* not ours: the default, a crash */
 	raise(sig);
 }
 
@@ -352,7 +352,8 @@ static void mapping_add(xpf_capture *c)
 		if (atomic_load(&mappings[i].hi) == 0) {
 			atomic_store(&mappings[i].cap, c);
 			atomic_store(&mappings[i].lo, (uintptr_t)c->map);
-			atomic_store(&mappings[i].hi, ((uintptr_t)c->map + c->map_len + page - 1) & ~(page - 1));
+			atomic_store(&mappings[i].hi,
+				     ((uintptr_t)c->map + c->map_len + page - 1) & ~(page - 1));
 			break;
 		}
 	pthread_mutex_unlock(&mappings_mu);
@@ -370,10 +371,7 @@ static void mapping_remove(const xpf_capture *c)
 	pthread_mutex_unlock(&mappings_mu);
 }
 
-unsigned xpf_capture_shrunk(xpf_capture *c)
-{
-	return atomic_load(&c->shrunk);
-}
+unsigned xpf_capture_shrunk(xpf_capture *c) { return atomic_load(&c->shrunk); }
 
 int xpf_cap_map_file(const char *path, xpf_capture *c, xpf_error *err)
 {

@@ -57,9 +57,9 @@ typedef struct xpf_stat {
 	const char *name; /* the stat metadata's name; "" if the id is unknown */
 	enum xpf_stat_kind kind;
 	double d;
-	uint64_t u;   /* U64, and REF (the referenced id) */
+	uint64_t u; /* U64, and REF (the referenced id) */
 	int64_t i;
-	xpf_str s;    /* STR, BYTES, REF (the referenced metadata's name) */
+	xpf_str s; /* STR, BYTES, REF (the referenced metadata's name) */
 } xpf_stat;
 
 /* A stat as its bytes say, before its ids are looked up: metadata_id and
@@ -67,10 +67,10 @@ typedef struct xpf_stat {
 typedef struct xpf_raw_stat {
 	int64_t metadata_id;
 	enum xpf_stat_kind kind;
-	uint64_t u;      /* U64, REF */
-	int64_t i;       /* I64 */
-	uint64_t dbits;  /* DOUBLE: its bits */
-	xpf_str s;       /* STR, BYTES: into the event's bytes */
+	uint64_t u;     /* U64, REF */
+	int64_t i;      /* I64 */
+	uint64_t dbits; /* DOUBLE: its bits */
+	xpf_str s;      /* STR, BYTES: into the event's bytes */
 } xpf_raw_stat;
 
 /* Numeric value of any numeric kind (a double only when integral and in
@@ -109,9 +109,9 @@ typedef struct xpf_plane {
 	xpf_line *lines;
 	size_t n_event_md; /* sorted by id */
 	xpf_event_md *event_md;
-	size_t n_stat_md;  /* sorted by id; see xpf_plane_stat_name() */
+	size_t n_stat_md; /* sorted by id; see xpf_plane_stat_name() */
 	struct xpf_stat_md *stat_md;
-	uint64_t nevents; /* over all lines */
+	uint64_t nevents;  /* over all lines */
 	bool has_first_ts; /* a line holds events; */
 	int64_t first_ts;  /* then the earliest timestamp_ns of such a line */
 	struct xpf_capture *cap;
@@ -127,18 +127,18 @@ int64_t xpf_plane_stat_id(const xpf_plane *p, const char *name);
 /* ---- events --------------------------------------------------------- */
 
 typedef struct xpf_event {
-	size_t line;             /* index of its line in the plane */
-	size_t index;            /* within its line */
+	size_t line;  /* index of its line in the plane */
+	size_t index; /* within its line */
 	int64_t metadata_id;
-	const char *name;        /* resolved; "" if dangling (an error) */
+	const char *name; /* resolved; "" if dangling (an error) */
 	int64_t offset_ps;
 	int64_t duration_ps;
 	int64_t num_occurrences;
-	int64_t start_ns;        /* line.timestamp_ns + floor(offset_ps/1000) */
-	int64_t end_ns;          /* line.timestamp_ns + floor((offset_ps+duration_ps)/1000) */
-	const uint8_t *msg;      /* the XEvent message bytes (for its stats) */
+	int64_t start_ns;   /* line.timestamp_ns + floor(offset_ps/1000) */
+	int64_t end_ns;     /* line.timestamp_ns + floor((offset_ps+duration_ps)/1000) */
+	const uint8_t *msg; /* the XEvent message bytes (for its stats) */
 	size_t msg_len;
-	uint64_t offset;         /* byte offset of the message in the file */
+	uint64_t offset; /* byte offset of the message in the file */
 } xpf_event;
 
 /* A buffer that big scans read the capture through (pread), reused from one
@@ -148,7 +148,7 @@ typedef struct xpf_event {
 typedef struct xpf_window {
 	uint8_t *buf;
 	size_t cap;
-	uint64_t off;  /* the capture's bytes [off, off + len) are in buf */
+	uint64_t off; /* the capture's bytes [off, off + len) are in buf */
 	size_t len;
 } xpf_window;
 void xpf_window_release(xpf_window *w);
@@ -175,9 +175,9 @@ int xpf_events_next(xpf_event_iter *it, xpf_event *ev, xpf_error *err);
 typedef struct xpf_stat_iter {
 	const xpf_plane *plane;
 	const uint8_t *p, *end;
-	const uint8_t *base;  /* p - base + base_off is p's offset in the capture */
+	const uint8_t *base; /* p - base + base_off is p's offset in the capture */
 	uint64_t base_off;
-	uint32_t field; /* the repeated XStat field number in the message */
+	uint32_t field;    /* the repeated XStat field number in the message */
 	const char *where; /* for error messages */
 	long line, event;  /* for error messages; -1 when not an event's stats */
 	size_t next_index;
@@ -189,8 +189,8 @@ void xpf_stats_of_event_md(const xpf_plane *p, const xpf_event_md *md, xpf_stat_
 /* 1: *st filled; 0: end; -1: malformed (err set). */
 int xpf_stats_next(xpf_stat_iter *it, xpf_stat *st, xpf_error *err);
 /* First stat of that name: 1 found, 0 absent, -1 malformed. */
-int xpf_event_stat(const xpf_plane *p, const xpf_event *ev, const char *name,
-		   xpf_stat *out, xpf_error *err);
+int xpf_event_stat(const xpf_plane *p, const xpf_event *ev, const char *name, xpf_stat *out,
+		   xpf_error *err);
 int xpf_plane_stat(const xpf_plane *p, const char *name, xpf_stat *out, xpf_error *err);
 
 /* ---- hot loops ------------------------------------------------------- */
@@ -203,15 +203,15 @@ int xpf_plane_stat(const xpf_plane *p, const char *name, xpf_stat *out, xpf_erro
  * xplanefs --check and capture/errors.txt still name such a stat. */
 
 typedef struct xpf_event_head {
-	size_t index;            /* within its line */
-	size_t md;               /* index of its metadata in plane->event_md */
+	size_t index; /* within its line */
+	size_t md;    /* index of its metadata in plane->event_md */
 	int64_t metadata_id;
 	int64_t offset_ps;
-	int64_t duration_ps;     /* >= 0, and offset_ps + duration_ps fits */
+	int64_t duration_ps; /* >= 0, and offset_ps + duration_ps fits */
 	int64_t num_occurrences;
-	const uint8_t *msg;      /* the XEvent message bytes */
+	const uint8_t *msg; /* the XEvent message bytes */
 	size_t msg_len;
-	uint64_t offset;         /* msg's offset in the capture */
+	uint64_t offset; /* msg's offset in the capture */
 } xpf_event_head;
 
 /* Like xpf_events_next: 1 filled, 0 end of the line, -1 malformed (err set,
@@ -222,8 +222,7 @@ void xpf_event_of_head(const xpf_plane *p, size_t line, const xpf_event_head *h,
 /* Like xpf_stats_next, but yields only the stats whose metadata id is one of
  * ids[0..n); the others are decoded (a malformed one is an error) but their
  * ids are not looked up: a stat nobody reads may name an unknown id. */
-int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, xpf_stat *st,
-		      xpf_error *err);
+int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, xpf_stat *st, xpf_error *err);
 /* The stat metadata ids a pick wants (xpf_stats_pick, xpf_events_next_pick),
  * prepared once for millions of events: ids[0..n) (kept, not copied), those
  * below 128 (every writer's) as bits. */
@@ -266,10 +265,10 @@ typedef struct xpf_plane_head {
 } xpf_plane_head;
 
 typedef struct xpf_module_ref {
-	const char *name;        /* the metadata name, e.g. "jit_train_step(123)" */
-	uint64_t program_id;     /* `program_id` stat, else the entry's id */
+	const char *name;    /* the metadata name, e.g. "jit_train_step(123)" */
+	uint64_t program_id; /* `program_id` stat, else the entry's id */
 	bool has_hlo;
-	const uint8_t *hlo;      /* serialized xla.HloProto, in the mapping */
+	const uint8_t *hlo; /* serialized xla.HloProto, in the mapping */
 	size_t hlo_len;
 	uint64_t hlo_offset;
 } xpf_module_ref;
@@ -281,8 +280,8 @@ int xpf_capture_open(const char *path, xpf_capture **out, xpf_error *err);
 /* Open a bare xla.HloProto file as a capture with no planes and one module. */
 int xpf_capture_open_hlo(const char *path, xpf_capture **out, xpf_error *err);
 /* Same, over bytes already in memory (tests, fuzzing); not copied. */
-int xpf_capture_open_mem(const void *data, size_t len, const char *label,
-			 xpf_capture **out, xpf_error *err);
+int xpf_capture_open_mem(const void *data, size_t len, const char *label, xpf_capture **out,
+			 xpf_error *err);
 void xpf_capture_free(xpf_capture *c);
 
 const char *xpf_capture_label(const xpf_capture *c); /* file name for messages */
@@ -307,8 +306,7 @@ size_t xpf_capture_nmodules(const xpf_capture *c);
 const xpf_module_ref *xpf_capture_module(const xpf_capture *c, size_t i);
 /* Unpack module i's HloProto (once, cached).  Checks nesting depth on the
  * wire first (protobuf-c has no limit). */
-int xpf_capture_module_hlo(xpf_capture *c, size_t i, const Xla__HloProto **out,
-			   xpf_error *err);
+int xpf_capture_module_hlo(xpf_capture *c, size_t i, const Xla__HloProto **out, xpf_error *err);
 
 /* Earliest timestamp_ns of a line holding events, over every plane (the
  * time origin of reports); 0 if there is none.  Each plane's from
@@ -322,8 +320,7 @@ int xpf_capture_time_base(xpf_capture *c, int64_t *out, xpf_error *err);
 int xpf_capture_plane_meta(xpf_capture *c, size_t i, const xpf_plane **out, xpf_error *err);
 /* Plane i's earliest timestamp_ns of a line holding events (*has: there is
  * one; xpf_plane.first_ts of xpf_capture_plane_meta). */
-int xpf_capture_plane_first_ts(xpf_capture *c, size_t i, bool *has, int64_t *ts,
-			       xpf_error *err);
+int xpf_capture_plane_first_ts(xpf_capture *c, size_t i, bool *has, int64_t *ts, xpf_error *err);
 
 /* Decode and validate everything (every plane, line, event, stat and
  * module); used by --check and capture/errors.txt. */

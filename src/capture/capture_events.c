@@ -77,7 +77,7 @@ static bool window_fill(const xpf_capture *c, xpf_window *w, uint64_t off, uint6
 /* The bytes [off, off + n) of the capture through w, refilled from off when
  * they are not all there; NULL when they cannot be (n over the window). */
 const uint8_t *xpf_cap_window_at(const xpf_capture *c, xpf_window *w, uint64_t off, size_t n,
-				uint64_t end)
+				 uint64_t end)
 {
 	if (w->buf && off >= w->off && off - w->off + n <= w->len)
 		return w->buf + (off - w->off);
@@ -198,9 +198,9 @@ int xpf_events_next(xpf_event_iter *it, xpf_event *ev, xpf_error *err)
 	const xpf_event_md *md = xpf_plane_event_md(pl, ev->metadata_id);
 	if (md == NULL) {
 		event_where(it, ev->index, where, sizeof where);
-		xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: dangling event metadata id %lld (byte %llu)",
-			 c->label, where, (long long)ev->metadata_id,
-			 (unsigned long long)ev->offset);
+		xpf_fail(err, XPF_EMALFORMED,
+			 "%s: malformed capture: %s: dangling event metadata id %lld (byte %llu)",
+			 c->label, where, (long long)ev->metadata_id, (unsigned long long)ev->offset);
 		it->p = NULL;
 		return -1;
 	}
@@ -226,8 +226,8 @@ int xpf_events_next(xpf_event_iter *it, xpf_event *ev, xpf_error *err)
 /* The next field `num` (wire type LEN) of a repeated-message run starting
  * at *p: its bytes in *data and *len, *p moved past it.  WIRE_OK, WIRE_END, or an
  * error (the caller then redoes the work the slow way for the message). */
-static inline int next_len_field(const uint8_t **p, const uint8_t *end, uint32_t num, const uint8_t **data,
-				 size_t *len)
+static inline int next_len_field(const uint8_t **p, const uint8_t *end, uint32_t num,
+				 const uint8_t **data, size_t *len)
 {
 	const uint8_t *q = *p;
 	uint8_t want = num < 16 ? (uint8_t)(num << 3 | WT_LEN) : 0;
@@ -301,7 +301,9 @@ static inline void raw_clear(xpf_raw_stat *r)
  * into r, as its last value field. */
 static inline void raw_set_varint(xpf_raw_stat *r, uint8_t tag, uint64_t x)
 {
-	r->kind = tag == TAG_XSTAT_INT64 ? XPF_STAT_I64 : tag == TAG_XSTAT_UINT64 ? XPF_STAT_U64 : XPF_STAT_REF;
+	r->kind = tag == TAG_XSTAT_INT64  ? XPF_STAT_I64 :
+		  tag == TAG_XSTAT_UINT64 ? XPF_STAT_U64 :
+					    XPF_STAT_REF;
 	if (tag == TAG_XSTAT_INT64)
 		r->i = (int64_t)x;
 	else
@@ -345,14 +347,17 @@ static inline bool parse_stat(const uint8_t *q, const uint8_t *e, xpf_raw_stat *
 			raw_set_double(r, q + 1);
 			q += 9;
 			continue;
-		case TAG_XSTAT_UINT64: case TAG_XSTAT_INT64: case TAG_XSTAT_REF: { /* uint64, int64, ref */
+		case TAG_XSTAT_UINT64:
+		case TAG_XSTAT_INT64:
+		case TAG_XSTAT_REF: { /* uint64, int64, ref */
 			uint8_t t = *q++;
 			if (wire_varint(&q, e, &x) != WIRE_OK)
 				return false;
 			raw_set_varint(r, t, x);
 			continue;
 		}
-		case TAG_XSTAT_STR: case TAG_XSTAT_BYTES: { /* str, bytes */
+		case TAG_XSTAT_STR:
+		case TAG_XSTAT_BYTES: { /* str, bytes */
 			uint8_t t = *q++;
 			if (wire_varint(&q, e, &x) != WIRE_OK || x > (uint64_t)(e - q))
 				return false;
@@ -365,12 +370,44 @@ static inline bool parse_stat(const uint8_t *q, const uint8_t *e, xpf_raw_stat *
 			return false;
 		switch (g.num) {
 		case 1: r->metadata_id = (int64_t)g.v; break;
-		case 2: if (g.wt == WT_I64) { r->dbits = g.v; r->kind = XPF_STAT_DOUBLE; } break;
-		case 3: if (g.wt == WT_VARINT) { r->u = g.v; r->kind = XPF_STAT_U64; } break;
-		case 4: if (g.wt == WT_VARINT) { r->i = (int64_t)g.v; r->kind = XPF_STAT_I64; } break;
-		case 5: if (g.wt == WT_LEN) { r->s.p = (const char *)g.data; r->s.n = g.len; r->kind = XPF_STAT_STR; } break;
-		case 6: if (g.wt == WT_LEN) { r->s.p = (const char *)g.data; r->s.n = g.len; r->kind = XPF_STAT_BYTES; } break;
-		case 7: if (g.wt == WT_VARINT) { r->u = g.v; r->kind = XPF_STAT_REF; } break;
+		case 2:
+			if (g.wt == WT_I64) {
+				r->dbits = g.v;
+				r->kind = XPF_STAT_DOUBLE;
+			}
+			break;
+		case 3:
+			if (g.wt == WT_VARINT) {
+				r->u = g.v;
+				r->kind = XPF_STAT_U64;
+			}
+			break;
+		case 4:
+			if (g.wt == WT_VARINT) {
+				r->i = (int64_t)g.v;
+				r->kind = XPF_STAT_I64;
+			}
+			break;
+		case 5:
+			if (g.wt == WT_LEN) {
+				r->s.p = (const char *)g.data;
+				r->s.n = g.len;
+				r->kind = XPF_STAT_STR;
+			}
+			break;
+		case 6:
+			if (g.wt == WT_LEN) {
+				r->s.p = (const char *)g.data;
+				r->s.n = g.len;
+				r->kind = XPF_STAT_BYTES;
+			}
+			break;
+		case 7:
+			if (g.wt == WT_VARINT) {
+				r->u = g.v;
+				r->kind = XPF_STAT_REF;
+			}
+			break;
 		}
 	}
 	return true;
@@ -381,8 +418,13 @@ static inline void stat_of_raw(const xpf_raw_stat *r, const char *name, xpf_stat
 {
 	double d;
 	memcpy(&d, &r->dbits, 8);
-	*st = (xpf_stat){ .metadata_id = r->metadata_id, .name = name, .kind = r->kind, .d = d,
-			  .u = r->u, .i = r->i, .s = r->s };
+	*st = (xpf_stat){ .metadata_id = r->metadata_id,
+			  .name = name,
+			  .kind = r->kind,
+			  .d = d,
+			  .u = r->u,
+			  .i = r->i,
+			  .s = r->s };
 }
 
 bool xpf_stat_resolve(const xpf_plane *pl, const xpf_raw_stat *r, xpf_stat *st)
@@ -420,13 +462,16 @@ static inline int64_t plain_stat(const uint8_t *q, const uint8_t *e, xpf_raw_sta
 	q += 2;
 	uint8_t t = *q++;
 	switch (t) {
-	case TAG_XSTAT_UINT64: case TAG_XSTAT_INT64: case TAG_XSTAT_REF:
+	case TAG_XSTAT_UINT64:
+	case TAG_XSTAT_INT64:
+	case TAG_XSTAT_REF:
 		if (wire_varint(&q, e, &x) != WIRE_OK || q != e)
 			return -1;
 		raw_clear(r);
 		raw_set_varint(r, t, x);
 		break;
-	case TAG_XSTAT_STR: case TAG_XSTAT_BYTES:
+	case TAG_XSTAT_STR:
+	case TAG_XSTAT_BYTES:
 		if (wire_varint(&q, e, &x) != WIRE_OK || x != (uint64_t)(e - q))
 			return -1;
 		raw_clear(r);
@@ -438,8 +483,7 @@ static inline int64_t plain_stat(const uint8_t *q, const uint8_t *e, xpf_raw_sta
 		raw_clear(r);
 		raw_set_double(r, q);
 		break;
-	default:
-		return -1;
+	default: return -1;
 	}
 	r->metadata_id = id;
 	return id;
@@ -448,8 +492,7 @@ static inline int64_t plain_stat(const uint8_t *q, const uint8_t *e, xpf_raw_sta
 /* Stat [q, e) for pick w: 1 read into *r (a wanted one), 0 not wanted,
  * -1 malformed or unusual (the caller then reads the event's stats with
  * xpf_stats_next_of).  A plainly written one is decoded once. */
-static inline int pick_stat(const uint8_t *q, const uint8_t *e, const xpf_pick *w,
-			    xpf_raw_stat *r)
+static inline int pick_stat(const uint8_t *q, const uint8_t *e, const xpf_pick *w, xpf_raw_stat *r)
 {
 	int64_t id = plain_stat(q, e, r);
 	if (id >= 0)
@@ -465,7 +508,8 @@ static inline int pick_stat(const uint8_t *q, const uint8_t *e, const xpf_pick *
  * less than a few KiB are left, and where the message does not fit; where
  * the window cannot be refilled, the rest of the line is read through the
  * mapping. */
-static inline __attribute__((always_inline)) int next_event_msg(xpf_event_iter *it, const uint8_t **after,
+static inline __attribute__((always_inline)) int next_event_msg(xpf_event_iter *it,
+								const uint8_t **after,
 								const uint8_t **data, size_t *len)
 {
 	int rc;
@@ -493,7 +537,8 @@ static inline __attribute__((always_inline)) int next_event_msg(xpf_event_iter *
  * reference of one or two bytes. */
 static inline bool is_small_stat(const uint8_t *q, const uint8_t *e)
 {
-	return e - q >= 6 && (q[1] == 4 || q[1] == 5) && q[2] == TAG_XSTAT_METADATA_ID && q[3] < 0x80 &&
+	return e - q >= 6 && (q[1] == 4 || q[1] == 5) && q[2] == TAG_XSTAT_METADATA_ID &&
+	       q[3] < 0x80 &&
 	       (q[4] == TAG_XSTAT_REF || q[4] == TAG_XSTAT_UINT64 || q[4] == TAG_XSTAT_INT64) &&
 	       e - q >= 2 + q[1] && (q[1] == 4 ? q[5] < 0x80 : q[5] >= 0x80 && q[6] < 0x80);
 }
@@ -501,8 +546,8 @@ static inline bool is_small_stat(const uint8_t *q, const uint8_t *e)
 /* A small stat (is_small_stat) at q into out[*k] when the pick wants it,
  * read as pick_stat would.  *k: how many so far; -1 once the caller must
  * read the event's stats with xpf_stats_next_of (more than max wanted). */
-static inline void pick_small_stat(const uint8_t *q, const xpf_pick *pick, xpf_raw_stat *out, size_t max,
-				   int *k)
+static inline void pick_small_stat(const uint8_t *q, const xpf_pick *pick, xpf_raw_stat *out,
+				   size_t max, int *k)
 {
 	if (*k < 0 || !pick_has(pick, q[3]))
 		return;
@@ -516,8 +561,8 @@ static inline void pick_small_stat(const uint8_t *q, const xpf_pick *pick, xpf_r
 
 /* The XStat [q, e) into out[*k] (no copy) when the pick wants it; *k as
  * for pick_small_stat, and -1 also for a stat malformed or unusual. */
-static inline void pick_any_stat(const uint8_t *q, const uint8_t *e, const xpf_pick *pick, xpf_raw_stat *out,
-				 size_t max, int *k)
+static inline void pick_any_stat(const uint8_t *q, const uint8_t *e, const xpf_pick *pick,
+				 xpf_raw_stat *out, size_t max, int *k)
 {
 	if (*k < 0)
 		return;
@@ -531,8 +576,9 @@ static inline void pick_any_stat(const uint8_t *q, const uint8_t *e, const xpf_p
  * pick_small_stat; -1 also for a field no writer uses).  false: malformed,
  * for the reference decoder to say where. */
 static inline __attribute__((always_inline)) bool read_event_msg(const uint8_t *q, const uint8_t *e,
-								 const xpf_pick *pick, xpf_raw_stat *out,
-								 size_t max, int64_t v[6], int *k)
+								 const xpf_pick *pick,
+								 xpf_raw_stat *out, size_t max,
+								 int64_t v[6], int *k)
 {
 	while (q < e) {
 		uint8_t t = *q;
@@ -591,8 +637,9 @@ static inline bool event_times_fit(int64_t base, int64_t offset_ps, int64_t dura
 
 /* The event the quick reading did not take (malformed, or unusual) read by
  * the reference decoder, which says what and where when it is malformed. */
-static inline __attribute__((always_inline)) int head_by_reference(xpf_event_iter *it, xpf_event_head *h,
-								   int *np, xpf_error *err)
+static inline __attribute__((always_inline)) int head_by_reference(xpf_event_iter *it,
+								   xpf_event_head *h, int *np,
+								   xpf_error *err)
 {
 	const xpf_plane *pl = it->plane;
 	xpf_event ev;
@@ -680,8 +727,7 @@ void xpf_event_of_head(const xpf_plane *p, size_t line, const xpf_event_head *h,
 	ev->offset = h->offset;
 }
 
-int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, xpf_stat *st,
-		      xpf_error *err)
+int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, xpf_stat *st, xpf_error *err)
 {
 	const xpf_plane *pl = it->plane;
 	for (;;) {
@@ -740,7 +786,8 @@ int xpf_stats_pick(const xpf_plane *pl, const xpf_event_head *h, const xpf_pick 
 			continue;
 		}
 		if (t == TAG_XEVENT_METADATA_ID || t == TAG_XEVENT_OFFSET_PS ||
-		    t == TAG_XEVENT_DURATION_PS || t == TAG_XEVENT_NUM_OCCURRENCES) { /* the head's varints */
+		    t == TAG_XEVENT_DURATION_PS ||
+		    t == TAG_XEVENT_NUM_OCCURRENCES) { /* the head's varints */
 			q++;
 			if (wire_varint(&q, e, &x) != WIRE_OK)
 				return -1;

@@ -47,8 +47,8 @@ static int hlo_depth_check(const xpf_capture *c, const char *what, const uint8_t
 	int rc;
 	if (depth > MAX_SHAPE_DEPTH)
 		return xpf_fail(err, XPF_EMALFORMED,
-				"%s: malformed capture: %s: shapes nested deeper than %d levels (byte %llu)", c->label,
-				what, MAX_SHAPE_DEPTH, (unsigned long long)off_of(c, p));
+				"%s: malformed capture: %s: shapes nested deeper than %d levels (byte %llu)",
+				c->label, what, MAX_SHAPE_DEPTH, (unsigned long long)off_of(c, p));
 	for (;;) {
 		const uint8_t *at = p;
 		rc = wire_next(&p, e, &f);
@@ -135,7 +135,8 @@ static int unpack_hlo(const xpf_capture *c, const char *what, const uint8_t *p, 
 	u->proto = xla__hlo_proto__unpack(&blocks, n, p);
 	if (u->proto == NULL) {
 		xpf_cap_hlo_free(u);
-		return xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: HloProto does not decode (byte %llu)",
+		return xpf_fail(err, XPF_EMALFORMED,
+				"%s: malformed capture: %s: HloProto does not decode (byte %llu)",
 				c->label, what, (unsigned long long)off_of(c, p));
 	}
 	*out = u;
@@ -197,7 +198,8 @@ int xpf_capture_open_hlo(const char *path, xpf_capture **out, xpf_error *err)
 	const Xla__HloProto *h = u->proto;
 	if (h->hlo_module == NULL || h->hlo_module->name[0] == '\0') {
 		xpf_cap_hlo_free(u);
-		rc = xpf_fail(err, XPF_EMALFORMED, "%s: not an HloProto: no named hlo_module", c->label);
+		rc = xpf_fail(err, XPF_EMALFORMED, "%s: not an HloProto: no named hlo_module",
+			      c->label);
 		goto fail;
 	}
 	c->modules = xpf_calloc(1, sizeof *c->modules);

@@ -103,15 +103,9 @@ static void id_table_build(struct xpf_id_table *t, const void *base, size_t n, s
 		t->slot[(uint64_t)leading_id(v + i * size) - (uint64_t)lo] = (uint32_t)i + 1;
 }
 
-const xpf_event_md *xpf_plane_event_md(const xpf_plane *p, int64_t id)
-{
-	return event_md(p, id);
-}
+const xpf_event_md *xpf_plane_event_md(const xpf_plane *p, int64_t id) { return event_md(p, id); }
 
-const char *xpf_plane_stat_name(const xpf_plane *p, int64_t id)
-{
-	return stat_name(p, id);
-}
+const char *xpf_plane_stat_name(const xpf_plane *p, int64_t id) { return stat_name(p, id); }
 
 int64_t xpf_plane_stat_id(const xpf_plane *p, const char *name)
 {
@@ -194,13 +188,48 @@ static int stats_next(xpf_stat_iter *it, xpf_stat *st, xpf_error *err)
 	bool has_md = false;
 	while ((rc = wire_next(&q, e, &g)) == WIRE_OK) {
 		switch (g.num) {
-		case 1: st->metadata_id = (int64_t)g.v; has_md = true; break;
-		case 2: if (g.wt == WT_I64) { memcpy(&st->d, &g.v, 8); st->kind = XPF_STAT_DOUBLE; } break;
-		case 3: if (g.wt == WT_VARINT) { st->u = g.v; st->kind = XPF_STAT_U64; } break;
-		case 4: if (g.wt == WT_VARINT) { st->i = (int64_t)g.v; st->kind = XPF_STAT_I64; } break;
-		case 5: if (g.wt == WT_LEN) { st->s.p = (const char *)g.data; st->s.n = g.len; st->kind = XPF_STAT_STR; } break;
-		case 6: if (g.wt == WT_LEN) { st->s.p = (const char *)g.data; st->s.n = g.len; st->kind = XPF_STAT_BYTES; } break;
-		case 7: if (g.wt == WT_VARINT) { st->u = g.v; st->kind = XPF_STAT_REF; } break;
+		case 1:
+			st->metadata_id = (int64_t)g.v;
+			has_md = true;
+			break;
+		case 2:
+			if (g.wt == WT_I64) {
+				memcpy(&st->d, &g.v, 8);
+				st->kind = XPF_STAT_DOUBLE;
+			}
+			break;
+		case 3:
+			if (g.wt == WT_VARINT) {
+				st->u = g.v;
+				st->kind = XPF_STAT_U64;
+			}
+			break;
+		case 4:
+			if (g.wt == WT_VARINT) {
+				st->i = (int64_t)g.v;
+				st->kind = XPF_STAT_I64;
+			}
+			break;
+		case 5:
+			if (g.wt == WT_LEN) {
+				st->s.p = (const char *)g.data;
+				st->s.n = g.len;
+				st->kind = XPF_STAT_STR;
+			}
+			break;
+		case 6:
+			if (g.wt == WT_LEN) {
+				st->s.p = (const char *)g.data;
+				st->s.n = g.len;
+				st->kind = XPF_STAT_BYTES;
+			}
+			break;
+		case 7:
+			if (g.wt == WT_VARINT) {
+				st->u = g.v;
+				st->kind = XPF_STAT_REF;
+			}
+			break;
 		}
 	}
 	/* `where` is formatted only on failure: this runs once per stat. */
@@ -213,7 +242,8 @@ static int stats_next(xpf_stat_iter *it, xpf_stat *st, xpf_error *err)
 	const char *nm = xpf_plane_stat_name(pl, st->metadata_id);
 	if (nm == NULL) {
 		stat_where(it, idx, where, sizeof where);
-		xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: dangling stat metadata id %lld (byte %llu)",
+		xpf_fail(err, XPF_EMALFORMED,
+			 "%s: malformed capture: %s: dangling stat metadata id %lld (byte %llu)",
 			 c->label, where, (long long)st->metadata_id,
 			 (unsigned long long)off_of(c, f.data));
 		return -1;
@@ -224,8 +254,9 @@ static int stats_next(xpf_stat_iter *it, xpf_stat *st, xpf_error *err)
 		if (v == NULL) {
 			stat_where(it, idx, where, sizeof where);
 			xpf_fail(err, XPF_EMALFORMED,
-				 "%s: malformed capture: %s '%s': dangling ref_value %llu (byte %llu)", c->label, where,
-				 nm, (unsigned long long)st->u, (unsigned long long)off_of(c, f.data));
+				 "%s: malformed capture: %s '%s': dangling ref_value %llu (byte %llu)",
+				 c->label, where, nm, (unsigned long long)st->u,
+				 (unsigned long long)off_of(c, f.data));
 			return -1;
 		}
 		st->s.p = v;
@@ -327,11 +358,10 @@ void xpf_cap_plane_free(void *v)
 struct plane_ctx {
 	xpf_capture *c;
 	size_t i;
-	bool lineless;  /* lines walked for their events and times, not kept */
+	bool lineless; /* lines walked for their events and times, not kept */
 };
 
-static int index_line(xpf_capture *c, xpf_plane *p, const wire_field *lf, xpf_line *ln,
-		      xpf_error *err)
+static int index_line(xpf_capture *c, xpf_plane *p, const wire_field *lf, xpf_line *ln, xpf_error *err)
 {
 	char where[400];
 	const uint8_t *q = lf->data, *e = lf->data + lf->len;
@@ -365,10 +395,24 @@ static int index_line(xpf_capture *c, xpf_plane *p, const wire_field *lf, xpf_li
 			return wire_fail(err, c, where, rc, &g, at);
 		}
 		switch (g.num) {
-		case 1: if (g.wt == WT_VARINT) ln->id = (int64_t)g.v; break;
-		case 2: if (g.wt == WT_LEN) { name = g.data; name_n = g.len; } break;
-		case 3: if (g.wt == WT_VARINT) ln->timestamp_ns = (int64_t)g.v; break;
-		case 4: if (g.wt == WT_LEN) ln->nevents++; break;
+		case 1:
+			if (g.wt == WT_VARINT)
+				ln->id = (int64_t)g.v;
+			break;
+		case 2:
+			if (g.wt == WT_LEN) {
+				name = g.data;
+				name_n = g.len;
+			}
+			break;
+		case 3:
+			if (g.wt == WT_VARINT)
+				ln->timestamp_ns = (int64_t)g.v;
+			break;
+		case 4:
+			if (g.wt == WT_LEN)
+				ln->nevents++;
+			break;
 		}
 	}
 	ln->name = plane_name(p, name, name_n);
@@ -530,8 +574,9 @@ static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint6
 		}
 		o += (uint64_t)(r - q0);
 	}
-	const uint8_t *nm = has_name && name_n ?
-		xpf_cap_window_at(c, w, name_o, (size_t)name_n, p->offset + p->length) : NULL;
+	const uint8_t *nm = has_name && name_n ? xpf_cap_window_at(c, w, name_o, (size_t)name_n,
+								   p->offset + p->length) :
+						 NULL;
 	if (has_name && name_n && !nm)
 		return false;
 	ln->name = plane_name(p, nm, nm ? (size_t)name_n : 0);
@@ -550,8 +595,7 @@ static void first_ts_take(xpf_plane *p, const xpf_line *ln)
 /* plane_build's walk of the plane's fields through a window (big planes,
  * see xpf_window); false on anything unusual: plane_build then clears p
  * and walks the mapping instead (which words any error). */
-static bool plane_walk_window(xpf_capture *c, xpf_plane *p, struct plane_caps *caps,
-			      bool lineless)
+static bool plane_walk_window(xpf_capture *c, xpf_plane *p, struct plane_caps *caps, bool lineless)
 {
 	xpf_window w = { 0 };
 	uint64_t o = p->offset, e = p->offset + p->length;
@@ -609,7 +653,10 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, struct plane_caps *c
 			p->nevents += ln->nevents;
 		} else if (num == 4 || num == 5) {
 			/* metadata: small, read where it lies */
-			wire_field f = { .num = num, .wt = WT_LEN, .data = c->data + d, .len = (size_t)v,
+			wire_field f = { .num = num,
+					 .wt = WT_LEN,
+					 .data = c->data + d,
+					 .len = (size_t)v,
 					 .at = c->data + o };
 			if (plane_md_entry(c, p, &f, "", caps, NULL) != XPF_OK) {
 				ok = false;
@@ -662,7 +709,8 @@ static int plane_build(void *ctxv, void **out, xpf_error *err)
 		if (f.wt != WT_LEN)
 			continue;
 		if (f.num == 3) {
-			if (index_line(c, p, &f, XPF_VEC_PUSH(p->lines, p->nlines, caps.lines), err) != XPF_OK)
+			if (index_line(c, p, &f, XPF_VEC_PUSH(p->lines, p->nlines, caps.lines),
+				       err) != XPF_OK)
 				goto fail;
 		} else if (f.num == 4 || f.num == 5) {
 			if (plane_md_entry(c, p, &f, where, &caps, err) != XPF_OK)
@@ -676,14 +724,16 @@ done:
 		qsort(p->stat_md, p->n_stat_md, sizeof *p->stat_md, cmp_leading_id);
 	for (size_t i = 1; i < p->n_event_md; i++)
 		if (p->event_md[i].id == p->event_md[i - 1].id) {
-			xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: duplicate event metadata id %lld (byte %llu)",
+			xpf_fail(err, XPF_EMALFORMED,
+				 "%s: malformed capture: %s: duplicate event metadata id %lld (byte %llu)",
 				 c->label, where, (long long)p->event_md[i].id,
 				 (unsigned long long)p->event_md[i].offset);
 			goto fail;
 		}
 	for (size_t i = 1; i < p->n_stat_md; i++)
 		if (p->stat_md[i].id == p->stat_md[i - 1].id) {
-			xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: duplicate stat metadata id %lld (byte %llu)",
+			xpf_fail(err, XPF_EMALFORMED,
+				 "%s: malformed capture: %s: duplicate stat metadata id %lld (byte %llu)",
 				 c->label, where, (long long)p->stat_md[i].id,
 				 (unsigned long long)p->stat_md[i].offset);
 			goto fail;

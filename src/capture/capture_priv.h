@@ -18,16 +18,16 @@
 struct xpf_stat_md {
 	int64_t id;
 	const char *name;
-	uint64_t offset;   /* of its map entry in the file (for messages) */
+	uint64_t offset; /* of its map entry in the file (for messages) */
 };
 
 struct xpf_capture {
 	char *label;
 	const uint8_t *data;
 	size_t size;
-	void *map;        /* non-NULL when we mapped the file */
+	void *map; /* non-NULL when we mapped the file */
 	size_t map_len;
-	int fd;           /* the file, for xpf_window reads; -1: none */
+	int fd;             /* the file, for xpf_window reads; -1: none */
 	atomic_uint shrunk; /* faults past the file's new end (SIGBUS) */
 	bool hlo_only;
 
@@ -43,7 +43,7 @@ struct xpf_capture {
 
 	size_t nmodules;
 	xpf_module_ref *modules;
-	xpf_lazy *hlos;   /* nmodules: Xla__HloProto * */
+	xpf_lazy *hlos; /* nmodules: Xla__HloProto * */
 };
 
 static inline uint64_t off_of(const xpf_capture *c, const uint8_t *p)
@@ -59,14 +59,13 @@ static inline void plane_where(const xpf_capture *c, size_t i, char *out, size_t
 }
 
 static inline int wire_fail(xpf_error *err, const xpf_capture *c, const char *where, int st,
-		     const wire_field *f, const uint8_t *at)
+			    const wire_field *f, const uint8_t *at)
 {
 	if (st == WIRE_PAST_END && f->data) {
 		bool past_file = f->len > (size_t)(c->data + c->size - f->data);
 		return xpf_fail(err, XPF_EMALFORMED,
 				"%s: malformed capture: %s: field %u: length %zu past end of %s (byte %llu)",
-				c->label, where, f->num, f->len,
-				past_file ? "file" : "its message",
+				c->label, where, f->num, f->len, past_file ? "file" : "its message",
 				(unsigned long long)off_of(c, f->at));
 	}
 	return xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: %s (byte %llu)", c->label,
@@ -126,7 +125,8 @@ static inline const void *id_lookup(const struct xpf_id_table *t, const void *ba
 /* Inlined where millions of events are read. */
 static inline const xpf_event_md *event_md(const xpf_plane *p, int64_t id)
 {
-	return id_lookup(&p->priv->event_md_by_id, p->event_md, p->n_event_md, sizeof *p->event_md, id);
+	return id_lookup(&p->priv->event_md_by_id, p->event_md, p->n_event_md, sizeof *p->event_md,
+			 id);
 }
 
 /* Inlined where millions of events and stats are read. */

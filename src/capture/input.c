@@ -98,7 +98,8 @@ static int open_host(xpf_input *in, const char *path, const char *file, bool hlo
 			h->name[strlen(h->name) - strlen(sfx[i])] = '\0';
 			break;
 		}
-	int rc = hlo ? xpf_capture_open_hlo(path, &h->cap, err) : xpf_capture_open(path, &h->cap, err);
+	int rc = hlo ? xpf_capture_open_hlo(path, &h->cap, err) :
+		       xpf_capture_open(path, &h->cap, err);
 	if (rc != XPF_OK) {
 		free(h->path);
 		free(h->name);
@@ -133,8 +134,8 @@ static int open_run_dir(xpf_input *in, const char *dir, xpf_error *err)
 			hint = " (a logdir's plugins/profile: give the logdir, two levels up, or one run's folder)";
 		else if (ends_with_dirs(dir, "plugins"))
 			hint = " (a logdir's plugins: give the logdir, one level up)";
-		return xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: no *.xplane.pb in this directory%s",
-				dir, hint);
+		return xpf_fail(err, XPF_EMALFORMED,
+				"%s: not a capture: no *.xplane.pb in this directory%s", dir, hint);
 	}
 	in->kind = XPF_INPUT_RUNDIR;
 	in->run_dir = xpf_strdup(dir);
@@ -172,15 +173,20 @@ int xpf_input_open(const char *path, const char *run, xpf_input **out, xpf_error
 						/* name the newest few */
 						xpf_buf have = XPF_BUF_INIT;
 						for (size_t i = nr, k = 0; i-- > 0 && k < 5; k++)
-							xpf_buf_printf(&have, "%s%s", k ? ", " : "", runs[i]);
+							xpf_buf_printf(&have, "%s%s", k ? ", " : "",
+								       runs[i]);
 						rc = xpf_fail(err, XPF_EUSAGE,
-							      "%s: no run '%s' in plugins/profile (%s%s%s)", path,
-							      run, nr ? "newest first: " : "it holds no run",
-							      have.len ? have.data : "", nr > 5 ? ", ..." : "");
+							      "%s: no run '%s' in plugins/profile (%s%s%s)",
+							      path, run,
+							      nr ? "newest first: " :
+								   "it holds no run",
+							      have.len ? have.data : "",
+							      nr > 5 ? ", ..." : "");
 						xpf_buf_release(&have);
 					}
 				} else if (nr == 0) {
-					rc = xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: plugins/profile holds no run",
+					rc = xpf_fail(err, XPF_EMALFORMED,
+						      "%s: not a capture: plugins/profile holds no run",
 						      path);
 				} else {
 					/* Run names are local times YYYY_MM_DD_HH_MM_SS: the

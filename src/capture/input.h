@@ -19,16 +19,16 @@ enum xpf_input_kind {
 };
 
 typedef struct xpf_input_host {
-	char *name;        /* host name: the file name without .xplane.pb */
+	char *name; /* host name: the file name without .xplane.pb */
 	char *path;
 	xpf_capture *cap;
 } xpf_input_host;
 
 typedef struct xpf_input {
 	enum xpf_input_kind kind;
-	char *path;        /* as given */
-	char *run_dir;     /* the directory the hosts came from, or NULL */
-	char *run_name;    /* the logdir run chosen, or NULL */
+	char *path;     /* as given */
+	char *run_dir;  /* the directory the hosts came from, or NULL */
+	char *run_name; /* the logdir run chosen, or NULL */
 	size_t nhosts;
 	xpf_input_host *hosts;
 } xpf_input;

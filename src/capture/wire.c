@@ -38,7 +38,8 @@ int wire_next(const uint8_t **p, const uint8_t *end, wire_field *f)
 	case WT_I32:
 		if (end - q < 4)
 			return WIRE_PAST_END;
-		f->v = (uint64_t)q[0] | (uint64_t)q[1] << 8 | (uint64_t)q[2] << 16 | (uint64_t)q[3] << 24;
+		f->v = (uint64_t)q[0] | (uint64_t)q[1] << 8 | (uint64_t)q[2] << 16 |
+		       (uint64_t)q[3] << 24;
 		q += 4;
 		break;
 	case WT_LEN: {
@@ -56,8 +57,7 @@ int wire_next(const uint8_t **p, const uint8_t *end, wire_field *f)
 		q += len;
 		break;
 	}
-	default:
-		return WIRE_BAD_WIRETYPE;
+	default: return WIRE_BAD_WIRETYPE;
 	}
 	*p = q;
 	return WIRE_OK;

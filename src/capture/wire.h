@@ -10,7 +10,7 @@
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_SGROUP = 3, WT_EGROUP = 4, WT_I32 = 5 };
 
 typedef struct wire_field {
-	uint32_t num;        /* 0 when the tag itself could not be read */
+	uint32_t num; /* 0 when the tag itself could not be read */
 	int wt;
 	uint64_t v;          /* VARINT, I64, I32 */
 	const uint8_t *data; /* LEN */

@@ -40,10 +40,7 @@ char *xpf_strndup(const void *p, size_t n)
 	return s;
 }
 
-char *xpf_strdup(const char *s)
-{
-	return xpf_strndup(s ? s : "", s ? strlen(s) : 0);
-}
+char *xpf_strdup(const char *s) { return xpf_strndup(s ? s : "", s ? strlen(s) : 0); }
 
 void xpf_grow(void **arr, size_t *cap, size_t elem)
 {

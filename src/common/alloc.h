@@ -18,8 +18,7 @@ char *xpf_strndup(const void *p, size_t n);
 /* Push onto growable array arr of n elements with room for cap (doubling,
  * from 16): a pointer to the new last element, not zeroed. */
 #define XPF_VEC_PUSH(arr, n, cap) \
-	(((n) == (cap) ? xpf_grow((void **)&(arr), &(cap), sizeof *(arr)) : (void)0), \
-	 &(arr)[(n)++])
+	(((n) == (cap) ? xpf_grow((void **)&(arr), &(cap), sizeof *(arr)) : (void)0), &(arr)[(n)++])
 void xpf_grow(void **arr, size_t *cap, size_t elem);
 
 /* Ask for transparent huge pages over the whole 2 MiB pages inside

@@ -32,15 +32,9 @@ void xpf_buf_add(xpf_buf *b, const void *p, size_t n)
 	b->data[b->len] = '\0';
 }
 
-void xpf_buf_adds(xpf_buf *b, const char *s)
-{
-	xpf_buf_add(b, s, strlen(s));
-}
+void xpf_buf_adds(xpf_buf *b, const char *s) { xpf_buf_add(b, s, strlen(s)); }
 
-void xpf_buf_addc(xpf_buf *b, char c)
-{
-	xpf_buf_add(b, &c, 1);
-}
+void xpf_buf_addc(xpf_buf *b, char c) { xpf_buf_add(b, &c, 1); }
 
 void xpf_buf_printf(xpf_buf *b, const char *fmt, ...)
 {
@@ -100,10 +94,7 @@ static size_t control_escape(unsigned char c, char esc[5])
 	return 4;
 }
 
-static bool is_control(unsigned char c)
-{
-	return c < 0x20 || c == 0x7f;
-}
+static bool is_control(unsigned char c) { return c < 0x20 || c == 0x7f; }
 
 /* s[0..n) with its control characters escaped, and backslashes too when
  * tsv (so that a TSV reader can undo it). */

@@ -16,14 +16,16 @@ typedef struct xpf_buf {
 	size_t cap;
 } xpf_buf;
 
-#define XPF_BUF_INIT { NULL, 0, 0 }
+#define XPF_BUF_INIT       \
+	{                  \
+		NULL, 0, 0 \
+	}
 
 void xpf_buf_reserve(xpf_buf *b, size_t extra);
 void xpf_buf_add(xpf_buf *b, const void *p, size_t n);
 void xpf_buf_adds(xpf_buf *b, const char *s);
 void xpf_buf_addc(xpf_buf *b, char c);
-void xpf_buf_printf(xpf_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void xpf_buf_printf(xpf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void xpf_buf_reset(xpf_buf *b);
 void xpf_buf_release(xpf_buf *b);
 /* Hand the bytes to the caller (free() them); b is left empty. */

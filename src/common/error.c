@@ -8,13 +8,16 @@
  * become \n, \t, \r or \xHH (SPEC §3), cut to the message's room. */
 static void escape_controls(char *msg, size_t room)
 {
-	char in[sizeof ((xpf_error *)0)->msg];
+	char in[sizeof((xpf_error *)0)->msg];
 	snprintf(in, sizeof in, "%s", msg);
 	size_t o = 0;
 	for (const unsigned char *p = (const unsigned char *)in; *p && o + 1 < room; p++) {
 		char esc[5] = { (char)*p, 0 };
 		if (*p == '\n' || *p == '\t' || *p == '\r')
-			snprintf(esc, sizeof esc, "\\%c", *p == '\n' ? 'n' : *p == '\t' ? 't' : 'r');
+			snprintf(esc, sizeof esc, "\\%c",
+				 *p == '\n' ? 'n' :
+				 *p == '\t' ? 't' :
+					      'r');
 		else if (*p < 0x20 || *p == 0x7f)
 			snprintf(esc, sizeof esc, "\\x%02x", *p);
 		size_t n = strlen(esc);

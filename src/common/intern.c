@@ -37,10 +37,7 @@ static size_t len_of(const char *v)
 	return n;
 }
 
-xpf_intern *xpf_intern_new(void)
-{
-	return xpf_calloc(1, sizeof(xpf_intern));
-}
+xpf_intern *xpf_intern_new(void) { return xpf_calloc(1, sizeof(xpf_intern)); }
 
 static const char *keep(xpf_intern *set, const void *s, size_t n)
 {
@@ -101,10 +98,7 @@ const char *xpf_intern_get(xpf_intern *set, const void *s, size_t n)
 	return v;
 }
 
-size_t xpf_intern_count(const xpf_intern *set)
-{
-	return set->n;
-}
+size_t xpf_intern_count(const xpf_intern *set) { return set->n; }
 
 void xpf_intern_free(xpf_intern *set)
 {

@@ -47,10 +47,7 @@ int xpf_lazy_get(xpf_lazy *l, xpf_lazy_fn fn, void *ctx, void **out, xpf_error *
 	return rc;
 }
 
-int xpf_lazy_state(xpf_lazy *l)
-{
-	return __atomic_load_n(&l->state, __ATOMIC_ACQUIRE);
-}
+int xpf_lazy_state(xpf_lazy *l) { return __atomic_load_n(&l->state, __ATOMIC_ACQUIRE); }
 
 bool xpf_lazy_forget(xpf_lazy *l, void (*free_fn)(void *))
 {

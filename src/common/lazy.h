@@ -21,7 +21,10 @@ typedef struct xpf_lazy {
 	xpf_error *err; /* when failed */
 } xpf_lazy;
 
-#define XPF_LAZY_INIT { PTHREAD_MUTEX_INITIALIZER, 0, NULL, NULL }
+#define XPF_LAZY_INIT                                    \
+	{                                                \
+		PTHREAD_MUTEX_INITIALIZER, 0, NULL, NULL \
+	}
 
 void xpf_lazy_init(xpf_lazy *l);
 /* fn computes *value from ctx; it runs at most once per xpf_lazy. */

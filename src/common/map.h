@@ -11,7 +11,7 @@
 
 typedef struct xpf_map_slot {
 	uint64_t a, b;
-	int64_t val;   /* -1: empty */
+	int64_t val; /* -1: empty */
 } xpf_map_slot;
 
 typedef struct xpf_map {

@@ -25,14 +25,17 @@ static int count_allocators(xpf_host *h, FILE *out, xpf_error *err)
 		return rc;
 	xpf_buf nb = XPF_BUF_INIT;
 	if (rt->nallocators == 0)
-		fprintf(out, "  allocator events: none (the BFC allocator emits them; cuda_async and others do not)\n");
+		fprintf(out,
+			"  allocator events: none (the BFC allocator emits them; cuda_async and others do not)\n");
 	for (size_t i = 0; i < rt->nallocators; i++) {
 		const xpf_rt_allocator *a = &rt->allocators[i];
 		char hb[32];
-		fprintf(out, "  allocator %s%s: %" PRIu64 " allocations, %" PRIu64
+		fprintf(out,
+			"  allocator %s%s: %" PRIu64 " allocations, %" PRIu64
 			" deallocations, max peak_bytes_in_use %" PRIu64 " (%s)\n",
-			text(&nb, a->name), a->keyed_by_index ? " (keyed by index_on_host)" : "", a->allocations,
-			a->deallocations, a->lifetime_peak_bytes, xpf_human(a->lifetime_peak_bytes, hb));
+			text(&nb, a->name), a->keyed_by_index ? " (keyed by index_on_host)" : "",
+			a->allocations, a->deallocations, a->lifetime_peak_bytes,
+			xpf_human(a->lifetime_peak_bytes, hb));
 	}
 	xpf_buf_release(&nb);
 	return XPF_OK;
@@ -52,13 +55,15 @@ static int check_planes_modules(xpf_capture *c, FILE *out, xpf_buf *nb, xpf_erro
 			rc = xpf_capture_plane(c, i, &p, err);
 			if (rc != XPF_OK)
 				return rc;
-			fprintf(out, "    %zu %s: %zu lines, %" PRIu64 " events\n", i, text(nb, p->name),
-				p->nlines, p->nevents);
+			fprintf(out, "    %zu %s: %zu lines, %" PRIu64 " events\n", i,
+				text(nb, p->name), p->nlines, p->nevents);
 			if (strncmp(p->name, "/device:", 8) == 0) {
 				xpf_stat st;
 				uint64_t mem;
-				if (xpf_plane_stat(p, "memory_size", &st, err) == 1 && xpf_stat_u64(&st, &mem))
-					fprintf(out, "      memory_size %" PRIu64 " (%s)\n", mem, xpf_human(mem, hb));
+				if (xpf_plane_stat(p, "memory_size", &st, err) == 1 &&
+				    xpf_stat_u64(&st, &mem))
+					fprintf(out, "      memory_size %" PRIu64 " (%s)\n", mem,
+						xpf_human(mem, hb));
 			}
 		}
 		for (size_t i = 0; i < xpf_capture_nstrings(c, 2); i++)
@@ -76,12 +81,17 @@ static int check_planes_modules(xpf_capture *c, FILE *out, xpf_buf *nb, xpf_erro
 			if (ba->buffer_allocations[a]->size > 0)
 				total += (uint64_t)ba->buffer_allocations[a]->size;
 		if (ba)
-			fprintf(out, "    %s: program_id %" PRIu64 ", buffer assignment yes: %zu allocations, %zu logical buffers, %" PRIu64 " bytes\n",
-				text(nb, xpf_capture_module(c, m)->name), xpf_capture_module(c, m)->program_id,
-				ba->n_buffer_allocations, ba->n_logical_buffers, total);
+			fprintf(out,
+				"    %s: program_id %" PRIu64
+				", buffer assignment yes: %zu allocations, %zu logical buffers, %" PRIu64
+				" bytes\n",
+				text(nb, xpf_capture_module(c, m)->name),
+				xpf_capture_module(c, m)->program_id, ba->n_buffer_allocations,
+				ba->n_logical_buffers, total);
 		else
 			fprintf(out, "    %s: program_id %" PRIu64 ", buffer assignment no\n",
-				text(nb, xpf_capture_module(c, m)->name), xpf_capture_module(c, m)->program_id);
+				text(nb, xpf_capture_module(c, m)->name),
+				xpf_capture_module(c, m)->program_id);
 	}
 	return XPF_OK;
 }
@@ -101,8 +111,8 @@ static int check_host(const xpf_input_host *h, xpf_host *host, FILE *out, xpf_er
 
 int xpf_check(xpf_input *in, FILE *out, xpf_error *err)
 {
-	fprintf(out, "%s: %zu host(s)%s%s\n", in->path, in->nhosts,
-		in->run_name ? ", run " : "", in->run_name ? in->run_name : "");
+	fprintf(out, "%s: %zu host(s)%s%s\n", in->path, in->nhosts, in->run_name ? ", run " : "",
+		in->run_name ? in->run_name : "");
 	xpf_options opt = XPF_OPTIONS_INIT;
 	int rc = XPF_OK;
 	for (size_t i = 0; i < in->nhosts && rc == XPF_OK; i++) {

@@ -18,72 +18,69 @@
 #include "fs/mount.h"
 
 static const char usage_text[] =
-"Usage:\n"
-"  xplanefs [options] CAPTURE [MOUNTPOINT]  mount the report read-only (daemonizes when ready)\n"
-"  xplanefs --cat PATH CAPTURE              print one report file (no FUSE needed)\n"
-"  xplanefs --export DIR CAPTURE            write the whole report tree into DIR\n"
-"  xplanefs --check CAPTURE                 decode and validate everything; print a summary\n"
-"  xplanefs -u MOUNTPOINT                   unmount\n"
-"  xplanefs --base BEFORE [options] AFTER [MOUNTPOINT]   (also with --cat, --export)\n"
-"                                           AFTER's tree plus base/ (BEFORE's own tree) and\n"
-"                                           compare/: did the fix work, and by how much\n"
-"\n"
-"Explore why a JAX step ran out of device memory, from a profiler capture.\n"
-"Start with:  xplanefs --cat diagnosis.txt CAPTURE\n"
-"\n"
-"CAPTURE is one of:\n"
-"  HOST.xplane.pb                 written by jax.profiler.trace(DIR) under DIR/plugins/profile/RUN/\n"
-"  a run directory                several HOST.xplane.pb: hosts/HOST/... plus a cross-host summary\n"
-"  a logdir                       with plugins/profile/RUN/: the newest run (or --run NAME)\n"
-"  NAME.hlo_proto.pb / NAME.hlo.pb  a bare xla.HloProto (--xla_dump_hlo_as_proto): plan only\n"
-"\n"
-"Options:\n"
-"  -f                 stay in the foreground\n"
-"  -d                 FUSE debug output (implies -f)\n"
-"  -s                 single-threaded\n"
-"  -o OPT[,OPT...]    FUSE mount options (ro is always forced)\n"
-"  --module NAME      the module the diagnosis breaks down (and focus points at):\n"
-"                     jit_step(12), or jit_step when one module alone has the name\n"
-"  --capacity BYTES   pool size when the capture has no allocator events\n"
-"  --top N            rows in summaries (default 25)\n"
-"  --device N         which device's allocator the diagnosis reads\n"
-"  --run NAME         which run of a logdir (of both captures with --base)\n"
-"  --base CAPTURE     compare with a baseline capture (before a fix): compare/\n"
-"                     says what changed (start with compare/diagnosis.txt);\n"
-"                     base/ is the baseline's own tree.  E.g.\n"
-"                     xplanefs --base before.xplane.pb --cat compare/diagnosis.txt after.xplane.pb\n"
-"  -h, --help         this help\n"
-"  -V, --version      print the version\n"
-"\n"
-"Without MOUNTPOINT the report is mounted on ./NAME (NAME = the capture's name\n"
-"without .xplane.pb), created now and removed at unmount.\n"
-"\n"
-"Files to read first: diagnosis.txt, focus/peak_buffers.tsv, runtime/summary.txt,\n"
-"README (what every file holds).  Also: summary.txt (devices, allocators, modules),\n"
-"checks.txt (what did not add up), modules/NAME/ (each plan), runtime/ (the\n"
-"allocator's events and executions), capture/ (planes, devices, errors.txt).\n"
-"\n"
-"No FUSE (a container, no /dev/fuse)?  --cat, --export and --check need none.\n"
-"A part of the capture found broken gives EIO on the files that need it in the\n"
-"mount, and a line in capture/errors.txt; the rest keeps working.\n"
-"\n"
-"Environment: XPF_THREADS=N  threads for the big scans (default: the CPUs, at most 8).\n"
-"             XPF_PHASES=1  print how long each phase of reading the runtime took,\n"
-"                           and the memory held, on stderr (see bench/README.md).\n"
-"\n"
-"Exit status:\n"
-"  0  ok\n"
-"  1  usage error\n"
-"  2  the capture cannot be read (I/O, permissions)\n"
-"  3  not a capture, or malformed (--cat/--export: also when a part needed\n"
-"     was found broken; the line says which, capture/errors.txt lists all)\n"
-"  4  a capture kind that is not supported (e.g. .xplane.riegeli)\n"
-"  5  the mount failed\n";
+	"Usage:\n"
+	"  xplanefs [options] CAPTURE [MOUNTPOINT]  mount the report read-only (daemonizes when ready)\n"
+	"  xplanefs --cat PATH CAPTURE              print one report file (no FUSE needed)\n"
+	"  xplanefs --export DIR CAPTURE            write the whole report tree into DIR\n"
+	"  xplanefs --check CAPTURE                 decode and validate everything; print a summary\n"
+	"  xplanefs -u MOUNTPOINT                   unmount\n"
+	"  xplanefs --base BEFORE [options] AFTER [MOUNTPOINT]   (also with --cat, --export)\n"
+	"                                           AFTER's tree plus base/ (BEFORE's own tree) and\n"
+	"                                           compare/: did the fix work, and by how much\n"
+	"\n"
+	"Explore why a JAX step ran out of device memory, from a profiler capture.\n"
+	"Start with:  xplanefs --cat diagnosis.txt CAPTURE\n"
+	"\n"
+	"CAPTURE is one of:\n"
+	"  HOST.xplane.pb                 written by jax.profiler.trace(DIR) under DIR/plugins/profile/RUN/\n"
+	"  a run directory                several HOST.xplane.pb: hosts/HOST/... plus a cross-host summary\n"
+	"  a logdir                       with plugins/profile/RUN/: the newest run (or --run NAME)\n"
+	"  NAME.hlo_proto.pb / NAME.hlo.pb  a bare xla.HloProto (--xla_dump_hlo_as_proto): plan only\n"
+	"\n"
+	"Options:\n"
+	"  -f                 stay in the foreground\n"
+	"  -d                 FUSE debug output (implies -f)\n"
+	"  -s                 single-threaded\n"
+	"  -o OPT[,OPT...]    FUSE mount options (ro is always forced)\n"
+	"  --module NAME      the module the diagnosis breaks down (and focus points at):\n"
+	"                     jit_step(12), or jit_step when one module alone has the name\n"
+	"  --capacity BYTES   pool size when the capture has no allocator events\n"
+	"  --top N            rows in summaries (default 25)\n"
+	"  --device N         which device's allocator the diagnosis reads\n"
+	"  --run NAME         which run of a logdir (of both captures with --base)\n"
+	"  --base CAPTURE     compare with a baseline capture (before a fix): compare/\n"
+	"                     says what changed (start with compare/diagnosis.txt);\n"
+	"                     base/ is the baseline's own tree.  E.g.\n"
+	"                     xplanefs --base before.xplane.pb --cat compare/diagnosis.txt after.xplane.pb\n"
+	"  -h, --help         this help\n"
+	"  -V, --version      print the version\n"
+	"\n"
+	"Without MOUNTPOINT the report is mounted on ./NAME (NAME = the capture's name\n"
+	"without .xplane.pb), created now and removed at unmount.\n"
+	"\n"
+	"Files to read first: diagnosis.txt, focus/peak_buffers.tsv, runtime/summary.txt,\n"
+	"README (what every file holds).  Also: summary.txt (devices, allocators, modules),\n"
+	"checks.txt (what did not add up), modules/NAME/ (each plan), runtime/ (the\n"
+	"allocator's events and executions), capture/ (planes, devices, errors.txt).\n"
+	"\n"
+	"No FUSE (a container, no /dev/fuse)?  --cat, --export and --check need none.\n"
+	"A part of the capture found broken gives EIO on the files that need it in the\n"
+	"mount, and a line in capture/errors.txt; the rest keeps working.\n"
+	"\n"
+	"Environment: XPF_THREADS=N  threads for the big scans (default: the CPUs, at most 8).\n"
+	"             XPF_PHASES=1  print how long each phase of reading the runtime took,\n"
+	"                           and the memory held, on stderr (see bench/README.md).\n"
+	"\n"
+	"Exit status:\n"
+	"  0  ok\n"
+	"  1  usage error\n"
+	"  2  the capture cannot be read (I/O, permissions)\n"
+	"  3  not a capture, or malformed (--cat/--export: also when a part needed\n"
+	"     was found broken; the line says which, capture/errors.txt lists all)\n"
+	"  4  a capture kind that is not supported (e.g. .xplane.riegeli)\n"
+	"  5  the mount failed\n";
 
-static void usage(FILE *f)
-{
-	fputs(usage_text, f);
-}
+static void usage(FILE *f) { fputs(usage_text, f); }
 
 static int fail(const xpf_error *err)
 {
@@ -121,8 +118,8 @@ static int do_cat(xpf_report *r, const char *path, xpf_error *err)
 		size_t pl = strlen(path);
 		while (pl > 0 && path[pl - 1] == '/')
 			pl--;
-		return xpf_fail(err, XPF_EUSAGE, "%s: is a directory (%zu entries; try %.*s%s%s)", path, k,
-				(int)pl, path, pl ? "/" : "", k ? kids[0]->name : "");
+		return xpf_fail(err, XPF_EUSAGE, "%s: is a directory (%zu entries; try %.*s%s%s)",
+				path, k, (int)pl, path, pl ? "/" : "", k ? kids[0]->name : "");
 	}
 	/* "diagnosis.txt/" names a directory that is not there, as cat says */
 	if (path[0] && path[strlen(path) - 1] == '/')
@@ -140,8 +137,8 @@ static int do_cat(xpf_report *r, const char *path, xpf_error *err)
 /* Files --export could not make (EIO in the mount): how many, the first. */
 struct export_soft {
 	int n;
-	int code;               /* the first's */
-	char first[PATH_MAX + sizeof ((xpf_error *)0)->msg + 2];   /* "PATH: what" */
+	int code;                                               /* the first's */
+	char first[PATH_MAX + sizeof((xpf_error *)0)->msg + 2]; /* "PATH: what" */
 };
 
 static void export_soft_fail(struct export_soft *s, const char *path, const xpf_error *e)
@@ -197,17 +194,19 @@ static int export_dir(xpf_node *dir, const char *path, xpf_error *err, struct ex
 			} else if (k->type == XPF_NODE_LINK) {
 				unlink(p);
 				if (symlink(data, p) < 0)
-					rc = xpf_fail(err, XPF_EIO, "%s: cannot create symlink: %s", p,
-						      strerror(errno));
+					rc = xpf_fail(err, XPF_EIO, "%s: cannot create symlink: %s",
+						      p, strerror(errno));
 			} else {
 				FILE *f = fopen(p, "wb");
 				if (f == NULL) {
-					rc = xpf_fail(err, XPF_EIO, "%s: cannot create: %s", p, strerror(errno));
+					rc = xpf_fail(err, XPF_EIO, "%s: cannot create: %s", p,
+						      strerror(errno));
 				} else {
 					if (write_all(f, data, len) != 0)
 						rc = xpf_fail(err, XPF_EIO, "%s: write failed", p);
 					if (fclose(f) != 0 && rc == XPF_OK)
-						rc = xpf_fail(err, XPF_EIO, "%s: write failed: %s", p, strerror(errno));
+						rc = xpf_fail(err, XPF_EIO, "%s: write failed: %s",
+							      p, strerror(errno));
 				}
 				xpf_node_forget(k); /* written: keep only one file's bytes at a time */
 			}
@@ -232,7 +231,17 @@ static bool parse_u64(const char *s, uint64_t *out)
 	return true;
 }
 
-enum { OPT_CAT = 256, OPT_EXPORT, OPT_CHECK, OPT_MODULE, OPT_CAPACITY, OPT_TOP, OPT_DEVICE, OPT_RUN, OPT_BASE };
+enum {
+	OPT_CAT = 256,
+	OPT_EXPORT,
+	OPT_CHECK,
+	OPT_MODULE,
+	OPT_CAPACITY,
+	OPT_TOP,
+	OPT_DEVICE,
+	OPT_RUN,
+	OPT_BASE
+};
 
 /* The absolute form of path, which need not exist yet (its folder must). */
 static bool abs_path(const char *path, char out[PATH_MAX])
@@ -241,7 +250,8 @@ static bool abs_path(const char *path, char out[PATH_MAX])
 		return true;
 	char *c1 = xpf_strdup(path), *c2 = xpf_strdup(path), dir[PATH_MAX];
 	bool ok = realpath(dirname(c1), dir) != NULL &&
-		  snprintf(out, PATH_MAX, "%s/%s", strcmp(dir, "/") ? dir : "", basename(c2)) < PATH_MAX;
+		  snprintf(out, PATH_MAX, "%s/%s", strcmp(dir, "/") ? dir : "", basename(c2)) <
+			  PATH_MAX;
 	free(c1);
 	free(c2);
 	return ok;
@@ -330,7 +340,8 @@ static int default_mountpoint(const xpf_input *in, char **out, xpf_error *err)
 	/* "...xplane.pb" would name "..": a mount over the parent folder */
 	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
 		return xpf_fail(err, XPF_EUSAGE,
-				"%s: its name gives no mount point ('%s'): give a MOUNTPOINT", base, name);
+				"%s: its name gives no mount point ('%s'): give a MOUNTPOINT", base,
+				name);
 	*out = xpf_strdup(name);
 	return XPF_OK;
 }
@@ -371,12 +382,14 @@ static void print_phase(void *ctx, const xpf_rt_progress *p)
 	fprintf(stderr, "xplanefs: runtime phase %-8s %.3f s, RssAnon %ld MiB (%ld on huge pages)\n",
 		p->phase, p->seconds, anon_kb / 1024, huge_kb / 1024);
 	if (strcmp(p->phase, "host") == 0)
-		fprintf(stderr, "xplanefs: runtime host lines: %zu, read in %zu chunk(s), %zu by other threads; "
+		fprintf(stderr,
+			"xplanefs: runtime host lines: %zu, read in %zu chunk(s), %zu by other threads; "
 			"%zu allocator events at %zu sites, %zu executions\n",
-			p->host_lines, p->host_chunks, p->host_chunks_by_others, p->nevents, p->nsites,
-			p->nexecutions);
+			p->host_lines, p->host_chunks, p->host_chunks_by_others, p->nevents,
+			p->nsites, p->nexecutions);
 	else if (strcmp(p->phase, "finish") == 0)
-		fprintf(stderr, "xplanefs: runtime kernels of %zu of %zu device(s) read before the finish, "
+		fprintf(stderr,
+			"xplanefs: runtime kernels of %zu of %zu device(s) read before the finish, "
 			"%zu more when it asked\n",
 			p->kernel_devices_before, p->kernel_devices, p->kernel_devices_asked);
 }
@@ -559,7 +572,8 @@ static int run_cat(xpf_report *r, const char *path, xpf_error *err)
 
 /* --export DIR: never where xplanefs does not write (for the baseline's
  * captures too), nor over a file. */
-static int check_export_dir(const char *dir, const xpf_input *in, const xpf_input *base, xpf_error *err)
+static int check_export_dir(const char *dir, const xpf_input *in, const xpf_input *base,
+			    xpf_error *err)
 {
 	struct stat sb;
 	const char *forbidden = export_forbidden(in, dir);
@@ -567,10 +581,11 @@ static int check_export_dir(const char *dir, const xpf_input *in, const xpf_inpu
 		forbidden = export_forbidden(base, dir);
 	if (forbidden)
 		return xpf_fail(err, XPF_EUSAGE,
-				"%s: %s, which xplanefs never writes to: give --export another DIR", dir,
-				forbidden);
+				"%s: %s, which xplanefs never writes to: give --export another DIR",
+				dir, forbidden);
 	if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
-		return xpf_fail(err, XPF_EUSAGE, "%s: not a directory (--export writes a tree there)", dir);
+		return xpf_fail(err, XPF_EUSAGE,
+				"%s: not a directory (--export writes a tree there)", dir);
 	return XPF_OK;
 }
 
@@ -586,7 +601,8 @@ static int run_export(xpf_report *r, const char *dir, const xpf_input *in, const
 	if (soft.n == 0)
 		return late_error(r, "the tree was made");
 	if (soft.n > 1)
-		fprintf(stderr, "xplanefs: %s; %d more files not written (capture/errors.txt lists why)\n",
+		fprintf(stderr,
+			"xplanefs: %s; %d more files not written (capture/errors.txt lists why)\n",
 			soft.first, soft.n - 1);
 	else
 		fprintf(stderr, "xplanefs: %s\n", soft.first);
@@ -598,17 +614,16 @@ static int check_mountpoint(const xpf_input *in, const char *mountpoint, xpf_err
 {
 	char mp[PATH_MAX];
 	if (realpath(mountpoint, mp) && is_capture_folder(in, mp))
-		return xpf_fail(
-			err, XPF_EUSAGE,
-			"%s: the capture's own folder: a mount there would hide it; give another MOUNTPOINT",
-			mountpoint);
+		return xpf_fail(err, XPF_EUSAGE,
+				"%s: the capture's own folder: a mount there would hide it; give another MOUNTPOINT",
+				mountpoint);
 	return XPF_OK;
 }
 
 /* No MOUNTPOINT: ./NAME (*made, to free), created unless it is there, and
  * then removed at unmount (mo->remove_mountpoint). */
-static int make_mountpoint(const xpf_input *in, const xpf_input *base, char **made, xpf_mount_opts *mo,
-			   xpf_error *err)
+static int make_mountpoint(const xpf_input *in, const xpf_input *base, char **made,
+			   xpf_mount_opts *mo, xpf_error *err)
 {
 	char *unused = NULL; /* nor in the baseline's folder */
 	int rc = default_mountpoint(in, made, err);
@@ -620,13 +635,15 @@ static int make_mountpoint(const xpf_input *in, const xpf_input *base, char **ma
 	if (mkdir(*made, 0755) == 0)
 		mo->remove_mountpoint = true;
 	else if (errno != EEXIST)
-		return xpf_fail(err, XPF_EMOUNT, "%s: cannot create mount point: %s", *made, strerror(errno));
+		return xpf_fail(err, XPF_EMOUNT, "%s: cannot create mount point: %s", *made,
+				strerror(errno));
 	mo->mountpoint = *made;
 	return XPF_OK;
 }
 
 /* The mount: serves until unmounted (in the background once ready). */
-static int run_mount(struct cli *a, xpf_report *r, const xpf_input *in, const xpf_input *base, xpf_error *err)
+static int run_mount(struct cli *a, xpf_report *r, const xpf_input *in, const xpf_input *base,
+		     xpf_error *err)
 {
 	char *made = NULL;
 	int rc;

@@ -62,23 +62,17 @@ typedef struct xpf_fs {
 static int xpf_errno(int code)
 {
 	switch (code) {
-	case XPF_OK:
-		return 0;
-	case XPF_EUSAGE:
-		return EINVAL;
+	case XPF_OK: return 0;
+	case XPF_EUSAGE: return EINVAL;
 	case XPF_EIO:
 	case XPF_EMALFORMED:
 	case XPF_EUNSUPPORTED:
 	case XPF_EMOUNT:
-	default:
-		return EIO;
+	default: return EIO;
 	}
 }
 
-static xpf_fs *fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
+static xpf_fs *fs_of(fuse_req_t req) { return fuse_req_userdata(req); }
 
 static void reply_xpf_error(fuse_req_t req, xpf_node *n, const xpf_error *err)
 {
@@ -260,8 +254,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_open(req, fi);
 }
 
-static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		    struct fuse_file_info *fi)
+static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	const char *data;
 	size_t len;
@@ -342,8 +335,9 @@ static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			xpf_node *kid = kids[i - 2];
 			name = kid->name;
 			st.st_ino = kid->ino;
-			st.st_mode = kid->type == XPF_NODE_DIR ? S_IFDIR
-				   : kid->type == XPF_NODE_LINK ? S_IFLNK : S_IFREG;
+			st.st_mode = kid->type == XPF_NODE_DIR  ? S_IFDIR :
+				     kid->type == XPF_NODE_LINK ? S_IFLNK :
+								  S_IFREG;
 		}
 		size_t need = fuse_add_direntry(req, buf + pos, size - pos, name, &st, i + 1);
 		if (need > size - pos)
@@ -636,10 +630,12 @@ static int resolve_mountpoint(const char *given, char mp[PATH_MAX], xpf_error *e
 	struct stat sb;
 	if (realpath(given, mp) == NULL || stat(mp, &sb) < 0)
 		return xpf_fail(err, XPF_EMOUNT, "%s: bad mount point: %s%s", given, strerror(errno),
-				errno == ENOTCONN ? " (a mount whose xplanefs is gone: xplanefs -u it)" : "");
+				errno == ENOTCONN ?
+					" (a mount whose xplanefs is gone: xplanefs -u it)" :
+					"");
 	if (is_our_mount(mp))
-		return xpf_fail(err, XPF_EMOUNT, "%s: already an xplanefs mount (xplanefs -u it first)",
-				given);
+		return xpf_fail(err, XPF_EMOUNT,
+				"%s: already an xplanefs mount (xplanefs -u it first)", given);
 	if (!S_ISDIR(sb.st_mode))
 		return xpf_fail(err, XPF_EMOUNT, "%s: bad mount point: not a directory", given);
 	return XPF_OK;
@@ -674,7 +670,8 @@ static void unignore_stop_signals(void)
 
 /* se mounted on mp; on failure the one-line error says libfuse's reason,
  * then fusermount3's (struct stderr_catch). */
-static int session_mount(struct fuse_session *se, const char *mp, const xpf_mount_opts *opts, xpf_error *err)
+static int session_mount(struct fuse_session *se, const char *mp, const xpf_mount_opts *opts,
+			 xpf_error *err)
 {
 	struct stderr_catch sc = { -1, -1 };
 	char said[512];
@@ -685,9 +682,9 @@ static int session_mount(struct fuse_session *se, const char *mp, const xpf_moun
 	catch_end(&sc, said, sizeof said);
 	if (res != 0)
 		return xpf_fail(err, XPF_EMOUNT, "%s: cannot mount: %s%s%s%s", opts->mountpoint,
-				setup_msg[0] || !said[0]
-					? setup_reason("is /dev/fuse there and fusermount3 installed?")
-					: "",
+				setup_msg[0] || !said[0] ?
+					setup_reason("is /dev/fuse there and fusermount3 installed?") :
+					"",
 				setup_msg[0] && said[0] ? "; " : "", first_line(said), NO_MOUNT_HINT);
 	if (said[0]) /* mounted: what fusermount3 said is a warning, kept */
 		fputs(said, stderr);
@@ -706,7 +703,8 @@ static int serve(struct fuse_session *se, const xpf_mount_opts *opts, xpf_error 
 	}
 	/* res > 0: the signal that ended the loop; 0: unmounted. */
 	if (res < 0)
-		return xpf_fail(err, XPF_EMOUNT, "%s: serving failed: %s", opts->mountpoint, strerror(-res));
+		return xpf_fail(err, XPF_EMOUNT, "%s: serving failed: %s", opts->mountpoint,
+				strerror(-res));
 	return XPF_OK;
 }
 
@@ -773,9 +771,9 @@ static bool is_our_mount(const char *path)
 		return false;
 	}
 	const char *base = basename(copy2);
-	int n = strcmp(base, ".") == 0 || strcmp(base, "/") == 0
-			? snprintf(real, sizeof real, "%s", dir)
-			: snprintf(real, sizeof real, "%s/%s", strcmp(dir, "/") ? dir : "", base);
+	int n = strcmp(base, ".") == 0 || strcmp(base, "/") == 0 ?
+			snprintf(real, sizeof real, "%s", dir) :
+			snprintf(real, sizeof real, "%s/%s", strcmp(dir, "/") ? dir : "", base);
 	free(copy1);
 	free(copy2);
 	if (n < 0 || (size_t)n >= sizeof real)

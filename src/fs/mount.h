@@ -8,11 +8,11 @@
 
 typedef struct xpf_mount_opts {
 	const char *mountpoint;
-	bool foreground;       /* -f */
-	bool debug;            /* -d (implies foreground) */
-	bool single_thread;    /* -s */
-	const char *fuse_opts; /* -o, comma-separated; "ro" is always added */
-	bool remove_mountpoint;/* we created it: rmdir after unmount */
+	bool foreground;        /* -f */
+	bool debug;             /* -d (implies foreground) */
+	bool single_thread;     /* -s */
+	const char *fuse_opts;  /* -o, comma-separated; "ro" is always added */
+	bool remove_mountpoint; /* we created it: rmdir after unmount */
 } xpf_mount_opts;
 
 /* Mount r on opts->mountpoint and serve until unmounted.  Daemonizes only

@@ -42,7 +42,8 @@ static void put_num_stat(const xpf_plane *p, const char *name, xpf_buf *out, xpf
 
 static int render_devices(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
-	xpf_buf_adds(out, "plane\tname\tdevice_name\tvendor\tmemory_bytes\tmemory_human\tcores\tcompute_capability\n");
+	xpf_buf_adds(out,
+		     "plane\tname\tdevice_name\tvendor\tmemory_bytes\tmemory_human\tcores\tcompute_capability\n");
 	for (size_t i = 0; i < xpf_capture_nplanes(h->cap); i++) {
 		const xpf_plane_head *hd = xpf_capture_plane_head(h->cap, i);
 		if (strncmp(hd->name, "/device:", 8) != 0)
@@ -75,7 +76,8 @@ static int render_devices(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 		uint64_t ma, mi;
 		if (xpf_plane_stat(p, "compute_cap_major", &st, &e2) == 1 && xpf_stat_u64(&st, &ma) &&
 		    xpf_plane_stat(p, "compute_cap_minor", &st, &e2) == 1 && xpf_stat_u64(&st, &mi))
-			xpf_buf_printf(out, "%llu.%llu", (unsigned long long)ma, (unsigned long long)mi);
+			xpf_buf_printf(out, "%llu.%llu", (unsigned long long)ma,
+				       (unsigned long long)mi);
 		xpf_buf_addc(out, '\n');
 		if (e2.code != XPF_OK) {
 			*err = e2;
@@ -93,14 +95,15 @@ static int shrunk_errors(xpf_capture *c, xpf_buf *out)
 			  "# decoding every plane, event, stat and module.\n"
 			  "capture changed: ");
 	xpf_buf_text(out, xpf_capture_label(c));
-	xpf_buf_adds(out, " shrank while mounted (truncated or rewritten in place); files made before keep their bytes, the others give EIO; unmount and mount it again\n");
+	xpf_buf_adds(out,
+		     " shrank while mounted (truncated or rewritten in place); files made before keep their bytes, the others give EIO; unmount and mount it again\n");
 	return XPF_OK;
 }
 
 int xpf_render_capture_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
 	xpf_capture *c = h->cap;
-	if (xpf_capture_shrunk(c))  /* its bytes are gone: decode nothing */
+	if (xpf_capture_shrunk(c)) /* its bytes are gone: decode nothing */
 		return shrunk_errors(c, out);
 	xpf_buf_adds(out, "# The capture's own errors and warnings (XSpace), then what xplanefs found\n"
 			  "# decoding every plane, event, stat and module.\n");
@@ -169,7 +172,7 @@ int xpf_render_capture_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_
 		}
 	}
 	(void)err;
-	if (xpf_capture_shrunk(c))  /* it shrank while we decoded: zeros */
+	if (xpf_capture_shrunk(c)) /* it shrank while we decoded: zeros */
 		return shrunk_errors(c, out);
 	return XPF_OK;
 }

@@ -43,11 +43,13 @@ static void put_signed_delta(xpf_buf *out, uint64_t before, uint64_t after)
 static void nothing_line(const xpf_compare *c, xpf_buf *out)
 {
 	const xpf_cmp_side *b = &c->side[0], *a = &c->side[1];
-	xpf_buf_printf(out, "[read] nothing-changed: %s against the baseline %s: the same %zu module%s, "
+	xpf_buf_printf(out,
+		       "[read] nothing-changed: %s against the baseline %s: the same %zu module%s, "
 		       "the same figures and findings (every delta 0)",
 		       xpf_capture_label(a->h->cap), xpf_capture_label(b->h->cap), c->nmatched,
 		       c->nmatched == 1 ? "" : "s");
-	xpf_buf_printf(out, " -> %sdiagnosis.txt, %sdiagnosis.txt, %smodules.tsv\n", b->prefix, a->prefix, c->dir);
+	xpf_buf_printf(out, " -> %sdiagnosis.txt, %sdiagnosis.txt, %smodules.tsv\n", b->prefix,
+		       a->prefix, c->dir);
 }
 
 static int render_txt(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
@@ -64,14 +66,18 @@ static int render_txt(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *e
 	xpf_buf_printf(out, "# %s against the baseline %s", xpf_capture_label(a->h->cap),
 		       xpf_capture_label(b->h->cap));
 	if (a->focus >= 0 || b->focus >= 0)
-		xpf_buf_printf(out, "; focus %s <- %s", a->focus >= 0 ? mod_name(a, a->focus) : "(none)",
+		xpf_buf_printf(out, "; focus %s <- %s",
+			       a->focus >= 0 ? mod_name(a, a->focus) : "(none)",
 			       b->focus >= 0 ? mod_name(b, b->focus) : "(none)");
-	if (c.focus_pair >= 0 && c.modules[c.focus_pair].base >= 0 && c.modules[c.focus_pair].after >= 0)
-		xpf_buf_printf(out, " (matched by %s)", xpf_cmp_how_name(c.modules[c.focus_pair].how));
+	if (c.focus_pair >= 0 && c.modules[c.focus_pair].base >= 0 &&
+	    c.modules[c.focus_pair].after >= 0)
+		xpf_buf_printf(out, " (matched by %s)",
+			       xpf_cmp_how_name(c.modules[c.focus_pair].how));
 	if (a->d && b->d && (a->d->capacity_bytes || b->d->capacity_bytes))
 		xpf_buf_printf(out, "; capacity %s -> %s", xpf_human(b->d->capacity_bytes, h1),
 			       xpf_human(a->d->capacity_bytes, h2));
-	xpf_buf_printf(out, "; %zu modules matched, %zu new, %zu gone\n", c.nmatched, c.nnew, c.ngone);
+	xpf_buf_printf(out, "; %zu modules matched, %zu new, %zu gone\n", c.nmatched, c.nnew,
+		       c.ngone);
 	for (size_t i = 0; i < c.nchanges; i++) {
 		const xpf_cmp_change *ch = &c.changes[i];
 		xpf_buf_printf(out, "[%s] %s: %s", xpf_tag_name(ch->tag), ch->code, ch->text);
@@ -101,8 +107,10 @@ static json_t *jside(const xpf_cmp_side *s)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "capture", json_string(xpf_capture_label(s->h->cap)));
-	json_object_set_new(o, "module", s->focus >= 0 ? json_string(mod_name(s, s->focus)) : json_null());
-	json_object_set_new(o, "module_dir", s->focus >= 0 ? json_string(s->h->module_dirs[s->focus]) : json_null());
+	json_object_set_new(o, "module",
+			    s->focus >= 0 ? json_string(mod_name(s, s->focus)) : json_null());
+	json_object_set_new(o, "module_dir",
+			    s->focus >= 0 ? json_string(s->h->module_dirs[s->focus]) : json_null());
 	json_object_set_new(o, "tree", json_string(s->prefix));
 	json_object_set_new(o, "capacity_bytes", jint(s->d ? s->d->capacity_bytes : 0));
 	json_object_set_new(o, "need_bytes", s->plan ? jint(s->plan->need_bytes) : json_null());
@@ -122,10 +130,13 @@ static int render_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 	json_object_set_new(root, "base", jside(&c.side[0]));
 	json_object_set_new(root, "after", jside(&c.side[1]));
 	json_object_set_new(root, "capture", json_string(xpf_capture_label(c.side[1].h->cap)));
-	json_object_set_new(root, "module", c.side[1].focus >= 0 ?
-				json_string(mod_name(&c.side[1], c.side[1].focus)) : json_null());
-	json_object_set_new(root, "match", c.focus_pair >= 0 ?
-				json_string(xpf_cmp_how_name(c.modules[c.focus_pair].how)) : json_null());
+	json_object_set_new(root, "module",
+			    c.side[1].focus >= 0 ? json_string(mod_name(&c.side[1], c.side[1].focus)) :
+						   json_null());
+	json_object_set_new(root, "match",
+			    c.focus_pair >= 0 ?
+				    json_string(xpf_cmp_how_name(c.modules[c.focus_pair].how)) :
+				    json_null());
 	json_object_set_new(root, "nothing_changed", json_boolean(c.nchanges == 0));
 	for (size_t i = 0; i < c.nchanges; i++) {
 		const xpf_cmp_change *ch = &c.changes[i];
@@ -143,8 +154,10 @@ static int render_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 			json_object_set_new(figs, "before_bytes", jint(ch->before));
 			json_object_set_new(figs, "after_bytes", jint(ch->after));
 			json_object_set_new(figs, "delta_bytes", jdelta(ch->before, ch->after));
-			json_object_set_new(figs, "delta_pct", xpf_cmp_delta_pct(ch->before, ch->after, pc) ?
-					    json_string(pc) : json_null());
+			json_object_set_new(figs, "delta_pct",
+					    xpf_cmp_delta_pct(ch->before, ch->after, pc) ?
+						    json_string(pc) :
+						    json_null());
 		}
 		for (size_t j = 0; j < ch->nevidence; j++)
 			json_array_append_new(ev, json_string(ch->evidence[j]));
@@ -168,7 +181,8 @@ static int render_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 	char *s = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
 	json_decref(root);
 	if (s == NULL)
-		return xpf_fail(err, XPF_EMALFORMED, "compare/diagnosis.json: cannot encode (invalid UTF-8 in a name?)");
+		return xpf_fail(err, XPF_EMALFORMED,
+				"compare/diagnosis.json: cannot encode (invalid UTF-8 in a name?)");
 	xpf_buf_adds(out, s);
 	xpf_buf_addc(out, '\n');
 	free(s);
@@ -178,7 +192,7 @@ static int render_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 /* ---- modules.tsv -------------------------------------------------------------- */
 
 struct module_row {
-	const char *name;       /* after's name, else the baseline's */
+	const char *name; /* after's name, else the baseline's */
 	const xpf_cmp_module *m;
 };
 
@@ -218,14 +232,15 @@ static int render_modules(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 	build(h, n, &c);
 	xpf_buf_adds(out, "name\tmatch\tbase_dir\tdir");
 	for (int f = 0; f < XPF_CMP_NFIGS; f++)
-		xpf_buf_printf(out, "\tbase_%s\t%s\tdelta_%s", xpf_cmp_fig_names[f], xpf_cmp_fig_names[f],
-			       xpf_cmp_fig_names[f]);
+		xpf_buf_printf(out, "\tbase_%s\t%s\tdelta_%s", xpf_cmp_fig_names[f],
+			       xpf_cmp_fig_names[f], xpf_cmp_fig_names[f]);
 	xpf_buf_addc(out, '\n');
 	struct module_row *rows = xpf_malloc((c.nmodules ? c.nmodules : 1) * sizeof *rows);
 	for (size_t i = 0; i < c.nmodules; i++) {
 		const xpf_cmp_module *m = &c.modules[i];
 		rows[i].m = m;
-		rows[i].name = m->after >= 0 ? mod_name(&c.side[1], m->after) : mod_name(&c.side[0], m->base);
+		rows[i].name = m->after >= 0 ? mod_name(&c.side[1], m->after) :
+					       mod_name(&c.side[0], m->base);
 	}
 	xpf_qsort(rows, c.nmodules, sizeof *rows, module_row_cmp);
 	for (size_t i = 0; i < c.nmodules; i++) {
@@ -266,7 +281,8 @@ static int render_peak(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 	xpf_compare c;
 	char hb[32];
 	build(h, n, &c);
-	xpf_buf_adds(out, "role\tdtype\tshape\tsource\tbase_count\tcount\tdelta_count\tbase_bytes\tbytes"
+	xpf_buf_adds(out,
+		     "role\tdtype\tshape\tsource\tbase_count\tcount\tdelta_count\tbase_bytes\tbytes"
 		     "\tdelta_bytes\tdelta_human\n");
 	for (size_t i = 0; i < c.ngroups; i++) {
 		const xpf_cmp_group *g = &c.groups[i];
@@ -276,12 +292,19 @@ static int render_peak(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 		xpf_buf_tsv(out, g->shape);
 		xpf_buf_addc(out, '\t');
 		xpf_buf_tsv(out, g->source);
-		xpf_buf_printf(out, "\t%llu\t%llu\t", (unsigned long long)g->count[0], (unsigned long long)g->count[1]);
+		xpf_buf_printf(out, "\t%llu\t%llu\t", (unsigned long long)g->count[0],
+			       (unsigned long long)g->count[1]);
 		put_signed_delta(out, g->count[0], g->count[1]);
-		xpf_buf_printf(out, "\t%llu\t%llu\t", (unsigned long long)g->bytes[0], (unsigned long long)g->bytes[1]);
+		xpf_buf_printf(out, "\t%llu\t%llu\t", (unsigned long long)g->bytes[0],
+			       (unsigned long long)g->bytes[1]);
 		put_signed_delta(out, g->bytes[0], g->bytes[1]);
-		uint64_t d = g->bytes[1] >= g->bytes[0] ? g->bytes[1] - g->bytes[0] : g->bytes[0] - g->bytes[1];
-		xpf_buf_printf(out, "\t%s%s\n", d == 0 ? "" : g->bytes[1] > g->bytes[0] ? "+" : "-", xpf_human(d, hb));
+		uint64_t d = g->bytes[1] >= g->bytes[0] ? g->bytes[1] - g->bytes[0] :
+							  g->bytes[0] - g->bytes[1];
+		xpf_buf_printf(out, "\t%s%s\n",
+			       d == 0                    ? "" :
+			       g->bytes[1] > g->bytes[0] ? "+" :
+							   "-",
+			       xpf_human(d, hb));
 	}
 	xpf_compare_release(&c);
 	(void)err;
@@ -290,8 +313,8 @@ static int render_peak(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 
 static int render_allocators(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
-	static const char *const cols[] = { "capacity_bytes", "peak_in_window_bytes", "lifetime_peak_bytes",
-					    "live_at_end_bytes" };
+	static const char *const cols[] = { "capacity_bytes", "peak_in_window_bytes",
+					    "lifetime_peak_bytes", "live_at_end_bytes" };
 	xpf_compare c;
 	build(h, n, &c);
 	xpf_buf_adds(out, "allocator");
@@ -305,8 +328,10 @@ static int render_allocators(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_e
 			uint64_t v[2] = { 0, 0 };
 			for (int s = 0; s < 2; s++)
 				if (a->a[s])
-					v[s] = k == 0 ? a->a[s]->capacity_bytes : k == 1 ? a->a[s]->peak_in_window_bytes :
-					       k == 2 ? a->a[s]->lifetime_peak_bytes : a->a[s]->live_at_end_bytes;
+					v[s] = k == 0 ? a->a[s]->capacity_bytes :
+					       k == 1 ? a->a[s]->peak_in_window_bytes :
+					       k == 2 ? a->a[s]->lifetime_peak_bytes :
+							a->a[s]->live_at_end_bytes;
 			xpf_buf_addc(out, '\t');
 			if (a->a[0])
 				xpf_buf_printf(out, "%llu", (unsigned long long)v[0]);

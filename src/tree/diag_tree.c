@@ -58,27 +58,34 @@ static const struct doc docs[] = {
 	  "the same findings: {\"capture\",\"module\",\"program_id\" (string),\"capacity_bytes\",\"capacity_tag\",\"capacity_source\",\n"
 	  "\"findings\":[{\"code\",\"tag\",\"module\",\"text\",\"figures\":{...},\"evidence\":[paths],\"fixes\":[{\"text\",\"saving_bytes\",\"cost\",\"tag\"}]}]};\n"
 	  "keys sorted, indent 2; *_bytes and *_ns figures are integers, *_pct and ratio figures strings" },
-	{ "summary.txt", "host, devices (name, vendor, HBM), allocators (capacity, peaks), capacity with its source, modules by need (up to --top), executions, focus" },
+	{ "summary.txt",
+	  "host, devices (name, vendor, HBM), allocators (capacity, peaks), capacity with its source, modules by need (up to --top), executions, focus" },
 	{ "checks.txt",
 	  "self-consistency checks, one per line: STATUS<TAB>name<TAB>figures; STATUS is PASS, WARN (explained in the\n"
 	  "figures) or FAIL (a bug or a broken capture). Checks: kinds-sum-to-total, peak-rows-sum-to-heap-peak,\n"
 	  "temp-block-vs-simulated-peak (simulated-peak-within-temp when one exceeds its block), capacity-constant,\n"
 	  "unmatched-deallocations, lifetime-peak-vs-window, ambiguous-executions, plan-vs-runtime-temp, capacity-fraction\n"
 	  "(and modules-without-plan, runtime-present, capacity-known when data is missing)" },
-	{ "focus", "symlink to modules/<dir>, the module the diagnosis breaks down: the one whose last execution never\n"
-		   "launched, else the biggest (by need) that ran, else the biggest; --module overrides; modules/ itself\n"
-		   "when the capture has no module" },
+	{ "focus",
+	  "symlink to modules/<dir>, the module the diagnosis breaks down: the one whose last execution never\n"
+	  "launched, else the biggest (by need) that ran, else the biggest; --module overrides; modules/ itself\n"
+	  "when the capture has no module" },
 	{ "capture", "what the capture itself holds" },
-	{ "capture/planes.tsv", "every plane: index, id, name, lines, events, event_metadata, stat_metadata, bytes; in file order" },
-	{ "capture/devices.tsv", "device planes: plane, name, device_name, vendor, memory_bytes, memory_human, cores, compute_capability; in file order" },
-	{ "capture/errors.txt", "the capture's own errors and warnings, and every decoder warning or late error" },
+	{ "capture/planes.tsv",
+	  "every plane: index, id, name, lines, events, event_metadata, stat_metadata, bytes; in file order" },
+	{ "capture/devices.tsv",
+	  "device planes: plane, name, device_name, vendor, memory_bytes, memory_human, cores, compute_capability; in file order" },
+	{ "capture/errors.txt",
+	  "the capture's own errors and warnings, and every decoder warning or late error" },
 	{ "modules", "one directory per compiled module (names made safe, see SPEC)" },
 	{ "modules/index.tsv",
 	  "one row per module: dir, name, program_id, parameters_bytes, donated_bytes, outputs_bytes,\n"
 	  "non_aliased_outputs_bytes, temp_bytes, heap_peak_bytes, need_bytes, executions; in metadata order" },
-	{ "modules/<dir>", "one module's plan (compile time). Without buffer assignment (or, for heap.tsv, without a\n"
-			   "heap-simulator trace) a module's .tsv files hold only their header line; its summary.txt says why" },
-	{ "modules/<dir>/plan.json", "the module's plan: parameters, outputs, constants, temp, heap peak with roles, need, remat, peak buffers (bytes integers, ids strings)" },
+	{ "modules/<dir>",
+	  "one module's plan (compile time). Without buffer assignment (or, for heap.tsv, without a\n"
+	  "heap-simulator trace) a module's .tsv files hold only their header line; its summary.txt says why" },
+	{ "modules/<dir>/plan.json",
+	  "the module's plan: parameters, outputs, constants, temp, heap peak with roles, need, remat, peak buffers (bytes integers, ids strings)" },
 	{ "modules/<dir>/summary.txt", "the plan for people" },
 	{ "modules/<dir>/peak_buffers.tsv",
 	  "every buffer live at the heap peak: rank bytes human share_pct kind role dtype shape instruction opcode op_name\n"
@@ -98,13 +105,16 @@ static const struct doc docs[] = {
 	{ "modules/<dir>/by_source.tsv",
 	  "bytes at the heap peak rolled up by Python source line: source, bytes, human, share_pct (of the heap peak),\n"
 	  "buffers (rows of peak_buffers.tsv); largest first, ties by source" },
-	{ "modules/<dir>/instructions.tsv", "every instruction: computation, id, name, opcode, shape, op_name, source; in the HLO module's order" },
+	{ "modules/<dir>/instructions.tsv",
+	  "every instruction: computation, id, name, opcode, shape, op_name, source; in the HLO module's order" },
 	{ "modules/<dir>/peak.pb.gz",
 	  "the rows of peak_buffers.tsv as a gzip'd pprof profile (pprof -top, go tool pprof -http=:): sample types\n"
 	  "space/bytes and objects/count, one sample per row; stack = the instruction's Python frames (else its op_name\n"
 	  "split on '/'); labels role, kind, dtype, shape, instruction; the bytes sum to the heap peak" },
-	{ "runtime", "what the allocator really did (MemoryAllocation/MemoryDeallocation events on /host:CPU)" },
-	{ "runtime/summary.txt", "allocators, capacity, peak, executions, retries, what is live at the end (or why there are no events)" },
+	{ "runtime",
+	  "what the allocator really did (MemoryAllocation/MemoryDeallocation events on /host:CPU)" },
+	{ "runtime/summary.txt",
+	  "allocators, capacity, peak, executions, retries, what is live at the end (or why there are no events)" },
 	{ "runtime/allocators.tsv",
 	  "allocator, capacity_bytes, peak_in_window_bytes, lifetime_peak_bytes, allocations, deallocations,\n"
 	  "unmatched_deallocations, live_at_end_bytes, device (ordinal), pool (yes: a device allocator, GPU_<d>_bfc or\n"
@@ -114,7 +124,8 @@ static const struct doc docs[] = {
 	  "every allocator event in time order: time_ns, allocator, kind (alloc/free), bytes, requested_bytes, addr,\n"
 	  "in_use_after_bytes, thread, host_event (the enclosing host event), execution (n), role (temp, output, or\n"
 	  "execution: inside one but not matched to its plan), buffer_allocation (matched index in allocations.tsv), shape" },
-	{ "runtime/timeline.svg", "bytes in use over time per allocator, capacity line, execution spans" },
+	{ "runtime/timeline.svg",
+	  "bytes in use over time per allocator, capacity line, execution spans" },
 	{ "runtime/memory.trace.json",
 	  "memory over time as Chrome trace-event JSON (open it in ui.perfetto.dev): a counter per allocator (in_use_bytes\n"
 	  "after each event of events.tsv that changes it), a span per execution (args module, n, launched, device), an\n"
@@ -139,15 +150,17 @@ static const struct doc docs[] = {
 	{ "runtime/retries.tsv",
 	  "every AllocatorRetry::AllocateRaw wait: time_ns, duration_ns, allocator, thread, execution (n), module,\n"
 	  "launched (of that execution); in time order" },
-	{ "runtime/between.tsv", "host events between the focus module's last two executions on its device: name, count, total_ns; by total_ns, largest first" },
+	{ "runtime/between.tsv",
+	  "host events between the focus module's last two executions on its device: name, count, total_ns; by total_ns, largest first" },
 	{ "hosts", "one directory per host, each a full tree as described here" },
 	{ "base", "(with --base) the baseline capture's own tree, described by base/README" },
-	{ "compare", "(with --base) what changed against the baseline, module matched to module by name without\n"
-		     "the program id: diagnosis.txt and diagnosis.json (the changes that matter, most important first:\n"
-		     "need against capacity before and after, codes gone and new, roles at the heap peak, temp,\n"
-		     "non-aliased outputs, growth, the pool's peak; both figures, delta in bytes and %), modules.tsv,\n"
-		     "peak_buffers.tsv and allocators.tsv (base, after and delta columns); hosts/<host>/ for several\n"
-		     "hosts. Start with compare/diagnosis.txt; compare/README describes every column" },
+	{ "compare",
+	  "(with --base) what changed against the baseline, module matched to module by name without\n"
+	  "the program id: diagnosis.txt and diagnosis.json (the changes that matter, most important first:\n"
+	  "need against capacity before and after, codes gone and new, roles at the heap peak, temp,\n"
+	  "non-aliased outputs, growth, the pool's peak; both figures, delta in bytes and %), modules.tsv,\n"
+	  "peak_buffers.tsv and allocators.tsv (base, after and delta columns); hosts/<host>/ for several\n"
+	  "hosts. Start with compare/diagnosis.txt; compare/README describes every column" },
 };
 
 static const char *doc_of(const char *path)
@@ -161,7 +174,10 @@ static const char *doc_of(const char *path)
 static void put_entry(xpf_buf *out, const char *path, enum xpf_node_type type)
 {
 	const char *text = doc_of(path);
-	xpf_buf_printf(out, "%s%s\n", path, type == XPF_NODE_DIR ? "/" : type == XPF_NODE_LINK ? " (symlink)" : "");
+	xpf_buf_printf(out, "%s%s\n", path,
+		       type == XPF_NODE_DIR  ? "/" :
+		       type == XPF_NODE_LINK ? " (symlink)" :
+					       "");
 	if (text == NULL)
 		text = "(no description)";
 	const char *p = text;
@@ -287,9 +303,11 @@ static const char *host_dir(xpf_report *r, size_t i)
 static int render_cross_txt(xpf_host *unused, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
 	xpf_report *r = n->report;
-	xpf_buf_printf(out, "# %zu hosts; each host's full diagnosis is in hosts/<host>/diagnosis.txt\n",
+	xpf_buf_printf(out,
+		       "# %zu hosts; each host's full diagnosis is in hosts/<host>/diagnosis.txt\n",
 		       xpf_report_nhosts(r));
-	xpf_hosts_skew_txt(xpf_report_host(r, 0), xpf_report_nhosts(r), out);  /* hosts.c: what differs between hosts first */
+	xpf_hosts_skew_txt(xpf_report_host(r, 0), xpf_report_nhosts(r),
+			   out); /* hosts.c: what differs between hosts first */
 	for (size_t i = 0; i < xpf_report_nhosts(r); i++) {
 		xpf_host *h = xpf_report_host(r, i);
 		const xpf_diagnosis *d;
@@ -337,7 +355,8 @@ static int render_cross_json(xpf_host *unused, const xpf_node *n, xpf_buf *out, 
 		 * so that .findings reads the same as on one host */
 		size_t k;
 		json_t *fd;
-		json_array_foreach(json_object_get(o, "findings"), k, fd) {
+		json_array_foreach(json_object_get(o, "findings"), k, fd)
+		{
 			json_t *c = json_deep_copy(fd);
 			json_object_set_new(c, "host", json_string(host_dir(r, i)));
 			json_array_append_new(all, c);
@@ -372,9 +391,11 @@ static int render_cross_summary(xpf_host *unused, const xpf_node *n, xpf_buf *ou
 		xpf_buf_printf(out, "  %s: %zu modules", host_dir(r, i), h->nmodules);
 		if (xpf_host_diagnosis(h, &d, &e) == XPF_OK) {
 			if (d->module >= 0)
-				xpf_buf_printf(out, ", focus %s", xpf_capture_module(h->cap, d->module)->name);
+				xpf_buf_printf(out, ", focus %s",
+					       xpf_capture_module(h->cap, d->module)->name);
 			if (d->capacity_bytes)
-				xpf_buf_printf(out, ", capacity %s [%s]", xpf_human(d->capacity_bytes, h1),
+				xpf_buf_printf(out, ", capacity %s [%s]",
+					       xpf_human(d->capacity_bytes, h1),
 					       xpf_tag_name(d->capacity_tag));
 			xpf_buf_printf(out, ", %zu findings", d->nfindings);
 		}
@@ -386,7 +407,8 @@ static int render_cross_summary(xpf_host *unused, const xpf_node *n, xpf_buf *ou
 static int render_cross_readme(xpf_host *unused, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
 	xpf_buf_adds(out, readme_head);
-	xpf_buf_adds(out, "README\n    this file\n"
+	xpf_buf_adds(out,
+		     "README\n    this file\n"
 		     "diagnosis.txt\n    first the host-skew findings (below), largest difference first, as `[tag] host-skew: text`\n"
 		     "    with indented figures and -> evidence; then one line per host: `<host>: {its codes} [tag] code: text`\n"
 		     "    of its most important finding -> its own diagnosis.txt\n"

@@ -32,9 +32,17 @@ static int render_heap_svg(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 }
 
 /* The tables' header lines (SPEC §3, §4.2). */
-static const char HDR_PEAK[] = "rank\tbytes\thuman\tshare_pct\tkind\trole\tdtype\tshape\tinstruction\topcode" "\top_name\tsource\tallocation\toffset\tlogical_buffer\n";
-static const char HDR_BUFFERS[] = "logical_buffer\tbytes\tunpadded_bytes\tcolor\tallocation\toffset\tkind" "\tinstruction\tshape_index\topcode\tdtype\tshape\tstart_step\tend_step" "\top_name\tsource\n";
-static const char HDR_ALLOCS[] = "index\tbytes\thuman\tkind\tcolor\tparameter_number\tparameter_shape_index" "\tdonated\tdonor_only\tmaybe_live_out\tis_tuple\tlogical_buffers" "\tlargest_instruction\n";
+static const char HDR_PEAK[] =
+	"rank\tbytes\thuman\tshare_pct\tkind\trole\tdtype\tshape\tinstruction\topcode"
+	"\top_name\tsource\tallocation\toffset\tlogical_buffer\n";
+static const char HDR_BUFFERS[] =
+	"logical_buffer\tbytes\tunpadded_bytes\tcolor\tallocation\toffset\tkind"
+	"\tinstruction\tshape_index\topcode\tdtype\tshape\tstart_step\tend_step"
+	"\top_name\tsource\n";
+static const char HDR_ALLOCS[] =
+	"index\tbytes\thuman\tkind\tcolor\tparameter_number\tparameter_shape_index"
+	"\tdonated\tdonor_only\tmaybe_live_out\tis_tuple\tlogical_buffers"
+	"\tlargest_instruction\n";
 static const char HDR_HEAP[] = "step\tinstruction\tbytes\tunpadded_bytes\n";
 static const char HDR_SOURCE[] = "source\tbytes\thuman\tshare_pct\tbuffers\n";
 
@@ -336,8 +344,8 @@ static int render_index(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	size_t *execs = count_executions(h);
 	xpf_buf_adds(out, "dir\tname\tprogram_id\tparameters_bytes\tdonated_bytes\toutputs_bytes"
-		     "\tnon_aliased_outputs_bytes\ttemp_bytes\theap_peak_bytes\tneed_bytes"
-		     "\texecutions\n");
+			  "\tnon_aliased_outputs_bytes\ttemp_bytes\theap_peak_bytes\tneed_bytes"
+			  "\texecutions\n");
 	for (size_t m = 0; m < h->nmodules; m++) {
 		const xpf_module_ref *ref = xpf_capture_module(h->cap, m);
 		const xpf_plan *p = NULL;
@@ -376,16 +384,11 @@ void xpf_tree_modules(xpf_host *h, xpf_node *dir)
 		const char *name;
 		xpf_content_fn fn;
 	} files[] = {
-		{ "plan.json", render_json },
-		{ "summary.txt", render_summary },
-		{ "peak_buffers.tsv", render_peak },
-		{ "buffers.tsv", render_buffers },
-		{ "allocations.tsv", render_allocs },
-		{ "heap.tsv", render_heap },
-		{ "heap.svg", render_heap_svg },
-		{ "by_source.tsv", render_by_source },
-		{ "instructions.tsv", render_instrs },
-		{ "peak.pb.gz", xpf_render_peak_pprof },
+		{ "plan.json", render_json },          { "summary.txt", render_summary },
+		{ "peak_buffers.tsv", render_peak },   { "buffers.tsv", render_buffers },
+		{ "allocations.tsv", render_allocs },  { "heap.tsv", render_heap },
+		{ "heap.svg", render_heap_svg },       { "by_source.tsv", render_by_source },
+		{ "instructions.tsv", render_instrs }, { "peak.pb.gz", xpf_render_peak_pprof },
 	};
 	xpf_node_file_of(dir, "index.tsv", render_index, 0);
 	for (size_t m = 0; m < h->nmodules; m++) {

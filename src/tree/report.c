@@ -32,8 +32,7 @@ struct xpf_report {
 
 #define CACHE_LIMIT_DEFAULT ((size_t)256 << 20)
 
-static xpf_node *node_new(xpf_report *r, xpf_node *parent, enum xpf_node_type type,
-			  const char *name)
+static xpf_node *node_new(xpf_report *r, xpf_node *parent, enum xpf_node_type type, const char *name)
 {
 	xpf_node *n = xpf_malloc(sizeof *n);
 	memset(n, 0, sizeof *n);
@@ -55,7 +54,8 @@ static xpf_node *node_new(xpf_report *r, xpf_node *parent, enum xpf_node_type ty
 	if (parent) {
 		if (parent->nkids == parent->capkids) {
 			parent->capkids = parent->capkids ? parent->capkids * 2 : 8;
-			parent->kids = xpf_realloc_array(parent->kids, parent->capkids, sizeof *parent->kids);
+			parent->kids = xpf_realloc_array(parent->kids, parent->capkids,
+							 sizeof *parent->kids);
 		}
 		parent->kids[parent->nkids++] = n;
 	}
@@ -135,7 +135,8 @@ int xpf_node_lookup(xpf_node *dir, const char *name, xpf_node **out, xpf_error *
  * zeros), a file not made before gives EIO; capture/errors.txt says why. */
 static int shrunk_fail(const xpf_node *f, xpf_error *err)
 {
-	return xpf_fail(err, XPF_EIO, "%s: the capture %s shrank while mounted (truncated or rewritten in place): files not read before give EIO; unmount and mount it again",
+	return xpf_fail(err, XPF_EIO,
+			"%s: the capture %s shrank while mounted (truncated or rewritten in place): files not read before give EIO; unmount and mount it again",
 			f->name, xpf_capture_label(f->host->cap));
 }
 
@@ -146,12 +147,12 @@ static int render_fn(void *ctx, void **value, xpf_error *err)
 	bool guarded = f->host && f->render != xpf_render_capture_errors;
 	if (guarded && xpf_capture_shrunk(f->host->cap))
 		return shrunk_fail(f, err);
-	int rc = f->render       ? f->render(f->host, f, &b, err)
-		 : f->content_fn ? f->content_fn(f->host, f->arg, &b, err)
-				 : xpf_fail(err, XPF_EUSAGE, "%s: nothing to render", f->name);
+	int rc = f->render     ? f->render(f->host, f, &b, err) :
+		 f->content_fn ? f->content_fn(f->host, f->arg, &b, err) :
+				 xpf_fail(err, XPF_EUSAGE, "%s: nothing to render", f->name);
 	if (rc == XPF_OK && guarded && xpf_capture_shrunk(f->host->cap)) {
 		xpf_buf_release(&b);
-		return shrunk_fail(f, err);  /* made from zeros, in part */
+		return shrunk_fail(f, err); /* made from zeros, in part */
 	}
 	if (rc != XPF_OK) {
 		xpf_buf_release(&b);
@@ -335,7 +336,8 @@ static int resolve(xpf_report *r, xpf_node *start, const char *path, bool follow
 					break;
 				}
 				xpf_node *t;
-				rc = resolve(r, target[0] == '/' ? r->root : cur, target, true, depth + 1, &t, err);
+				rc = resolve(r, target[0] == '/' ? r->root : cur, target, true,
+					     depth + 1, &t, err);
 				if (rc != XPF_OK || t == NULL) {
 					cur = NULL;
 					break;
@@ -552,8 +554,8 @@ int xpf_report_open(xpf_input *in, const xpf_options *opt, xpf_report **out, xpf
 	return xpf_report_open_compare(in, NULL, opt, out, err);
 }
 
-int xpf_report_open_compare(xpf_input *in, xpf_input *base, const xpf_options *opt, xpf_report **out,
-			    xpf_error *err)
+int xpf_report_open_compare(xpf_input *in, xpf_input *base, const xpf_options *opt,
+			    xpf_report **out, xpf_error *err)
 {
 	xpf_report *r = report_new(NULL);
 	xpf_node *root = node_new(r, NULL, XPF_NODE_DIR, "");

@@ -46,20 +46,20 @@ struct xpf_node {
 	char *name;
 	xpf_node *parent;
 	uint64_t ino;
-	xpf_host *host;        /* whose data the node shows (NULL: cross-host) */
-	long arg;              /* renderer argument: module index, execution n, ... */
-	xpf_render_fn render;  /* files the tree makes (README, index.tsv, ...) */
+	xpf_host *host;            /* whose data the node shows (NULL: cross-host) */
+	long arg;                  /* renderer argument: module index, execution n, ... */
+	xpf_render_fn render;      /* files the tree makes (README, index.tsv, ...) */
 	xpf_content_fn content_fn; /* files an analysis makes (diagnosis.txt, ...) */
-	xpf_populate_fn populate; /* directories; NULL if built eagerly */
+	xpf_populate_fn populate;  /* directories; NULL if built eagerly */
 	/* private to report.c */
 	xpf_report *report;
 	size_t nkids, capkids;
 	xpf_node **kids;
-	xpf_lazy content;      /* rendered bytes (files) / populated (dirs) */
+	xpf_lazy content; /* rendered bytes (files) / populated (dirs) */
 	size_t content_len;
 	/* the cache of rendered files (report.c; under the report's cache lock) */
-	unsigned pins;         /* readers holding the bytes (xpf_node_pin) */
-	bool cached;           /* counted in the cache, on its LRU list */
+	unsigned pins; /* readers holding the bytes (xpf_node_pin) */
+	bool cached;   /* counted in the cache, on its LRU list */
 	xpf_node *lru_prev, *lru_next;
 };
 
@@ -67,8 +67,8 @@ int xpf_report_open(xpf_input *in, const xpf_options *opt, xpf_report **out, xpf
 /* With a baseline (--base, SPEC §8): in's tree, plus base/ (the baseline's
  * own tree, its own report) and compare/.  base may be NULL (then it is
  * xpf_report_open).  Neither input is freed by the report. */
-int xpf_report_open_compare(xpf_input *in, xpf_input *base, const xpf_options *opt, xpf_report **out,
-			    xpf_error *err);
+int xpf_report_open_compare(xpf_input *in, xpf_input *base, const xpf_options *opt,
+			    xpf_report **out, xpf_error *err);
 /* The baseline's report, or NULL without one.  Its hosts are its own
  * (xpf_report_host); its nodes live in the report that holds it. */
 xpf_report *xpf_report_base(xpf_report *r);
@@ -135,10 +135,11 @@ int xpf_render_capture_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_
 bool xpf_report_first_late_error(xpf_report *r, xpf_error *out);
 
 /* The builders of each part of a host's tree, one per analysis module. */
-void xpf_tree_capture(xpf_host *h, xpf_node *dir);   /* capture/ (tree.c) */
-void xpf_tree_modules(xpf_host *h, xpf_node *dir);   /* modules/ (plan_tree.c) */
-void xpf_tree_runtime(xpf_host *h, xpf_node *dir);   /* runtime/ (runtime_tree.c) */
-void xpf_tree_root(xpf_host *h, xpf_node *root);     /* README, diagnosis.*, summary.txt, checks.txt, focus (diag_tree.c) */
+void xpf_tree_capture(xpf_host *h, xpf_node *dir); /* capture/ (tree.c) */
+void xpf_tree_modules(xpf_host *h, xpf_node *dir); /* modules/ (plan_tree.c) */
+void xpf_tree_runtime(xpf_host *h, xpf_node *dir); /* runtime/ (runtime_tree.c) */
+void xpf_tree_root(xpf_host *h,
+		   xpf_node *root); /* README, diagnosis.*, summary.txt, checks.txt, focus (diag_tree.c) */
 /* The top of a multi-host report: hosts/<host>/ exist already; this adds the
  * cross-host files (diag_tree.c). */
 void xpf_tree_cross(xpf_report *r, xpf_node *root);
@@ -151,6 +152,5 @@ void xpf_tree_compare(xpf_report *r, xpf_node *dir);
  * equal to one of reserved (NULL-terminated, may be NULL: the fixed files
  * beside the directories).  Linear in n.  Returns n malloc'd strings. */
 char **xpf_safe_names(const char *const *names, size_t n, const char *const *reserved);
-
 
 #endif

@@ -28,10 +28,7 @@ static const char *alloc_name(const xpf_runtime *rt, int a)
 	return a >= 0 ? rt->allocators[a].name : NULL;
 }
 
-static void put_u64(xpf_buf *out, uint64_t v)
-{
-	xpf_buf_printf(out, "%" PRIu64, v);
-}
+static void put_u64(xpf_buf *out, uint64_t v) { xpf_buf_printf(out, "%" PRIu64, v); }
 
 /* ---- summary.txt -------------------------------------------------------- */
 
@@ -60,21 +57,29 @@ static void summary_allocators(const xpf_runtime *rt, xpf_buf *out)
 					    "allocator_name");
 	for (size_t i = 0; i < rt->nallocators; i++) {
 		const xpf_rt_allocator *a = &rt->allocators[i];
-		xpf_buf_printf(out, "  %s%s: capacity %s, peak in window %s at %" PRId64
+		xpf_buf_printf(out,
+			       "  %s%s: capacity %s, peak in window %s at %" PRId64
 			       " ns, lifetime peak %s [measured]\n",
-			       a->name, a->is_pool ? " (device pool)" : a->device >= 0 ? " (collective)" : " (host)",
-			       xpf_human(a->capacity_bytes, h1), xpf_human(a->peak_in_window_bytes, h2),
-			       a->peak_ns, xpf_human(a->lifetime_peak_bytes, h3));
+			       a->name,
+			       a->is_pool     ? " (device pool)" :
+			       a->device >= 0 ? " (collective)" :
+						" (host)",
+			       xpf_human(a->capacity_bytes, h1),
+			       xpf_human(a->peak_in_window_bytes, h2), a->peak_ns,
+			       xpf_human(a->lifetime_peak_bytes, h3));
 		xpf_buf_printf(out, "    %" PRIu64 " allocations, %" PRIu64 " deallocations",
 			       a->allocations, a->deallocations);
 		if (a->unmatched_deallocations)
-			xpf_buf_printf(out, ", %" PRIu64 " deallocations of blocks allocated before the "
-				       "capture (%s)", a->unmatched_deallocations,
+			xpf_buf_printf(out,
+				       ", %" PRIu64 " deallocations of blocks allocated before the "
+				       "capture (%s)",
+				       a->unmatched_deallocations,
 				       xpf_human(a->unmatched_deallocated_bytes, h1));
-		xpf_buf_printf(out, "; in use at the end %s, of which %s in %" PRIu64
+		xpf_buf_printf(out,
+			       "; in use at the end %s, of which %s in %" PRIu64
 			       " blocks allocated during the capture [measured]\n",
-			       xpf_human(a->live_at_end_bytes, h1), xpf_human(a->seen_live_at_end_bytes, h2),
-			       a->seen_live_at_end_blocks);
+			       xpf_human(a->live_at_end_bytes, h1),
+			       xpf_human(a->seen_live_at_end_bytes, h2), a->seen_live_at_end_blocks);
 	}
 }
 
@@ -88,22 +93,26 @@ static void summary_executions(xpf_host *h, const xpf_runtime *rt, xpf_buf *out)
 		launched[rt->executions[i].launched]++;
 		ambiguous += rt->executions[i].module < 0;
 	}
-	xpf_buf_printf(out, "executions: %zu (launched: %zu yes, %zu no, %zu unknown; %zu not linked to "
-		       "one module)\n", rt->nexecutions, launched[XPF_LAUNCHED_YES],
-		       launched[XPF_LAUNCHED_NO], launched[XPF_LAUNCHED_UNKNOWN], ambiguous);
+	xpf_buf_printf(out,
+		       "executions: %zu (launched: %zu yes, %zu no, %zu unknown; %zu not linked to "
+		       "one module)\n",
+		       rt->nexecutions, launched[XPF_LAUNCHED_YES], launched[XPF_LAUNCHED_NO],
+		       launched[XPF_LAUNCHED_UNKNOWN], ambiguous);
 	for (size_t m = 0; m < h->nmodules; m++) {
 		size_t cnt = 0;
 		for (size_t i = 0; i < rt->nexecutions; i++)
 			cnt += rt->executions[i].module == (long)m;
 		if (!cnt)
 			continue;
-		xpf_buf_printf(out, "  %s: %zu executions; in use at start:", xpf_capture_module(h->cap, m)->name, cnt);
+		xpf_buf_printf(out, "  %s: %zu executions; in use at start:",
+			       xpf_capture_module(h->cap, m)->name, cnt);
 		size_t shown = 0;
 		for (size_t i = 0; i < rt->nexecutions && shown < 8; i++) {
 			const xpf_rt_execution *x = &rt->executions[i];
 			if (x->module != (long)m || !x->in_use_known)
 				continue;
-			xpf_buf_printf(out, "%s %s", shown ? "," : "", xpf_human(x->in_use_at_start_bytes, h1));
+			xpf_buf_printf(out, "%s %s", shown ? "," : "",
+				       xpf_human(x->in_use_at_start_bytes, h1));
 			shown++;
 		}
 		if (shown < cnt)
@@ -113,10 +122,12 @@ static void summary_executions(xpf_host *h, const xpf_runtime *rt, xpf_buf *out)
 	for (size_t i = 0; i < rt->nexecutions; i++) {
 		const xpf_rt_execution *x = &rt->executions[i];
 		if (x->launched == XPF_LAUNCHED_NO)
-			xpf_buf_printf(out, "  never launched: execution %u (%s execution %u, device %d)%s\n",
+			xpf_buf_printf(out,
+				       "  never launched: execution %u (%s execution %u, device %d)%s\n",
 				       x->n, module_name(h, x) ? module_name(h, x) : "ambiguous",
 				       x->module_execution, x->device,
-				       x->stopped_in_build ? ", stopped in Build buffer allocations" : "");
+				       x->stopped_in_build ? ", stopped in Build buffer allocations" :
+							     "");
 	}
 }
 
@@ -126,9 +137,12 @@ static void summary_retries(const xpf_runtime *rt, xpf_buf *out)
 	for (size_t i = 0; i < rt->nretries; i++) {
 		const xpf_rt_retry *r = &rt->retries[i];
 		xpf_buf_printf(out, "  at %" PRId64 " ns: waited %" PRId64 " ns on %s", r->time_ns,
-			       r->duration_ns, alloc_name(rt, r->allocator) ? alloc_name(rt, r->allocator) : "an unknown allocator");
+			       r->duration_ns,
+			       alloc_name(rt, r->allocator) ? alloc_name(rt, r->allocator) :
+							      "an unknown allocator");
 		if (r->execution >= 0)
-			xpf_buf_printf(out, " in execution %u (launched: %s)", rt->executions[r->execution].n,
+			xpf_buf_printf(out, " in execution %u (launched: %s)",
+				       rt->executions[r->execution].n,
 				       xpf_launched_name(rt->executions[r->execution].launched));
 		xpf_buf_adds(out, " [measured]\n");
 	}
@@ -136,29 +150,33 @@ static void summary_retries(const xpf_runtime *rt, xpf_buf *out)
 
 /* The host events between the focus module's last two executions
  * (between.tsv), or why there are none. */
-static void summary_between(xpf_host *h, const xpf_runtime *rt, const xpf_diagnosis *d,
-			    xpf_buf *out)
+static void summary_between(xpf_host *h, const xpf_runtime *rt, const xpf_diagnosis *d, xpf_buf *out)
 {
 	const xpf_rt_between *b = &d->between;
 	if (b->module >= 0 && b->from_execution >= 0) {
 		uint64_t cnt = 0;
 		for (size_t i = 0; i < b->nrows; i++)
 			cnt += b->rows[i].count;
-		xpf_buf_printf(out, "between the last two executions of %s on device %d (executions %u and %u, "
-			       "%" PRId64 " to %" PRId64 " ns): %" PRIu64 " host events of %zu kinds (between.tsv)\n",
+		xpf_buf_printf(out,
+			       "between the last two executions of %s on device %d (executions %u and %u, "
+			       "%" PRId64 " to %" PRId64 " ns): %" PRIu64
+			       " host events of %zu kinds (between.tsv)\n",
 			       xpf_capture_module(h->cap, (size_t)b->module)->name, b->device,
 			       rt->executions[b->from_execution].n, rt->executions[b->to_execution].n,
 			       b->from_ns, b->to_ns, cnt, b->nrows);
 	} else if (b->module >= 0) {
 		const char *name = xpf_capture_module(h->cap, (size_t)b->module)->name;
 		if (d->between_error.code != XPF_OK)
-			xpf_buf_printf(out, "between: the host events after %s's executions could not be read (capture/errors.txt)\n",
+			xpf_buf_printf(out,
+				       "between: the host events after %s's executions could not be read (capture/errors.txt)\n",
 				       name);
 		else if (d->execution < 0)
-			xpf_buf_printf(out, "between: %s, the focus, did not run in the capture; between.tsv is empty\n",
+			xpf_buf_printf(out,
+				       "between: %s, the focus, did not run in the capture; between.tsv is empty\n",
 				       name);
 		else
-			xpf_buf_printf(out, "between: %s ran fewer than two times on one device; between.tsv is empty\n",
+			xpf_buf_printf(out,
+				       "between: %s ran fewer than two times on one device; between.tsv is empty\n",
 				       name);
 	}
 }
@@ -169,7 +187,8 @@ static int render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 	int rc = xpf_host_runtime(h, &rt, err);
 	if (rc != XPF_OK)
 		return rc;
-	xpf_buf_adds(out, "# What the allocator did (measured: from the capture's allocator and execution events).\n");
+	xpf_buf_adds(out,
+		     "# What the allocator did (measured: from the capture's allocator and execution events).\n");
 	if (!rt->has_events)
 		summary_no_events(rt, out);
 	else
@@ -193,23 +212,27 @@ static int render_allocators(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_e
 	int rc = xpf_host_runtime(h, &rt, err);
 	if (rc != XPF_OK)
 		return rc;
-	xpf_buf_adds(out, "allocator\tcapacity_bytes\tpeak_in_window_bytes\tlifetime_peak_bytes\tallocations"
-			  "\tdeallocations\tunmatched_deallocations\tlive_at_end_bytes\tdevice\tpool\tkeyed_by"
-			  "\tpeak_in_window_human\tpeak_ns\tseen_live_at_end_bytes\tseen_live_at_end_blocks\n");
+	xpf_buf_adds(out,
+		     "allocator\tcapacity_bytes\tpeak_in_window_bytes\tlifetime_peak_bytes\tallocations"
+		     "\tdeallocations\tunmatched_deallocations\tlive_at_end_bytes\tdevice\tpool\tkeyed_by"
+		     "\tpeak_in_window_human\tpeak_ns\tseen_live_at_end_bytes\tseen_live_at_end_blocks\n");
 	for (size_t i = 0; i < rt->nallocators; i++) {
 		const xpf_rt_allocator *a = &rt->allocators[i];
 		char hb[32];
 		xpf_buf_tsv(out, a->name);
-		xpf_buf_printf(out, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
-			       "\t%" PRIu64 "\t", a->capacity_bytes, a->peak_in_window_bytes,
-			       a->lifetime_peak_bytes, a->allocations, a->deallocations,
-			       a->unmatched_deallocations, a->live_at_end_bytes);
+		xpf_buf_printf(out,
+			       "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
+			       "\t%" PRIu64 "\t%" PRIu64 "\t",
+			       a->capacity_bytes, a->peak_in_window_bytes, a->lifetime_peak_bytes,
+			       a->allocations, a->deallocations, a->unmatched_deallocations,
+			       a->live_at_end_bytes);
 		if (a->device >= 0)
 			xpf_buf_printf(out, "%d", a->device);
 		xpf_buf_printf(out, "\t%s\t%s\t%s\t%" PRId64 "\t%" PRIu64 "\t%" PRIu64 "\n",
-			       a->is_pool ? "yes" : "no", a->keyed_by_index ? "index_on_host" : "allocator_name",
-			       xpf_human(a->peak_in_window_bytes, hb), a->peak_ns, a->seen_live_at_end_bytes,
-			       a->seen_live_at_end_blocks);
+			       a->is_pool ? "yes" : "no",
+			       a->keyed_by_index ? "index_on_host" : "allocator_name",
+			       xpf_human(a->peak_in_window_bytes, hb), a->peak_ns,
+			       a->seen_live_at_end_bytes, a->seen_live_at_end_blocks);
 	}
 	(void)n;
 	return XPF_OK;
@@ -232,8 +255,9 @@ static int render_events(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 	if (rc != XPF_OK)
 		return rc;
 	xpf_buf_reserve(out, rt->nevents * 128 + 256);
-	xpf_buf_adds(out, "time_ns\tallocator\tkind\tbytes\trequested_bytes\taddr\tin_use_after_bytes\tthread"
-			  "\thost_event\texecution\trole\tbuffer_allocation\tshape\n");
+	xpf_buf_adds(out,
+		     "time_ns\tallocator\tkind\tbytes\trequested_bytes\taddr\tin_use_after_bytes\tthread"
+		     "\thost_event\texecution\trole\tbuffer_allocation\tshape\n");
 	for (size_t i = 0; i < rt->nevents; i++) {
 		const xpf_rt_event *e = &rt->events[i];
 		xpf_buf_printf(out, "%" PRId64 "\t", xpf_rt_ev_ns(e));
@@ -244,8 +268,8 @@ static int render_events(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 		xpf_buf_addc(out, '\t');
 		if (xpf_rt_ev_has_requested(rt, e))
 			xpf_buf_printf(out, "%" PRIu64, xpf_rt_ev_requested(rt, e));
-		xpf_buf_printf(out, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64 "\t", e->addr, e->in_use_after,
-			       xpf_rt_ev_thread(rt, e));
+		xpf_buf_printf(out, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64 "\t", e->addr,
+			       e->in_use_after, xpf_rt_ev_thread(rt, e));
 		xpf_buf_tsv(out, xpf_rt_ev_enclosing(rt, e));
 		xpf_buf_addc(out, '\t');
 		if (e->execution >= 0)
@@ -275,8 +299,8 @@ static void put_execution_row(xpf_host *h, const xpf_runtime *rt, const xpf_rt_e
 	xpf_buf_addc(out, '\t');
 	if (x->module_execution)
 		xpf_buf_printf(out, "%u", x->module_execution);
-	xpf_buf_printf(out, "\t%" PRId64 "\t%" PRId64 "\t%s\t", xpf_rt_x_start_ns(x), xpf_rt_x_end_ns(x),
-		       xpf_launched_name(x->launched));
+	xpf_buf_printf(out, "\t%" PRId64 "\t%" PRId64 "\t%s\t", xpf_rt_x_start_ns(x),
+		       xpf_rt_x_end_ns(x), xpf_launched_name(x->launched));
 	if (x->in_use_known)
 		put_u64(out, x->in_use_at_start_bytes);
 	xpf_buf_addc(out, '\t');
@@ -377,7 +401,8 @@ static int render_live(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 	rc = xpf_runtime_live_at(rt, (size_t)n->arg, &b, &nb, err);
 	if (rc != XPF_OK)
 		return rc;
-	xpf_buf_adds(out, "origin\tbytes\thuman\trequested_bytes\taddr\tallocated_ns\thost_event\tshape\n");
+	xpf_buf_adds(out,
+		     "origin\tbytes\thuman\trequested_bytes\taddr\tallocated_ns\thost_event\tshape\n");
 	for (size_t i = 0; i < nb; i++) {
 		char hb[32];
 		xpf_buf_tsv(out, b[i].origin_text);
@@ -414,7 +439,8 @@ static void exec_candidates(xpf_host *h, const xpf_runtime *rt, size_t xi, xpf_b
 		uint64_t need = xpf_module_need(h, cd[k].module);
 		xpf_buf_printf(out, "  %s", xpf_capture_module(h->cap, (size_t)cd[k].module)->name);
 		if (need)
-			xpf_buf_printf(out, ": needs %s (%" PRIu64 " bytes) [read]", xpf_human(need, h1), need);
+			xpf_buf_printf(out, ": needs %s (%" PRIu64 " bytes) [read]",
+				       xpf_human(need, h1), need);
 		xpf_buf_adds(out, "\n");
 	}
 }
@@ -449,7 +475,9 @@ static int render_exec_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf
 			       xpf_human(x->peak_during_bytes, h1), x->peak_during_bytes);
 		int64_t g = xpf_rt_x_growth(rt, x);
 		if (x->prev >= 0)
-			xpf_buf_printf(out, "growth since execution %u: %s%s (%" PRId64 " bytes) [measured]\n",
+			xpf_buf_printf(out,
+				       "growth since execution %u: %s%s (%" PRId64
+				       " bytes) [measured]\n",
 				       rt->executions[x->prev].n, g < 0 ? "-" : "+",
 				       xpf_human(g < 0 ? (uint64_t)-g : (uint64_t)g, h2), g);
 	} else {
@@ -463,11 +491,14 @@ static int render_exec_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf
 		/* its matched events, in event order: they lie within its span
 		 * (nested in its host event), and events are sorted by time */
 		size_t xi = (size_t)(x - rt->executions);
-		for (size_t i = xpf_rt_first_event_at(rt, x->start_ps); i < rt->nevents && rt->events[i].t_ps <= x->end_ps; i++) {
+		for (size_t i = xpf_rt_first_event_at(rt, x->start_ps);
+		     i < rt->nevents && rt->events[i].t_ps <= x->end_ps; i++) {
 			const xpf_rt_event *e = &rt->events[i];
 			if (e->execution != (int32_t)xi || e->buffer_allocation < 0)
 				continue;
-			xpf_buf_printf(out, "  buffer allocation %ld (%s): %" PRIu64 " bytes at %" PRIu64 "\n",
+			xpf_buf_printf(out,
+				       "  buffer allocation %ld (%s): %" PRIu64 " bytes at %" PRIu64
+				       "\n",
 				       (long)e->buffer_allocation,
 				       e->role == XPF_RT_ROLE_OUTPUT ? "output" : "temp",
 				       xpf_rt_ev_requested(rt, e), e->addr);
