@@ -4,7 +4,7 @@
 XPF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 XPF_PACKAGES=(meson ninja-build pkg-config gcc protobuf-c-compiler libprotobuf-c-dev zlib1g-dev groff-base
 	libfuse3-dev fuse3 libjansson-dev libcmocka-dev protobuf-compiler jq libxml2-utils
-	valgrind time)
+	valgrind time clang-format)
 
 say() { printf '==> %s\n' "$*" >&2; }
 
