@@ -324,26 +324,15 @@ static long kernel_stat_module(xpf_host *h, struct xpf_rt_priv *pv, const xpf_st
 	return m;
 }
 
-/* The kernels of device plane p (ordinal d) into its kdev, read through w. */
-static int scan_kernels(struct xpf_rt_priv *pv, const xpf_plane *p, unsigned d, bool tpu,
-			xpf_window *w, xpf_error *err)
-{
-	xpf_host *h = pv->host;
-	int rc = XPF_OK;
-	/* the stats a kernel is read for, by metadata id */
-	int64_t ids[64];
-	size_t npid = xpf_plane_stat_ids(p, "program_id", ids, 32);
-	size_t nmod = xpf_plane_stat_ids(p, "hlo_module", ids + (npid < 32 ? npid : 32), 32);
-	bool has_pid = npid > 0, has_mod = nmod > 0;
-	bool by_id = npid <= 32 && nmod <= 32;
-	size_t nids = by_id ? npid + nmod : 0;
-	if (!has_pid && !has_mod)
-		return XPF_OK;
+/* What the scan of one device plane's kernels carries from event to event. */
+struct kscan {
+	struct xpf_rt_priv *pv;
+	const xpf_plane *p;
+	int64_t ids[64];   /* the stats a kernel is read for, by metadata id: */
+	size_t npid, nids; /* ids[0..npid) program_id's, then hlo_module's */
+	bool by_id;        /* few enough ids to pick by (else by name) */
 	xpf_pick pick;
-	xpf_pick_init(&pick, ids, nids);
-	struct xpf_rt_kdev *kd = &pv->kdev[d];
-	long bcache = -1;
-	struct kernel_cache kc = { 0, -2, "", 0, -2 };
+	struct kernel_cache kc;
 	/* the last program_id and hlo_module stats as read, and what they gave:
 	 * kernels repeat them, so most are neither looked up nor resolved */
 	struct {
@@ -351,80 +340,108 @@ static int scan_kernels(struct xpf_rt_priv *pv, const xpf_plane *p, unsigned d, 
 		xpf_raw_stat raw;
 		bool any;
 		long m;
-	} memo[2] = { { false }, { false } };
-	for (size_t l = 0; l < p->nlines && rc >= 0; l++) {
+	} memo[2];
+};
+
+/* A kernel's module (*m, -1: none) and whether it names one at all (*any)
+ * from its stats picked by id, raw[0..np): false when one has an id the
+ * plane does not know (then read_module words the error). */
+static bool picked_module(struct kscan *ks, const xpf_raw_stat *raw, int np, long *m, bool *any)
+{
+	for (int k = 0; k < np; k++) {
+		int c = id_in(raw[k].metadata_id, ks->ids, ks->npid) ? 0 : 1;
+		if (c == 1 && *m >= 0)
+			continue;
+		bool plain = raw[k].kind != XPF_STAT_STR && raw[k].kind != XPF_STAT_BYTES;
+		if (plain && ks->memo[c].set && same_number(&ks->memo[c].raw, &raw[k])) {
+			*any |= ks->memo[c].any;
+			if (ks->memo[c].m >= 0)
+				*m = ks->memo[c].m;
+			continue;
+		}
+		xpf_stat st;
+		if (!xpf_stat_resolve(ks->p, &raw[k], &st))
+			return false;
+		bool a = false;
+		long mk = kernel_stat_module(ks->pv->host, ks->pv, &st, c == 0, &a, &ks->kc);
+		*any |= a;
+		if (mk >= 0)
+			*m = mk;
+		ks->memo[c].set = plain;
+		ks->memo[c].raw = raw[k];
+		ks->memo[c].any = a;
+		ks->memo[c].m = mk;
+	}
+	return true;
+}
+
+/* The same from the event's stats read one by one, every error worded:
+ * 0, or -1 malformed (err set). */
+static int read_module(struct kscan *ks, size_t l, const xpf_event_head *eh, long *m, bool *any,
+		       xpf_error *err)
+{
+	xpf_event ev;
+	xpf_stat_iter sit;
+	xpf_stat st;
+	int rc;
+	*m = -1;
+	*any = false;
+	xpf_event_of_head(ks->p, l, eh, &ev);
+	xpf_stats_of_event(ks->p, &ev, &sit);
+	while ((rc = ks->by_id ? xpf_stats_next_of(&sit, ks->ids, ks->nids, &st, err) :
+				 xpf_stats_next(&sit, &st, err)) == 1) {
+		bool is_pid = ks->by_id ? id_in(st.metadata_id, ks->ids, ks->npid) :
+					  strcmp(st.name, "program_id") == 0;
+		if (!is_pid && (*m >= 0 || (!ks->by_id && strcmp(st.name, "hlo_module") != 0)))
+			continue;
+		bool a = false;
+		long mk = kernel_stat_module(ks->pv->host, ks->pv, &st, is_pid, &a, &ks->kc);
+		*any |= a;
+		if (mk >= 0)
+			*m = mk;
+	}
+	return rc < 0 ? -1 : 0;
+}
+
+/* The kernels of device plane p (ordinal d) into its kdev, read through w. */
+static int scan_kernels(struct xpf_rt_priv *pv, const xpf_plane *p, unsigned d, bool tpu,
+			xpf_window *w, xpf_error *err)
+{
+	struct kscan *ks = xpf_calloc(1, sizeof *ks);
+	ks->pv = pv;
+	ks->p = p;
+	ks->npid = xpf_plane_stat_ids(p, "program_id", ks->ids, 32);
+	size_t nmod =
+		xpf_plane_stat_ids(p, "hlo_module", ks->ids + (ks->npid < 32 ? ks->npid : 32), 32);
+	ks->by_id = ks->npid <= 32 && nmod <= 32;
+	ks->nids = ks->by_id ? ks->npid + nmod : 0;
+	ks->kc = (struct kernel_cache){ 0, -2, "", 0, -2 };
+	xpf_pick_init(&ks->pick, ks->ids, ks->nids);
+	long bcache = -1;
+	int rc = XPF_OK;
+	for (size_t l = 0; l < p->nlines && rc >= 0 && (ks->npid || nmod); l++) {
 		if (tpu && strcmp(p->lines[l].name, "XLA Modules") == 0)
 			continue;
 		xpf_event_iter it;
 		xpf_event_head eh;
-		xpf_event ev;
 		xpf_raw_stat raw[8];
 		int np = -1;
 		xpf_events_begin_window(p, l, &it, w);
-		while ((rc = by_id ? xpf_events_next_pick(&it, &eh, &pick, raw, 8, &np, err) :
-				     xpf_events_next_head(&it, &eh, err)) == 1) {
-			int64_t t0 =
-				xpf_rt_rel_ps(p->lines[l].timestamp_ns, pv->time_base, eh.offset_ps);
-			xpf_stat_iter sit;
-			xpf_stat st;
+		while ((rc = ks->by_id ? xpf_events_next_pick(&it, &eh, &ks->pick, raw, 8, &np, err) :
+					 xpf_events_next_head(&it, &eh, err)) == 1) {
 			long m = -1;
 			bool any = false;
-			if (np >= 0) { /* the stats picked by id */
-				for (int k = 0; k < np; k++) {
-					/* by id: ids[0..npid) are program_id's, the rest hlo_module's */
-					int c = id_in(raw[k].metadata_id, ids, npid) ? 0 : 1;
-					if (c == 1 && m >= 0)
-						continue;
-					bool plain = raw[k].kind != XPF_STAT_STR &&
-						     raw[k].kind != XPF_STAT_BYTES;
-					if (plain && memo[c].set &&
-					    same_number(&memo[c].raw, &raw[k])) {
-						any |= memo[c].any;
-						if (memo[c].m >= 0)
-							m = memo[c].m;
-						continue;
-					}
-					if (!xpf_stat_resolve(p, &raw[k], &st)) {
-						np = -1; /* an unknown id: the iterator reports it */
-						break;
-					}
-					bool a = false;
-					long mk = kernel_stat_module(h, pv, &st, c == 0, &a, &kc);
-					any |= a;
-					if (mk >= 0)
-						m = mk;
-					memo[c].set = plain;
-					memo[c].raw = raw[k];
-					memo[c].any = a;
-					memo[c].m = mk;
-				}
-			}
-			if (np < 0) {
-				m = -1;
-				any = false;
-				xpf_event_of_head(p, l, &eh, &ev);
-				xpf_stats_of_event(p, &ev, &sit);
-				while ((rc = by_id ? xpf_stats_next_of(&sit, ids, nids, &st, err) :
-						     xpf_stats_next(&sit, &st, err)) == 1) {
-					bool is_pid = by_id ? id_in(st.metadata_id, ids, npid) :
-							      strcmp(st.name, "program_id") == 0;
-					if (!is_pid &&
-					    (m >= 0 || (!by_id && strcmp(st.name, "hlo_module") != 0)))
-						continue;
-					bool a = false;
-					long mk = kernel_stat_module(h, pv, &st, is_pid, &a, &kc);
-					any |= a;
-					if (mk >= 0)
-						m = mk;
-				}
-				if (rc < 0)
-					break;
-			}
-			if (!any)
-				continue;
-			add_kernel(pv, kd, &bcache, t0, m);
+			if (!(np >= 0 && picked_module(ks, raw, np, &m, &any)) &&
+			    (rc = read_module(ks, l, &eh, &m, &any, err)) < 0)
+				break;
+			if (any)
+				add_kernel(pv, &pv->kdev[d], &bcache,
+					   xpf_rt_rel_ps(p->lines[l].timestamp_ns, pv->time_base,
+							 eh.offset_ps),
+					   m);
 		}
 	}
+	free(ks);
 	return rc < 0 ? err->code : XPF_OK;
 }
 

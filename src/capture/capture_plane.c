@@ -159,110 +159,115 @@ static void stat_where(const xpf_stat_iter *it, size_t idx, char *out, size_t n)
 		snprintf(out + l, n - l, ", %s, stat %zu", it->where ? it->where : "stats", idx);
 }
 
-static int stats_next(xpf_stat_iter *it, xpf_stat *st, xpf_error *err)
+/* The next XStat message of the iterator's field into *f: 1, 0 at the end,
+ * -1 malformed (err set). */
+static int next_stat_field(xpf_stat_iter *it, wire_field *f, xpf_error *err)
+{
+	for (;;) {
+		const uint8_t *at = it->p;
+		int rc = wire_next(&it->p, it->end, f);
+		if (rc == WIRE_END)
+			return 0;
+		if (rc != WIRE_OK) {
+			char where[600];
+			stat_where(it, it->next_index, where, sizeof where);
+			wire_fail(err, it->plane->cap, where, rc, f, at);
+			return -1;
+		}
+		if (f->num == it->field && f->wt == WT_LEN)
+			return 1;
+	}
+}
+
+/* One field of an XStat into st (the last value field wins, as protobuf
+ * reads a oneof); fields of another wire type are skipped. */
+static void stat_field(const wire_field *g, xpf_stat *st)
+{
+	switch (g->num) {
+	case 1: st->metadata_id = (int64_t)g->v; break;
+	case 2:
+		if (g->wt == WT_I64) {
+			memcpy(&st->d, &g->v, 8);
+			st->kind = XPF_STAT_DOUBLE;
+		}
+		break;
+	case 3:
+	case 7:
+		if (g->wt == WT_VARINT) {
+			st->u = g->v;
+			st->kind = g->num == 3 ? XPF_STAT_U64 : XPF_STAT_REF;
+		}
+		break;
+	case 4:
+		if (g->wt == WT_VARINT) {
+			st->i = (int64_t)g->v;
+			st->kind = XPF_STAT_I64;
+		}
+		break;
+	case 5:
+	case 6:
+		if (g->wt == WT_LEN) {
+			st->s.p = (const char *)g->data;
+			st->s.n = g->len;
+			st->kind = g->num == 5 ? XPF_STAT_STR : XPF_STAT_BYTES;
+		}
+		break;
+	}
+}
+
+/* st's name, and a reference's text, from the plane's stat metadata:
+ * false (err set) when either names none.  f: the XStat, for messages. */
+static bool stat_names(xpf_stat_iter *it, size_t idx, const wire_field *f, xpf_stat *st,
+		       xpf_error *err)
 {
 	const xpf_plane *pl = it->plane;
 	const xpf_capture *c = pl->cap;
 	char where[600];
-	wire_field f;
-	int rc;
-
-	for (;;) {
-		const uint8_t *at = it->p;
-		rc = wire_next(&it->p, it->end, &f);
-		if (rc == WIRE_END)
-			return 0;
-		if (rc != WIRE_OK) {
-			stat_where(it, it->next_index, where, sizeof where);
-			wire_fail(err, c, where, rc, &f, at);
-			return -1;
-		}
-		if (f.num == it->field && f.wt == WT_LEN)
-			break;
-	}
-	size_t idx = it->next_index++;
-	memset(st, 0, sizeof *st);
-	st->name = "";
-	const uint8_t *q = f.data, *e = f.data + f.len;
-	wire_field g;
-	bool has_md = false;
-	while ((rc = wire_next(&q, e, &g)) == WIRE_OK) {
-		switch (g.num) {
-		case 1:
-			st->metadata_id = (int64_t)g.v;
-			has_md = true;
-			break;
-		case 2:
-			if (g.wt == WT_I64) {
-				memcpy(&st->d, &g.v, 8);
-				st->kind = XPF_STAT_DOUBLE;
-			}
-			break;
-		case 3:
-			if (g.wt == WT_VARINT) {
-				st->u = g.v;
-				st->kind = XPF_STAT_U64;
-			}
-			break;
-		case 4:
-			if (g.wt == WT_VARINT) {
-				st->i = (int64_t)g.v;
-				st->kind = XPF_STAT_I64;
-			}
-			break;
-		case 5:
-			if (g.wt == WT_LEN) {
-				st->s.p = (const char *)g.data;
-				st->s.n = g.len;
-				st->kind = XPF_STAT_STR;
-			}
-			break;
-		case 6:
-			if (g.wt == WT_LEN) {
-				st->s.p = (const char *)g.data;
-				st->s.n = g.len;
-				st->kind = XPF_STAT_BYTES;
-			}
-			break;
-		case 7:
-			if (g.wt == WT_VARINT) {
-				st->u = g.v;
-				st->kind = XPF_STAT_REF;
-			}
-			break;
-		}
-	}
-	/* `where` is formatted only on failure: this runs once per stat. */
-	if (rc != WIRE_END) {
-		stat_where(it, idx, where, sizeof where);
-		wire_fail(err, c, where, rc, &g, q);
-		return -1;
-	}
-	(void)has_md;
 	const char *nm = xpf_plane_stat_name(pl, st->metadata_id);
 	if (nm == NULL) {
 		stat_where(it, idx, where, sizeof where);
 		xpf_fail(err, XPF_EMALFORMED,
 			 "%s: malformed capture: %s: dangling stat metadata id %lld (byte %llu)",
 			 c->label, where, (long long)st->metadata_id,
-			 (unsigned long long)off_of(c, f.data));
-		return -1;
+			 (unsigned long long)off_of(c, f->data));
+		return false;
 	}
 	st->name = nm;
-	if (st->kind == XPF_STAT_REF) {
-		const char *v = st->u <= INT64_MAX ? xpf_plane_stat_name(pl, (int64_t)st->u) : NULL;
-		if (v == NULL) {
-			stat_where(it, idx, where, sizeof where);
-			xpf_fail(err, XPF_EMALFORMED,
-				 "%s: malformed capture: %s '%s': dangling ref_value %llu (byte %llu)",
-				 c->label, where, nm, (unsigned long long)st->u,
-				 (unsigned long long)off_of(c, f.data));
-			return -1;
-		}
-		st->s.p = v;
-		st->s.n = strlen(v);
+	if (st->kind != XPF_STAT_REF)
+		return true;
+	const char *v = st->u <= INT64_MAX ? xpf_plane_stat_name(pl, (int64_t)st->u) : NULL;
+	if (v == NULL) {
+		stat_where(it, idx, where, sizeof where);
+		xpf_fail(err, XPF_EMALFORMED,
+			 "%s: malformed capture: %s '%s': dangling ref_value %llu (byte %llu)",
+			 c->label, where, nm, (unsigned long long)st->u,
+			 (unsigned long long)off_of(c, f->data));
+		return false;
 	}
-	return 1;
+	st->s.p = v;
+	st->s.n = strlen(v);
+	return true;
+}
+
+static int stats_next(xpf_stat_iter *it, xpf_stat *st, xpf_error *err)
+{
+	wire_field f, g;
+	int rc = next_stat_field(it, &f, err);
+	if (rc <= 0)
+		return rc;
+	size_t idx = it->next_index++;
+	memset(st, 0, sizeof *st);
+	st->name = "";
+	const uint8_t *q = f.data, *e = f.data + f.len;
+	while ((rc = wire_next(&q, e, &g)) == WIRE_OK)
+		stat_field(&g, st);
+	if (rc != WIRE_END) { /* `where` is formatted only on failure: this runs once per stat */
+		char where[600];
+		stat_where(it, idx, where, sizeof where);
+		wire_fail(err, it->plane->cap, where, rc, &g, q);
+		return -1;
+	}
+	return stat_names(it, idx, &f, st, err) ? 1 : -1;
 }
 
 /* Point a stat iterator reading through a window at the mapping instead. */
