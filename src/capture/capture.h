@@ -234,7 +234,7 @@ typedef struct xpf_pick {
 void xpf_pick_init(xpf_pick *p, const int64_t *ids, size_t n);
 /* The stats of event h whose metadata id the pick wants, in order, as
  * their bytes say, into out[0..max): how many (0 or more), or -1 when this
- * quick reading cannot vouch for the event (a stat that is malformed or
+ * quick reading cannot read the event whole (a stat that is malformed or
  * unusual, or more than max wanted); the caller then reads the event with
  * xpf_stats_next_of, which words any error.  Ids not looked up:
  * xpf_stat_resolve gives the xpf_stat, or false where xpf_stats_next_of

@@ -605,12 +605,12 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, struct plane_caps *c
 	xpf_window w = { 0 };
 	uint64_t o = p->offset, e = p->offset + p->length;
 	bool ok = true;
-	/* A big plane's lines: a room on huge pages that never moves, for as
-	 * many as its bytes could hold (a line takes at least two); pages are
-	 * touched as lines come.  Hundreds of thousands of lines on 4 KiB pages
-	 * that a realloc grows cost more (bench/README, "Memory is time").
-	 * Planes of 64 MiB and more only: a room holds at least a 2 MiB page,
-	 * which a capture of many small planes must not cost each. */
+	/* A big plane's lines: one mapping on huge pages that never moves, for
+	 * as many lines as its bytes could hold (a line takes at least two);
+	 * pages are touched as lines come, where a growing array would copy
+	 * hundreds of thousands of lines.  Planes of 64 MiB and more only: a
+	 * mapping takes at least a 2 MiB page, which a capture of many small
+	 * planes must not cost each. */
 	if (!lineless && !p->lines && p->length >= ((uint64_t)64 << 20) &&
 	    p->length / 2 < SIZE_MAX / sizeof *p->lines) {
 		size_t bound = (size_t)(p->length / 2) + 1;
@@ -745,8 +745,8 @@ done:
 		}
 	id_table_build(&p->priv->event_md_by_id, p->event_md, p->n_event_md, sizeof *p->event_md);
 	id_table_build(&p->priv->stat_md_by_id, p->stat_md, p->n_stat_md, sizeof *p->stat_md);
-	/* for xpf_capture_time_base, while the lines are warm (and beside the
-	 * other planes' indexes, not after them all) */
+	/* for xpf_capture_time_base, while the lines were just read (not in a
+	 * pass over every plane afterwards) */
 	for (size_t l = 0; l < p->nlines; l++)
 		first_ts_take(p, &p->lines[l]);
 	*out = p;

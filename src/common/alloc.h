@@ -29,8 +29,8 @@ void xpf_advise_huge(void *p, size_t n);
 
 /* Address space of its own for count records of size bytes that never
  * moves: zeroed, 2 MiB aligned, asking for huge pages, backed as it is
- * touched (a fresh 4 KiB page costs a fault each, ~17 us on this project's
- * VMs: bench/coldmem.c), so what is touched rounds up to 2 MiB.  count may
+ * touched (a 4 KiB page costs a fault each, a 2 MiB page one for all),
+ * so what is touched rounds up to 2 MiB.  count may
  * be a bound far above what is used (MAP_NORESERVE: memory running out
  * shows when a page is touched, not here).  *len: what to give
  * xpf_big_free.  NULL below 1 MiB (not worth a 2 MiB page), when count *
