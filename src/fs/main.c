@@ -70,6 +70,8 @@ static const char usage_text[] =
 	"Environment: XPF_THREADS=N  threads for the big scans (default: the CPUs, at most 8).\n"
 	"             XPF_PHASES=1  print how long each phase of reading the runtime took,\n"
 	"                           and the memory held, on stderr (see bench/README.md).\n"
+	"             XPF_CACHE_MB=N  the mount's cache of rendered files (default 256 MiB;\n"
+	"                           0: no limit); a file dropped is made again when read.\n"
 	"\n"
 	"Exit status:\n"
 	"  0  ok\n"
