@@ -240,6 +240,7 @@ static void order_beside_kernels(struct build *b, const bool *want, size_t nwant
 	bool beside = false;
 	if (nwant) {
 		xpf_rt_finish_begin(rt, fin);
+		xpf_rt_kernel_times(pv, rt); /* before any device's kernels are read */
 		fin->threads = threads;
 		beside = threads > 1 && pthread_create(&ot, NULL, order_worker, &oj) == 0;
 		if (!beside)
@@ -251,6 +252,7 @@ static void order_beside_kernels(struct build *b, const bool *want, size_t nwant
 			pthread_join(ot, NULL);
 		else
 			xpf_rt_finish_begin(rt, fin);
+		xpf_rt_kernel_times(pv, rt); /* before any device's kernels are read */
 		fin->threads = threads;
 		xpf_rt_finish_events(rt, fin);
 	}
@@ -330,7 +332,6 @@ int xpf_runtime_build(xpf_host *h, const xpf_rt_options *opt, xpf_runtime **out,
 {
 	xpf_runtime *rt = xpf_calloc(1, sizeof *rt);
 	rt->priv = xpf_calloc(1, sizeof *rt->priv);
-	rt->priv->rt = rt;
 	rt->priv->opt = *opt;
 	struct build b;
 	memset(&b, 0, sizeof b);
@@ -365,8 +366,6 @@ void xpf_runtime_free(void *p)
 			xpf_rt_kdev_free(&pv->kdev[d]);
 		free(pv->kdev);
 		free(pv->times);
-		if (pv->devices_ready)
-			xpf_lazy_release(&pv->times_made, NULL);
 		free(pv->peak);
 		xpf_big_free(pv->xb, pv->xb_map_len);
 		free(pv->line_t0);

@@ -154,8 +154,6 @@ static void kdev_add_plane(struct xpf_rt_priv *pv, size_t d, size_t i, bool tpu)
 /* Once pv->kdev stops moving: each device's read. */
 static void kdev_ready(struct xpf_rt_priv *pv)
 {
-	xpf_lazy_init(&pv->times_made);
-	pv->devices_ready = true;
 	for (size_t d = 0; d < pv->ndev; d++) {
 		pv->kdev[d].pv = pv;
 		xpf_lazy_init(&pv->kdev[d].read);
@@ -445,15 +443,8 @@ static int scan_kernels(struct xpf_rt_priv *pv, const xpf_plane *p, unsigned d, 
 	return rc < 0 ? err->code : XPF_OK;
 }
 
-/* The kernels' buckets (xpf_lazy compute; ctx: the runtime's priv): every
- * execution's start once, in order, from the executions sorted by start
- * (xpf_rt_finish_begin) -- made by the first device's read, as only reads
- * and the queries after them use them. */
-static int bucket_times(void *ctx, void **value, xpf_error *err)
+void xpf_rt_kernel_times(struct xpf_rt_priv *pv, const xpf_runtime *rt)
 {
-	(void)err;
-	struct xpf_rt_priv *pv = ctx;
-	const xpf_runtime *rt = pv->rt;
 	size_t n = rt->nexecutions, u = 0;
 	int64_t *t = xpf_realloc_array(NULL, n + 1, sizeof *t);
 	for (size_t k = 0; k < n; k++) {
@@ -461,10 +452,9 @@ static int bucket_times(void *ctx, void **value, xpf_error *err)
 		if (u == 0 || t[u - 1] != s)
 			t[u++] = s;
 	}
+	free(pv->times);
 	pv->times = t;
 	pv->ntimes = u;
-	*value = t;
-	return XPF_OK;
 }
 
 /* Device d's kernels (xpf_lazy compute; ctx: its kdev): its planes in
@@ -477,8 +467,6 @@ static int kdev_compute(void *ctx, void **value, xpf_error *err)
 	size_t d = (size_t)(k - pv->kdev);
 	xpf_window w = { 0 };
 	int rc = XPF_OK;
-	void *tv;
-	(void)xpf_lazy_get(&pv->times_made, bucket_times, pv, &tv, NULL);
 	kdev_init(pv, d);
 	for (size_t i = 0; i < k->nplanes && rc == XPF_OK; i++) {
 		const xpf_plane *p;

@@ -69,14 +69,12 @@ struct xpf_rt_priv {
 	/* Per device (index = ordinal): its kernels, by bucket of times[]. */
 	size_t ndev;
 	struct xpf_rt_kdev *kdev;
-	xpf_host *host;      /* what a device's kernels are read from, */
-	int64_t time_base;   /* and the time base (the runtime's build) */
-	int64_t *times;      /* sorted, unique: every execution start, made with
-				the first device's kernels read (times_made) */
-	size_t ntimes;       /* = the number of buckets */
-	xpf_lazy times_made; /* initialised with the devices (kdev_ready: devices_ready) */
-	bool devices_ready;
-	const xpf_runtime *rt; /* back, for the times */
+	xpf_host *host;    /* what a device's kernels are read from, */
+	int64_t time_base; /* and the time base (the runtime's build) */
+	int64_t *times;    /* sorted, unique: every execution start, handed to
+				the kernels once the executions are sorted
+				(xpf_rt_kernel_times) */
+	size_t ntimes;     /* = the number of buckets */
 	/* Per execution, what building it needs beside rt->executions (a mapped array
 	 * of xb_map_len bytes, see xpf_rt_exec_map, when not 0) */
 	struct xpf_rt_xbuild *xb;
@@ -306,6 +304,9 @@ void xpf_rt_order_and_replay(xpf_runtime *rt);
 bool xpf_rt_device_plane(const xpf_host *h, size_t i, unsigned *d, bool *tpu);
 int xpf_rt_devices_prepare(struct scan *s, xpf_error *err);
 void xpf_rt_devices_run(struct xpf_rt_priv *pv, const bool *want);
+/* The executions' start times (pv->times) that the kernels are bucketed
+ * by: once the executions are sorted by start, before any device read. */
+void xpf_rt_kernel_times(struct xpf_rt_priv *pv, const xpf_runtime *rt);
 void xpf_rt_kdev_free(struct xpf_rt_kdev *k);
 
 #endif
