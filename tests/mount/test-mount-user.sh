@@ -41,19 +41,8 @@ if [ "${1:-}" = --as-user ]; then
 	fails=0
 	fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 	ok() { echo "ok: $*"; }
-	pids=()
-	mounts=()
-	cleanup_user() {
-		local m p
-		for m in "${mounts[@]}"; do
-			mountpoint -q "$m" 2>/dev/null && fusermount3 -u -z "$m" 2>/dev/null
-		done
-		for p in "${pids[@]}"; do
-			kill -KILL "$p" 2>/dev/null
-		done
-		wait 2>/dev/null
-	}
-	trap cleanup_user EXIT
+	. "$(dirname "$0")/lib.sh"
+	trap xpf_mount_cleanup EXIT
 	trap 'exit 1' INT TERM
 	caps=$(awk '/^CapEff:/ { print $2 }' /proc/self/status)
 	[ "$uid" -ne 0 ] && [ "$((16#${caps:-0}))" -eq 0 ] ||
@@ -147,9 +136,9 @@ if [ -n "${XPF_MOUNT_USER_TMP:-}" ]; then
 else
 	tmp=$(mktemp -d /tmp/xpf-mount-user.XXXXXX)
 	trap 'rm -rf "$tmp"' EXIT
-	mkdir "$tmp/bin" "$tmp/work"
+	mkdir "$tmp/bin" "$tmp/mnt"
 	cp "$XPF" "$tmp/bin/xplanefs"
-	cp "$0" "$tmp/bin/test-mount-user.sh"
+	cp "$0" "$(dirname "$0")/lib.sh" "$tmp/bin/"
 	cp "$CAP_SRC" "$tmp/capture.xplane.pb"
 	chmod 755 "$tmp" "$tmp/bin" "$tmp/bin/xplanefs" "$tmp/bin/test-mount-user.sh"
 	chmod 644 "$tmp/capture.xplane.pb"
@@ -157,7 +146,7 @@ fi
 cd "$tmp" || exit 1
 # (the script, too, runs from the copy: the user may not reach the source)
 me=$tmp/bin/test-mount-user.sh
-args=(--as-user "$tmp/bin/xplanefs" "$tmp/capture.xplane.pb" "$tmp/work")
+args=(--as-user "$tmp/bin/xplanefs" "$tmp/capture.xplane.pb" "$tmp/mnt")
 
 if [ "$(id -u)" -ne 0 ]; then
 	[ -r /dev/fuse ] && [ -w /dev/fuse ] || skip "/dev/fuse is not open to $(id -un)"
@@ -171,7 +160,7 @@ gid=$(id -g "$user")
 [ "$uid" -ne 0 ] || skip "XPF_MOUNT_USER '$user' is root"
 command -v setpriv >/dev/null || skip "setpriv is missing (util-linux)"
 as_user=(setpriv --reuid="$uid" --regid="$gid" --clear-groups)
-chown "$uid:$gid" "$tmp/work"
+chown "$uid:$gid" "$tmp/mnt"
 "${as_user[@]}" test -x "$tmp/bin/xplanefs" -a -r "$tmp/capture.xplane.pb" ||
 	skip "$user cannot reach $tmp"
 
@@ -190,9 +179,9 @@ fi
 
 # Whatever the user's run left: nothing mounted, no daemon.  (In the
 # namespace this runs there too, before the namespace ends.)
-if grep -qF "$tmp/work/" /proc/self/mounts; then
-	echo "FAIL: left mounted: $(grep -F "$tmp/work/" /proc/self/mounts)"
-	grep -F "$tmp/work/" /proc/self/mounts | while read -r _ m _; do umount -l "$m"; done
+if grep -qF "$tmp/mnt/" /proc/self/mounts; then
+	echo "FAIL: left mounted: $(grep -F "$tmp/mnt/" /proc/self/mounts)"
+	grep -F "$tmp/mnt/" /proc/self/mounts | while read -r _ m _; do umount -l "$m"; done
 	rc=1
 fi
 left=$(pgrep -f "^$tmp/bin/xplanefs " || true)

@@ -26,20 +26,9 @@ skip() { echo "SKIP: $*"; exit 77; }
 command -v fusermount3 >/dev/null || skip "fusermount3 is missing (apt install fuse3)"
 
 tmp=$(mktemp -d /tmp/xpf-mount.XXXXXX)
-pids=()
-mounts=()
+. "$(dirname "$0")/lib.sh"
 cleanup() {
-	local m p
-	for m in "${mounts[@]}"; do
-		mountpoint -q "$m" 2>/dev/null && fusermount3 -u -z "$m" 2>/dev/null
-	done
-	for p in "${pids[@]}"; do
-		kill -KILL "$p" 2>/dev/null
-	done
-	wait 2>/dev/null
-	for m in "${mounts[@]}"; do
-		mountpoint -q "$m" 2>/dev/null && umount -l "$m" 2>/dev/null
-	done
+	xpf_mount_cleanup
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -32,20 +32,9 @@ run=()
 setarch "$(uname -m)" -R true 2>/dev/null && run=(setarch "$(uname -m)" -R)
 
 tmp=$(mktemp -d /tmp/xpf-tsan-mount.XXXXXX)
-pids=()
-mounts=()
+. "$(dirname "$0")/../mount/lib.sh"
 cleanup() {
-	local m p
-	for m in "${mounts[@]}"; do
-		mountpoint -q "$m" 2>/dev/null && fusermount3 -u -z "$m" 2>/dev/null
-	done
-	for p in "${pids[@]}"; do
-		kill -KILL "$p" 2>/dev/null
-	done
-	wait 2>/dev/null
-	for m in "${mounts[@]}"; do
-		mountpoint -q "$m" 2>/dev/null && umount -l "$m" 2>/dev/null
-	done
+	xpf_mount_cleanup
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
