@@ -129,7 +129,9 @@ static const struct doc docs[] = {
 	{ "runtime/memory.trace.json",
 	  "memory over time as Chrome trace-event JSON (open it in ui.perfetto.dev): a counter per allocator (in_use_bytes\n"
 	  "after each event of events.tsv that changes it), a span per execution (args module, n, launched, device), an\n"
-	  "instant event per AllocatorRetry wait; ts and dur in microseconds from the profile start" },
+	  "instant event per AllocatorRetry wait; ts and dur in microseconds from the profile start. Past 1,048,576\n"
+	  "counter points each allocator's time range is cut into intervals that keep their lowest, highest and last\n"
+	  "point (otherData says so), so that a capture of millions of events still opens" },
 	{ "runtime/executions.tsv",
 	  "n, device, module, module_execution, start_ns, end_ns, launched, in_use_at_start_bytes, peak_during_bytes,\n"
 	  "allocations, deallocations, in_use_at_start_human, growth_bytes (since the module's previous execution on\n"
