@@ -1,0 +1,73 @@
+#!/bin/bash
+# The whole exported tree of every scenario and of every real capture in
+# ../shared/captures, file by file, as sha256 sums kept in
+# tests/golden/sums/<name>.sha256: `check` compares this build's exports with
+# them (a refactor must change no byte users see: diagnosis.txt, pictures and
+# pprof files included), `write` makes them again (scripts/update-golden runs
+# it; review `git diff tests/golden` before committing).  A real capture is
+# exported by its own path and named by its file name, which the tree quotes.
+# Exit 77 when nothing ran.
+# Usage: sums.sh XPLANEFS check|write
+set -euo pipefail
+xpf=$1
+mode=$2
+gen=$XPF_BUILD/tests/mkcapture/xplane-mkcapture
+dir=$XPF_SOURCE/tests/golden/sums
+captures=${XPF_SHARED:-$XPF_SOURCE/../shared}/captures
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0 fails=0
+
+# one NAME INPUT: export INPUT and check or write NAME's sums
+one() {
+	local name=$1 in=$2 out=$tmp/out-$1
+	"$xpf" --export "$out" "$in" >/dev/null
+	(cd "$out" && find . -type f | LC_ALL=C sort | xargs -d '\n' sha256sum) >"$tmp/$name.sha256"
+	n=$((n + 1))
+	if [ "$mode" = write ]; then
+		cp "$tmp/$name.sha256" "$dir/$name.sha256"
+		echo "tests/golden/sums/$name.sha256"
+	elif [ ! -f "$dir/$name.sha256" ]; then
+		echo "FAIL: $name: no tests/golden/sums/$name.sha256 (scripts/update-golden writes it)"
+		fails=$((fails + 1))
+	elif ! cmp -s "$dir/$name.sha256" "$tmp/$name.sha256"; then
+		echo "FAIL: $name: files differ from the golden sums:"
+		{ diff "$dir/$name.sha256" "$tmp/$name.sha256" || true; } | awk '/^[<>]/ { print "  " $3 }' | sort -u | head -20
+		fails=$((fails + 1))
+	else
+		echo "ok: $name: $(wc -l <"$tmp/$name.sha256") files as golden"
+	fi
+}
+
+case $mode in check | write) ;; *) echo "usage: $0 XPLANEFS check|write" >&2; exit 2 ;; esac
+mkdir -p "$dir" "$tmp/cap"
+if [ -x "$gen" ]; then
+	while IFS=$'\t' read -r s _; do
+		"$gen" "$s" "$tmp/cap/$s" >/dev/null # the export names the capture: same name each time
+		in=$tmp/cap/$s
+		[ -e "$in.xplane.pb" ] && in=$in.xplane.pb
+		one "$s" "$in"
+	done < <("$gen" --list)
+else
+	echo "skip: $gen is not built: no scenario checked"
+fi
+# Real captures: in check mode those the sums name, where ../shared has them
+# (a capture added there is not a failure); write mode writes every one.
+if [ "$mode" = check ]; then
+	for f in "$dir"/real-*.sha256; do
+		[ -e "$f" ] || continue
+		name=$(basename "$f" .sha256)
+		c=$captures/${name#real-}
+		if [ -e "$c" ]; then one "$name" "$c"; else echo "skip: $c is absent"; fi
+	done
+elif [ -d "$captures" ]; then
+	for c in "$captures"/*.xplane.pb "$captures"/*/; do
+		[ -e "$c" ] || continue
+		c=${c%/}
+		case $(basename "$c") in bad | hlo) continue ;; esac
+		one "real-$(basename "$c")" "$c"
+	done
+fi
+[ $n -gt 0 ] || { echo "skip: no scenario and no real capture to export"; exit 77; }
+[ $fails -eq 0 ] || { echo "$fails of $n trees differ"; exit 1; }
+echo "$n trees as golden"
