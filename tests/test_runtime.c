@@ -271,8 +271,15 @@ static void check_invariants(struct fixture *f)
 		assert_true(rt->events[i - 1].t_ps <= rt->events[i].t_ps);
 	/* each allocation site is kept once: no two sites alike (the threads'
 	 * merged into the first's) */
-	for (size_t i = 0; i < rt->nevents; i++)
-		assert_true(rt->events[i].site < rt->nsites);
+	for (size_t i = 0; i < rt->nevents; i++) {
+		const xpf_rt_event *e = &rt->events[i];
+		assert_true(e->site < rt->nsites);
+		/* an event is on a host line, its execution's when it has one */
+		assert_true(rt->host_plane && xpf_rt_ev_line(rt, e) < rt->host_plane->nlines);
+		assert_true(e->execution >= -1);
+		if (e->execution >= 0)
+			assert_int_equal(xpf_rt_ev_line(rt, e), rt->executions[e->execution].line);
+	}
 	for (size_t r = 0; r < rt->nsites; r++) {
 		const xpf_rt_site *q = &rt->sites[r];
 		for (size_t k = 0; k < r; k++) {
@@ -281,6 +288,7 @@ static void check_invariants(struct fixture *f)
 				     o->bytes == q->bytes && o->requested_bytes == q->requested_bytes &&
 				     o->has_bytes == q->has_bytes && o->has_requested == q->has_requested &&
 				     o->enclosing_md == q->enclosing_md && o->transfer_md == q->transfer_md &&
+				     o->line == q->line &&
 				     (o->shape == q->shape ||
 				      (q->shape && o->shape && strcmp(o->shape, q->shape) == 0)));
 		}

@@ -185,8 +185,7 @@ static int scan_host_plane(struct build *b, xpf_error *err)
 	if (rc != XPF_OK)
 		return rc;
 	rt->host_plane = s->p;
-	/* an event without an execution keeps its line in `execution`
-	 * (-2 - line): in 32 bits */
+	/* sites and executions keep their line in 32 bits */
 	if (s->p->nlines > (size_t)INT32_MAX - 1)
 		return xpf_fail(err, XPF_EMALFORMED,
 				"%s: /host:CPU has more than %d lines: not supported",

@@ -75,9 +75,7 @@ typedef struct xpf_rt_event {
 				      (xpf_rt_ev_allocator, xpf_rt_ev_bytes, ...) */
 	int32_t match;                  /* alloc: its deallocation; dealloc: its
 				      allocation; -1 if not seen */
-	int32_t execution;              /* the execution it happened in (its line's);
-				      below 0 none, and below -1 it holds the
-				      event's line instead: xpf_rt_ev_line */
+	int32_t execution;              /* the execution it happened in, or -1 */
 	int32_t buffer_allocation : 27; /* matched BufferAllocationProto index
 					   (below XPF_RT_MAX_BUFFER_ALLOCATIONS), or -1 */
 	uint32_t kind : 1;              /* enum xpf_rt_kind */
@@ -108,6 +106,7 @@ typedef struct xpf_rt_site {
 	uint32_t enclosing_md; /* innermost host event around it on its line */
 	uint32_t transfer_md;  /* outermost transfer-family event around it
 				      (DevicePut, BufferFromHost…) */
+	uint32_t line;         /* its events' line in the /host:CPU plane */
 	bool has_bytes;        /* allocation_bytes read, or (a free) taken from its match */
 	bool has_requested;    /* requested_bytes read (TPU frees carry none) */
 	int16_t allocator;     /* its events' allocator, < XPF_RT_MAX_ALLOCATORS */
@@ -289,13 +288,10 @@ static inline int xpf_rt_ev_allocator(const xpf_runtime *rt, const xpf_rt_event 
 	return rt->sites[e->site].allocator;
 }
 
-/* An allocator event's line in the /host:CPU plane: its execution's, or
- * held in `execution` when it has none; UINT32_MAX: not known. */
+/* An allocator event's line in the /host:CPU plane (its site's). */
 static inline uint32_t xpf_rt_ev_line(const xpf_runtime *rt, const xpf_rt_event *e)
 {
-	return e->execution >= 0 ? rt->executions[e->execution].line :
-	       e->execution < -1 ? (uint32_t)(-2 - (int64_t)e->execution) :
-				   UINT32_MAX;
+	return rt->sites[e->site].line;
 }
 
 /* The id (OS thread id) of an allocator event's line. */

@@ -278,13 +278,14 @@ int xpf_rt_read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head
 				      NULL,
 		.enclosing_md = enclosing,
 		.transfer_md = transfer,
+		.line = (uint32_t)line,
 		.has_bytes = st.has_abytes,
 		.has_requested = st.has_req,
 		.allocator = (int16_t)a,
 	};
 	ev->site = xpf_rt_site_of(rt, &site);
 	ev->match = -1;
-	ev->execution = -2 - (int32_t)line; /* none yet: its line (fewer than INT32_MAX - 1, build) */
+	ev->execution = -1; /* none yet: the line's scan links it */
 	ev->buffer_allocation = -1;
 	return XPF_OK;
 }

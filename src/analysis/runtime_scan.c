@@ -367,7 +367,7 @@ static int settle_line(struct scan *s, struct stream *m, size_t line, xpf_error 
 		long root = m->pa_ev[q].node >= 0 ? nd[m->pa_ev[q].node].root : -1;
 		long x = root >= 0 ? nd[root].xid : -1;
 		xpf_rt_event *re = &rt->events[m->pa_ev[q].index];
-		re->execution = x >= 0 ? (int32_t)x : -2 - (int32_t)line;
+		re->execution = x >= 0 ? (int32_t)x : -1;
 		re->in_build = x >= 0 && m->pa_ev[q].build >= 0 && nd[m->pa_ev[q].build].root == root;
 	}
 	for (size_t q = 0; q < m->nar; q++) {

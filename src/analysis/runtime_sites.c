@@ -92,7 +92,8 @@ static bool same_site(const xpf_rt_site *a, const xpf_rt_site *b)
 	return a->bytes == b->bytes && a->requested_bytes == b->requested_bytes &&
 	       a->shape == b->shape && a->enclosing_md == b->enclosing_md &&
 	       a->transfer_md == b->transfer_md && a->has_bytes == b->has_bytes &&
-	       a->has_requested == b->has_requested && a->allocator == b->allocator;
+	       a->has_requested == b->has_requested && a->allocator == b->allocator &&
+	       a->line == b->line;
 }
 
 /* The index in rt->sites of a site like *want (its shape interned by the
@@ -106,7 +107,7 @@ static void site_hash(const xpf_rt_site *w, uint64_t *a, uint64_t *b)
 {
 	*a = w->bytes * 0x9E3779B97F4A7C15ull ^ w->requested_bytes ^
 	     (uint64_t)(uint16_t)w->allocator << 40 ^ (uint64_t)w->has_bytes << 62 ^
-	     (uint64_t)w->has_requested << 63;
+	     (uint64_t)w->has_requested << 63 ^ (uint64_t)w->line << 20;
 	*b = (uint64_t)(uintptr_t)w->shape * 0xC2B2AE3D27D4EB4Full ^
 	     ((uint64_t)w->enclosing_md << 32 | w->transfer_md);
 }
