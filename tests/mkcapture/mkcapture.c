@@ -1,4 +1,5 @@
 /* xplane-mkcapture SCENARIO [--scale N] [--big-module N] [--big-step N] [--variant V[,V...]] OUT
+ * xplane-mkcapture --job N (--steps S | --size BYTES) OUT
  *
  * Writes a synthetic JAX GPU profiler capture (an XSpace, as
  * `jax.profiler.trace` saves it) for one of the project's scenarios.  The
@@ -12,7 +13,11 @@
  * --big-step N a module of about N instructions that runs and is the focus
  * (runtime.c, mk_add_big_step).
  * --variant writes the same scenario in another shape (runtime.h, MK_V_*):
- * the figures stay, the event names, nesting, stats and order change. */
+ * the figures stay, the event names, nesting, stats and order change.
+ * --job N writes no scenario but the shape of a big real job (job.c): S
+ * steps of a focus module of about N instructions on one GPU, with small
+ * executions and the Python tracer's events; --size picks S for a capture
+ * of about BYTES (steps counted, not written). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,11 +29,14 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: xplane-mkcapture SCENARIO [--scale N] [--big-module N] [--big-step N] [--variant V[,V...]] [-v] OUT\n"
+		   "       xplane-mkcapture --job N (--steps S | --size BYTES) OUT\n"
 		   "       xplane-mkcapture --list | --list-variants\n"
 		   "--scale N: about N times the scale-1 size (more steps, events, kernels)\n"
 		   "--big-module N: add a compiled, never executed module of about N instructions\n"
 		   "--big-step N: add a module of about N instructions that runs once and is the focus\n"
 		   "--variant V,...: the same figures in another shape of the events (--list-variants)\n"
+		   "--job N: the shape of a big real job: S steps of a focus of about N instructions\n"
+		   "  on one GPU among small executions, with Python-tracer events (--size: S for BYTES)\n"
 		   "Writes a synthetic JAX GPU capture (OUT.xplane.pb, or a run directory OUT/\n"
 		   "of <host>.xplane.pb for multi-host scenarios).\n");
 }
@@ -102,12 +110,68 @@ static int write_host(const mk_scenario *sc, int host, int scale, int64_t big, i
 	return 0;
 }
 
+static int write_job(int64_t n, int64_t steps, int64_t size, const char *path, int verbose)
+{
+	mk_scn *s = calloc(1, sizeof *s); /* megabytes: never on the stack */
+	uint64_t bytes = 0, events = 0;
+	if (s == NULL)
+		abort();
+	mk_build_job(s, n);
+	if (size > 0) {
+		/* from the second step on: the first also writes the kernels'
+		 * names and the metadata the steps share */
+		mk_job_script(s, 1);
+		uint64_t c1 = mk_count_bytes(s);
+		mk_job_script(s, 3);
+		uint64_t c3 = mk_count_bytes(s);
+		double per = c3 > c1 ? (double)(c3 - c1) / 2 : 1;
+		steps = size > (int64_t)c1 ? 1 + (int64_t)(((double)size - (double)c1) / per + 0.5) : 1;
+		if (steps > 3) {
+			/* later steps take more bytes (their times' varints grow):
+			 * once more from the count at that many steps */
+			mk_job_script(s, steps);
+			uint64_t cs = mk_count_bytes(s);
+			if (cs > c1)
+				steps = 1 + (int64_t)(((double)size - (double)c1) * (double)(steps - 1) /
+							  (double)(cs - c1) + 0.5);
+		}
+	}
+	mk_job_script(s, steps);
+	FILE *f = fopen(path, "wb");
+	int rc = f ? 0 : -1;
+	if (f) {
+		setvbuf(f, NULL, _IONBF, 0); /* the writer buffers */
+		rc = mk_write_xspace(s, f, &bytes, &events);
+		if (fclose(f) != 0)
+			rc = -1;
+	}
+	if (rc)
+		fprintf(stderr, "xplane-mkcapture: %s: %s\n", path, strerror(errno));
+	else if (verbose)
+		fprintf(stderr, "%s: %llu bytes, %llu events, %lld steps, %lld Python-tracer events, focus %lld instructions\n",
+			path, (unsigned long long)bytes, (unsigned long long)events, (long long)steps,
+			(long long)mk_job_tracer_events(s), (long long)s->mods[0].stats.n_instructions);
+	mk_scn_release(s);
+	free(s);
+	return rc ? 2 : 0;
+}
+
+static int64_t parse_bytes(const char *a)
+{
+	char *end;
+	double v = strtod(a, &end);
+	int64_t m = *end == 'K' ? 1ll << 10 : *end == 'M' ? 1ll << 20 : *end == 'G' ? 1ll << 30 : 1;
+	if (m > 1)
+		end++;
+	return *end || v <= 0 || v > 1e12 ? -1 : (int64_t)(v * (double)m);
+}
+
 int main(int argc, char **argv)
 {
 	const char *name = NULL, *out = NULL;
 	int scale = 1, verbose = 0;
 	unsigned variants = 0;
-	int64_t big = 0, step = 0;
+	int64_t big = 0, step = 0, job = 0, steps = -1, size = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc) {
@@ -144,6 +208,25 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			step = v;
+		} else if (strcmp(argv[i], "--job") == 0 && i + 1 < argc) {
+			char *end;
+			job = strtoll(argv[++i], &end, 10);
+			if (*end || job < 1000 || job > 10000000) {
+				fprintf(stderr, "xplane-mkcapture: bad --job '%s' (1000 to 10000000)\n", argv[i]);
+				return 1;
+			}
+		} else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
+			char *end;
+			steps = strtoll(argv[++i], &end, 10);
+			if (*end || steps < 0 || steps > 1000000) {
+				fprintf(stderr, "xplane-mkcapture: bad --steps '%s'\n", argv[i]);
+				return 1;
+			}
+		} else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
+			if ((size = parse_bytes(argv[++i])) < 0) {
+				fprintf(stderr, "xplane-mkcapture: bad --size '%s' (bytes, or with K, M or G)\n", argv[i]);
+				return 1;
+			}
 		} else if (strcmp(argv[i], "-v") == 0) {
 			verbose = 1;
 		} else if (strcmp(argv[i], "--list") == 0) {
@@ -161,6 +244,14 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 1;
 		}
+	}
+	if (job) {
+		/* the one positional argument is OUT */
+		if (!name || out || (steps < 0) == (size == 0)) {
+			usage(stderr);
+			return 1;
+		}
+		return write_job(job, steps, size, name, verbose);
 	}
 	if (!name || !out) {
 		usage(stderr);

@@ -73,6 +73,7 @@ void mk_scn_release(mk_scn *s)
 	for (int i = 0; i < s->nmods; i++) {
 		hb_free(s->mods[i].hb);
 		xpf_buf_release(&s->mods[i].hlo);
+		free(s->mods[i].kthunks);
 	}
 	free(s->acts);
 	free(s->tmpl);
@@ -164,7 +165,7 @@ int64_t mk_exec_duration(const mk_scn *s, int module, int fail_at, int64_t retry
 	if (fail_at >= 0)
 		return l.end;
 	int64_t kend = l.thunks_start + KERNEL_LAG_NS +
-		(int64_t)mi->nthunks * KERNEL_NS;
+		(int64_t)(mi->nkernels ? mi->nkernels : mi->nthunks) * KERNEL_NS;
 	return kend > l.end ? kend : l.end;
 }
 
@@ -187,9 +188,10 @@ int mk_exec(mk_scn *s, int module, int fail_at, int64_t retry_ns)
 
 void mk_free(mk_scn *s, int handle)
 {
-	/* find the device of the handle */
+	/* find the device of the handle (one device: no search, --job frees
+	 * hundreds of results a step) */
 	int dev = 0;
-	for (int i = s->nacts - 1; i >= 0; i--) {
+	for (int i = s->ndev == 1 ? -1 : s->nacts - 1; i >= 0; i--) {
 		const mk_act *a = &s->acts[i];
 		if (a->kind == ACT_PUT && a->handle == handle) {
 			dev = a->dev;
@@ -213,6 +215,14 @@ void mk_py(mk_scn *s, const char *name, int64_t dur_ns)
 	a->dur_ns = dur_ns;
 	snprintf(a->name, sizeof a->name, "%s", name);
 	s->t += dur_ns + 1 * US;
+}
+
+int mk_pytree(mk_scn *s, int64_t events, int64_t dur_ns)
+{
+	mk_act *a = new_act(s, ACT_PYTREE);
+	a->count = events;
+	a->dur_ns = dur_ns;
+	return s->nacts - 1;
 }
 
 /* ---- --scale: the prefix steps ---- */
@@ -398,9 +408,16 @@ void mk_add_big_module(mk_scn *s, int64_t n)
  * the scenario's script. */
 void mk_add_big_step(mk_scn *s, int64_t n)
 {
+	int mod = mk_big_step_module(s, n, 400);
+	mk_gap(s, 100 * US);
+	mk_exec(s, mod, -1, 0);
+}
+
+int mk_big_step_module(mk_scn *s, int64_t n, int64_t per_output)
+{
 	enum { FAN = 8, NDONATED = 512 };
 	static const char *const roots[6] = { "multiply", "add", "tanh", "exponential", "subtract", "convert" };
-	int64_t nw = n / 100 > 16 ? n / 100 : 16, nb = n / 400 > 4 ? n / 400 : 4, np = 0;
+	int64_t nw = n / 100 > 16 ? n / 100 : 16, nb = n / per_output > 4 ? n / per_output : 4, np = 0;
 	int64_t rows = 72 * GiB_ / (nw * 1024 * 2); /* bf16[rows,1024] weights */
 	uint64_t pid = 1;
 	char nm[64], opn[96];
@@ -461,9 +478,7 @@ void mk_add_big_step(mk_scn *s, int64_t n)
 	hb_alloc_output(m, hb_buffer(m, r, -1, HB_OUTPUT));
 	free(params);
 	free(outs);
-	int mod = mk_add_module(s, m, "big_step", 0);
-	mk_gap(s, 100 * US);
-	mk_exec(s, mod, -1, 0);
+	return mk_add_module(s, m, "big_step", 0);
 }
 
 uint64_t mk_count_bytes(mk_scn *s)
@@ -518,6 +533,7 @@ typedef struct rt_ids {
 	int64_t alloc_ref;
 	int64_t nc_thunks_ev; /* new-client: [<d>] GpuExecutable::ExecuteThunks */
 	mod_ids mod[MK_MAX_MODULES];
+	int64_t *py_ids; /* mk_pytree_emit's names */
 	/* recently used free-form names (Python events, shapes) */
 	char names[2][NAME_CACHE][96];
 	int64_t name_id[2][NAME_CACHE];
@@ -528,6 +544,7 @@ static void rt_ids_release(rt_ids *c)
 {
 	for (int m = 0; m < MK_MAX_MODULES; m++)
 		free(c->mod[m].thunk_ev);
+	free(c->py_ids);
 	memset(c, 0, sizeof *c);
 }
 
@@ -560,7 +577,7 @@ static mod_ids *MOD(rt_ids *c, const mk_modinfo *mi, int module)
 {
 	mod_ids *m = &c->mod[module];
 	if (!m->thunk_ev) {
-		size_t n = (size_t)mi->nthunks + 1;
+		size_t n = (size_t)(mi->nkernels > mi->nthunks ? mi->nkernels : mi->nthunks) + 1;
 		m->thunk_ev = calloc(4 * n, sizeof *m->thunk_ev);
 		if (!m->thunk_ev)
 			abort();
@@ -1018,6 +1035,9 @@ static void gen_python(void *vctx, xp_emit *e)
 		if (x->kind == ACT_PY) {
 			span_id(e, name_id(e, c->ids, 0, x->name), x->t_ns, x->t_ns + x->dur_ns);
 			xp_flush(e);
+		} else if (x->kind == ACT_PYTREE) {
+			mk_pytree_emit(e, &c->ids->py_ids, x);
+			xp_flush(e);
 		} else if (x->kind == ACT_EXEC && x->leader && x->fail_at >= 0 &&
 			   (c->s->variants & MK_V_EVENTS_AFTER)) {
 			/* the exception on its way out, right after the failure (the
@@ -1060,10 +1080,12 @@ static void gen_stream(void *vctx, xp_emit *e)
 		exec_layout l;
 		layout(mi, x->fail_at, x->retry_ns, &l);
 		int64_t t = x->t_ns + l.thunks_start + KERNEL_LAG_NS;
-		for (int k = 0; k < mi->nthunks; k++) {
+		const int nk = mi->nkernels ? mi->nkernels : mi->nthunks;
+		const char *const *names = mi->nkernels ? mi->kthunks : mi->thunks;
+		for (int k = 0; k < nk; k++) {
 			if (!mc->kern_ev[k]) {
 				char kn[160];
-				kernel_name(mi->thunks[k], kn, sizeof kn);
+				kernel_name(names[k], kn, sizeof kn);
 				mc->kern_ev[k] = xp_ev_meta(e, kn);
 			}
 			span_id(e, mc->kern_ev[k], t, t + KERNEL_NS - 1 * US);
@@ -1085,7 +1107,7 @@ static void gen_stream(void *vctx, xp_emit *e)
 			xp_st_ref_id(e, ST(e, ids, S_HLOMOD), mc->name_ref);
 			xp_st_i64_id(e, ST(e, ids, S_PROGID), (int64_t)hb_program_id(mi->hb));
 			if (!mc->hlo_ref[k])
-				mc->hlo_ref[k] = xp_st_meta(e, mi->thunks[k]);
+				mc->hlo_ref[k] = xp_st_meta(e, names[k]);
 			xp_st_ref_id(e, ST(e, ids, S_HLOOP), mc->hlo_ref[k]);
 			t += KERNEL_NS;
 		}

@@ -25,10 +25,15 @@ typedef struct mk_modinfo {
 	int nresults;
 	const char *thunks[MK_MAX_THUNKS];
 	int nthunks;
+	/* kernels on the stream per execution when not one per listed thunk
+	 * (0: nthunks): --job's focus launches a kernel per top-level fusion,
+	 * beyond the MK_MAX_THUNKS its host line lists; kthunks names them */
+	const char **kthunks;
+	int nkernels;
 	hb_stats stats;
 } mk_modinfo;
 
-enum { ACT_PUT, ACT_EXEC, ACT_FREE, ACT_PY };
+enum { ACT_PUT, ACT_EXEC, ACT_FREE, ACT_PY, ACT_PYTREE };
 
 /* Variants (--variant): each changes only the shape of the events (names,
  * nesting, stats present, line order), never a figure: the allocator
@@ -64,6 +69,7 @@ typedef struct mk_act {
 	int64_t retry_ns;
 	int64_t bytes;  /* PUT */
 	int handle;     /* PUT: new array; FREE: array freed; EXEC: first result */
+	int64_t count;  /* PYTREE: events */
 	char name[96];  /* PY: event name; PUT: shape */
 } mk_act;
 
@@ -128,6 +134,24 @@ void mk_add_big_module(mk_scn *s, int64_t n);
 /* --big-step: a module of about n instructions that runs once after the
  * script and is the diagnosis's focus (the biggest by need that ran). */
 void mk_add_big_step(mk_scn *s, int64_t n);
+/* Its module alone (one small unaliased output per per_output instructions;
+ * mk_add_big_step: 400); returns the module index. */
+int mk_big_step_module(mk_scn *s, int64_t n, int64_t per_output);
+/* --job (job.c): the shape of a big real job on one GPU: a focus module of
+ * about n instructions that runs every step among small executions, with a
+ * Python tracer's call tree; see job.c. */
+void mk_build_job(mk_scn *s, int64_t n);
+/* Its script of `steps` steps (any script before is dropped). */
+void mk_job_script(mk_scn *s, int64_t steps);
+/* The Python-tracer events of the script. */
+int64_t mk_job_tracer_events(const mk_scn *s);
+/* A Python-tracer call tree of `events` events over dur_ns from the cursor
+ * on the python line; the cursor does not move (the tracer runs beside the
+ * executions it dispatches).  Returns the action's index. */
+int mk_pytree(mk_scn *s, int64_t events, int64_t dur_ns);
+/* Its events (gen_python); *ids caches the names' metadata ids. */
+struct xp_emit;
+void mk_pytree_emit(struct xp_emit *e, int64_t **ids, const mk_act *x);
 /* Actions in replay order: the prefix steps, then the script. */
 int64_t mk_nacts_total(const mk_scn *s);
 const mk_act *mk_act_at(const mk_scn *s, int64_t i, mk_act *tmp);
