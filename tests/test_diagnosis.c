@@ -1145,12 +1145,22 @@ static void test_fraction_after_program_fixes(void **state)
 	assert_non_null(fix);  /* remat, micro-batch, sequence, shapes, recompiles */
 	if (frac < fix)
 		fail_msg("the memory fraction comes before a program fix:\n%s", txt);
-	assert_contains(frac, "CUDA context");
+	/* its cost names the device's libraries: this scenario's GPU is AMD's */
+	assert_contains(frac, "HIP runtime, MIOpen/hipBLASLt workspaces and RCCL");
+	assert_null(strstr(txt, "CUDA"));
 	/* diagnosis.json: the last fix of plan-exceeds-pool, saving nothing */
 	json_t *fx = json_object_get(need_finding(&p, "plan-exceeds-pool"), "fixes");
 	json_t *x = json_array_get(fx, json_array_size(fx) - 1);
 	assert_contains(json_string_value(json_object_get(x, "text")), "adds 304.7 MiB to the pool");
 	assert_int_equal(json_integer_value(json_object_get(x, "saving_bytes")), 0);
+	close_rep(&p);
+	/* the same step on an NVIDIA device */
+	path = scenario_variant("retrace-oom", "nvidia");
+	assert_non_null(path);
+	assert_true(open_rep(&p, path, 0));
+	txt = cat(&p, "diagnosis.txt");
+	assert_contains(txt, "the CUDA context, cuDNN/cuBLAS workspaces and NCCL");
+	assert_null(strstr(txt, "HIP"));
 	close_rep(&p);
 }
 

@@ -70,6 +70,17 @@ static const Tensorflow__Profiler__XStat *find_stat(const Tensorflow__Profiler__
 	return NULL;
 }
 
+/* The text of plane p's own stat name ("" when absent). */
+static const char *plane_text(const Tensorflow__Profiler__XPlane *p, const char *name)
+{
+	const Tensorflow__Profiler__XStat *s = find_stat(p, p->stats, p->n_stats, name);
+	if (s == NULL)
+		return "";
+	if (s->value_case == TENSORFLOW__PROFILER__XSTAT__VALUE_REF_VALUE)
+		return stat_name(p, (int64_t)s->ref_value);
+	return s->value_case == TENSORFLOW__PROFILER__XSTAT__VALUE_STR_VALUE ? s->str_value : "";
+}
+
 static int64_t stat_int(const Tensorflow__Profiler__XStat *s)
 {
 	assert_non_null(s);
@@ -1308,6 +1319,11 @@ static void test_variant(void **state)
 		}
 		assert_int_equal(host_unsorted + dev_unsorted, 0);
 	}
+	/* the device planes' vendor */
+	for (size_t p = 0; p < b.xs->n_planes; p++)
+		if (strncmp(b.xs->planes[p]->name, "/device:GPU:", 12) == 0)
+			assert_string_equal(plane_text(b.xs->planes[p], "device_vendor"),
+					    V("nvidia") ? "Nvidia" : plane_text(a.xs->planes[p], "device_vendor"));
 #undef V
 	vcap_free(&a);
 	vcap_free(&b);

@@ -61,7 +61,8 @@ static void offer_fraction(xpf_diag_ctx *c, xpf_finding *f, uint64_t need)
 		char h3[32];
 		size_t nfix = f->nfixes;
 		xpf_diag_addfix(c, f, 0, 0,
-				"the memory the CUDA context, cuDNN/cuBLAS workspaces and NCCL need outside the pool; try the program fixes first",
+				d->amd ? "the memory the HIP runtime, MIOpen/hipBLASLt workspaces and RCCL need outside the pool; try the program fixes first" :
+					 "the memory the CUDA context, cuDNN/cuBLAS workspaces and NCCL need outside the pool; try the program fixes first",
 				"after the program fixes, if still short: XLA_PYTHON_CLIENT_MEM_FRACTION=.%02u adds %s to the pool (not a saving); the device has %s and the step needs %s%s",
 				frac, xpf_human(xpf_sub0(pool, d->capacity_bytes), h3),
 				xpf_human(d->memory_bytes, h1), xpf_human(need, h2),

@@ -184,9 +184,11 @@ bool xpf_diag_device_name(const xpf_plane *p, xpf_str *out, xpf_error *err)
 	       (xpf_plane_stat(p, "device_type_string", &st, err) == 1 && xpf_stat_text(&st, out));
 }
 
-uint64_t xpf_diag_device_memory(xpf_host *h, int dev)
+/* The stats of device dev's plane (dev < 0: each device plane in turn,
+ * from *from); NULL when there is none more. */
+static const xpf_plane *device_plane(xpf_host *h, int dev, size_t *from)
 {
-	for (size_t i = 0; i < xpf_capture_nplanes(h->cap); i++) {
+	for (size_t i = *from; i < xpf_capture_nplanes(h->cap); i++) {
 		const xpf_plane_head *hd = xpf_capture_plane_head(h->cap, i);
 		if (strncmp(hd->name, "/device:", 8) != 0)
 			continue;
@@ -200,14 +202,37 @@ uint64_t xpf_diag_device_memory(xpf_host *h, int dev)
 		}
 		const xpf_plane *p;
 		xpf_error e = { 0 };
-		xpf_stat st;
-		uint64_t mem;
 		if (xpf_capture_plane_meta(h->cap, i, &p, &e) != XPF_OK) /* its stats only */
 			continue;
+		*from = i + 1;
+		return p;
+	}
+	*from = xpf_capture_nplanes(h->cap);
+	return NULL;
+}
+
+uint64_t xpf_diag_device_memory(xpf_host *h, int dev)
+{
+	size_t from = 0;
+	for (const xpf_plane *p; (p = device_plane(h, dev, &from)) != NULL;) {
+		xpf_error e = { 0 };
+		xpf_stat st;
+		uint64_t mem;
 		if (xpf_plane_stat(p, "memory_size", &st, &e) == 1 && xpf_stat_u64(&st, &mem) && mem)
 			return mem;
 	}
 	return 0;
+}
+
+bool xpf_diag_device_is_amd(xpf_host *h, int dev)
+{
+	size_t from = 0;
+	const xpf_plane *p = device_plane(h, dev, &from);
+	xpf_error e = { 0 };
+	xpf_stat st;
+	xpf_str v;
+	return p && xpf_plane_stat(p, "device_vendor", &st, &e) == 1 && xpf_stat_text(&st, &v) &&
+	       xpf_str_eq(v, "AMD");
 }
 
 /* ---- module choice (SPEC §5.1) -------------------------------------------- */
@@ -414,6 +439,7 @@ static void choose_capacity(xpf_diag_ctx *c)
 	if (d->allocator >= 0 && d->device < 0)
 		d->device = rt->allocators[d->allocator].device;
 	d->memory_bytes = xpf_diag_device_memory(h, d->device);
+	d->amd = xpf_diag_device_is_amd(h, d->device);
 
 	xpf_buf src = XPF_BUF_INIT;
 	if (d->allocator >= 0 && rt->allocators[d->allocator].capacity_bytes) {

@@ -68,6 +68,7 @@ typedef struct xpf_diagnosis {
 	enum xpf_tag capacity_tag;
 	char *capacity_source; /* "GPU_0_bfc", "--capacity", "memory_size of /device:GPU:0" */
 	uint64_t memory_bytes; /* the device's memory_size, 0 when absent */
+	bool amd;              /* the device's vendor is AMD (ROCm): its libraries' names */
 	bool fraction_set;     /* capacity is not 0.75 × memory_size (±1%) */
 	/* host events between the focus module's last two executions on the
 	 * focus execution's device (runtime/between.tsv): module -1 without a
@@ -101,6 +102,8 @@ void xpf_diag_checks(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out);
 /* The device plane's memory_size for device d (d < 0: the first device
  * plane that has one); 0 when absent. */
 uint64_t xpf_diag_device_memory(xpf_host *h, int d);
+/* Whether that device plane's device_vendor is "AMD" (absent: false). */
+bool xpf_diag_device_is_amd(xpf_host *h, int d);
 /* A device plane's device name: its gpu_device_name stat (GPU), else its
  * device_type_string ("TPU v6 Lite"); false when it has neither.  Errors
  * reading them go to *err (kept when already set). */

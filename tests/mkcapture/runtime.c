@@ -28,6 +28,8 @@ const mk_variant mk_variants[] = {
 	  "no fragmentation, peak_bytes_in_use, data_type, shape, id; no module_name on thunks; no kernel_details" },
 	{ "shuffle", MK_V_SHUFFLE,
 	  "host lines in reverse order with other thread ids; allocator and kernel lines' events written last first" },
+	{ "nvidia", MK_V_NVIDIA,
+	  "the device planes say device_vendor Nvidia, NVIDIA H100 80GB HBM3, compute capability 9.0" },
 };
 const int mk_nvariants = (int)(sizeof mk_variants / sizeof mk_variants[0]);
 
@@ -1154,10 +1156,11 @@ int mk_write_xspace(mk_scn *s, FILE *f, uint64_t *bytes, uint64_t *events)
 		xp_plane_stat_i64(&p, "core_count", 256);
 		xp_plane_stat_u64(&p, "memory_bandwidth", 8000000000000ull);
 		xp_plane_stat_u64(&p, "memory_size", s->memory_size);
+		const int nvidia = (s->variants & MK_V_NVIDIA) != 0;
 		xp_plane_stat_i64(&p, "compute_cap_major", 9);
-		xp_plane_stat_i64(&p, "compute_cap_minor", 5);
-		xp_plane_stat_str(&p, "device_vendor", s->vendor);
-		xp_plane_stat_str(&p, "gpu_device_name", s->device_name);
+		xp_plane_stat_i64(&p, "compute_cap_minor", nvidia ? 0 : 5);
+		xp_plane_stat_str(&p, "device_vendor", nvidia ? "Nvidia" : s->vendor);
+		xp_plane_stat_str(&p, "gpu_device_name", nvidia ? "NVIDIA H100 80GB HBM3" : s->device_name);
 		ctx[0] = (line_ctx){ s, 3, d, &ids[0] };
 		memset(&lines[0], 0, sizeof lines[0]);
 		lines[0].id = 13 + d;

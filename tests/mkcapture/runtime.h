@@ -47,6 +47,7 @@ enum {
 	MK_V_EVENTS_AFTER = 1u << 3,      /* host and Python events after a failure */
 	MK_V_NO_OPTIONAL_STATS = 1u << 4, /* optional allocator, thunk and kernel stats absent */
 	MK_V_SHUFFLE = 1u << 5,           /* host lines reversed, other thread ids, events unordered */
+	MK_V_NVIDIA = 1u << 6,            /* the GPU planes an NVIDIA device's (vendor, name, compute cap) */
 };
 typedef struct mk_variant {
 	const char *name;
