@@ -266,9 +266,13 @@ static int index_instrs(xpf_plan *p, plan_src *s, xpf_arena *a, xpf_error *err)
 		}
 	}
 	/* the plan's arena frees the instructions from now on */
-	xpf_arena_alloc(a, 0);
-	free(a->ptrs[a->n - 1]);
-	a->ptrs[a->n - 1] = p->instrs;
+	if (p->instrs == NULL) {
+		p->instrs = xpf_arena_array(a, 0, sizeof *p->instrs);
+	} else {
+		xpf_arena_alloc(a, 0);
+		free(a->ptrs[a->n - 1]);
+		a->ptrs[a->n - 1] = p->instrs;
+	}
 	if (rc != XPF_OK)
 		p->ninstrs = 0;
 	free(ip.comp_name);
