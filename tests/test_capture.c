@@ -114,15 +114,17 @@ static uint64_t module_total(xpf_capture *c, const char *name, size_t *nalloc)
 	for (size_t m = 0; m < xpf_capture_nmodules(c); m++) {
 		if (strcmp(xpf_capture_module(c, m)->name, name) != 0)
 			continue;
-		const Xla__HloProto *h;
+		xpf_hlo *hlo;
 		xpf_error err = { 0 };
-		assert_int_equal(xpf_capture_module_hlo(c, m, &h, &err), XPF_OK);
+		assert_int_equal(xpf_capture_module_hlo(c, m, &hlo, &err), XPF_OK);
+		const Xla__HloProto *h = xpf_hlo_head(hlo);
 		assert_non_null(h->buffer_assignment);
 		uint64_t t = 0;
 		for (size_t a = 0; a < h->buffer_assignment->n_buffer_allocations; a++)
 			t += (uint64_t)h->buffer_assignment->buffer_allocations[a]->size;
 		if (nalloc)
 			*nalloc = h->buffer_assignment->n_buffer_allocations;
+		xpf_hlo_free(hlo);
 		return t;
 	}
 	fail_msg("module %s not found", name);
@@ -231,8 +233,9 @@ static void test_tpu(void **state)
 			found = 1;
 			/* 64-bit program id from the program_id stat, not hlo_module.id (12). */
 			assert_true(r->program_id == 12190760917235803885ULL);
-			const Xla__HloProto *h;
-			assert_int_equal(xpf_capture_module_hlo(c, m, &h, &err), XPF_OK);
+			xpf_hlo *hlo;
+			assert_int_equal(xpf_capture_module_hlo(c, m, &hlo, &err), XPF_OK);
+			const Xla__HloProto *h = xpf_hlo_head(hlo);
 			assert_int_equal(h->hlo_module->id, 12);
 			uint64_t c0 = 0, c5 = 0;
 			for (size_t a = 0; a < h->buffer_assignment->n_buffer_allocations; a++) {
@@ -244,6 +247,7 @@ static void test_tpu(void **state)
 			}
 			assert_int_equal(c0, 21474934816ULL);
 			assert_int_equal(c5, 16106127360ULL);
+			xpf_hlo_free(hlo);
 		}
 	}
 	assert_true(found);
@@ -404,11 +408,20 @@ static void test_bare_hlo(void **state)
 	assert_int_equal(xpf_input_open(p, NULL, &in, &err), XPF_OK);
 	xpf_capture *c = in->hosts[0].cap;
 	assert_int_equal(xpf_capture_nmodules(c), 1);
-	const Xla__HloProto *h;
-	assert_int_equal(xpf_capture_module_hlo(c, 0, &h, &err), XPF_OK);
+	xpf_hlo *hlo;
+	assert_int_equal(xpf_capture_module_hlo(c, 0, &hlo, &err), XPF_OK);
+	const Xla__HloProto *h = xpf_hlo_head(hlo);
 	assert_int_equal(h->buffer_assignment->n_buffer_allocations, 202);
 	assert_int_equal(h->buffer_assignment->n_logical_buffers, 1732);
 	assert_int_equal(h->buffer_assignment->n_heap_simulator_traces, 1);
+	/* the head holds no computation: each is unpacked when asked */
+	assert_int_equal(h->hlo_module->n_computations, 0);
+	assert_true(xpf_hlo_ncomputations(hlo) > 0);
+	const Xla__HloComputationProto *cp;
+	assert_int_equal(xpf_hlo_computation(hlo, 0, &cp, &err), XPF_OK);
+	assert_true(cp->n_instructions > 0);
+	assert_int_equal(xpf_hlo_check(hlo, &err), XPF_OK);
+	xpf_hlo_free(hlo);
 	xpf_input_free(in);
 }
 

@@ -662,11 +662,12 @@ static void test_conv_run(void **state)
 		snprintf(path, sizeof path, "%s/%s", dirpath, de->d_name);
 		xpf_capture *c = NULL;
 		xpf_error err = { 0 };
-		const Xla__HloProto *hlo = NULL;
+		xpf_hlo *hlo = NULL;
 		xpf_plan *sp = NULL;
 		assert_int_equal(xpf_capture_open_hlo(path, &c, &err), XPF_OK);
 		assert_int_equal(xpf_capture_module_hlo(c, 0, &hlo, &err), XPF_OK);
-		assert_int_equal(xpf_plan_build(hlo, de->d_name, 0, &sp, &err), XPF_OK);
+		assert_int_equal(xpf_plan_build_parts(hlo, de->d_name, 0, &sp, &err), XPF_OK);
+		xpf_hlo_free(hlo);
 		check_invariants(sp);
 		assert_true(sp->has_assignment);
 		/* "jit_forward_3d_conv_15_.hlo_proto.pb" -> "jit_forward_3d_conv(15)" */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analysis/plan_priv.h"
+#include "common/alloc.h"
 
 /* ---- arena ------------------------------------------------------------ */
 
@@ -120,14 +121,23 @@ static const xpf_plan_instr *location_instr(const xpf_plan *p,
 
 /* ---- instructions ----------------------------------------------------- */
 
+const char *xpf_plan_str(xpf_plan *p, const char *s)
+{
+	return xpf_intern_get(((plan_priv *)p->priv)->strings, s, strlen(s));
+}
+
 /* "file:line", else the innermost stack frame "file:line:col" (reference
  * §8.4, xprof's order). */
-static const char *source_of(const Xla__HloModuleProto *mod, const Xla__OpMetadata *md, xpf_arena *a)
+static const char *source_of(xpf_plan *p, const Xla__HloModuleProto *mod, const Xla__OpMetadata *md,
+			     xpf_buf *b)
 {
 	if (md == NULL)
 		return "";
-	if (md->source_file && md->source_file[0])
-		return xpf_arena_printf(a, "%s:%d", md->source_file, md->source_line);
+	xpf_buf_reset(b);
+	if (md->source_file && md->source_file[0]) {
+		xpf_buf_printf(b, "%s:%d", md->source_file, md->source_line);
+		return xpf_plan_str(p, b->data);
+	}
 	const Xla__StackFrameIndexProto *sf = mod->stack_frame_index;
 	int32_t id = md->stack_frame_id;
 	if (sf == NULL || id <= 0 || (size_t)id > sf->n_stack_frames)
@@ -139,7 +149,8 @@ static const char *source_of(const Xla__HloModuleProto *mod, const Xla__OpMetada
 	const char *file = "?";
 	if (fl->file_name_id > 0 && (size_t)fl->file_name_id <= sf->n_file_names)
 		file = sf->file_names[fl->file_name_id - 1];
-	return xpf_arena_printf(a, "%s:%d:%d", file, fl->line, fl->column);
+	xpf_buf_printf(b, "%s:%d:%d", file, fl->line, fl->column);
+	return xpf_plan_str(p, b->data);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -148,96 +159,148 @@ static int cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The ids of computations called by fusion instructions, sorted (older
- * protos do not set is_fusion_computation). */
-static int64_t *fusion_callees(const Xla__HloModuleProto *mod, size_t *n)
+/* The first pass over the computations, one unpacked at a time: the
+ * instructions, and what marks the entry and the fusion bodies once all
+ * are seen (older protos do not set is_fusion_computation: the callees of
+ * fusion instructions are fused too). */
+typedef struct instr_pass {
+	size_t cap;             /* of p->instrs, s->comp, s->pos */
+	const char **comp_name; /* by computation */
+	bool *comp_fused;       /* by computation */
+	int64_t *callees;       /* called by fusion instructions */
+	size_t ncallees, callees_cap;
+	xpf_buf b;
+} instr_pass;
+
+static void add_instr(xpf_plan *p, plan_src *s, instr_pass *ip, const Xla__HloComputationProto *cp,
+		      size_t k, size_t i)
 {
-	size_t cap = 0;
-	for (size_t c = 0; c < mod->n_computations; c++)
-		for (size_t i = 0; i < mod->computations[c]->n_instructions; i++)
-			cap += mod->computations[c]->instructions[i]->n_called_computation_ids;
-	int64_t *ids = malloc((cap ? cap : 1) * sizeof *ids);
-	if (ids == NULL)
-		abort();
-	*n = 0;
-	for (size_t c = 0; c < mod->n_computations; c++) {
-		const Xla__HloComputationProto *cp = mod->computations[c];
-		for (size_t i = 0; i < cp->n_instructions; i++) {
-			const Xla__HloInstructionProto *in = cp->instructions[i];
-			if (strcmp(in->opcode, "fusion") != 0)
-				continue;
-			for (size_t k = 0; k < in->n_called_computation_ids; k++)
-				ids[(*n)++] = in->called_computation_ids[k];
-		}
+	const Xla__HloInstructionProto *in = cp->instructions[i];
+	const Xla__OpMetadata *md = in->metadata;
+	if (p->ninstrs == ip->cap) {
+		ip->cap = ip->cap ? 2 * ip->cap : 1024;
+		p->instrs = xpf_realloc_array(p->instrs, ip->cap, sizeof *p->instrs);
+		s->comp = xpf_realloc_array(s->comp, ip->cap, sizeof *s->comp);
+		s->pos = xpf_realloc_array(s->pos, ip->cap, sizeof *s->pos);
 	}
-	if (*n)
-		xpf_qsort(ids, *n, sizeof *ids, cmp_i64);
-	return ids;
+	s->comp[p->ninstrs] = (uint32_t)k;
+	s->pos[p->ninstrs] = (uint32_t)i;
+	xpf_plan_instr *x = &p->instrs[p->ninstrs++];
+	*x = (xpf_plan_instr){ .id = in->id, .computation_id = cp->id };
+	x->name = xpf_plan_str(p, in->name);
+	x->opcode = xpf_plan_str(p, in->opcode);
+	x->computation = ip->comp_name[k];
+	x->remat = strstr(in->name, ".remat") != NULL;
+	x->op_name = md ? xpf_plan_str(p, md->op_name) : "";
+	x->source = source_of(p, s->mod, md, &ip->b);
+	xpf_buf_reset(&ip->b);
+	xpf_shape_text(in->shape, true, &ip->b);
+	x->shape = xpf_plan_str(p, ip->b.data ? ip->b.data : "");
+	x->dtype = in->shape ? xpf_dtype_name(in->shape->element_type) : "";
+	x->fusion_kind = xpf_plan_str(p, in->fusion_kind);
+	x->stack_frame_id = md ? md->stack_frame_id : 0;
+	x->source_line = md ? md->source_line : 0;
+	x->source_file = md ? xpf_plan_str(p, md->source_file) : "";
+	if (in->shape && in->shape->layout && in->shape->layout->n_tiles)
+		p->tpu = true;
+	if (x->remat)
+		p->remat_instructions++;
+	if (strcmp(in->opcode, "fusion") == 0)
+		for (size_t c = 0; c < in->n_called_computation_ids; c++)
+			*XPF_VEC_PUSH(ip->callees, ip->ncallees, ip->callees_cap) =
+				in->called_computation_ids[c];
 }
 
-static int64_t entry_id(const Xla__HloModuleProto *mod)
+static int64_t entry_id(const plan_src *s, const instr_pass *ip)
 {
-	for (size_t c = 0; c < mod->n_computations; c++)
-		if (mod->entry_computation_name[0] &&
-		    strcmp(mod->computations[c]->name, mod->entry_computation_name) == 0)
-			return mod->computations[c]->id;
-	for (size_t c = 0; c < mod->n_computations; c++)
-		if (mod->computations[c]->id == mod->entry_computation_id)
-			return mod->computations[c]->id;
+	for (size_t c = 0; c < s->ncomps; c++)
+		if (s->mod->entry_computation_name[0] &&
+		    strcmp(ip->comp_name[c], s->mod->entry_computation_name) == 0)
+			return s->comp_id[c];
+	for (size_t c = 0; c < s->ncomps; c++)
+		if (s->comp_id[c] == s->mod->entry_computation_id)
+			return s->comp_id[c];
 	/* callees precede callers: the entry comes last */
-	return mod->n_computations ? mod->computations[mod->n_computations - 1]->id : -1;
+	return s->ncomps ? s->comp_id[s->ncomps - 1] : -1;
 }
 
-static void index_instrs(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena *a)
+static int pass_computations(xpf_plan *p, plan_src *s, instr_pass *ip, xpf_error *err)
 {
-	size_t n = 0;
-	int64_t entry = entry_id(mod);
-	for (size_t c = 0; c < mod->n_computations; c++)
-		n += mod->computations[c]->n_instructions;
-	p->instrs = xpf_arena_array(a, n, sizeof *p->instrs);
-	xpf_buf b = XPF_BUF_INIT;
-	size_t ncallees;
-	int64_t *callees = fusion_callees(mod, &ncallees);
-	for (size_t c = 0; c < mod->n_computations; c++) {
-		const Xla__HloComputationProto *cp = mod->computations[c];
-		bool fused =
-			cp->is_fusion_computation ||
-			(ncallees && bsearch(&cp->id, callees, ncallees, sizeof *callees, cmp_i64));
-		for (size_t i = 0; i < cp->n_instructions; i++) {
-			const Xla__HloInstructionProto *in = cp->instructions[i];
-			xpf_plan_instr *x = &p->instrs[p->ninstrs++];
-			x->id = in->id;
-			x->name = in->name;
-			x->opcode = in->opcode;
-			x->computation = cp->name;
-			x->computation_id = cp->id;
-			x->in_entry = cp->id == entry;
-			x->in_fusion = fused;
-			x->remat = strstr(in->name, ".remat") != NULL;
-			x->op_name = in->metadata ? in->metadata->op_name : "";
-			x->source = source_of(mod, in->metadata, a);
-			xpf_buf_reset(&b);
-			xpf_shape_text(in->shape, true, &b);
-			x->shape = xpf_arena_strdup(a, b.data ? b.data : "");
-			x->dtype = in->shape ? xpf_dtype_name(in->shape->element_type) : "";
-			x->proto = in;
-			if (in->shape && in->shape->layout && in->shape->layout->n_tiles)
-				p->tpu = true;
-			if (x->remat)
-				p->remat_instructions++;
+	for (size_t k = 0; k < s->ncomps; k++) {
+		const Xla__HloComputationProto *cp;
+		int rc = xpf_hlo_computation(s->hlo, k, &cp, err);
+		if (rc != XPF_OK)
+			return rc;
+		ip->comp_name[k] = xpf_plan_str(p, cp->name);
+		ip->comp_fused[k] = cp->is_fusion_computation;
+		s->comp_id[k] = cp->id;
+		s->root_id[k] = cp->root_id;
+		for (size_t i = 0; i < cp->n_instructions; i++)
+			add_instr(p, s, ip, cp, k, i);
+		xpf_hlo_drop(s->hlo, k);
+	}
+	return XPF_OK;
+}
+
+static int index_instrs(xpf_plan *p, plan_src *s, xpf_arena *a, xpf_error *err)
+{
+	instr_pass ip = { 0 };
+	s->ncomps = xpf_hlo_ncomputations(s->hlo);
+	size_t nc = s->ncomps ? s->ncomps : 1;
+	s->comp_id = xpf_calloc(nc, sizeof *s->comp_id);
+	s->root_id = xpf_calloc(nc, sizeof *s->root_id);
+	ip.comp_name = xpf_calloc(nc, sizeof *ip.comp_name);
+	ip.comp_fused = xpf_calloc(nc, sizeof *ip.comp_fused);
+	int rc = pass_computations(p, s, &ip, err);
+	if (rc == XPF_OK) {
+		int64_t entry = entry_id(s, &ip);
+		if (ip.ncallees)
+			xpf_qsort(ip.callees, ip.ncallees, sizeof *ip.callees, cmp_i64);
+		for (size_t k = 0; k < s->ncomps; k++)
+			ip.comp_fused[k] |=
+				ip.ncallees && bsearch(&s->comp_id[k], ip.callees, ip.ncallees,
+						       sizeof *ip.callees, cmp_i64);
+		for (size_t i = 0; i < p->ninstrs; i++) {
+			p->instrs[i].in_entry = p->instrs[i].computation_id == entry;
+			p->instrs[i].in_fusion = ip.comp_fused[s->comp[i]];
 		}
 	}
-	free(callees);
-	xpf_buf_release(&b);
+	/* the plan's arena frees the instructions from now on */
+	if (p->instrs == NULL) {
+		p->instrs = xpf_arena_array(a, 0, sizeof *p->instrs);
+	} else {
+		xpf_arena_alloc(a, 0);
+		free(a->ptrs[a->n - 1]);
+		a->ptrs[a->n - 1] = p->instrs;
+	}
+	if (rc != XPF_OK)
+		p->ninstrs = 0;
+	free(ip.comp_name);
+	free(ip.comp_fused);
+	free(ip.callees);
+	xpf_buf_release(&ip.b);
+	return rc;
+}
+
+const Xla__HloInstructionProto *xpf_plan_proto(plan_src *s, const xpf_plan_instr *in)
+{
+	size_t i = (size_t)(in - s->p->instrs);
+	const Xla__HloComputationProto *cp;
+	/* it decoded in the first pass: only memory can run out now */
+	if (xpf_hlo_computation(s->hlo, s->comp[i], &cp, NULL) != XPF_OK)
+		abort();
+	return cp->instructions[s->pos[i]];
 }
 
 /* ---- buffers and allocations ------------------------------------------ */
 
-static void index_buffers(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_arena *a)
+static void index_buffers(xpf_plan *p, plan_src *s, xpf_arena *a)
 {
+	const Xla__BufferAssignmentProto *ba = s->ba;
 	xpf_buf b = XPF_BUF_INIT;
 	p->nbuffers = ba->n_logical_buffers;
 	p->buffers = xpf_arena_array(a, p->nbuffers, sizeof *p->buffers);
+	s->buffer_shape = xpf_calloc(p->nbuffers ? p->nbuffers : 1, sizeof *s->buffer_shape);
 	for (size_t i = 0; i < p->nbuffers; i++) {
 		const Xla__LogicalBufferProto *lb = ba->logical_buffers[i];
 		xpf_plan_buffer *x = &p->buffers[i];
@@ -250,13 +313,15 @@ static void index_buffers(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf
 		const int64_t *ix = lb->defined_at ? lb->defined_at->shape_index : NULL;
 		size_t nix = lb->defined_at ? lb->defined_at->n_shape_index : 0;
 		x->shape_index = xpf_index_text(a, ix, nix);
-		x->shape_proto = x->instr ? xpf_shape_at(x->instr->proto->shape, ix, nix) : NULL;
-		x->dtype = x->shape_proto ? xpf_dtype_name(x->shape_proto->element_type) : "";
+		const Xla__ShapeProto *sh =
+			x->instr ? xpf_shape_at(xpf_plan_proto(s, x->instr)->shape, ix, nix) : NULL;
+		s->buffer_shape[i] = sh;
+		x->dtype = sh ? xpf_dtype_name(sh->element_type) : "";
 		xpf_buf_reset(&b);
-		if (x->shape_proto)
-			xpf_shape_text(x->shape_proto, true, &b);
-		x->shape = xpf_arena_strdup(a, b.data ? b.data : "");
-		x->unpadded_bytes = x->shape_proto ? xpf_shape_bytes(x->shape_proto) : x->bytes;
+		if (sh)
+			xpf_shape_text(sh, true, &b);
+		x->shape = xpf_plan_str(p, b.data ? b.data : "");
+		x->unpadded_bytes = sh ? xpf_shape_bytes(sh) : x->bytes;
 	}
 	xpf_buf_release(&b);
 	((plan_priv *)p->priv)->buffer_by_id = xpf_plan_index_buffer_ids(p, p->nbuffers, a);
@@ -488,24 +553,28 @@ static void index_allocs(xpf_plan *p, const Xla__HloModuleProto *mod,
 
 /* The entry computation's parameter instructions by number (NULL where a
  * number has none); n is one past the largest number. */
-static const xpf_plan_instr **entry_params(const xpf_plan *p, size_t *n)
+static int64_t entry_param_number(plan_src *s, const xpf_plan_instr *x)
+{
+	if (!x->in_entry || strcmp(x->opcode, "parameter") != 0)
+		return -1;
+	return xpf_plan_proto(s, x)->parameter_number;
+}
+
+static const xpf_plan_instr **entry_params(const xpf_plan *p, plan_src *s, size_t *n)
 {
 	size_t max = 0;
-	for (size_t i = 0; i < p->ninstrs; i++)
-		if (p->instrs[i].in_entry && strcmp(p->instrs[i].opcode, "parameter") == 0 &&
-		    p->instrs[i].proto->parameter_number >= 0 &&
-		    (uint64_t)p->instrs[i].proto->parameter_number < p->ninstrs &&
-		    (size_t)p->instrs[i].proto->parameter_number + 1 > max)
-			max = (size_t)p->instrs[i].proto->parameter_number + 1;
+	for (size_t i = 0; i < p->ninstrs; i++) {
+		int64_t k = entry_param_number(s, &p->instrs[i]);
+		if (k >= 0 && (uint64_t)k < p->ninstrs && (size_t)k + 1 > max)
+			max = (size_t)k + 1;
+	}
 	const xpf_plan_instr **by = calloc(max ? max : 1, sizeof *by);
 	if (by == NULL)
 		abort();
 	for (size_t i = 0; i < p->ninstrs; i++) {
-		const xpf_plan_instr *x = &p->instrs[i];
-		if (x->in_entry && strcmp(x->opcode, "parameter") == 0 &&
-		    x->proto->parameter_number >= 0 && (uint64_t)x->proto->parameter_number < max &&
-		    by[x->proto->parameter_number] == NULL)
-			by[x->proto->parameter_number] = x;
+		int64_t k = entry_param_number(s, &p->instrs[i]);
+		if (k >= 0 && (uint64_t)k < max && by[k] == NULL)
+			by[k] = &p->instrs[i];
 	}
 	*n = max;
 	return by;
@@ -550,18 +619,30 @@ static size_t shape_run(const candidate *c, size_t n, const Xla__ShapeProto *s)
 	return lo < n && xpf_shape_cmp(c[lo].shape, s) == 0 ? lo : n;
 }
 
-static void params_outputs(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_arena *a)
+const Xla__ShapeProto *xpf_plan_param_shape(plan_src *s, const xpf_plan_param *x)
+{
+	const xpf_plan_alloc *al = x->alloc;
+	const Xla__BufferAllocationProto *ap = s->ba->buffer_allocations[al - s->p->allocs];
+	const Xla__ShapeProto *sh =
+		x->instr ? xpf_shape_at(xpf_plan_proto(s, x->instr)->shape,
+					ap->parameter_shape_index, ap->n_parameter_shape_index) :
+			   NULL;
+	if (sh == NULL && al->largest >= 0)
+		sh = s->buffer_shape[al->largest];
+	return sh;
+}
+
+static void params_outputs(xpf_plan *p, plan_src *s, xpf_arena *a)
 {
 	xpf_buf b = XPF_BUF_INIT;
 	size_t nby;
-	const xpf_plan_instr **by = entry_params(p, &nby);
+	const xpf_plan_instr **by = entry_params(p, s, &nby);
 	p->params = xpf_arena_array(a, p->nallocs, sizeof *p->params);
 	p->outputs = xpf_arena_array(a, p->nallocs, sizeof *p->outputs);
 	for (size_t i = 0; i < p->nallocs; i++) {
 		const xpf_plan_alloc *al = &p->allocs[i];
 		if (!al->is_parameter || !xpf_plan_device_color(p, al->color))
 			continue;
-		const Xla__BufferAllocationProto *ap = ba->buffer_allocations[i];
 		xpf_plan_param *x = &p->params[p->nparams++];
 		x->number = al->parameter_number;
 		x->shape_index = al->parameter_shape_index;
@@ -571,19 +652,14 @@ static void params_outputs(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xp
 		x->instr = al->parameter_number >= 0 && (uint64_t)al->parameter_number < nby ?
 				   by[al->parameter_number] :
 				   NULL;
-		x->shape_proto =
-			x->instr ? xpf_shape_at(x->instr->proto->shape, ap->parameter_shape_index,
-						ap->n_parameter_shape_index) :
-				   NULL;
-		if (x->shape_proto == NULL && al->largest >= 0)
-			x->shape_proto = p->buffers[al->largest].shape_proto;
+		const Xla__ShapeProto *sh = xpf_plan_param_shape(s, x);
 		xpf_buf_reset(&b);
-		if (x->shape_proto)
-			xpf_shape_text(x->shape_proto, true, &b);
-		x->shape = xpf_arena_strdup(a, b.data ? b.data : "");
-		x->element_type = x->shape_proto ? (int)x->shape_proto->element_type : 0;
-		x->dtype = x->shape_proto ? xpf_dtype_name(x->element_type) : "";
-		x->elements = xpf_shape_elements(x->shape_proto);
+		if (sh)
+			xpf_shape_text(sh, true, &b);
+		x->shape = xpf_plan_str(p, b.data ? b.data : "");
+		x->element_type = sh ? (int)sh->element_type : 0;
+		x->dtype = sh ? xpf_dtype_name(x->element_type) : "";
+		x->elements = xpf_shape_elements(sh);
 	}
 	xpf_buf_release(&b);
 	free(by);
@@ -594,9 +670,11 @@ static void params_outputs(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xp
 	size_t ncand = 0, *taken = calloc(p->nparams ? p->nparams : 1, sizeof *taken);
 	if (cand == NULL || taken == NULL)
 		abort();
-	for (size_t k = 0; k < p->nparams; k++)
-		if (!p->params[k].donated && xpf_shape_is_array(p->params[k].shape_proto))
-			cand[ncand++] = (candidate){ p->params[k].shape_proto, k };
+	for (size_t k = 0; k < p->nparams; k++) {
+		const Xla__ShapeProto *sh = xpf_plan_param_shape(s, &p->params[k]);
+		if (!p->params[k].donated && xpf_shape_is_array(sh))
+			cand[ncand++] = (candidate){ sh, k };
+	}
 	xpf_qsort(cand, ncand, sizeof *cand, cmp_candidate);
 	for (size_t i = 0; i < p->nallocs; i++) {
 		const xpf_plan_alloc *al = &p->allocs[i];
@@ -607,9 +685,10 @@ static void params_outputs(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xp
 		o->buffer = al->largest >= 0 ? &p->buffers[al->largest] : NULL;
 		o->shape = o->buffer ? o->buffer->shape : "";
 		o->dtype = o->buffer ? o->buffer->dtype : "";
-		if (o->buffer == NULL || !xpf_shape_is_array(o->buffer->shape_proto))
+		const Xla__ShapeProto *sh = o->buffer ? s->buffer_shape[al->largest] : NULL;
+		if (!xpf_shape_is_array(sh))
 			continue;
-		size_t r = shape_run(cand, ncand, o->buffer->shape_proto);
+		size_t r = shape_run(cand, ncand, sh);
 		if (r == ncand)
 			continue;
 		size_t k = r + taken[r];
@@ -642,59 +721,80 @@ static int cmp_peak(const void *a, const void *b)
 	return bx < by ? -1 : bx > by;
 }
 
-int xpf_plan_build(const Xla__HloProto *hlo, const char *module, uint64_t program_id,
-		   xpf_plan **out, xpf_error *err)
+/* After the first pass: buffers, allocations, the heap and what is live at
+ * its peak. */
+static int plan_assignment(xpf_plan *p, plan_src *s, xpf_arena *a, xpf_error *err)
 {
-	plan_priv *pv = calloc(1, sizeof *pv);
-	xpf_plan *p = calloc(1, sizeof *p);
-	if (pv == NULL || p == NULL)
-		abort();
-	p->priv = pv;
-	xpf_arena *a = &pv->arena;
-	const Xla__HloModuleProto *mod = hlo->hlo_module;
-	const Xla__BufferAssignmentProto *ba = hlo->buffer_assignment;
-	int rc;
-
-	p->module = module;
-	p->program_id = program_id;
-	p->hlo_name = mod ? mod->name : "";
-	p->peak_position = -1;
-	p->peak_instruction = "";
-	p->missing = "";
-	if (mod) {
-		index_instrs(p, mod, a);
-	}
-	pv->instr_by_id = xpf_plan_index_instr_ids(p, a);
-	pv->instr_by_name = xpf_plan_index_instr_names(p, a);
-	if (mod == NULL || ba == NULL) {
-		p->missing =
-			mod == NULL ?
-				"the HloProto has no hlo_module" :
-				"the HloProto carries no buffer_assignment (the executable did not "
-				"register one: XLA_FLAGS=--xla_gpu_executable_embed_debug_info is "
-				"off, or the backend does not export it)";
-		pv->buffer_by_id = xpf_plan_index_buffer_ids(p, 0, a);
-		*out = p;
-		return XPF_OK;
-	}
 	p->has_assignment = true;
-	index_buffers(p, ba, a);
-	index_allocs(p, mod, ba, a);
-	params_outputs(p, ba, a);
-	rc = xpf_plan_simulate(p, ba, a, err);
+	index_buffers(p, s, a);
+	index_allocs(p, s->mod, s->ba, a);
+	params_outputs(p, s, a);
+	int rc = xpf_plan_simulate(p, s->ba, a, err);
 	if (rc != XPF_OK)
-		goto fail;
+		return rc;
 	for (size_t i = 0; i < p->npeak; i++) {
 		xpf_plan_peak *pk = &p->peak[i];
 		pk->role = xpf_plan_role_of(p, pk->buffer, pk->kind);
 		p->role_bytes[pk->role] += pk->bytes;
 	}
 	xpf_qsort(p->peak, p->npeak, sizeof *p->peak, cmp_peak);
-	xpf_plan_find_dups(p, mod, a);
+	xpf_plan_find_dups(p, s, a);
+	return XPF_OK;
+}
+
+int xpf_plan_build_parts(xpf_hlo *hlo, const char *module, uint64_t program_id, xpf_plan **out,
+			 xpf_error *err)
+{
+	plan_priv *pv = xpf_calloc(1, sizeof *pv);
+	xpf_plan *p = xpf_calloc(1, sizeof *p);
+	p->priv = pv;
+	pv->strings = xpf_intern_new();
+	xpf_arena *a = &pv->arena;
+	const Xla__HloProto *head = xpf_hlo_head(hlo);
+	plan_src s = { .p = p, .hlo = hlo, .mod = head->hlo_module, .ba = head->buffer_assignment };
+
+	p->module = module;
+	p->program_id = program_id;
+	p->hlo_name = s.mod ? xpf_plan_str(p, s.mod->name) : "";
+	p->peak_position = -1;
+	p->peak_instruction = "";
+	p->missing = "";
+	int rc = s.mod ? index_instrs(p, &s, a, err) : XPF_OK;
+	if (rc == XPF_OK) {
+		pv->instr_by_id = xpf_plan_index_instr_ids(p, a);
+		pv->instr_by_name = xpf_plan_index_instr_names(p, a);
+		if (s.mod == NULL || s.ba == NULL) {
+			p->missing =
+				s.mod == NULL ?
+					"the HloProto has no hlo_module" :
+					"the HloProto carries no buffer_assignment (the executable "
+					"did not register one: "
+					"XLA_FLAGS=--xla_gpu_executable_embed_debug_info is off, "
+					"or the backend does not export it)";
+			pv->buffer_by_id = xpf_plan_index_buffer_ids(p, 0, a);
+		} else {
+			rc = plan_assignment(p, &s, a, err);
+		}
+	}
+	free(s.comp);
+	free(s.pos);
+	free(s.comp_id);
+	free(s.root_id);
+	free(s.buffer_shape);
+	if (rc != XPF_OK) {
+		xpf_plan_free(p);
+		return rc;
+	}
 	*out = p;
 	return XPF_OK;
-fail:
-	xpf_plan_free(p);
+}
+
+int xpf_plan_build(const Xla__HloProto *hlo, const char *module, uint64_t program_id,
+		   xpf_plan **out, xpf_error *err)
+{
+	xpf_hlo *h = xpf_hlo_of(hlo);
+	int rc = xpf_plan_build_parts(h, module, program_id, out, err);
+	xpf_hlo_free(h);
 	return rc;
 }
 
@@ -706,6 +806,7 @@ void xpf_plan_free(void *plan)
 	plan_priv *pv = p->priv;
 	if (pv) {
 		xpf_arena_release(&pv->arena);
+		xpf_intern_free(pv->strings);
 		free(pv);
 	}
 	free(p);
@@ -714,7 +815,6 @@ void xpf_plan_free(void *plan)
 int xpf_plan_build_module(xpf_capture *cap, size_t m, xpf_plan **out, xpf_error *err)
 {
 	const xpf_module_ref *ref = xpf_capture_module(cap, m);
-	const Xla__HloProto *hlo = NULL;
 	if (ref == NULL)
 		return xpf_fail(err, XPF_EUSAGE, "module %zu does not exist", m);
 	if (!ref->has_hlo) {
@@ -724,11 +824,11 @@ int xpf_plan_build_module(xpf_capture *cap, size_t m, xpf_plan **out, xpf_error 
 			(*out)->missing = "the metadata entry carries no `Hlo Proto` stat";
 		return rc;
 	}
+	xpf_hlo *hlo = NULL;
 	int rc = xpf_capture_module_hlo(cap, m, &hlo, err);
 	if (rc != XPF_OK)
 		return rc;
-	rc = xpf_plan_build(hlo, ref->name, ref->program_id, out, err);
-	if (rc != XPF_OK)
-		xpf_error_prefix(err, "module '%s'", ref->name);
+	rc = xpf_plan_build_parts(hlo, ref->name, ref->program_id, out, err);
+	xpf_hlo_free(hlo);
 	return rc;
 }

@@ -6,7 +6,8 @@
  * A plan is computed on first use from the module's HloProto and kept in the
  * host (h->plans[m]); it is immutable afterwards and safe to read from any
  * thread.  Every pointer inside it stays valid until the host's report is
- * freed.  Strings typed `const char *` are never NULL ("" when absent).
+ * freed; it holds no pointer into the HloProto, which is unpacked a
+ * computation at a time while the plan is built and freed after.  Strings typed `const char *` are never NULL ("" when absent).
  *
  * Memory colours (reference §3.6.1, SPEC §4.1): 0 device memory; on GPU 1
  * collective memory and 2 a separate temp colour; 5 host memory; on TPU
@@ -58,15 +59,19 @@ typedef struct xpf_plan_instr {
 	const char *opcode;
 	const char *computation; /* name of the computation holding it */
 	int64_t computation_id;
-	bool in_entry;                         /* in the entry computation */
-	bool in_fusion;                        /* in a fusion body */
-	bool remat;                            /* ".remat" in the name (reference §8.3) */
-	const char *op_name;                   /* metadata.op_name */
-	const char *source;                    /* "file:line", else the first stack frame
+	bool in_entry;           /* in the entry computation */
+	bool in_fusion;          /* in a fusion body */
+	bool remat;              /* ".remat" in the name (reference §8.3) */
+	const char *op_name;     /* metadata.op_name */
+	const char *source;      /* "file:line", else the first stack frame
 				     "file:line:col", else "" */
-	const char *shape;                     /* "f32[8,128]{1,0}", tuples "(f32[2], s32[])" */
-	const char *dtype;                     /* "f32", "tuple", ... */
-	const Xla__HloInstructionProto *proto; /* in the capture's HloProto */
+	const char *shape;       /* "f32[8,128]{1,0}", tuples "(f32[2], s32[])" */
+	const char *dtype;       /* "f32", "tuple", ... */
+	const char *fusion_kind; /* "kCustom", ...; "" */
+	/* metadata: the Python stack (reference §3.7), or file and line */
+	int32_t stack_frame_id;
+	int32_t source_line;
+	const char *source_file;
 } xpf_plan_instr;
 
 /* One logical buffer (an HLO value that got an allocation). */
@@ -76,13 +81,12 @@ typedef struct xpf_plan_buffer {
 	uint64_t unpadded_bytes; /* from the shape at its whole shape index,
 				     default layout (reference §5.1 step 3) */
 	int64_t color;
-	const xpf_plan_instr *instr;        /* defining instruction; NULL if unresolved */
-	const char *shape_index;            /* "" or "{0,1}" */
-	const char *dtype;                  /* of the value at the shape index */
-	const char *shape;                  /* of the value at the shape index */
-	const Xla__ShapeProto *shape_proto; /* that value's shape, or NULL */
-	long alloc;                         /* index into plan->allocs; -1 if none */
-	uint64_t offset;                    /* inside that allocation */
+	const xpf_plan_instr *instr; /* defining instruction; NULL if unresolved */
+	const char *shape_index;     /* "" or "{0,1}" */
+	const char *dtype;           /* of the value at the shape index */
+	const char *shape;           /* of the value at the shape index */
+	long alloc;                  /* index into plan->allocs; -1 if none */
+	uint64_t offset;             /* inside that allocation */
 	/* Lifetime in the simulated program order (heap step numbers); -1 when
 	 * the buffer appears in no simulated trace. */
 	long start, end;
@@ -148,8 +152,7 @@ typedef struct xpf_plan_param {
 	uint64_t elements;
 	bool donated;
 	const xpf_plan_alloc *alloc;
-	const xpf_plan_instr *instr;        /* the parameter instruction */
-	const Xla__ShapeProto *shape_proto; /* the leaf's shape, or NULL */
+	const xpf_plan_instr *instr; /* the parameter instruction */
 } xpf_plan_param;
 
 /* An output leaf: an output allocation, and the first undonated parameter
@@ -264,8 +267,10 @@ int xpf_host_plan(xpf_host *h, size_t m, const xpf_plan **out, xpf_error *err);
 int xpf_plan_build_module(xpf_capture *cap, size_t m, xpf_plan **out, xpf_error *err);
 void xpf_plan_free(void *plan);
 
-/* Build a plan from an HloProto (tests; xpf_plan_build_module uses it).  The
- * plan borrows strings from hlo, which must outlive it. */
+/* Build a plan from an HloProto in parts (xpf_plan_build_module), or from
+ * one already in memory (tests).  The plan copies what it keeps. */
+int xpf_plan_build_parts(xpf_hlo *hlo, const char *module, uint64_t program_id, xpf_plan **out,
+			 xpf_error *err);
 int xpf_plan_build(const Xla__HloProto *hlo, const char *module, uint64_t program_id,
 		   xpf_plan **out, xpf_error *err);
 

@@ -19,11 +19,12 @@ typedef struct origin {
 
 static bool is_op(const xpf_plan_instr *in, const char *op) { return strcmp(in->opcode, op) == 0; }
 
-static const xpf_plan_instr *operand(const xpf_plan *p, const xpf_plan_instr *in, size_t k)
+static const xpf_plan_instr *operand(plan_src *s, const xpf_plan_instr *in, size_t k)
 {
-	if (k >= in->proto->n_operand_ids)
+	const Xla__HloInstructionProto *ip = xpf_plan_proto(s, in);
+	if (k >= ip->n_operand_ids)
 		return NULL;
-	return xpf_plan_instr_by_id(p, in->proto->operand_ids[k]);
+	return xpf_plan_instr_by_id(s->p, ip->operand_ids[k]);
 }
 
 /* While loops by the computations they call, so that a body's parameter
@@ -57,12 +58,12 @@ static int cmp_callee(const void *a, const void *b)
 	return x->caller < y->caller ? -1 : x->caller > y->caller;
 }
 
-static void index_whiles(const xpf_plan *p, dup_ctx *c)
+static void index_whiles(const xpf_plan *p, plan_src *s, dup_ctx *c)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < p->ninstrs; i++)
 		if (is_op(&p->instrs[i], "while"))
-			n += p->instrs[i].proto->n_called_computation_ids;
+			n += xpf_plan_proto(s, &p->instrs[i])->n_called_computation_ids;
 	c->whiles = calloc(n ? n : 1, sizeof *c->whiles);
 	if (c->whiles == NULL)
 		abort();
@@ -70,9 +71,9 @@ static void index_whiles(const xpf_plan *p, dup_ctx *c)
 		const xpf_plan_instr *in = &p->instrs[i];
 		if (!is_op(in, "while"))
 			continue;
-		for (size_t k = 0; k < in->proto->n_called_computation_ids; k++)
-			c->whiles[c->nwhiles++] =
-				(callee){ in->proto->called_computation_ids[k], in };
+		const Xla__HloInstructionProto *ip = xpf_plan_proto(s, in);
+		for (size_t k = 0; k < ip->n_called_computation_ids; k++)
+			c->whiles[c->nwhiles++] = (callee){ ip->called_computation_ids[k], in };
 	}
 	if (c->nwhiles)
 		xpf_qsort(c->whiles, c->nwhiles, sizeof *c->whiles, cmp_callee);
@@ -93,8 +94,8 @@ static const xpf_plan_instr *while_caller(const dup_ctx *c, int64_t comp)
 
 /* Follow value `in` at shape index stack[0..n) (innermost last) back to an
  * entry parameter. */
-static bool trace(const xpf_plan *p, const dup_ctx *c, const xpf_plan_instr *in, int64_t *stack,
-		  size_t n, int depth, origin *o)
+static bool trace(plan_src *s, const dup_ctx *c, const xpf_plan_instr *in, int64_t *stack, size_t n,
+		  int depth, origin *o)
 {
 	if (in == NULL || depth > MAX_DEPTH)
 		return false;
@@ -106,23 +107,23 @@ static bool trace(const xpf_plan *p, const dup_ctx *c, const xpf_plan_instr *in,
 				o->index[o->nindex++] = stack[i - 1];
 			return true;
 		}
-		return trace(p, c, while_caller(c, in->computation_id), stack, n, depth + 1, o);
+		return trace(s, c, while_caller(c, in->computation_id), stack, n, depth + 1, o);
 	}
 	if (is_op(in, "while"))
-		return trace(p, c, operand(p, in, 0), stack, n, depth + 1, o);
+		return trace(s, c, operand(s, in, 0), stack, n, depth + 1, o);
 	if (is_op(in, "bitcast") || is_op(in, "copy"))
-		return trace(p, c, operand(p, in, 0), stack, n, depth + 1, o);
+		return trace(s, c, operand(s, in, 0), stack, n, depth + 1, o);
 	if (is_op(in, "get-tuple-element")) {
 		if (n >= MAX_DEPTH)
 			return false;
-		stack[n] = in->proto->tuple_index;
-		return trace(p, c, operand(p, in, 0), stack, n + 1, depth + 1, o);
+		stack[n] = xpf_plan_proto(s, in)->tuple_index;
+		return trace(s, c, operand(s, in, 0), stack, n + 1, depth + 1, o);
 	}
 	if (is_op(in, "tuple") && n > 0) {
 		int64_t k = stack[n - 1];
 		if (k < 0)
 			return false;
-		return trace(p, c, operand(p, in, (size_t)k), stack, n - 1, depth + 1, o);
+		return trace(s, c, operand(s, in, (size_t)k), stack, n - 1, depth + 1, o);
 	}
 	return false;
 }
@@ -135,24 +136,24 @@ static int cmp_comp_root(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
-static void index_comps(const xpf_plan *p, const Xla__HloModuleProto *mod, dup_ctx *c)
+static void index_comps(const xpf_plan *p, const plan_src *s, dup_ctx *c)
 {
-	c->ncomps = mod->n_computations;
+	c->ncomps = s->ncomps;
 	c->comps = calloc(c->ncomps ? c->ncomps : 1, sizeof *c->comps);
 	if (c->comps == NULL)
 		abort();
 	for (size_t i = 0; i < c->ncomps; i++)
-		c->comps[i] = (comp_root){ mod->computations[i]->id, i,
-					   xpf_plan_instr_by_id(p, mod->computations[i]->root_id) };
+		c->comps[i] = (comp_root){ s->comp_id[i], i, xpf_plan_instr_by_id(p, s->root_id[i]) };
 	xpf_qsort(c->comps, c->ncomps, sizeof *c->comps, cmp_comp_root);
 }
 
 /* The fused root's opcode, looking through bitcasts; NULL if none. */
-static const xpf_plan_instr *fused_root(const xpf_plan *p, const dup_ctx *c, const xpf_plan_instr *in)
+static const xpf_plan_instr *fused_root(plan_src *s, const dup_ctx *c, const xpf_plan_instr *in)
 {
-	if (in->proto->n_called_computation_ids == 0)
+	const Xla__HloInstructionProto *ip = xpf_plan_proto(s, in);
+	if (ip->n_called_computation_ids == 0)
 		return NULL;
-	int64_t cid = in->proto->called_computation_ids[0];
+	int64_t cid = ip->called_computation_ids[0];
 	size_t lo = 0, hi = c->ncomps;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -165,15 +166,16 @@ static const xpf_plan_instr *fused_root(const xpf_plan *p, const dup_ctx *c, con
 		return NULL;
 	const xpf_plan_instr *r = c->comps[lo].root;
 	for (int g = 0; r && is_op(r, "bitcast") && g < MAX_DEPTH; g++)
-		r = operand(p, r, 0);
+		r = operand(s, r, 0);
 	return r;
 }
 
 /* The first parameter leaf at o (p->params is sorted by number, then shape
  * index). */
-static const xpf_plan_param *param_at(const xpf_plan *p, const origin *o, xpf_arena *a)
+static const xpf_plan_param *param_at(plan_src *s, const origin *o, xpf_arena *a)
 {
-	xpf_plan_param key = { .number = o->param->proto->parameter_number,
+	const xpf_plan *p = s->p;
+	xpf_plan_param key = { .number = xpf_plan_proto(s, o->param)->parameter_number,
 			       .shape_index = xpf_index_text(a, o->index, o->nindex) };
 	size_t lo = 0, hi = p->nparams;
 	while (lo < hi) {
@@ -206,11 +208,11 @@ static bool live_at_peak(const xpf_plan *p, const dup_ctx *c, const xpf_plan_buf
 	       b->end > p->peak_position;
 }
 
-void xpf_plan_find_dups(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena *a)
+void xpf_plan_find_dups(xpf_plan *p, plan_src *s, xpf_arena *a)
 {
 	dup_ctx ctx = { 0 }, *c = &ctx;
-	index_whiles(p, c);
-	index_comps(p, mod, c);
+	index_whiles(p, s, c);
+	index_comps(p, s, c);
 	mark_peak_rows(p, c);
 	p->dups = xpf_arena_array(a, p->nbuffers, sizeof *p->dups);
 	for (size_t i = 0; i < p->nbuffers; i++) {
@@ -221,7 +223,7 @@ void xpf_plan_find_dups(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena *
 			continue;
 		const xpf_plan_instr *op = x;
 		if (is_op(x, "fusion"))
-			op = fused_root(p, c, x);
+			op = fused_root(s, c, x);
 		if (op == NULL)
 			continue;
 		bool layout = is_op(op, "transpose") || is_op(op, "copy");
@@ -230,19 +232,19 @@ void xpf_plan_find_dups(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena *
 			continue;
 		int64_t stack[MAX_DEPTH];
 		origin o = { 0 };
-		if (!trace(p, c, operand(p, x, 0), stack, 0, 0, &o))
+		if (!trace(s, c, operand(s, x, 0), stack, 0, 0, &o))
 			continue;
-		const xpf_plan_param *pp = param_at(p, &o, a);
-		if (pp == NULL || pp->shape_proto == NULL || b->shape_proto == NULL ||
-		    xpf_shape_elements(pp->shape_proto) != xpf_shape_elements(b->shape_proto))
+		const xpf_plan_param *pp = param_at(s, &o, a);
+		const Xla__ShapeProto *ps = pp ? xpf_plan_param_shape(s, pp) : NULL;
+		const Xla__ShapeProto *bs = s->buffer_shape[i];
+		if (ps == NULL || bs == NULL || xpf_shape_elements(ps) != xpf_shape_elements(bs))
 			continue;
-		bool same_type = pp->shape_proto->element_type == b->shape_proto->element_type;
+		bool same_type = ps->element_type == bs->element_type;
 		if (layout && !same_type)
 			continue;
 		if (convert && same_type)
 			continue;
-		if (layout && is_op(op, "copy") && xpf_shape_same(pp->shape_proto, b->shape_proto) &&
-		    xpf_layout_same(pp->shape_proto, b->shape_proto))
+		if (layout && is_op(op, "copy") && xpf_shape_same(ps, bs) && xpf_layout_same(ps, bs))
 			continue;
 		xpf_plan_dup *d = &p->dups[p->ndups++];
 		d->kind = layout ? XPF_DUP_LAYOUT : XPF_DUP_CONVERT;

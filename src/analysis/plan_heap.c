@@ -135,14 +135,14 @@ static void replay(xpf_plan *p, const Xla__BufferAssignmentProto *ba, heap_state
 			apply(p, st, ev, step, record);
 			if (record) {
 				xpf_plan_step *s = &p->steps[step];
-				s->instruction = ev->instruction_name;
+				s->instruction = xpf_plan_str(p, ev->instruction_name);
 				s->bytes = st->heap + p->indefinite_bytes;
 				s->unpadded_bytes = st->unpadded + p->indefinite_bytes;
 				if (st->heap > p->simulated_peak_bytes) {
 					p->simulated_peak_bytes = st->heap;
 					p->simulated_peak_unpadded_bytes = st->unpadded;
 					p->peak_position = step;
-					p->peak_instruction = ev->instruction_name;
+					p->peak_instruction = s->instruction;
 				}
 			}
 			if (step == stop)

@@ -7,6 +7,7 @@
 
 #include "analysis/plan.h"
 #include "common/buf.h"
+#include "common/intern.h"
 
 /* Everything a plan allocates hangs off its arena and goes in one free. */
 typedef struct xpf_arena {
@@ -59,6 +60,7 @@ typedef struct name_ix {
 /* What a plan keeps beside its public fields (p->priv). */
 typedef struct plan_priv {
 	xpf_arena arena;
+	xpf_intern *strings;    /* names, shapes, sources: each once */
 	id_ix *instr_by_id;     /* instrs, by id */
 	name_ix *instr_by_name; /* instrs, by name */
 	id_ix *buffer_by_id;    /* buffers, by id */
@@ -74,12 +76,37 @@ const xpf_plan_instr *xpf_plan_instr_by_name(const xpf_plan *p, const char *name
 /* Orders p->params: by number, then shape index (a qsort comparator). */
 int xpf_plan_cmp_param(const void *a, const void *b);
 
+/* s kept by the plan (one copy of each string). */
+const char *xpf_plan_str(xpf_plan *p, const char *s);
+
+/* What the build reads from the HloProto besides what the plan keeps: the
+ * module in parts and where each instruction sits in it.  The computations
+ * read again after the first pass (those holding the instructions that
+ * define buffers, and what the duplicates trace) stay unpacked until the
+ * build ends; the others are never whole in memory at once. */
+typedef struct plan_src {
+	const xpf_plan *p;
+	xpf_hlo *hlo;
+	const Xla__HloModuleProto *mod; /* the head's: no computations */
+	const Xla__BufferAssignmentProto *ba;
+	uint32_t *comp, *pos;                 /* by instruction: computation, index in it */
+	size_t ncomps;                        /* computations, module order: */
+	int64_t *comp_id, *root_id;           /* their ids and root_ids */
+	const Xla__ShapeProto **buffer_shape; /* by buffer: at its shape index */
+} plan_src;
+
+/* The instruction's proto (its computation unpacked again if need be). */
+const Xla__HloInstructionProto *xpf_plan_proto(plan_src *s, const xpf_plan_instr *in);
+/* A parameter leaf's shape: the parameter instruction's at the
+ * allocation's shape index, else its largest buffer's; NULL if none. */
+const Xla__ShapeProto *xpf_plan_param_shape(plan_src *s, const xpf_plan_param *x);
+
 /* Stages of xpf_plan_build. */
 int xpf_plan_simulate(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_arena *a,
 		      xpf_error *err); /* plan_heap.c */
 enum xpf_role xpf_plan_role_of(const xpf_plan *p, const xpf_plan_buffer *b,
-			       enum xpf_kind kind); /* plan_roles.c */
-void xpf_plan_find_dups(xpf_plan *p, const Xla__HloModuleProto *mod, xpf_arena *a); /* plan_dups.c */
+			       enum xpf_kind kind);              /* plan_roles.c */
+void xpf_plan_find_dups(xpf_plan *p, plan_src *s, xpf_arena *a); /* plan_dups.c */
 
 /* Renderers (plan_json.c, plan_tree.c). */
 int xpf_plan_json(const xpf_plan *p, xpf_buf *out, xpf_error *err);

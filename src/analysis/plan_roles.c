@@ -12,8 +12,7 @@ static bool is_workspace(const xpf_plan_buffer *b)
 	if (in == NULL)
 		return false;
 	bool library = strcmp(in->opcode, "custom-call") == 0 ||
-		       (strcmp(in->opcode, "fusion") == 0 &&
-			strcmp(in->proto->fusion_kind, "kCustom") == 0);
+		       (strcmp(in->opcode, "fusion") == 0 && strcmp(in->fusion_kind, "kCustom") == 0);
 	return library && (strcmp(b->dtype, "s8") == 0 || strcmp(b->dtype, "u8") == 0);
 }
 

@@ -228,9 +228,8 @@ static size_t stack_of(xpf_pprof *pp, const Xla__HloModuleProto *mod, const xpf_
 		       const char *fallback, uint64_t **locs, size_t *cap)
 {
 	size_t n = 0;
-	const Xla__OpMetadata *md = in && in->proto ? in->proto->metadata : NULL;
 	const Xla__StackFrameIndexProto *sf = mod ? mod->stack_frame_index : NULL;
-	int32_t id = md ? md->stack_frame_id : 0;
+	int32_t id = in ? in->stack_frame_id : 0;
 	/* a chain longer than the frames loops: stop there */
 	for (size_t depth = 0;
 	     sf && id > 0 && (size_t)id <= sf->n_stack_frames && depth < sf->n_stack_frames; depth++) {
@@ -261,10 +260,10 @@ static size_t stack_of(xpf_pprof *pp, const Xla__HloModuleProto *mod, const xpf_
 				s--;
 			if (s < end) {
 				char *part = xpf_strndup(s, (size_t)(end - s));
-				bool leaf = n == 0 && md && md->source_file && md->source_file[0];
+				bool leaf = n == 0 && in->source_file[0];
 				*XPF_VEC_PUSH(*locs, n, *cap) =
-					xpf_pprof_frame(pp, part, leaf ? md->source_file : "",
-							leaf ? md->source_line : 0, 0);
+					xpf_pprof_frame(pp, part, leaf ? in->source_file : "",
+							leaf ? in->source_line : 0, 0);
 				free(part);
 			}
 			end = s > op ? s - 1 : op;
@@ -282,13 +281,15 @@ int xpf_render_peak_pprof(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 	int rc = xpf_host_plan(h, (size_t)arg, &p, err);
 	if (rc != XPF_OK)
 		return rc;
+	/* the stack frames: in the head of the HloProto, which the plan does
+	 * not keep */
+	xpf_hlo *hlo = NULL;
 	const Xla__HloModuleProto *mod = NULL;
 	if (p->npeak) {
-		const Xla__HloProto *hp;
-		rc = xpf_capture_module_hlo(h->cap, (size_t)arg, &hp, err);
+		rc = xpf_capture_module_hlo(h->cap, (size_t)arg, &hlo, err);
 		if (rc != XPF_OK)
 			return rc;
-		mod = hp->hlo_module;
+		mod = xpf_hlo_head(hlo)->hlo_module;
 	}
 	xpf_pprof *pp = xpf_pprof_new();
 	uint64_t *locs = NULL;
@@ -309,6 +310,7 @@ int xpf_render_peak_pprof(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 		xpf_pprof_sample(pp, locs, nl, r->bytes, kv, sizeof kv / sizeof kv[0] / 2);
 	}
 	free(locs);
+	xpf_hlo_free(hlo);
 	rc = xpf_pprof_write_gz(pp, out, err);
 	xpf_pprof_free(pp);
 	return rc;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/plan.h"
 #include "analysis/runtime.h"
 #include "analysis/runtime_priv.h"
 #include "common/alloc.h"
@@ -23,10 +24,9 @@
 
 /* ---- the plan's side of the join ----------------------------------------- */
 
-static bool allocated_at_run(const Xla__BufferAllocationProto *a)
+static bool allocated_at_run(const xpf_plan_alloc *a)
 {
-	return !a->is_entry_computation_parameter && !a->is_constant && !a->is_thread_local &&
-	       a->size > 0;
+	return !a->is_parameter && !a->is_constant && !a->is_thread_local && a->bytes > 0;
 }
 
 static int u64_cmp(const void *a, const void *b)
@@ -39,8 +39,8 @@ static int u64_cmp(const void *a, const void *b)
  * allocations an execution allocates (not parameters, constants or
  * thread-local ones), in index order, and their sizes sorted. */
 struct mod_plan {
-	xpf_lazy read;                        /* mod_plan_read, once */
-	const Xla__BufferAssignmentProto *ba; /* NULL: none */
+	xpf_lazy read;        /* mod_plan_read, once */
+	const xpf_plan *plan; /* NULL: no buffer assignment */
 	size_t nrun;
 	size_t *run;      /* indexes in buffer_allocations */
 	uint64_t *size;   /* [nrun] their sizes, in index order */
@@ -61,27 +61,26 @@ struct mod_plan_ask {
 };
 
 /* xpf_lazy_fn: module m's plan as the join reads it (none without a buffer
- * assignment: p->ba NULL); never fails. */
+ * assignment, or when the HloProto does not decode: p->plan NULL); never
+ * fails. */
 static int mod_plan_read(void *ctx, void **value, xpf_error *err)
 {
 	const struct mod_plan_ask *a = ctx;
 	struct mod_plan *p = a->p;
-	const Xla__HloProto *hp;
+	const xpf_plan *pl;
 	xpf_error e = { 0 };
 	(void)err;
 	*value = p;
-	if (xpf_capture_module_hlo(a->h->cap, (size_t)a->m, &hp, &e) != XPF_OK ||
-	    !hp->buffer_assignment)
+	if (xpf_host_plan(a->h, (size_t)a->m, &pl, &e) != XPF_OK || !pl->has_assignment)
 		return XPF_OK;
-	const Xla__BufferAssignmentProto *ba = hp->buffer_assignment;
-	p->ba = ba;
-	p->run = xpf_realloc_array(NULL, ba->n_buffer_allocations, sizeof *p->run);
-	p->size = xpf_realloc_array(NULL, ba->n_buffer_allocations, sizeof *p->size);
-	p->sorted = xpf_realloc_array(NULL, ba->n_buffer_allocations, sizeof *p->sorted);
-	for (size_t i = 0; i < ba->n_buffer_allocations; i++)
-		if (allocated_at_run(ba->buffer_allocations[i])) {
+	p->plan = pl;
+	p->run = xpf_realloc_array(NULL, pl->nallocs, sizeof *p->run);
+	p->size = xpf_realloc_array(NULL, pl->nallocs, sizeof *p->size);
+	p->sorted = xpf_realloc_array(NULL, pl->nallocs, sizeof *p->sorted);
+	for (size_t i = 0; i < pl->nallocs; i++)
+		if (allocated_at_run(&pl->allocs[i])) {
 			p->run[p->nrun] = i;
-			p->size[p->nrun++] = (uint64_t)ba->buffer_allocations[i]->size;
+			p->size[p->nrun++] = pl->allocs[i].bytes;
 		}
 	memcpy(p->sorted, p->size, p->nrun * sizeof *p->sorted);
 	xpf_qsort(p->sorted, p->nrun, sizeof *p->sorted, u64_cmp);
@@ -128,7 +127,7 @@ struct seen {
 static bool bytes_match(xpf_host *h, struct mod_plans *mp, long m, struct seen *s, bool partial)
 {
 	const struct mod_plan *p = mod_plan(h, mp, m);
-	if (!p->ba || s->n == 0)
+	if (!p->plan || s->n == 0)
 		return false;
 	if (partial)
 		return s->n <= p->nrun && memcmp(s->v, p->size, s->n * sizeof *s->v) == 0;
@@ -348,7 +347,7 @@ static void join_plan(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, size_t
 	if (x->module < 0 || nev == 0)
 		return;
 	const struct mod_plan *p = mod_plan(h, mp, x->module);
-	if (!p->ba)
+	if (!p->plan)
 		return;
 	size_t nmt = 0;
 	for (size_t k = 0; k < nev; k++) {
@@ -358,7 +357,7 @@ static void join_plan(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, size_t
 			if (used[i] || p->size[j] != xpf_rt_ev_requested(rt, e) ||
 			    i >= (size_t)XPF_RT_MAX_BUFFER_ALLOCATIONS) /* not held in 27 bits */
 				continue;
-			const Xla__BufferAllocationProto *a = p->ba->buffer_allocations[i];
+			const xpf_plan_alloc *a = &p->plan->allocs[i];
 			used[i] = true;
 			e->buffer_allocation = (long)i;
 			e->role = a->maybe_live_out ? XPF_RT_ROLE_OUTPUT : XPF_RT_ROLE_TEMP;
@@ -435,9 +434,9 @@ static void *join_range_run(void *arg)
 		link_execution(h, rt, j->mp, xi, &seen, cand, hit, &j->cands);
 		if (x->module >= 0 && nseen > 0) {
 			const struct mod_plan *p = mod_plan(h, j->mp, x->module);
-			if (p->ba && p->ba->n_buffer_allocations + 1 > maxba) {
+			if (p->plan && p->plan->nallocs + 1 > maxba) {
 				free(used);
-				maxba = p->ba->n_buffer_allocations + 1;
+				maxba = p->plan->nallocs + 1;
 				used = xpf_calloc(maxba, sizeof *used);
 			}
 			join_plan(h, rt, j->mp, xi, build_evs, nseen, used);

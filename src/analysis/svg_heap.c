@@ -46,9 +46,9 @@ static enum xpf_role buffer_role(const xpf_plan_buffer *b)
 	const xpf_plan_instr *in = b->instr;
 	if (!in)
 		return XPF_PLAN_ROLE_OTHER;
-	bool custom = in->opcode && (strcmp(in->opcode, "custom-call") == 0 ||
-				     (strcmp(in->opcode, "fusion") == 0 && in->proto &&
-				      has(in->proto->fusion_kind, "Custom")));
+	bool custom = in->opcode &&
+		      (strcmp(in->opcode, "custom-call") == 0 ||
+		       (strcmp(in->opcode, "fusion") == 0 && has(in->fusion_kind, "Custom")));
 	if (custom && b->dtype && (strcmp(b->dtype, "s8") == 0 || strcmp(b->dtype, "u8") == 0))
 		return XPF_PLAN_ROLE_WORKSPACE;
 	if (has(in->op_name, "transpose("))

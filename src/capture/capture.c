@@ -292,9 +292,6 @@ static int index_modules(xpf_capture *c, xpf_error *err)
 			m->hlo_offset = off_of(c, hlo);
 		}
 	}
-	c->hlos = xpf_calloc(c->nmodules, sizeof *c->hlos);
-	for (size_t i = 0; i < c->nmodules; i++)
-		xpf_lazy_init(&c->hlos[i]);
 	return XPF_OK;
 }
 
@@ -452,11 +449,8 @@ void xpf_capture_free(xpf_capture *c)
 {
 	if (c == NULL)
 		return;
-	for (size_t i = 0; i < c->nmodules && c->hlos; i++)
-		xpf_lazy_release(&c->hlos[i], xpf_cap_hlo_free);
 	if (c->hlo_only && c->modules)
 		free((char *)c->modules[0].name);
-	free(c->hlos);
 	free(c->modules);
 	for (size_t i = 0; c->planes && i < c->nplanes; i++)
 		xpf_lazy_release(&c->planes[i], xpf_cap_plane_free);
@@ -574,8 +568,7 @@ int xpf_capture_validate(xpf_capture *c, xpf_error *err)
 		}
 	}
 	for (size_t i = 0; i < c->nmodules; i++) {
-		const Xla__HloProto *h;
-		int rc = xpf_capture_module_hlo(c, i, &h, err);
+		int rc = xpf_capture_module_check(c, i, err);
 		if (rc != XPF_OK)
 			return rc;
 	}

@@ -8,12 +8,12 @@
  *    first time it is asked for and keeps the index;
  *  - events and stats are streamed straight from the mapped bytes by the
  *    iterators below (no per-event allocation);
- *  - xpf_capture_module_hlo() unpacks one module's HloProto with protobuf-c
- *    the first time and keeps it.
+ *  - xpf_capture_module_hlo() unpacks one module's HloProto with protobuf-c,
+ *    a part at a time, for the caller to free.
  * All of these are safe to call from several threads at once.
  *
- * Lifetimes: every pointer handed out (names, xpf_str values, planes,
- * HloProtos) stays valid until xpf_capture_free().  Strings typed `const
+ * Lifetimes: every pointer handed out (names, xpf_str values, planes) but
+ * the HloProto parts stays valid until xpf_capture_free().  Strings typed `const
  * char *` are NUL-terminated copies; `xpf_str` values point into the mapped
  * file and are not NUL-terminated.
  *
@@ -304,9 +304,30 @@ const char *xpf_capture_string(const xpf_capture *c, int which, size_t i);
 
 size_t xpf_capture_nmodules(const xpf_capture *c);
 const xpf_module_ref *xpf_capture_module(const xpf_capture *c, size_t i);
-/* Unpack module i's HloProto (once, cached).  Checks nesting depth on the
- * wire first (protobuf-c has no limit). */
-int xpf_capture_module_hlo(xpf_capture *c, size_t i, const Xla__HloProto **out, xpf_error *err);
+/* Module i's HloProto, unpacked in parts so that a module of hundreds of
+ * thousands of instructions (its unpacked structs several times its bytes)
+ * is never whole in memory: the head (the HloProto less its computations:
+ * module fields, schedule, buffer assignment) at once, each computation when
+ * asked.  Checks nesting depth on the wire first (protobuf-c has no limit).
+ * Not cached: each call unpacks anew; the caller frees with xpf_hlo_free. */
+typedef struct xpf_hlo xpf_hlo;
+int xpf_capture_module_hlo(xpf_capture *c, size_t i, xpf_hlo **out, xpf_error *err);
+/* Does all of module i's HloProto decode (each part unpacked, then freed)? */
+int xpf_capture_module_check(xpf_capture *c, size_t i, xpf_error *err);
+/* An HloProto already in memory, read through the same calls (tests); it
+ * must outlive the handle. */
+xpf_hlo *xpf_hlo_of(const Xla__HloProto *whole);
+/* The head: hlo_module lists no computations, except under xpf_hlo_of,
+ * where it is the whole proto; read computations with the calls below. */
+const Xla__HloProto *xpf_hlo_head(const xpf_hlo *h);
+size_t xpf_hlo_ncomputations(const xpf_hlo *h);
+/* Computation k (< ncomputations), unpacked on first ask and kept until
+ * xpf_hlo_drop or xpf_hlo_free; the same error as the whole would give. */
+int xpf_hlo_computation(xpf_hlo *h, size_t k, const Xla__HloComputationProto **out, xpf_error *err);
+void xpf_hlo_drop(xpf_hlo *h, size_t k);
+/* Every computation decodes (those not kept are unpacked and dropped). */
+int xpf_hlo_check(xpf_hlo *h, xpf_error *err);
+void xpf_hlo_free(xpf_hlo *h);
 
 /* Earliest timestamp_ns of a line holding events, over every plane (the
  * time origin of reports); 0 if there is none.  Each plane's from

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/buf.h"
 #include "common/intern.h"
 
 #define MAX_SHAPE_DEPTH 64
@@ -68,11 +69,11 @@ static int hlo_depth_check(const xpf_capture *c, const char *what, const uint8_t
 	}
 }
 
-/* An unpacked HloProto and the blocks it lives in.  protobuf-c makes one
+/* Unpacked messages and the blocks they live in.  protobuf-c makes one
  * allocation per message, string and repeated field (millions for a module
  * of hundreds of thousands of instructions, each with malloc's header);
- * taking them from large blocks instead needs less memory and frees the
- * whole proto at once.  Nothing is freed before that: what protobuf-c frees
+ * taking them from large blocks instead needs less memory and frees a whole
+ * message at once.  Nothing is freed before that: what protobuf-c frees
  * while unpacking (its scratch for repeated fields) stays in its block. */
 enum { HLO_BLOCK = 1 << 20 };
 
@@ -82,23 +83,17 @@ typedef struct hlo_block {
 	_Alignas(max_align_t) unsigned char data[];
 } hlo_block;
 
-typedef struct hlo_unpacked {
-	Xla__HloProto *proto;
-	hlo_block *blocks;
-} hlo_unpacked;
-
 static void *hlo_alloc(void *ctx, size_t n)
 {
-	hlo_unpacked *u = ctx;
-	hlo_block *b = u->blocks;
+	hlo_block **blocks = ctx, *b = *blocks;
 	n = (n + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
 	if (b == NULL || b->size - b->used < n) {
 		size_t size = n > HLO_BLOCK ? n : HLO_BLOCK;
 		b = malloc(sizeof *b + size);
 		if (b == NULL)
 			return NULL;
-		*b = (hlo_block){ u->blocks, 0, size };
-		u->blocks = b;
+		*b = (hlo_block){ *blocks, 0, size };
+		*blocks = b;
 	}
 	void *p = b->data + b->used;
 	b->used += n;
@@ -111,65 +106,205 @@ static void hlo_keep(void *ctx, void *p)
 	(void)p;
 }
 
-void xpf_cap_hlo_free(void *v)
+static void blocks_free(hlo_block **blocks)
 {
-	hlo_unpacked *u = v;
-	if (u == NULL)
-		return;
-	while (u->blocks) {
-		hlo_block *next = u->blocks->next;
-		free(u->blocks);
-		u->blocks = next;
+	while (*blocks) {
+		hlo_block *next = (*blocks)->next;
+		free(*blocks);
+		*blocks = next;
 	}
-	free(u);
 }
 
-static int unpack_hlo(const xpf_capture *c, const char *what, const uint8_t *p, size_t n,
-		      hlo_unpacked **out, xpf_error *err)
+/* A module's HloProto in parts: the HloProto less the computations (the
+ * head), and each computation unpacked when asked, so that a module of
+ * hundreds of thousands of instructions is never whole in memory.  Or, for
+ * tests, a whole HloProto already in memory (c NULL). */
+struct xpf_hlo {
+	const xpf_capture *c;
+	const uint8_t *at; /* the HloProto's bytes, for messages */
+	char what[600];
+	const Xla__HloProto *head;
+	hlo_block *head_blocks;
+	size_t ncomps;
+	const uint8_t **comp_at; /* each computation's bytes */
+	size_t *comp_len;
+	Xla__HloComputationProto **comp; /* unpacked ones, NULL until asked */
+	hlo_block **comp_blocks;
+};
+
+static void put_varint(xpf_buf *b, uint64_t v)
+{
+	while (v >= 0x80) {
+		xpf_buf_addc(b, (char)((v & 0x7f) | 0x80));
+		v >>= 7;
+	}
+	xpf_buf_addc(b, (char)v);
+}
+
+static void add_comp(xpf_hlo *h, const uint8_t *p, size_t n)
+{
+	size_t cap = h->ncomps;
+	if ((cap & (cap - 1)) == 0) { /* 0 or a power of two: grow */
+		cap = cap ? 2 * cap : 16;
+		h->comp_at = xpf_realloc_array(h->comp_at, cap, sizeof *h->comp_at);
+		h->comp_len = xpf_realloc_array(h->comp_len, cap, sizeof *h->comp_len);
+	}
+	h->comp_at[h->ncomps] = p;
+	h->comp_len[h->ncomps++] = n;
+}
+
+/* The bytes of the HloProto at [p, e) less the computations of its
+ * hlo_module (HloModuleProto field 3), whose places go to h.  Everything
+ * else is copied as it is, so that protobuf-c reads the head exactly as it
+ * would read it inside the whole (a field of the wrong wire type fails
+ * alike).  The framing was checked by hlo_depth_check. */
+static void split_hlo(xpf_hlo *h, const uint8_t *p, const uint8_t *e, xpf_buf *head)
+{
+	xpf_buf mod = XPF_BUF_INIT;
+	wire_field f;
+	while (wire_next(&p, e, &f) == WIRE_OK) {
+		if (f.num != 1 || f.wt != WT_LEN) {
+			xpf_buf_add(head, f.at, (size_t)(p - f.at));
+			continue;
+		}
+		const uint8_t *q = f.data, *qe = f.data + f.len;
+		wire_field g;
+		xpf_buf_reset(&mod);
+		while (wire_next(&q, qe, &g) == WIRE_OK) {
+			if (g.num == 3 && g.wt == WT_LEN)
+				add_comp(h, g.data, g.len);
+			else
+				xpf_buf_add(&mod, g.at, (size_t)(q - g.at));
+		}
+		put_varint(head, (1 << 3) | WT_LEN);
+		put_varint(head, mod.len);
+		if (mod.len)
+			xpf_buf_add(head, mod.data, mod.len);
+	}
+	xpf_buf_release(&mod);
+}
+
+static int hlo_fail(const xpf_hlo *h, xpf_error *err)
+{
+	return xpf_fail(err, XPF_EMALFORMED,
+			"%s: malformed capture: %s: HloProto does not decode (byte %llu)",
+			h->c->label, h->what, (unsigned long long)off_of(h->c, h->at));
+}
+
+void xpf_hlo_free(xpf_hlo *h)
+{
+	if (h == NULL)
+		return;
+	if (h->c) {
+		blocks_free(&h->head_blocks);
+		for (size_t k = 0; k < h->ncomps; k++)
+			blocks_free(&h->comp_blocks[k]);
+	}
+	free(h->comp_at);
+	free(h->comp_len);
+	free(h->comp);
+	free(h->comp_blocks);
+	free(h);
+}
+
+static int open_hlo(const xpf_capture *c, const char *what, const uint8_t *p, size_t n,
+		    xpf_hlo **out, xpf_error *err)
 {
 	int rc = hlo_depth_check(c, what, p, p + n, M_HLO, 0, err);
 	if (rc != XPF_OK)
 		return rc;
-	hlo_unpacked *u = xpf_calloc(1, sizeof *u);
-	ProtobufCAllocator blocks = { hlo_alloc, hlo_keep, u };
-	u->proto = xla__hlo_proto__unpack(&blocks, n, p);
-	if (u->proto == NULL) {
-		xpf_cap_hlo_free(u);
-		return xpf_fail(err, XPF_EMALFORMED,
-				"%s: malformed capture: %s: HloProto does not decode (byte %llu)",
-				c->label, what, (unsigned long long)off_of(c, p));
+	xpf_hlo *h = xpf_calloc(1, sizeof *h);
+	h->c = c;
+	h->at = p;
+	snprintf(h->what, sizeof h->what, "%s", what);
+	xpf_buf head = XPF_BUF_INIT;
+	split_hlo(h, p, p + n, &head);
+	ProtobufCAllocator blocks = { hlo_alloc, hlo_keep, &h->head_blocks };
+	h->head = xla__hlo_proto__unpack(&blocks, head.len, (const uint8_t *)head.data);
+	xpf_buf_release(&head);
+	h->comp = xpf_calloc(h->ncomps ? h->ncomps : 1, sizeof *h->comp);
+	h->comp_blocks = xpf_calloc(h->ncomps ? h->ncomps : 1, sizeof *h->comp_blocks);
+	if (h->head == NULL) {
+		rc = hlo_fail(h, err);
+		xpf_hlo_free(h);
+		return rc;
 	}
-	*out = u;
+	*out = h;
 	return XPF_OK;
 }
 
-struct hlo_ctx {
-	xpf_capture *c;
-	size_t i;
-};
-
-static int hlo_build(void *ctxv, void **out, xpf_error *err)
+xpf_hlo *xpf_hlo_of(const Xla__HloProto *whole)
 {
-	struct hlo_ctx *ctx = ctxv;
-	const xpf_module_ref *m = &ctx->c->modules[ctx->i];
-	char what[600];
-	snprintf(what, sizeof what, "module '%s'", m->name);
-	hlo_unpacked *u = NULL;
-	int rc = unpack_hlo(ctx->c, what, m->hlo, m->hlo_len, &u, err);
-	if (rc == XPF_OK)
-		*out = u;
-	return rc;
+	xpf_hlo *h = xpf_calloc(1, sizeof *h);
+	h->head = whole;
+	h->ncomps = whole->hlo_module ? whole->hlo_module->n_computations : 0;
+	h->comp = xpf_calloc(h->ncomps ? h->ncomps : 1, sizeof *h->comp);
+	for (size_t k = 0; k < h->ncomps; k++)
+		h->comp[k] = whole->hlo_module->computations[k];
+	return h;
 }
 
-int xpf_capture_module_hlo(xpf_capture *c, size_t i, const Xla__HloProto **out, xpf_error *err)
+const Xla__HloProto *xpf_hlo_head(const xpf_hlo *h) { return h->head; }
+
+size_t xpf_hlo_ncomputations(const xpf_hlo *h) { return h->ncomps; }
+
+int xpf_hlo_computation(xpf_hlo *h, size_t k, const Xla__HloComputationProto **out, xpf_error *err)
+{
+	if (h->comp[k] == NULL) {
+		ProtobufCAllocator blocks = { hlo_alloc, hlo_keep, &h->comp_blocks[k] };
+		h->comp[k] =
+			xla__hlo_computation_proto__unpack(&blocks, h->comp_len[k], h->comp_at[k]);
+		if (h->comp[k] == NULL) {
+			blocks_free(&h->comp_blocks[k]);
+			return hlo_fail(h, err);
+		}
+	}
+	*out = h->comp[k];
+	return XPF_OK;
+}
+
+void xpf_hlo_drop(xpf_hlo *h, size_t k)
+{
+	if (h->c == NULL)
+		return;
+	blocks_free(&h->comp_blocks[k]);
+	h->comp[k] = NULL;
+}
+
+int xpf_hlo_check(xpf_hlo *h, xpf_error *err)
+{
+	for (size_t k = 0; k < h->ncomps; k++) {
+		const Xla__HloComputationProto *cp;
+		bool kept = h->comp[k] != NULL;
+		int rc = xpf_hlo_computation(h, k, &cp, err);
+		if (rc != XPF_OK)
+			return rc;
+		if (!kept)
+			xpf_hlo_drop(h, k);
+	}
+	return XPF_OK;
+}
+
+int xpf_capture_module_hlo(xpf_capture *c, size_t i, xpf_hlo **out, xpf_error *err)
 {
 	if (i >= c->nmodules)
 		return xpf_fail(err, XPF_EUSAGE, "%s: no module %zu", c->label, i);
-	struct hlo_ctx ctx = { c, i };
-	void *v = NULL;
-	int rc = xpf_lazy_get(&c->hlos[i], hlo_build, &ctx, &v, err);
+	const xpf_module_ref *m = &c->modules[i];
+	char what[600];
+	if (c->hlo_only)
+		snprintf(what, sizeof what, "HloProto");
+	else
+		snprintf(what, sizeof what, "module '%s'", m->name);
+	return open_hlo(c, what, m->hlo, m->hlo_len, out, err);
+}
+
+int xpf_capture_module_check(xpf_capture *c, size_t i, xpf_error *err)
+{
+	xpf_hlo *h = NULL;
+	int rc = xpf_capture_module_hlo(c, i, &h, err);
 	if (rc == XPF_OK)
-		*out = ((const hlo_unpacked *)v)->proto;
+		rc = xpf_hlo_check(h, err);
+	xpf_hlo_free(h);
 	return rc;
 }
 
@@ -191,31 +326,32 @@ int xpf_capture_open_hlo(const char *path, xpf_capture **out, xpf_error *err)
 		rc = xpf_fail(err, XPF_EMALFORMED, "%s: not an HloProto: empty file", c->label);
 		goto fail;
 	}
-	hlo_unpacked *u = NULL;
-	rc = unpack_hlo(c, "HloProto", c->data, c->size, &u, err);
-	if (rc != XPF_OK)
+	xpf_hlo *h = NULL;
+	rc = open_hlo(c, "HloProto", c->data, c->size, &h, err);
+	if (rc == XPF_OK)
+		rc = xpf_hlo_check(h, err);
+	if (rc != XPF_OK) {
+		xpf_hlo_free(h);
 		goto fail;
-	const Xla__HloProto *h = u->proto;
-	if (h->hlo_module == NULL || h->hlo_module->name[0] == '\0') {
-		xpf_cap_hlo_free(u);
+	}
+	const Xla__HloModuleProto *mod = h->head->hlo_module;
+	if (mod == NULL || mod->name[0] == '\0') {
+		xpf_hlo_free(h);
 		rc = xpf_fail(err, XPF_EMALFORMED, "%s: not an HloProto: no named hlo_module",
 			      c->label);
 		goto fail;
 	}
 	c->modules = xpf_calloc(1, sizeof *c->modules);
-	c->hlos = xpf_calloc(1, sizeof *c->hlos);
-	xpf_lazy_init(&c->hlos[0]);
 	c->nmodules = 1;
 	char nm[600];
 	/* A bare HloProto has no metadata entry: its module id is all there is. */
-	snprintf(nm, sizeof nm, "%s(%lld)", h->hlo_module->name, (long long)h->hlo_module->id);
+	snprintf(nm, sizeof nm, "%s(%lld)", mod->name, (long long)mod->id);
 	c->modules[0].name = xpf_strndup(nm, strlen(nm));
-	c->modules[0].program_id = (uint64_t)h->hlo_module->id;
+	c->modules[0].program_id = (uint64_t)mod->id;
 	c->modules[0].has_hlo = true;
 	c->modules[0].hlo = c->data;
 	c->modules[0].hlo_len = c->size;
-	c->hlos[0].state = 1;
-	c->hlos[0].value = u;
+	xpf_hlo_free(h);
 	*out = c;
 	return XPF_OK;
 fail:

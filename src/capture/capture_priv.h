@@ -43,7 +43,6 @@ struct xpf_capture {
 
 	size_t nmodules;
 	xpf_module_ref *modules;
-	xpf_lazy *hlos; /* nmodules: Xla__HloProto * */
 };
 
 static inline uint64_t off_of(const xpf_capture *c, const uint8_t *p)
@@ -162,7 +161,6 @@ enum {
 
 /* Between the files (capture_*.c). */
 void xpf_cap_plane_free(void *plane);
-void xpf_cap_hlo_free(void *unpacked);
 int xpf_cap_map_file(const char *path, xpf_capture *c, xpf_error *err);
 const char *xpf_cap_base_name(const char *path);
 const uint8_t *xpf_cap_window_at(const xpf_capture *c, xpf_window *w, uint64_t off, size_t n,

@@ -71,11 +71,15 @@ static int check_planes_modules(xpf_capture *c, FILE *out, xpf_buf *nb, xpf_erro
 	}
 	fprintf(out, "  modules: %zu\n", xpf_capture_nmodules(c));
 	for (size_t m = 0; m < xpf_capture_nmodules(c); m++) {
-		const Xla__HloProto *hp;
-		rc = xpf_capture_module_hlo(c, m, &hp, err);
-		if (rc != XPF_OK)
+		xpf_hlo *hlo = NULL;
+		rc = xpf_capture_module_hlo(c, m, &hlo, err);
+		if (rc == XPF_OK)
+			rc = xpf_hlo_check(hlo, err);
+		if (rc != XPF_OK) {
+			xpf_hlo_free(hlo);
 			return rc;
-		const Xla__BufferAssignmentProto *ba = hp->buffer_assignment;
+		}
+		const Xla__BufferAssignmentProto *ba = xpf_hlo_head(hlo)->buffer_assignment;
 		uint64_t total = 0;
 		for (size_t a = 0; ba && a < ba->n_buffer_allocations; a++)
 			if (ba->buffer_allocations[a]->size > 0)
@@ -92,6 +96,7 @@ static int check_planes_modules(xpf_capture *c, FILE *out, xpf_buf *nb, xpf_erro
 			fprintf(out, "    %s: program_id %" PRIu64 ", buffer assignment no\n",
 				text(nb, xpf_capture_module(c, m)->name),
 				xpf_capture_module(c, m)->program_id);
+		xpf_hlo_free(hlo);
 	}
 	return XPF_OK;
 }

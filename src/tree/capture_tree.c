@@ -127,9 +127,8 @@ int xpf_render_capture_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_
 	}
 	/* Failures of modules decoded separately (each module's plan). */
 	for (size_t m = 0; m < xpf_capture_nmodules(c); m++) {
-		const Xla__HloProto *hp;
 		xpf_error e3 = { 0 };
-		if (xpf_capture_module_hlo(c, m, &hp, &e3) != XPF_OK && strcmp(e3.msg, e2.msg) != 0) {
+		if (xpf_capture_module_check(c, m, &e3) != XPF_OK && strcmp(e3.msg, e2.msg) != 0) {
 			xpf_buf_adds(out, "decoder error: ");
 			xpf_buf_text(out, e3.msg);
 			xpf_buf_addc(out, '\n');
