@@ -323,6 +323,7 @@ static void build_release(struct build *b)
 	free(b->s.md_dev);
 	xpf_rt_keep_interns(b->rt->priv, &b->s.interned);
 	free(b->s.kbuf);
+	xpf_rt_scan_release(&b->s);
 	free(b->s.avail);
 	xpf_window_release(&b->s.win);
 }

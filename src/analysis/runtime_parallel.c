@@ -317,6 +317,7 @@ static void thread_done(struct scan *s, struct host_thread *th)
 	free(th->s.oh);
 	xpf_rt_keep_interns(pv, &th->s.interned);
 	free(th->s.kbuf);
+	xpf_rt_scan_release(&th->s);
 	free(th->s.avail);
 	xpf_window_release(&th->s.win);
 	free(th->amap);
@@ -363,6 +364,7 @@ static void thread_init(const struct scan *s, struct host_thread *b)
 	b->s.last_alloc = -1;
 	b->s.interned = NULL;
 	b->s.kbuf = NULL;
+	b->s.stream = NULL;
 	b->s.kbuf_n = b->s.kbuf_cap = 0;
 	b->s.avail = NULL;
 	b->s.navail = b->s.capavail = 0;

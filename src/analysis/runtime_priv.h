@@ -234,6 +234,8 @@ struct scan {
 	/* bytes_available of the line's allocator events, in order */
 	uint64_t *avail;
 	size_t navail, capavail;
+	/* A line's scan in progress (runtime_scan.c), kept for the next. */
+	struct stream *stream;
 	/* The bytes of a line's knode events (scan_line_stream). */
 	uint8_t *kbuf;
 	size_t kbuf_n, kbuf_cap;
@@ -287,6 +289,7 @@ int xpf_rt_exec_walk_end(struct scan *s, size_t xi, const struct exec_walk *w, i
 /* runtime_scan.c: one host line into events, executions and retries. */
 unsigned xpf_rt_md_class(struct scan *s, size_t k, const char *name);
 int xpf_rt_scan_line(struct scan *s, size_t line, xpf_error *err);
+void xpf_rt_scan_release(struct scan *s);
 int xpf_rt_scan_modules_line(struct scan *s, const xpf_plane *p, size_t l, unsigned d,
 			     xpf_error *err);
 

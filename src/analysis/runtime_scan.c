@@ -188,6 +188,31 @@ struct stream {
 	size_t waiting; /* retries before pa_re[waiting] have their allocation */
 };
 
+/* s's stream for a new line, empty.  Its arrays are kept from one line to
+ * the next: a line's are big, and grown anew for each line they were
+ * copied over and over. */
+static struct stream *stream_begin(struct scan *s)
+{
+	if (s->stream == NULL)
+		s->stream = xpf_calloc(1, sizeof *s->stream);
+	struct stream *m = s->stream;
+	m->nn = m->ns = m->nae = m->nar = m->waiting = 0;
+	return m;
+}
+
+void xpf_rt_scan_release(struct scan *s)
+{
+	struct stream *m = s->stream;
+	if (m == NULL)
+		return;
+	free(m->nd);
+	free(m->st);
+	free(m->pa_ev);
+	free(m->pa_re);
+	free(m);
+	s->stream = NULL;
+}
+
 /* A node for event ev (index i on the line): the events that can make or
  * name an execution or hold its buffer set-up.  Its bytes are copied, to
  * be read after the line (the window moves on). */
@@ -399,8 +424,7 @@ static int scan_line_stream(struct scan *s, size_t line, const struct order_head
 	xpf_event_iter it;
 	xpf_event_head ev;
 	int rc;
-	struct stream m;
-	memset(&m, 0, sizeof m);
+	struct stream *m = stream_begin(s);
 	size_t seq = 0;
 	s->kbuf_n = 0;
 	int64_t pt0 = 0, pt1 = 0, t1max = INT64_MIN;
@@ -428,19 +452,15 @@ static int scan_line_stream(struct scan *s, size_t line, const struct order_head
 		pt0 = t0;
 		pt1 = t1;
 		t1max = t1 > t1max ? t1 : t1max; /* rt->end_ns at the end */
-		if ((rc = stream_event(s, &m, line, &ev, i, t0, t1, err)) != XPF_OK)
+		if ((rc = stream_event(s, m, line, &ev, i, t0, t1, err)) != XPF_OK)
 			goto out;
 	}
-	rc = rc < 0 ? err->code : settle_line(s, &m, line, err);
+	rc = rc < 0 ? err->code : settle_line(s, m, line, err);
 out:
 	/* the latest end of the events read (floor is monotonic: the floor of
 	 * the latest is the latest floor) */
 	if (t1max != INT64_MIN && xpf_rt_floor_ns(t1max) > rt->end_ns)
 		rt->end_ns = xpf_rt_floor_ns(t1max);
-	free(m.nd);
-	free(m.st);
-	free(m.pa_ev);
-	free(m.pa_re);
 	return rc;
 }
 
