@@ -1,6 +1,6 @@
 /* For the test programs: every event of a capture's /host:CPU plane, line by
- * line, read with the capture layer's reference decoder (xpf_events_next,
- * not the scans' fast paths), handed to fn.  Asserts that the plane is there
+ * line, read with the capture layer's event reader through the mapping
+ * (xpf_events_next, no window), handed to fn.  Asserts that the plane is there
  * and that every event decodes.  Include after <cmocka.h>. */
 #ifndef XPF_TESTS_HOST_EVENTS_H
 #define XPF_TESTS_HOST_EVENTS_H
@@ -20,7 +20,7 @@ static inline void each_host_event(xpf_capture *c, host_event_fn *fn, void *ctx)
 		xpf_event_iter it;
 		xpf_event ev;
 		int rc;
-		xpf_events_begin(p, l, &it);
+		xpf_events_begin(p, l, NULL, &it);
 		while ((rc = xpf_events_next(&it, &ev, &err)) == 1)
 			fn(p, l, &ev, ctx);
 		if (rc != 0)

@@ -69,7 +69,7 @@ static void count_event(const xpf_plane *p, size_t line, const xpf_event *ev, vo
 	uint64_t pk = 0, u;
 	xpf_str s;
 	int rc;
-	xpf_stats_of_event(p, ev, &si);
+	xpf_stats_of_event(p, ev, NULL, &si);
 	while ((rc = xpf_stats_next(&si, &st, &err)) == 1) {
 		if (strcmp(st.name, "allocator_name") == 0 && xpf_stat_text(&st, &s))
 			snprintf(name, sizeof name, "%.*s", (int)s.n, s.p);
@@ -194,7 +194,7 @@ static void test_gemm(void **state)
 	for (size_t l = 0; l < p->nlines; l++) {
 		xpf_event_iter it;
 		xpf_event ev;
-		xpf_events_begin(p, l, &it);
+		xpf_events_begin(p, l, NULL, &it);
 		while (xpf_events_next(&it, &ev, &err) == 1) {
 			exec += strcmp(ev.name, "PjRtStreamExecutorLoadedExecutable::Execute") == 0;
 			gpu_module += strcmp(ev.name, "jit_dot:XLA GPU module") == 0;
@@ -311,11 +311,11 @@ static void test_conv_run(void **state)
 	xpf_input_free(in);
 }
 
-/* The quick reading of an event's stats (xpf_events_next_pick, with its
- * four- and five-byte path, and xpf_stats_pick) against the reference
- * iterator (xpf_stats_next_of) on every event of a real capture: the same
- * stats, in order, with the same kinds and values, wherever the quick one
- * vouches; once with every stat id wanted, once with every other one. */
+/* The one stat reader with a set of wanted stats against the same reader
+ * without one, filtered by id, on every event of a real capture, read
+ * through a window and through the mapping: the same stats, in order,
+ * with the same kinds and values; once with every stat id wanted, once
+ * with every other one. */
 static void stat_same(const xpf_stat *a, const xpf_stat *b)
 {
 	assert_int_equal(a->metadata_id, b->metadata_id);
@@ -329,70 +329,72 @@ static void stat_same(const xpf_stat *a, const xpf_stat *b)
 		assert_memory_equal(a->s.p, b->s.p, a->s.n);
 }
 
-static void check_picks(const char *rel, size_t *nstats)
+/* Event ev's wanted stats both ways: how many. */
+static size_t check_wanted(const xpf_plane *p, const xpf_event *ev, const xpf_stat_want *want)
+{
+	xpf_stat_iter all, some;
+	xpf_stat a, b;
+	xpf_error err = { 0 };
+	size_t n = 0;
+	int rc;
+	xpf_stats_of_event(p, ev, NULL, &all);
+	xpf_stats_of_event(p, ev, want, &some);
+	while ((rc = xpf_stats_next(&all, &a, &err)) == 1) {
+		if (xpf_stat_want_tag(want, a.metadata_id) < 0)
+			continue;
+		assert_int_equal(xpf_stats_next(&some, &b, &err), 1);
+		stat_same(&a, &b);
+		n++;
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(xpf_stats_next(&some, &b, &err), 0);
+	return n;
+}
+
+static void check_want(const char *rel, size_t *nstats)
 {
 	xpf_capture *c = open_or_skip(rel);
 	xpf_error err = { 0 };
+	xpf_window w = { 0 };
 	for (size_t pi = 0; pi < xpf_capture_nplanes(c); pi++) {
 		const xpf_plane *p;
 		assert_int_equal(xpf_capture_plane(c, pi, &p, &err), XPF_OK);
-		int64_t all[256];
-		size_t nall = 0;
-		for (int64_t id = 0; id < 1024 && nall < 256; id++)
-			if (xpf_plane_stat_name(p, id))
-				all[nall++] = id;
-		for (int every = 1; every <= 2; every++) {
-			int64_t ids[256];
-			size_t n = 0;
-			for (size_t k = 0; k < nall; k += (size_t)every)
-				ids[n++] = all[k];
-			xpf_pick pick;
-			xpf_pick_init(&pick, ids, n);
+		for (size_t every = 1; every <= 2; every++) {
+			xpf_stat_want want = { 0 };
+			for (size_t k = 0; k < p->n_stat_md && want.n < XPF_STAT_WANT_MAX; k += every)
+				xpf_stat_want_add(&want, p, p->stat_md[k].name, (unsigned)k % 200);
 			for (size_t l = 0; l < p->nlines; l++) {
-				xpf_event_iter it;
-				xpf_event_head h;
-				xpf_raw_stat raw[16];
-				int np, rc;
-				xpf_events_begin(p, l, &it);
-				while ((rc = xpf_events_next_pick(&it, &h, &pick, raw, 16, &np, &err)) == 1) {
-					if (np < 0)
-						continue;
-					xpf_event ev;
-					xpf_stat_iter sit;
-					xpf_stat want[16];
-					xpf_raw_stat quick[16];
-					int nw = 0;
-					xpf_event_of_head(p, l, &h, &ev);
-					xpf_stats_of_event(p, &ev, &sit);
-					while (nw < 16 && xpf_stats_next_of(&sit, ids, n, &want[nw], &err) == 1)
-						nw++;
-					assert_int_equal(np, nw);
-					assert_int_equal(xpf_stats_pick(p, &h, &pick, quick, 16), nw);
-					for (int k = 0; k < nw; k++) {
-						xpf_stat st;
-						assert_true(xpf_stat_resolve(p, &raw[k], &st));
-						stat_same(&st, &want[k]);
-						assert_true(xpf_stat_resolve(p, &quick[k], &st));
-						stat_same(&st, &want[k]);
-					}
-					*nstats += (size_t)nw;
+				xpf_event_iter it, mit;
+				xpf_event ev, mev;
+				int rc;
+				xpf_events_begin(p, l, &w, &it);
+				xpf_events_begin(p, l, NULL, &mit);
+				while ((rc = xpf_events_next(&it, &ev, &err)) == 1) {
+					assert_int_equal(xpf_events_next(&mit, &mev, &err), 1);
+					assert_int_equal(ev.offset, mev.offset);
+					assert_int_equal(ev.md, mev.md);
+					assert_int_equal(ev.offset_ps, mev.offset_ps);
+					assert_int_equal(ev.duration_ps, mev.duration_ps);
+					assert_memory_equal(ev.msg, mev.msg, ev.msg_len);
+					*nstats += check_wanted(p, &ev, &want);
 				}
 				assert_int_equal(rc, 0);
+				assert_int_equal(xpf_events_next(&mit, &mev, &err), 0);
 			}
 		}
 	}
+	xpf_window_release(&w);
 	xpf_capture_free(c);
 }
 
-static void test_picks(void **state)
+static void test_want(void **state)
 {
 	(void)state;
 	size_t nstats = 0;
-	check_picks("captures/mi300x-jax08-gemm.xplane.pb", &nstats);
-	check_picks("captures/tpu-v6e-inference.xplane.pb", &nstats);
-	fprintf(stderr, "picks: %zu stats read both ways\n", nstats);
-	/* the two captures' wanted stats on events the quick reading vouched
-	 * for, both passes */
+	check_want("captures/mi300x-jax08-gemm.xplane.pb", &nstats);
+	check_want("captures/tpu-v6e-inference.xplane.pb", &nstats);
+	fprintf(stderr, "want: %zu stats read both ways\n", nstats);
+	/* the two captures' wanted stats, both passes */
 	assert_int_equal(nstats, 59844);
 }
 
@@ -595,7 +597,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_conv_run),
 		cmocka_unit_test(test_bare_hlo),
 		cmocka_unit_test(test_bad_shared),
-		cmocka_unit_test(test_picks),
+		cmocka_unit_test(test_want),
 	};
 	bool want_real;
 	int rc = xpf_test_group(argc, argv, &want_real);

@@ -28,7 +28,7 @@ static bool event_frag(const xpf_diag_ctx *c, size_t i, double *out)
 	xpf_event x;
 	xpf_stat st;
 	uint64_t addr;
-	xpf_events_begin(pl, l, &it);
+	xpf_events_begin(pl, l, NULL, &it);
 	while (xpf_events_next(&it, &x, &e) == 1) {
 		__int128 t = ((__int128)pl->lines[l].timestamp_ns - base) * 1000 + x.offset_ps;
 		if (t != ev->t_ps || strncmp(x.name, "Memory", 6) != 0 ||

@@ -99,22 +99,13 @@ static xpf_rt_event *push_event(struct scan *s)
 	return &rt->events[n];
 }
 
-/* Fill s's alloc_ids/alloc_code from the plane's stat metadata. */
+/* Fill s's alloc_want from the plane's stat metadata (a stat beyond what
+ * the set holds is not read: a capture names each stat once). */
 void xpf_rt_alloc_stat_ids(struct scan *s)
 {
-	s->nalloc_ids = 0;
-	memset(s->code_of_id, AS_N, sizeof s->code_of_id);
-	for (int k = 0; k < AS_N; k++) {
-		int64_t ids[8];
-		size_t n = xpf_plane_stat_ids(s->p, alloc_stat_names[k], ids, 8);
-		for (size_t i = 0; i < n && i < 8 && s->nalloc_ids < 64; i++) {
-			s->alloc_ids[s->nalloc_ids] = ids[i];
-			s->alloc_code[s->nalloc_ids++] = (uint8_t)k;
-			if (ids[i] >= 0 && ids[i] < 128 && s->code_of_id[ids[i]] == AS_N)
-				s->code_of_id[ids[i]] = (uint8_t)k;
-		}
-	}
-	xpf_pick_init(&s->alloc_pick, s->alloc_ids, s->nalloc_ids);
+	memset(&s->alloc_want, 0, sizeof s->alloc_want);
+	for (unsigned k = 0; k < AS_N; k++)
+		xpf_stat_want_add(&s->alloc_want, s->p, alloc_stat_names[k], k);
 }
 
 int64_t xpf_rt_rel_ps(int64_t line_ts_ns, int64_t base, int64_t off_ps)
@@ -144,18 +135,7 @@ struct alloc_stats {
 	xpf_str shape;
 };
 
-/* Which of the allocator-event stats (AS_*) metadata id is, or AS_N. */
-static unsigned alloc_code(const struct scan *s, int64_t id)
-{
-	if (id >= 0 && id < 128)
-		return s->code_of_id[id];
-	size_t k = 0;
-	while (k < s->nalloc_ids && s->alloc_ids[k] != id)
-		k++;
-	return k < s->nalloc_ids ? s->alloc_code[k] : AS_N;
-}
-
-static void alloc_stat(struct alloc_stats *a, unsigned code, const xpf_stat *st)
+static void alloc_stat(struct alloc_stats *a, int code, const xpf_stat *st)
 {
 	xpf_str t;
 	uint64_t u;
@@ -186,29 +166,15 @@ static void alloc_stat(struct alloc_stats *a, unsigned code, const xpf_stat *st)
 	}
 }
 
-/* The stats of allocator event xev (head: its head, or NULL) into *a. */
-static int read_alloc_stats(struct scan *s, const xpf_event *xev, const xpf_event_head *head,
-			    struct alloc_stats *a, xpf_error *err)
+/* The stats of allocator event ev into *a. */
+static int read_alloc_stats(struct scan *s, const xpf_event *ev, struct alloc_stats *a, xpf_error *err)
 {
 	xpf_stat_iter it;
 	xpf_stat st;
-	xpf_raw_stat picked[16];
 	int rc;
-	/* the stats picked by id (xpf_stats_pick), unless the event refers to a
-	 * stat metadata the plane lacks: then the iterator, which reports it */
-	int npicked = head ? xpf_stats_pick(s->p, head, &s->alloc_pick, picked,
-					    sizeof picked / sizeof *picked) :
-			     -1;
-	for (int j = 0; j < npicked; j++)
-		if (picked[j].kind == XPF_STAT_REF && !xpf_stat_resolve(s->p, &picked[j], &st))
-			npicked = -1;
-	int next = 0;
-	if (npicked < 0)
-		xpf_stats_of_event(s->p, xev, &it);
-	while ((rc = npicked >= 0 ?
-			     (next < npicked ? xpf_stat_resolve_by_id(s->p, &picked[next++], &st) : 0) :
-			     xpf_stats_next_of(&it, s->alloc_ids, s->nalloc_ids, &st, err)) == 1)
-		alloc_stat(a, alloc_code(s, st.metadata_id), &st);
+	xpf_stats_of_event(s->p, ev, &s->alloc_want, &it);
+	while ((rc = xpf_stats_next(&it, &st, err)) == 1)
+		alloc_stat(a, xpf_stat_want_tag(&s->alloc_want, st.metadata_id), &st);
 	return rc < 0 ? err->code : XPF_OK;
 }
 
@@ -236,13 +202,12 @@ static int allocator_of(struct scan *s, const char *np, size_t nn, bool by_index
 /* ev: the allocator event (flags: its class, t0: its start); enclosing and
  * transfer: the host event around it and the transfer-family event around
  * it, as 1 + their event metadata index (0: none). */
-int xpf_rt_read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head *head,
-		      unsigned flags, int64_t t0, uint32_t enclosing, uint32_t transfer,
-		      size_t line, xpf_error *err)
+int xpf_rt_read_alloc(struct scan *s, const xpf_event *xev, unsigned flags, int64_t t0,
+		      uint32_t enclosing, uint32_t transfer, size_t line, xpf_error *err)
 {
 	xpf_runtime *rt = s->rt;
 	struct alloc_stats st = { .shape = { NULL, 0 } };
-	int rc = read_alloc_stats(s, xev, head, &st, err);
+	int rc = read_alloc_stats(s, xev, &st, err);
 	if (rc != XPF_OK)
 		return rc;
 	if (st.nn == 0) {

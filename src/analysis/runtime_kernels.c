@@ -17,14 +17,6 @@
 
 /* ---- device planes ---------------------------------------------------- */
 
-static bool id_in(int64_t id, const int64_t *ids, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (ids[i] == id)
-			return true;
-	return false;
-}
-
 static long module_by_program_id(xpf_host *h, uint64_t pid)
 {
 	for (size_t m = 0; m < h->nmodules; m++)
@@ -273,10 +265,10 @@ bool xpf_rt_device_plane(const xpf_host *h, size_t i, unsigned *d, bool *tpu)
 /* A TPU plane's "XLA Modules" line: one execution per event. */
 
 /* Two stats of a kind other than STR or BYTES that read the same. */
-static bool same_number(const xpf_raw_stat *a, const xpf_raw_stat *b)
+static bool same_number(const xpf_stat *a, const xpf_stat *b)
 {
 	return a->metadata_id == b->metadata_id && a->kind == b->kind && a->u == b->u &&
-	       a->i == b->i && a->dbits == b->dbits;
+	       a->i == b->i && memcmp(&a->d, &b->d, sizeof a->d) == 0;
 }
 
 /* The last program_id and hlo_module a kernel named, and their modules. */
@@ -322,81 +314,68 @@ static long kernel_stat_module(xpf_host *h, struct xpf_rt_priv *pv, const xpf_st
 	return m;
 }
 
+/* The two stats a kernel is read for, as tagged in kscan.want. */
+enum { K_PROGRAM_ID, K_HLO_MODULE };
+
 /* What the scan of one device plane's kernels carries from event to event. */
 struct kscan {
 	struct xpf_rt_priv *pv;
 	const xpf_plane *p;
-	int64_t ids[64];   /* the stats a kernel is read for, by metadata id: */
-	size_t npid, nids; /* ids[0..npid) program_id's, then hlo_module's */
-	bool by_id;        /* few enough ids to pick by (else by name) */
-	xpf_pick pick;
+	xpf_stat_want want; /* program_id and hlo_module, by metadata id */
+	bool by_id;         /* all their ids fit in want (else read by name) */
 	struct kernel_cache kc;
-	/* the last program_id and hlo_module stats as read, and what they gave:
-	 * kernels repeat them, so most are neither looked up nor resolved */
+	/* the last program_id and hlo_module stats read, and what they gave:
+	 * kernels repeat them, so most are not looked up */
 	struct {
 		bool set;
-		xpf_raw_stat raw;
+		xpf_stat st;
 		bool any;
 		long m;
 	} memo[2];
 };
 
-/* A kernel's module (*m, -1: none) and whether it names one at all (*any)
- * from its stats picked by id, raw[0..np): false when one has an id the
- * plane does not know (then read_module words the error). */
-static bool picked_module(struct kscan *ks, const xpf_raw_stat *raw, int np, long *m, bool *any)
+/* Which of the two stats st is (K_*), or -1. */
+static int kernel_stat_kind(const struct kscan *ks, const xpf_stat *st)
 {
-	for (int k = 0; k < np; k++) {
-		int c = id_in(raw[k].metadata_id, ks->ids, ks->npid) ? 0 : 1;
-		if (c == 1 && *m >= 0)
-			continue;
-		bool plain = raw[k].kind != XPF_STAT_STR && raw[k].kind != XPF_STAT_BYTES;
-		if (plain && ks->memo[c].set && same_number(&ks->memo[c].raw, &raw[k])) {
-			*any |= ks->memo[c].any;
-			if (ks->memo[c].m >= 0)
-				*m = ks->memo[c].m;
-			continue;
-		}
-		xpf_stat st;
-		if (!xpf_stat_resolve(ks->p, &raw[k], &st))
-			return false;
-		bool a = false;
-		long mk = kernel_stat_module(ks->pv->host, ks->pv, &st, c == 0, &a, &ks->kc);
-		*any |= a;
-		if (mk >= 0)
-			*m = mk;
-		ks->memo[c].set = plain;
-		ks->memo[c].raw = raw[k];
-		ks->memo[c].any = a;
-		ks->memo[c].m = mk;
-	}
-	return true;
+	if (ks->by_id)
+		return xpf_stat_want_tag(&ks->want, st->metadata_id);
+	return strcmp(st->name, "program_id") == 0 ? K_PROGRAM_ID :
+	       strcmp(st->name, "hlo_module") == 0 ? K_HLO_MODULE :
+						     -1;
 }
 
-/* The same from the event's stats read one by one, every error worded:
- * 0, or -1 malformed (err set). */
-static int read_module(struct kscan *ks, size_t l, const xpf_event_head *eh, long *m, bool *any,
-		       xpf_error *err)
+/* A kernel's module (*m, -1: none) and whether it names one at all (*any),
+ * from its program_id (the last that names one) or else its hlo_module
+ * stats: 0, or -1 malformed (err set). */
+static int read_module(struct kscan *ks, const xpf_event *ev, long *m, bool *any, xpf_error *err)
 {
-	xpf_event ev;
 	xpf_stat_iter sit;
 	xpf_stat st;
 	int rc;
 	*m = -1;
 	*any = false;
-	xpf_event_of_head(ks->p, l, eh, &ev);
-	xpf_stats_of_event(ks->p, &ev, &sit);
-	while ((rc = ks->by_id ? xpf_stats_next_of(&sit, ks->ids, ks->nids, &st, err) :
-				 xpf_stats_next(&sit, &st, err)) == 1) {
-		bool is_pid = ks->by_id ? id_in(st.metadata_id, ks->ids, ks->npid) :
-					  strcmp(st.name, "program_id") == 0;
-		if (!is_pid && (*m >= 0 || (!ks->by_id && strcmp(st.name, "hlo_module") != 0)))
+	xpf_stats_of_event(ks->p, ev, ks->by_id ? &ks->want : NULL, &sit);
+	while ((rc = xpf_stats_next(&sit, &st, err)) == 1) {
+		int c = kernel_stat_kind(ks, &st);
+		if (c < 0 || (c == K_HLO_MODULE && *m >= 0))
 			continue;
+		bool plain = st.kind != XPF_STAT_STR && st.kind != XPF_STAT_BYTES;
+		if (plain && ks->memo[c].set && same_number(&ks->memo[c].st, &st)) {
+			*any |= ks->memo[c].any;
+			if (ks->memo[c].m >= 0)
+				*m = ks->memo[c].m;
+			continue;
+		}
 		bool a = false;
-		long mk = kernel_stat_module(ks->pv->host, ks->pv, &st, is_pid, &a, &ks->kc);
+		long mk = kernel_stat_module(ks->pv->host, ks->pv, &st, c == K_PROGRAM_ID, &a,
+					     &ks->kc);
 		*any |= a;
 		if (mk >= 0)
 			*m = mk;
+		ks->memo[c].set = plain;
+		ks->memo[c].st = st;
+		ks->memo[c].any = a;
+		ks->memo[c].m = mk;
 	}
 	return rc < 0 ? -1 : 0;
 }
@@ -408,34 +387,26 @@ static int scan_kernels(struct xpf_rt_priv *pv, const xpf_plane *p, unsigned d, 
 	struct kscan *ks = xpf_calloc(1, sizeof *ks);
 	ks->pv = pv;
 	ks->p = p;
-	ks->npid = xpf_plane_stat_ids(p, "program_id", ks->ids, 32);
-	size_t nmod =
-		xpf_plane_stat_ids(p, "hlo_module", ks->ids + (ks->npid < 32 ? ks->npid : 32), 32);
-	ks->by_id = ks->npid <= 32 && nmod <= 32;
-	ks->nids = ks->by_id ? ks->npid + nmod : 0;
+	ks->by_id = xpf_stat_want_add(&ks->want, p, "program_id", K_PROGRAM_ID) &&
+		    xpf_stat_want_add(&ks->want, p, "hlo_module", K_HLO_MODULE);
 	ks->kc = (struct kernel_cache){ 0, -2, "", 0, -2 };
-	xpf_pick_init(&ks->pick, ks->ids, ks->nids);
 	long bcache = -1;
 	int rc = XPF_OK;
-	for (size_t l = 0; l < p->nlines && rc >= 0 && (ks->npid || nmod); l++) {
+	for (size_t l = 0; l < p->nlines && rc >= 0 && (ks->want.n || !ks->by_id); l++) {
 		if (tpu && strcmp(p->lines[l].name, "XLA Modules") == 0)
 			continue;
 		xpf_event_iter it;
-		xpf_event_head eh;
-		xpf_raw_stat raw[8];
-		int np = -1;
-		xpf_events_begin_window(p, l, &it, w);
-		while ((rc = ks->by_id ? xpf_events_next_pick(&it, &eh, &ks->pick, raw, 8, &np, err) :
-					 xpf_events_next_head(&it, &eh, err)) == 1) {
+		xpf_event ev;
+		xpf_events_begin(p, l, w, &it);
+		while ((rc = xpf_events_next(&it, &ev, err)) == 1) {
 			long m = -1;
 			bool any = false;
-			if (!(np >= 0 && picked_module(ks, raw, np, &m, &any)) &&
-			    (rc = read_module(ks, l, &eh, &m, &any, err)) < 0)
+			if ((rc = read_module(ks, &ev, &m, &any, err)) < 0)
 				break;
 			if (any)
 				add_kernel(pv, &pv->kdev[d], &bcache,
 					   xpf_rt_rel_ps(p->lines[l].timestamp_ns, pv->time_base,
-							 eh.offset_ps),
+							 ev.offset_ps),
 					   m);
 		}
 	}

@@ -348,7 +348,6 @@ static void thread_init(const struct scan *s, struct host_thread *b)
 {
 	const xpf_plane *p = s->p;
 	b->s = *s;
-	xpf_pick_init(&b->s.alloc_pick, b->s.alloc_ids, b->s.nalloc_ids);
 	b->s.rt = &b->rt;
 	b->rt.priv = &b->pv;
 	b->pv.nmodules = s->rt->priv->nmodules;

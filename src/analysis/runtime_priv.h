@@ -207,10 +207,10 @@ bool xpf_rt_thunk_of(unsigned parent_flags, unsigned flags);
 #define REL_PS_MAX ((int64_t)1 << 61)
 int64_t xpf_rt_rel_ps(int64_t line_ts_ns, int64_t base, int64_t off_ps);
 
-/* An event head of an unordered line and its times (ps from the base), to
- * be sorted into the order scan_line_stream nests in. */
-struct order_head {
-	xpf_event_head h;
+/* An event of an unordered line and its times (ps from the base), to be
+ * sorted into the order scan_line_stream nests in. */
+struct order_event {
+	xpf_event ev;
 	int64_t t0, t1;
 };
 
@@ -220,7 +220,7 @@ struct scan {
 	const xpf_plane *p;
 	int64_t base;
 	size_t cap_alloc, cap_events, cap_exec, cap_retry;
-	struct order_head *oh; /* an unordered line's heads, sorted */
+	struct order_event *oh; /* an unordered line's events, sorted */
 	size_t noh, capoh;
 	/* classify() of each event metadata of p, by index (UINT_MAX: not yet):
 	 * names repeat, so each is classified once, not once per event. */
@@ -239,12 +239,8 @@ struct scan {
 	/* The bytes of a line's knode events (scan_line_stream). */
 	uint8_t *kbuf;
 	size_t kbuf_n, kbuf_cap;
-	/* read_alloc's stats: their metadata ids on p, and which each is. */
-	int64_t alloc_ids[64];
-	uint8_t alloc_code[64];
-	size_t nalloc_ids;
-	uint8_t code_of_id[128]; /* alloc_code of the ids below 128; AS_N: none */
-	xpf_pick alloc_pick;     /* of alloc_ids */
+	/* read_alloc's stats on p, each tagged with which it is (AS_*) */
+	xpf_stat_want alloc_want;
 	/* shapes kept once each (intern) */
 	xpf_intern *interned;
 	int last_alloc;        /* the allocator of the last event read, or -1 */
@@ -271,9 +267,8 @@ void xpf_rt_events_reserve(struct scan *s, size_t n);
 void xpf_rt_exec_map(struct scan *s, size_t n);
 void xpf_rt_exec_reserve(struct scan *s, size_t n);
 int xpf_rt_too_many_allocators(const struct scan *s, xpf_error *err);
-int xpf_rt_read_alloc(struct scan *s, const xpf_event *xev, const xpf_event_head *head,
-		      unsigned flags, int64_t t0, uint32_t enclosing, uint32_t transfer,
-		      size_t line, xpf_error *err);
+int xpf_rt_read_alloc(struct scan *s, const xpf_event *ev, unsigned flags, int64_t t0,
+		      uint32_t enclosing, uint32_t transfer, size_t line, xpf_error *err);
 size_t xpf_rt_new_execution(struct scan *s, uint32_t line, int64_t thread, const char *name,
 			    int dev, int64_t t0, int64_t t1, const char *pjit);
 /* What the walk over an execution's subtree has seen so far. */

@@ -95,14 +95,14 @@ int xpf_runtime_between(xpf_host *h, const xpf_runtime *rt, size_t from, size_t 
 	const struct xpf_rt_priv *pv = rt->priv;
 	for (size_t l = 0; l < p->nlines; l++) {
 		xpf_event_iter it;
-		xpf_event_head ev;
+		xpf_event ev;
 		/* a line whose events all end before the window or all start
 		 * after it holds none of it */
 		if (pv->line_t0 && l < pv->nlines &&
 		    (pv->line_t1[l] < a->end_ps || pv->line_t0[l] > b->start_ps))
 			continue;
-		xpf_events_begin_window(p, l, &it, &w);
-		while ((rc = xpf_events_next_head(&it, &ev, err)) == 1) {
+		xpf_events_begin(p, l, &w, &it);
+		while ((rc = xpf_events_next(&it, &ev, err)) == 1) {
 			int64_t t0 = (p->lines[l].timestamp_ns - base) * 1000 + ev.offset_ps;
 			int64_t t1 = t0 + (ev.duration_ps > 0 ? ev.duration_ps : 0);
 			if (t0 < a->end_ps || t1 > b->start_ps)

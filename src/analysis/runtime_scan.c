@@ -4,7 +4,7 @@
  * A line whose events are already in (start, longest first) order -- the
  * usual case -- is nested as it is read (scan_line_stream), with a stack of
  * the open events and a few records per execution, not per event;
- * otherwise its heads are sorted into that order first (scan_line_sorted).
+ * otherwise its events are sorted into that order first (scan_line_sorted).
  * Events on one line nest by time and never partially overlap, which gives
  * every event its parent.  From the nesting we take, for each allocator
  * event, the host event around it, the transfer around it and the execution
@@ -30,12 +30,12 @@
 /* By start, longest first, then place in the line. */
 static int order_cmp(const void *a, const void *b)
 {
-	const struct order_head *x = a, *y = b;
+	const struct order_event *x = a, *y = b;
 	if (x->t0 != y->t0)
 		return x->t0 < y->t0 ? -1 : 1;
 	if (x->t1 != y->t1)
 		return x->t1 > y->t1 ? -1 : 1;
-	return x->h.index < y->h.index ? -1 : x->h.index > y->h.index;
+	return x->ev.index < y->ev.index ? -1 : x->ev.index > y->ev.index;
 }
 
 /* A line's base in ps from the capture's, worked out once a line: an
@@ -56,10 +56,10 @@ static struct line_base line_base_of(const struct scan *s, size_t line)
 	return (struct line_base){ ok ? (int64_t)b : 0, ok, ts };
 }
 
-/* The start and end of event head ev of a line (its base lb), in ps
- * relative to the capture's base. */
-static inline void head_times(const struct scan *s, const struct line_base *lb,
-			      const xpf_event_head *ev, int64_t *t0, int64_t *t1)
+/* The start and end of event ev of a line (its base lb), in ps relative
+ * to the capture's base. */
+static inline void event_times(const struct scan *s, const struct line_base *lb,
+			       const xpf_event *ev, int64_t *t0, int64_t *t1)
 {
 	int64_t off = ev->offset_ps;
 	if (lb->ok && off > -REL_PS_MAX && off < REL_PS_MAX) {
@@ -216,12 +216,12 @@ void xpf_rt_scan_release(struct scan *s)
 /* A node for event ev (index i on the line): the events that can make or
  * name an execution or hold its buffer set-up.  Its bytes are copied, to
  * be read after the line (the window moves on). */
-static long push_node(struct scan *s, struct stream *m, size_t line, const xpf_event_head *ev,
-		      size_t i, int64_t t0, int64_t t1, unsigned flags, const struct frame *pa,
-		      const char *pjit, int kind, bool thunk, bool retry)
+static long push_node(struct scan *s, struct stream *m, const xpf_event *ev, size_t i, int64_t t0,
+		      int64_t t1, unsigned flags, const struct frame *pa, const char *pjit,
+		      int kind, bool thunk, bool retry)
 {
 	struct knode *n = XPF_VEC_PUSH(m->nd, m->nn, m->cn);
-	xpf_event_of_head(s->p, line, ev, &n->ev);
+	n->ev = *ev;
 	if (s->kbuf_n + ev->msg_len > s->kbuf_cap) {
 		s->kbuf_cap = (s->kbuf_n + ev->msg_len) * 2 + 4096;
 		s->kbuf = xpf_realloc_array(s->kbuf, s->kbuf_cap, 1);
@@ -246,17 +246,14 @@ static long push_node(struct scan *s, struct stream *m, size_t line, const xpf_e
 }
 
 /* An allocator event or a retry read: kept, waiting for its execution. */
-static int read_leaf(struct scan *s, struct stream *m, size_t line, const xpf_event_head *ev,
+static int read_leaf(struct scan *s, struct stream *m, size_t line, const xpf_event *ev,
 		     unsigned flags, int64_t t0, int64_t t1, const struct frame *pa,
 		     uint32_t transfer, xpf_error *err)
 {
 	xpf_runtime *rt = s->rt;
 	long knode = pa ? pa->node : -1, bnode = pa ? pa->build : -1;
 	if (flags & (F_ALLOC | F_DEALLOC)) {
-		xpf_event full;
-		xpf_event_of_head(s->p, line, ev, &full);
-		int rc = xpf_rt_read_alloc(s, &full, ev, flags, t0, pa ? pa->md1 : 0, transfer,
-					   line, err);
+		int rc = xpf_rt_read_alloc(s, ev, flags, t0, pa ? pa->md1 : 0, transfer, line, err);
 		if (rc != XPF_OK)
 			return rc;
 		struct pending *q = XPF_VEC_PUSH(m->pa_ev, m->nae, m->cae);
@@ -286,7 +283,7 @@ static int read_leaf(struct scan *s, struct stream *m, size_t line, const xpf_ev
 /* Event ev, the i-th of the line in nesting order (times t0, t1): nested
  * under the open events, kept as a node, an allocator event or a retry,
  * or as a mark on the nearest node around it. */
-static int stream_event(struct scan *s, struct stream *m, size_t line, const xpf_event_head *ev,
+static int stream_event(struct scan *s, struct stream *m, size_t line, const xpf_event *ev,
 			size_t i, int64_t t0, int64_t t1, xpf_error *err)
 {
 	size_t k = ev->md;
@@ -312,7 +309,7 @@ static int stream_event(struct scan *s, struct stream *m, size_t line, const xpf
 						   0;
 	long self = knode;
 	if (flags & (F_EXEC | F_PERDEV | F_ANCHOR | F_BUILD)) {
-		self = push_node(s, m, line, ev, i, t0, t1, flags, pa, pjit, kind, thunk, retry);
+		self = push_node(s, m, ev, i, t0, t1, flags, pa, pjit, kind, thunk, retry);
 	} else if (knode >= 0) {
 		if (step) {
 			m->nd[knode].last_seq = i;
@@ -414,15 +411,15 @@ static int settle_line(struct scan *s, struct stream *m, size_t line, xpf_error 
 	return XPF_OK;
 }
 
-/* Line `line`, read through the window (sorted NULL) or from its heads
+/* Line `line`, read through the window (sorted NULL) or from its events
  * sorted into nesting order: SCAN_UNORDERED when read through the window
  * and found out of that order. */
-static int scan_line_stream(struct scan *s, size_t line, const struct order_head *sorted,
+static int scan_line_stream(struct scan *s, size_t line, const struct order_event *sorted,
 			    size_t nsorted, xpf_error *err)
 {
 	xpf_runtime *rt = s->rt;
 	xpf_event_iter it;
-	xpf_event_head ev;
+	xpf_event ev;
 	int rc;
 	struct stream *m = stream_begin(s);
 	size_t seq = 0;
@@ -430,20 +427,20 @@ static int scan_line_stream(struct scan *s, size_t line, const struct order_head
 	int64_t pt0 = 0, pt1 = 0, t1max = INT64_MIN;
 	const struct line_base lb = line_base_of(s, line);
 	if (!sorted)
-		xpf_events_begin_window(s->p, line, &it, &s->win);
+		xpf_events_begin(s->p, line, &s->win, &it);
 	for (;;) {
 		if (!sorted) {
-			if ((rc = xpf_events_next_head(&it, &ev, err)) != 1)
+			if ((rc = xpf_events_next(&it, &ev, err)) != 1)
 				break;
 		} else if (seq < nsorted) {
-			ev = sorted[seq].h;
+			ev = sorted[seq].ev;
 		} else {
 			rc = 0;
 			break;
 		}
 		size_t i = seq++;
 		int64_t t0, t1;
-		head_times(s, &lb, &ev, &t0, &t1);
+		event_times(s, &lb, &ev, &t0, &t1);
 		line_bounds(s, line, t0, t1);
 		if (i > 0 && !(t0 > pt0 || (t0 == pt0 && t1 <= pt1))) {
 			rc = SCAN_UNORDERED;
@@ -480,21 +477,21 @@ static int line_done(struct scan *s, size_t first, int rc)
 	return rc;
 }
 
-/* A line whose events are not in the order the stream nests in: its heads
- * (read through the mapping, which stays) sorted into that order, then
- * streamed. */
+/* A line whose events are not in the order the stream nests in: its
+ * events (read through the mapping, which stays) sorted into that order,
+ * then streamed. */
 static int scan_line_sorted(struct scan *s, size_t line, xpf_error *err)
 {
 	xpf_event_iter it;
-	xpf_event_head h;
+	xpf_event ev;
 	int rc;
 	s->noh = 0;
 	const struct line_base lb = line_base_of(s, line);
-	xpf_events_begin(s->p, line, &it);
-	while ((rc = xpf_events_next_head(&it, &h, err)) == 1) {
-		struct order_head *o = XPF_VEC_PUSH(s->oh, s->noh, s->capoh);
-		o->h = h;
-		head_times(s, &lb, &h, &o->t0, &o->t1);
+	xpf_events_begin(s->p, line, NULL, &it);
+	while ((rc = xpf_events_next(&it, &ev, err)) == 1) {
+		struct order_event *o = XPF_VEC_PUSH(s->oh, s->noh, s->capoh);
+		o->ev = ev;
+		event_times(s, &lb, &ev, &o->t0, &o->t1);
 	}
 	if (rc < 0)
 		return err->code;
@@ -528,13 +525,11 @@ int xpf_rt_scan_modules_line(struct scan *s, const xpf_plane *p, size_t l, unsig
 	xpf_runtime *rt = s->rt;
 	struct xpf_rt_priv *pv = rt->priv;
 	xpf_event_iter it;
-	xpf_event_head eh;
 	xpf_event ev;
 	int rc;
-	xpf_events_begin(p, l, &it);
-	while ((rc = xpf_events_next_head(&it, &eh, err)) == 1) {
-		int64_t t0 = xpf_rt_rel_ps(p->lines[l].timestamp_ns, s->base, eh.offset_ps);
-		xpf_event_of_head(p, l, &eh, &ev);
+	xpf_events_begin(p, l, NULL, &it);
+	while ((rc = xpf_events_next(&it, &ev, err)) == 1) {
+		int64_t t0 = xpf_rt_rel_ps(p->lines[l].timestamp_ns, s->base, ev.offset_ps);
 		size_t xi =
 			xpf_rt_new_execution(s, UINT32_MAX, p->lines[l].id, ev.name, (int)d, t0,
 					     t0 + (ev.duration_ps > 0 ? ev.duration_ps : 0), NULL);

@@ -89,7 +89,7 @@ static int xspace_error(const xpf_capture *c, int rc, const wire_field *f, const
 		return xpf_fail(err, XPF_EMALFORMED,
 				"%s: malformed capture: XSpace, field %u: length %zu past end of file (byte %llu)%s",
 				c->label, f->num, f->len, (unsigned long long)off_of(c, at),
-				f->num == 1 ?
+				f->num == XSPACE_PLANES ?
 					": the file ends inside a plane (cut short, or a corrupt length)" :
 					"");
 	return xpf_fail(err, XPF_EMALFORMED, "%s: malformed capture: %s: %s (byte %llu)", c->label,
@@ -110,7 +110,7 @@ static int read_xspace(xpf_capture *c, xpf_error *err)
 			return XPF_OK;
 		if (rc != WIRE_OK)
 			return xspace_error(c, rc, &f, at, err);
-		if (f.num == 1 && f.wt == WT_LEN) {
+		if (f.num == XSPACE_PLANES && f.wt == WT_LEN) {
 			if (c->nplanes == cap) {
 				cap = cap ? cap * 2 : 8;
 				c->heads = xpf_realloc_array(c->heads, cap, sizeof *c->heads);
@@ -119,7 +119,7 @@ static int read_xspace(xpf_capture *c, xpf_error *err)
 			memset(h, 0, sizeof *h);
 			h->offset = off_of(c, f.data);
 			h->length = f.len;
-		} else if (f.num >= 2 && f.num <= 4 && f.wt == WT_LEN) {
+		} else if (f.num >= XSPACE_ERRORS && f.num <= XSPACE_HOSTNAMES && f.wt == WT_LEN) {
 			push_str(c, (int)f.num, f.data, f.len);
 		}
 	}
@@ -154,13 +154,13 @@ static int read_plane_name(xpf_capture *c, size_t i, xpf_error *err)
 					"%s: malformed capture: %s: %s (byte %llu)", c->label,
 					where, wire_strerror(rc), (unsigned long long)off_of(c, at));
 		}
-		if (f.num == 1 && f.wt == WT_VARINT) {
+		if (f.num == XPLANE_ID && f.wt == WT_VARINT) {
 			h->id = (int64_t)f.v;
-		} else if (f.num == 2 && f.wt == WT_LEN) {
+		} else if (f.num == XPLANE_NAME && f.wt == WT_LEN) {
 			nm = f.data;
 			nm_n = f.len;
 		}
-		if (nm && f.num >= 3)
+		if (nm && f.num >= XPLANE_LINES)
 			break;
 	}
 	if (nm && !wire_utf8(nm, nm_n))
@@ -234,8 +234,10 @@ static int index_modules(xpf_capture *c, xpf_error *err)
 		int rc = xpf_capture_plane(c, pi, &p, err);
 		if (rc != XPF_OK)
 			return rc;
-		int64_t hlo_id = xpf_plane_stat_id(p, "Hlo Proto");
-		for (size_t k = 0; k < p->n_event_md; k++) {
+		bool any_hlo = false; /* a plane without the stat has no modules */
+		for (size_t k = 0; k < p->n_stat_md && !any_hlo; k++)
+			any_hlo = strcmp(p->stat_md[k].name, "Hlo Proto") == 0;
+		for (size_t k = 0; any_hlo && k < p->n_event_md; k++) {
 			const xpf_event_md *md = &p->event_md[k];
 			xpf_stat_iter it;
 			xpf_stat st;
@@ -243,8 +245,6 @@ static int index_modules(xpf_capture *c, xpf_error *err)
 			uint64_t pid = 0;
 			const uint8_t *hlo = NULL;
 			size_t hlo_len = 0;
-			if (hlo_id < 0)
-				continue;
 			xpf_stats_of_event_md(p, md, &it);
 			while ((rc = xpf_stats_next(&it, &st, err)) == 1) {
 				if (strcmp(st.name, "Hlo Proto") == 0 &&
@@ -555,9 +555,9 @@ int xpf_capture_validate(xpf_capture *c, xpf_error *err)
 		for (size_t l = 0; l < p->nlines; l++) {
 			xpf_event_iter it;
 			xpf_event ev;
-			xpf_events_begin(p, l, &it);
+			xpf_events_begin(p, l, NULL, &it);
 			while ((rc = xpf_events_next(&it, &ev, err)) == 1) {
-				xpf_stats_of_event(p, &ev, &sit);
+				xpf_stats_of_event(p, &ev, NULL, &sit);
 				while ((rc = xpf_stats_next(&sit, &st, err)) == 1)
 					;
 				if (rc < 0)

@@ -6,8 +6,9 @@
  * is known at once even for GBs.  Everything else is decoded on demand:
  *  - xpf_capture_plane() indexes one plane (metadata maps, line headers) the
  *    first time it is asked for and keeps the index;
- *  - events and stats are streamed straight from the mapped bytes by the
- *    iterators below (no per-event allocation);
+ *  - events and stats are streamed straight from the file's bytes by the
+ *    two readers below, xpf_events_next and xpf_stats_next (no per-event
+ *    allocation);
  *  - xpf_capture_module_hlo() unpacks one module's HloProto with protobuf-c,
  *    a part at a time, for the caller to free.
  * All of these are safe to call from several threads at once.
@@ -54,24 +55,13 @@ enum xpf_stat_kind {
 
 typedef struct xpf_stat {
 	int64_t metadata_id;
-	const char *name; /* the stat metadata's name; "" if the id is unknown */
+	const char *name; /* the stat metadata's name */
 	enum xpf_stat_kind kind;
 	double d;
 	uint64_t u; /* U64, and REF (the referenced id) */
 	int64_t i;
 	xpf_str s; /* STR, BYTES, REF (the referenced metadata's name) */
 } xpf_stat;
-
-/* A stat as its bytes say, before its ids are looked up: metadata_id and
- * a REF's u may name no stat metadata (xpf_stat_resolve checks). */
-typedef struct xpf_raw_stat {
-	int64_t metadata_id;
-	enum xpf_stat_kind kind;
-	uint64_t u;     /* U64, REF */
-	int64_t i;      /* I64 */
-	uint64_t dbits; /* DOUBLE: its bits */
-	xpf_str s;      /* STR, BYTES: into the event's bytes */
-} xpf_raw_stat;
 
 /* Numeric value of any numeric kind (a double only when integral and in
  * range).  Return false when the stat holds no number. */
@@ -100,6 +90,12 @@ typedef struct xpf_event_md {
 	uint64_t offset, length; /* the XEventMetadata message in the file */
 } xpf_event_md;
 
+typedef struct xpf_stat_md {
+	int64_t id;
+	const char *name;
+	uint64_t offset; /* the XStatMetadata message (or its map entry) in the file */
+} xpf_stat_md;
+
 typedef struct xpf_plane {
 	size_t index; /* position in the XSpace (0-based) */
 	int64_t id;
@@ -109,8 +105,8 @@ typedef struct xpf_plane {
 	xpf_line *lines;
 	size_t n_event_md; /* sorted by id */
 	xpf_event_md *event_md;
-	size_t n_stat_md; /* sorted by id; see xpf_plane_stat_name() */
-	struct xpf_stat_md *stat_md;
+	size_t n_stat_md; /* sorted by id */
+	xpf_stat_md *stat_md;
 	uint64_t nevents;  /* over all lines */
 	bool has_first_ts; /* a line holds events; */
 	int64_t first_ts;  /* then the earliest timestamp_ns of such a line */
@@ -121,30 +117,29 @@ typedef struct xpf_plane {
 /* Event / stat metadata by id (binary search); NULL when absent. */
 const xpf_event_md *xpf_plane_event_md(const xpf_plane *p, int64_t id);
 const char *xpf_plane_stat_name(const xpf_plane *p, int64_t id);
-/* The stat metadata id that has this name, or -1 (first by id). */
-int64_t xpf_plane_stat_id(const xpf_plane *p, const char *name);
 
-/* ---- events --------------------------------------------------------- */
+/* ---- events and their stats ---------------------------------------- */
 
+/* One XEvent.  Its times are offset_ps from its line's timestamp_ns; the
+ * reader has checked that offset_ps + duration_ps and their ns on the line
+ * fit in int64 (SPEC §6: a capture's numbers are not trusted). */
 typedef struct xpf_event {
-	size_t line;  /* index of its line in the plane */
-	size_t index; /* within its line */
-	int64_t metadata_id;
-	const char *name; /* resolved; "" if dangling (an error) */
+	size_t line;      /* index of its line in the plane */
+	size_t index;     /* within its line */
+	size_t md;        /* its metadata, plane->event_md[md] */
+	const char *name; /* plane->event_md[md].name */
 	int64_t offset_ps;
-	int64_t duration_ps;
-	int64_t num_occurrences;
-	int64_t start_ns;   /* line.timestamp_ns + floor(offset_ps/1000) */
-	int64_t end_ns;     /* line.timestamp_ns + floor((offset_ps+duration_ps)/1000) */
-	const uint8_t *msg; /* the XEvent message bytes (for its stats) */
+	int64_t duration_ps; /* >= 0 */
+	const uint8_t *msg;  /* the XEvent message bytes (for its stats) */
 	size_t msg_len;
-	uint64_t offset; /* byte offset of the message in the file */
+	uint64_t offset; /* msg's offset in the capture */
 } xpf_event;
 
 /* A buffer that big scans read the capture through (pread), reused from one
  * line to the next, instead of touching the mapping: on virtual machines
- * whose page-table walks are costly, reading 1 GiB through the mapping costs
- * 3-4x a pread of it.  Zero-initialise; release with xpf_window_release. */
+ * whose page-table walks are costly, reading through the mapping costs
+ * several times a pread of the same bytes.  Zero-initialise; release with
+ * xpf_window_release. */
 typedef struct xpf_window {
 	uint8_t *buf;
 	size_t cap;
@@ -153,6 +148,9 @@ typedef struct xpf_window {
 } xpf_window;
 void xpf_window_release(xpf_window *w);
 
+/* The events of one line, in the order of the file.  The fields are the
+ * reader's own state: begin it with xpf_events_begin, then only read it
+ * through xpf_events_next. */
 typedef struct xpf_event_iter {
 	const xpf_plane *plane;
 	size_t line;
@@ -162,18 +160,45 @@ typedef struct xpf_event_iter {
 	uint64_t line_end; /* the line's end in the capture */
 } xpf_event_iter;
 
-void xpf_events_begin(const xpf_plane *p, size_t line, xpf_event_iter *it);
-/* The same events read through w (see xpf_window): what the iterator gives
- * (an event's msg, its stats' strings) points into w->buf and is valid only
- * until the iterator's next call (copy what is kept; ev.offset says where
- * the bytes are in the capture).  Without a file (xpf_capture_open_mem)
- * this is xpf_events_begin. */
-void xpf_events_begin_window(const xpf_plane *p, size_t line, xpf_event_iter *it, xpf_window *w);
+/* Line `line` of p, read through w (see xpf_window) or, with w NULL (or a
+ * capture without a file, xpf_capture_open_mem), through the mapping.
+ * Through a window, what an event holds (msg, its stats' strings) points
+ * into w->buf and is valid only until the iterator's next call: copy what
+ * is kept (ev.offset says where the bytes are in the capture). */
+void xpf_events_begin(const xpf_plane *p, size_t line, xpf_window *w, xpf_event_iter *it);
 /* 1: *ev filled; 0: end of the line; -1: malformed (err set, with where). */
 int xpf_events_next(xpf_event_iter *it, xpf_event *ev, xpf_error *err);
 
+/* The stats a reader wants of millions of events, by name, prepared once
+ * for a plane: each stat metadata id with one of those names and the tag
+ * the reader gave the name.  Zero-initialise, then add names. */
+#define XPF_STAT_WANT_MAX 64
+typedef struct xpf_stat_want {
+	uint8_t small[128]; /* by id below 128: 1 + its tag; 0: not wanted */
+	size_t n;           /* ids[0..n), tags[0..n): every wanted id */
+	int64_t ids[XPF_STAT_WANT_MAX];
+	uint8_t tags[XPF_STAT_WANT_MAX];
+} xpf_stat_want;
+/* Want p's stats named name, tagged tag (below 255): false when more ids
+ * have that name than the set has room for (those that fit are added). */
+bool xpf_stat_want_add(xpf_stat_want *w, const xpf_plane *p, const char *name, unsigned tag);
+/* The tag a wanted id was added with; -1 when it is not wanted. */
+static inline int xpf_stat_want_tag(const xpf_stat_want *w, int64_t id)
+{
+	if (id >= 0 && id < 128)
+		return (int)w->small[id] - 1;
+	for (size_t k = 0; k < w->n; k++)
+		if (w->ids[k] == id)
+			return w->tags[k];
+	return -1;
+}
+
+/* The stats of an event, of a plane, or of an event metadata, in the order
+ * of the file.  The fields are the reader's own state, as for
+ * xpf_event_iter. */
 typedef struct xpf_stat_iter {
 	const xpf_plane *plane;
+	const xpf_stat_want *want; /* NULL: every stat */
 	const uint8_t *p, *end;
 	const uint8_t *base; /* p - base + base_off is p's offset in the capture */
 	uint64_t base_off;
@@ -183,78 +208,20 @@ typedef struct xpf_stat_iter {
 	size_t next_index;
 } xpf_stat_iter;
 
-void xpf_stats_of_event(const xpf_plane *p, const xpf_event *ev, xpf_stat_iter *it);
+/* With want, only the stats it wants are given: the others are checked as
+ * bytes, not for a known metadata id (SPEC §6: a fault fails only what
+ * needs the part; xplanefs --check and capture/errors.txt still name such
+ * a stat).  Without, every stat. */
+void xpf_stats_of_event(const xpf_plane *p, const xpf_event *ev, const xpf_stat_want *want,
+			xpf_stat_iter *it);
 void xpf_stats_of_plane(const xpf_plane *p, xpf_stat_iter *it);
 void xpf_stats_of_event_md(const xpf_plane *p, const xpf_event_md *md, xpf_stat_iter *it);
-/* 1: *st filled; 0: end; -1: malformed (err set). */
+/* 1: *st filled; 0: end; -1: malformed (err set, with where). */
 int xpf_stats_next(xpf_stat_iter *it, xpf_stat *st, xpf_error *err);
-/* First stat of that name: 1 found, 0 absent, -1 malformed. */
+/* The first stat of that name: 1 found, 0 absent, -1 malformed. */
 int xpf_event_stat(const xpf_plane *p, const xpf_event *ev, const char *name, xpf_stat *out,
 		   xpf_error *err);
 int xpf_plane_stat(const xpf_plane *p, const char *name, xpf_stat *out, xpf_error *err);
-
-/* ---- hot loops ------------------------------------------------------- */
-/* For scans over millions of events (the runtime): the same decoding and
- * the same errors as xpf_events_next / xpf_stats_next, without the work a
- * caller does not need (no name resolution, no memset of a full xpf_event,
- * no decoding of stats the caller skips).  One difference, by design (SPEC
- * §6: a fault fails only the files that need the part): a stat the caller
- * does not ask for is checked as bytes, not for a known metadata id;
- * xplanefs --check and capture/errors.txt still name such a stat. */
-
-typedef struct xpf_event_head {
-	size_t index; /* within its line */
-	size_t md;    /* index of its metadata in plane->event_md */
-	int64_t metadata_id;
-	int64_t offset_ps;
-	int64_t duration_ps; /* >= 0, and offset_ps + duration_ps fits */
-	int64_t num_occurrences;
-	const uint8_t *msg; /* the XEvent message bytes */
-	size_t msg_len;
-	uint64_t offset; /* msg's offset in the capture */
-} xpf_event_head;
-
-/* Like xpf_events_next: 1 filled, 0 end of the line, -1 malformed (err set,
- * the very error xpf_events_next gives). */
-int xpf_events_next_head(xpf_event_iter *it, xpf_event_head *h, xpf_error *err);
-/* The xpf_event xpf_events_next would have given for that head. */
-void xpf_event_of_head(const xpf_plane *p, size_t line, const xpf_event_head *h, xpf_event *ev);
-/* Like xpf_stats_next, but yields only the stats whose metadata id is one of
- * ids[0..n); the others are decoded (a malformed one is an error) but their
- * ids are not looked up: a stat nobody reads may name an unknown id. */
-int xpf_stats_next_of(xpf_stat_iter *it, const int64_t *ids, size_t n, xpf_stat *st, xpf_error *err);
-/* The stat metadata ids a pick wants (xpf_stats_pick, xpf_events_next_pick),
- * prepared once for millions of events: ids[0..n) (kept, not copied), those
- * below 128 (every writer's) as bits. */
-typedef struct xpf_pick {
-	uint64_t bit[2];
-	const int64_t *ids;
-	size_t n;
-} xpf_pick;
-void xpf_pick_init(xpf_pick *p, const int64_t *ids, size_t n);
-/* The stats of event h whose metadata id the pick wants, in order, as
- * their bytes say, into out[0..max): how many (0 or more), or -1 when this
- * quick reading cannot read the event whole (a stat that is malformed or
- * unusual, or more than max wanted); the caller then reads the event with
- * xpf_stats_next_of, which words any error.  Ids not looked up:
- * xpf_stat_resolve gives the xpf_stat, or false where xpf_stats_next_of
- * would give an error (a reference to no stat metadata). */
-int xpf_stats_pick(const xpf_plane *p, const xpf_event_head *h, const xpf_pick *pick,
-		   xpf_raw_stat *out, size_t max);
-/* xpf_events_next_head and a pick in one pass over the event's bytes: the
- * wanted stats as their bytes say (*np of them; -1 as for xpf_stats_pick),
- * ids not looked up: xpf_stat_resolve gives the xpf_stat, or false where
- * xpf_stats_next_of would give an error. */
-int xpf_events_next_pick(xpf_event_iter *it, xpf_event_head *h, const xpf_pick *pick,
-			 xpf_raw_stat *out, size_t max, int *np, xpf_error *err);
-bool xpf_stat_resolve(const xpf_plane *p, const xpf_raw_stat *r, xpf_stat *st);
-/* xpf_stat_resolve for a caller that goes by metadata id: the name is not
- * looked up (""), only a reference's text (false: it names no stat
- * metadata).  For picked ids, whose names are known. */
-bool xpf_stat_resolve_by_id(const xpf_plane *p, const xpf_raw_stat *r, xpf_stat *st);
-/* Every stat metadata id with that name, ascending: how many there are (at
- * most max are written to out). */
-size_t xpf_plane_stat_ids(const xpf_plane *p, const char *name, int64_t *out, size_t max);
 
 /* ---- the capture ---------------------------------------------------- */
 

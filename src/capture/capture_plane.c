@@ -1,5 +1,4 @@
-/* Planes: the lazy index of a plane's lines and metadata, and the
- * reference reader of stats (capture.h). */
+/* Planes: the lazy index of a plane's lines and metadata (capture.h). */
 #include "capture/capture_priv.h"
 
 #include <errno.h>
@@ -18,63 +17,6 @@
 
 #include "common/alloc.h"
 #include "common/intern.h"
-
-/* ---- stats ------------------------------------------------------------ */
-
-bool xpf_stat_i64(const xpf_stat *s, int64_t *out)
-{
-	switch (s->kind) {
-	case XPF_STAT_I64: *out = s->i; return true;
-	case XPF_STAT_U64:
-		if (s->u > INT64_MAX)
-			return false;
-		*out = (int64_t)s->u;
-		return true;
-	case XPF_STAT_DOUBLE:
-		if (!(s->d >= -9.2e18 && s->d <= 9.2e18) || s->d != (double)(int64_t)s->d)
-			return false;
-		*out = (int64_t)s->d;
-		return true;
-	default: return false;
-	}
-}
-
-bool xpf_stat_u64(const xpf_stat *s, uint64_t *out)
-{
-	switch (s->kind) {
-	case XPF_STAT_U64: *out = s->u; return true;
-	case XPF_STAT_I64:
-		if (s->i < 0)
-			return false;
-		*out = (uint64_t)s->i;
-		return true;
-	case XPF_STAT_DOUBLE:
-		if (!(s->d >= 0 && s->d <= 1.8e19) || s->d != (double)(uint64_t)s->d)
-			return false;
-		*out = (uint64_t)s->d;
-		return true;
-	default: return false;
-	}
-}
-
-bool xpf_stat_f64(const xpf_stat *s, double *out)
-{
-	switch (s->kind) {
-	case XPF_STAT_DOUBLE: *out = s->d; return true;
-	case XPF_STAT_I64: *out = (double)s->i; return true;
-	case XPF_STAT_U64: *out = (double)s->u; return true;
-	default: return false;
-	}
-}
-
-bool xpf_stat_text(const xpf_stat *s, xpf_str *out)
-{
-	if (s->kind == XPF_STAT_STR || s->kind == XPF_STAT_REF) {
-		*out = s->s;
-		return true;
-	}
-	return false;
-}
 
 static int cmp_leading_id(const void *a, const void *b)
 {
@@ -106,218 +48,6 @@ static void id_table_build(struct xpf_id_table *t, const void *base, size_t n, s
 const xpf_event_md *xpf_plane_event_md(const xpf_plane *p, int64_t id) { return event_md(p, id); }
 
 const char *xpf_plane_stat_name(const xpf_plane *p, int64_t id) { return stat_name(p, id); }
-
-int64_t xpf_plane_stat_id(const xpf_plane *p, const char *name)
-{
-	for (size_t i = 0; i < p->n_stat_md; i++)
-		if (strcmp(p->stat_md[i].name, name) == 0)
-			return p->stat_md[i].id;
-	return -1;
-}
-
-static void stat_iter_init(const xpf_plane *p, const uint8_t *msg, uint64_t off, size_t len,
-			   uint32_t field, xpf_stat_iter *it)
-{
-	it->plane = p;
-	it->p = msg;
-	it->end = msg + len;
-	it->base = msg;
-	it->base_off = off;
-	it->field = field;
-	it->where = NULL;
-	it->line = it->event = -1;
-	it->next_index = 0;
-}
-
-void xpf_stats_of_event(const xpf_plane *p, const xpf_event *ev, xpf_stat_iter *it)
-{
-	stat_iter_init(p, ev->msg, ev->offset, ev->msg_len, 4, it);
-	it->where = "event";
-	it->line = (long)ev->line;
-	it->event = (long)ev->index;
-}
-
-void xpf_stats_of_plane(const xpf_plane *p, xpf_stat_iter *it)
-{
-	stat_iter_init(p, p->cap->data + p->offset, p->offset, (size_t)p->length, 6, it);
-	it->where = "plane stats";
-}
-
-void xpf_stats_of_event_md(const xpf_plane *p, const xpf_event_md *md, xpf_stat_iter *it)
-{
-	stat_iter_init(p, p->cap->data + md->offset, md->offset, (size_t)md->length, 5, it);
-	it->where = "event metadata";
-}
-
-static void stat_where(const xpf_stat_iter *it, size_t idx, char *out, size_t n)
-{
-	plane_where(it->plane->cap, it->plane->index, out, n);
-	size_t l = strlen(out);
-	if (it->line >= 0)
-		snprintf(out + l, n - l, ", line %ld, event %ld, stat %zu", it->line, it->event, idx);
-	else
-		snprintf(out + l, n - l, ", %s, stat %zu", it->where ? it->where : "stats", idx);
-}
-
-/* The next XStat message of the iterator's field into *f: 1, 0 at the end,
- * -1 malformed (err set). */
-static int next_stat_field(xpf_stat_iter *it, wire_field *f, xpf_error *err)
-{
-	for (;;) {
-		const uint8_t *at = it->p;
-		int rc = wire_next(&it->p, it->end, f);
-		if (rc == WIRE_END)
-			return 0;
-		if (rc != WIRE_OK) {
-			char where[600];
-			stat_where(it, it->next_index, where, sizeof where);
-			wire_fail(err, it->plane->cap, where, rc, f, at);
-			return -1;
-		}
-		if (f->num == it->field && f->wt == WT_LEN)
-			return 1;
-	}
-}
-
-/* One field of an XStat into st (the last value field wins, as protobuf
- * reads a oneof); fields of another wire type are skipped. */
-static void stat_field(const wire_field *g, xpf_stat *st)
-{
-	switch (g->num) {
-	case 1: st->metadata_id = (int64_t)g->v; break;
-	case 2:
-		if (g->wt == WT_I64) {
-			memcpy(&st->d, &g->v, 8);
-			st->kind = XPF_STAT_DOUBLE;
-		}
-		break;
-	case 3:
-	case 7:
-		if (g->wt == WT_VARINT) {
-			st->u = g->v;
-			st->kind = g->num == 3 ? XPF_STAT_U64 : XPF_STAT_REF;
-		}
-		break;
-	case 4:
-		if (g->wt == WT_VARINT) {
-			st->i = (int64_t)g->v;
-			st->kind = XPF_STAT_I64;
-		}
-		break;
-	case 5:
-	case 6:
-		if (g->wt == WT_LEN) {
-			st->s.p = (const char *)g->data;
-			st->s.n = g->len;
-			st->kind = g->num == 5 ? XPF_STAT_STR : XPF_STAT_BYTES;
-		}
-		break;
-	}
-}
-
-/* st's name, and a reference's text, from the plane's stat metadata:
- * false (err set) when either names none.  f: the XStat, for messages. */
-static bool stat_names(xpf_stat_iter *it, size_t idx, const wire_field *f, xpf_stat *st,
-		       xpf_error *err)
-{
-	const xpf_plane *pl = it->plane;
-	const xpf_capture *c = pl->cap;
-	char where[600];
-	const char *nm = xpf_plane_stat_name(pl, st->metadata_id);
-	if (nm == NULL) {
-		stat_where(it, idx, where, sizeof where);
-		xpf_fail(err, XPF_EMALFORMED,
-			 "%s: malformed capture: %s: dangling stat metadata id %lld (byte %llu)",
-			 c->label, where, (long long)st->metadata_id,
-			 (unsigned long long)off_of(c, f->data));
-		return false;
-	}
-	st->name = nm;
-	if (st->kind != XPF_STAT_REF)
-		return true;
-	const char *v = st->u <= INT64_MAX ? xpf_plane_stat_name(pl, (int64_t)st->u) : NULL;
-	if (v == NULL) {
-		stat_where(it, idx, where, sizeof where);
-		xpf_fail(err, XPF_EMALFORMED,
-			 "%s: malformed capture: %s '%s': dangling ref_value %llu (byte %llu)",
-			 c->label, where, nm, (unsigned long long)st->u,
-			 (unsigned long long)off_of(c, f->data));
-		return false;
-	}
-	st->s.p = v;
-	st->s.n = strlen(v);
-	return true;
-}
-
-static int stats_next(xpf_stat_iter *it, xpf_stat *st, xpf_error *err)
-{
-	wire_field f, g;
-	int rc = next_stat_field(it, &f, err);
-	if (rc <= 0)
-		return rc;
-	size_t idx = it->next_index++;
-	memset(st, 0, sizeof *st);
-	st->name = "";
-	const uint8_t *q = f.data, *e = f.data + f.len;
-	while ((rc = wire_next(&q, e, &g)) == WIRE_OK)
-		stat_field(&g, st);
-	if (rc != WIRE_END) { /* `where` is formatted only on failure: this runs once per stat */
-		char where[600];
-		stat_where(it, idx, where, sizeof where);
-		wire_fail(err, it->plane->cap, where, rc, &g, q);
-		return -1;
-	}
-	return stat_names(it, idx, &f, st, err) ? 1 : -1;
-}
-
-/* Point a stat iterator reading through a window at the mapping instead. */
-static void stats_to_map(xpf_stat_iter *it)
-{
-	const uint8_t *data = it->plane->cap->data;
-	const uint8_t *p = data + it->base_off + (uint64_t)(it->p - it->base);
-	const uint8_t *end = data + it->base_off + (uint64_t)(it->end - it->base);
-	it->p = p;
-	it->end = end;
-	it->base = data + it->base_off;
-}
-
-int xpf_stats_next(xpf_stat_iter *it, xpf_stat *st, xpf_error *err)
-{
-	if (it->base == it->plane->cap->data + it->base_off)
-		return stats_next(it, st, err);
-	/* Through a window: a failure is worded (offsets) from the mapping. */
-	xpf_stat_iter save = *it;
-	int rc = stats_next(it, st, NULL);
-	if (rc >= 0)
-		return rc;
-	*it = save;
-	stats_to_map(it);
-	return stats_next(it, st, err);
-}
-
-static int find_stat(xpf_stat_iter *it, const char *name, xpf_stat *out, xpf_error *err)
-{
-	int rc;
-	while ((rc = xpf_stats_next(it, out, err)) == 1)
-		if (strcmp(out->name, name) == 0)
-			return 1;
-	return rc;
-}
-
-int xpf_event_stat(const xpf_plane *p, const xpf_event *ev, const char *name, xpf_stat *out,
-		   xpf_error *err)
-{
-	xpf_stat_iter it;
-	xpf_stats_of_event(p, ev, &it);
-	return find_stat(&it, name, out, err);
-}
-
-int xpf_plane_stat(const xpf_plane *p, const char *name, xpf_stat *out, xpf_error *err)
-{
-	xpf_stat_iter it;
-	xpf_stats_of_plane(p, &it);
-	return find_stat(&it, name, out, err);
-}
 
 /* Lines repeat a few names (threads, streams) hundreds of thousands of
  * times: each is kept once per plane.  A NUL-terminated copy of s[0..n)
@@ -400,21 +130,21 @@ static int index_line(xpf_capture *c, xpf_plane *p, const wire_field *lf, xpf_li
 			return wire_fail(err, c, where, rc, &g, at);
 		}
 		switch (g.num) {
-		case 1:
+		case XLINE_ID:
 			if (g.wt == WT_VARINT)
 				ln->id = (int64_t)g.v;
 			break;
-		case 2:
+		case XLINE_NAME:
 			if (g.wt == WT_LEN) {
 				name = g.data;
 				name_n = g.len;
 			}
 			break;
-		case 3:
+		case XLINE_TIMESTAMP_NS:
 			if (g.wt == WT_VARINT)
 				ln->timestamp_ns = (int64_t)g.v;
 			break;
-		case 4:
+		case XLINE_EVENTS:
 			if (g.wt == WT_LEN)
 				ln->nevents++;
 			break;
@@ -444,10 +174,10 @@ static int map_entry(const wire_field *f, int64_t *key, bool *has_key, const uin
 			*bad = g;
 			return rc;
 		}
-		if (g.num == 1 && g.wt == WT_VARINT) {
+		if (g.num == MAP_KEY && g.wt == WT_VARINT) {
 			*key = (int64_t)g.v;
 			*has_key = true;
-		} else if (g.num == 2 && g.wt == WT_LEN) {
+		} else if (g.num == MAP_VALUE && g.wt == WT_LEN) {
 			*val = g.data;
 			*val_n = g.len;
 		}
@@ -462,7 +192,7 @@ struct plane_caps {
 static int plane_md_entry(xpf_capture *c, xpf_plane *p, const wire_field *f, const char *where,
 			  struct plane_caps *caps, xpf_error *err)
 {
-	const char *kind = f->num == 4 ? "event" : "stat";
+	const char *kind = f->num == XPLANE_EVENT_MD ? "event" : "stat";
 	char w2[500];
 	int64_t key = 0;
 	bool has_key;
@@ -474,7 +204,7 @@ static int plane_md_entry(xpf_capture *c, xpf_plane *p, const wire_field *f, con
 		snprintf(w2, sizeof w2, "%s, %s metadata entry", where, kind);
 		return wire_fail(err, c, w2, rc, &g, bad_at);
 	}
-	/* The value: id (1), name (2). */
+	/* The value, an XEventMetadata or an XStatMetadata: its id and name. */
 	int64_t id = 0;
 	const uint8_t *nm = NULL, *r = val, *re = val ? val + val_n : NULL;
 	size_t nm_n = 0;
@@ -487,9 +217,9 @@ static int plane_md_entry(xpf_capture *c, xpf_plane *p, const wire_field *f, con
 			snprintf(w2, sizeof w2, "%s, %s metadata %lld", where, kind, (long long)key);
 			return wire_fail(err, c, w2, rc, &g, gat);
 		}
-		if (g.num == 1 && g.wt == WT_VARINT) {
+		if (g.num == XEVENT_MD_ID && g.wt == WT_VARINT) {
 			id = (int64_t)g.v;
-		} else if (g.num == 2 && g.wt == WT_LEN) {
+		} else if (g.num == XEVENT_MD_NAME && g.wt == WT_LEN) {
 			nm = g.data;
 			nm_n = g.len;
 		}
@@ -497,7 +227,7 @@ static int plane_md_entry(xpf_capture *c, xpf_plane *p, const wire_field *f, con
 	if (!has_key)
 		key = id;
 	char *name = xpf_strndup(nm ? nm : (const uint8_t *)"", nm_n);
-	if (f->num == 4) {
+	if (f->num == XPLANE_EVENT_MD) {
 		xpf_event_md *m = XPF_VEC_PUSH(p->event_md, p->n_event_md, caps->emd);
 		m->id = key;
 		m->name = name;
@@ -557,9 +287,9 @@ static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint6
 			uint64_t d = o + (uint64_t)(q - q0);
 			if (d > e || v > e - d)
 				return false;
-			if (num == 4) {
+			if (num == XLINE_EVENTS) {
 				ln->nevents++;
-			} else if (num == 2) {
+			} else if (num == XLINE_NAME) {
 				name_o = d;
 				name_n = v;
 				has_name = true;
@@ -573,8 +303,8 @@ static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint6
 			return false;
 		if (g.wt == WT_VARINT) {
 			switch (g.num) {
-			case 1: ln->id = (int64_t)g.v; break;
-			case 3: ln->timestamp_ns = (int64_t)g.v; break;
+			case XLINE_ID: ln->id = (int64_t)g.v; break;
+			case XLINE_TIMESTAMP_NS: ln->timestamp_ns = (int64_t)g.v; break;
 			}
 		}
 		o += (uint64_t)(r - q0);
@@ -640,7 +370,7 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, struct plane_caps *c
 		}
 		uint64_t d = o + (uint64_t)(q - q0);
 		uint32_t num = (uint32_t)(tag >> 3);
-		if (num == 3 && lineless) {
+		if (num == XPLANE_LINES && lineless) {
 			xpf_line ln;
 			if (!index_line_window(c, p, &w, d, v, &ln)) {
 				ok = false;
@@ -648,7 +378,7 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, struct plane_caps *c
 			}
 			p->nevents += ln.nevents;
 			first_ts_take(p, &ln);
-		} else if (num == 3) {
+		} else if (num == XPLANE_LINES) {
 			xpf_line *ln = XPF_VEC_PUSH(p->lines, p->nlines, caps->lines);
 			if (!index_line_window(c, p, &w, d, v, ln)) {
 				p->nlines--;
@@ -656,7 +386,7 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, struct plane_caps *c
 				break;
 			}
 			p->nevents += ln->nevents;
-		} else if (num == 4 || num == 5) {
+		} else if (num == XPLANE_EVENT_MD || num == XPLANE_STAT_MD) {
 			/* metadata: small, read where it lies */
 			wire_field f = { .num = num,
 					 .wt = WT_LEN,
@@ -713,11 +443,11 @@ static int plane_build(void *ctxv, void **out, xpf_error *err)
 		}
 		if (f.wt != WT_LEN)
 			continue;
-		if (f.num == 3) {
+		if (f.num == XPLANE_LINES) {
 			if (index_line(c, p, &f, XPF_VEC_PUSH(p->lines, p->nlines, caps.lines),
 				       err) != XPF_OK)
 				goto fail;
-		} else if (f.num == 4 || f.num == 5) {
+		} else if (f.num == XPLANE_EVENT_MD || f.num == XPLANE_STAT_MD) {
 			if (plane_md_entry(c, p, &f, where, &caps, err) != XPF_OK)
 				goto fail;
 		}

@@ -1,6 +1,6 @@
 /* What the capture layer's files share (capture.c opens and maps,
- * capture_plane.c indexes planes and reads stats, capture_events.c reads
- * events, capture_hlo.c unpacks HloProtos).  Not for other layers. */
+ * capture_plane.c indexes planes, capture_events.c reads events,
+ * capture_stats.c their stats, capture_hlo.c unpacks HloProtos).  Not for other layers. */
 #ifndef XPF_CAPTURE_PRIV_H
 #define XPF_CAPTURE_PRIV_H
 
@@ -14,12 +14,6 @@
 #include "capture/wire.h"
 #include "common/error.h"
 #include "common/lazy.h"
-
-struct xpf_stat_md {
-	int64_t id;
-	const char *name;
-	uint64_t offset; /* of its map entry in the file (for messages) */
-};
 
 struct xpf_capture {
 	char *label;
@@ -136,28 +130,111 @@ static inline const char *stat_name(const xpf_plane *p, int64_t id)
 	return m ? m->name : NULL;
 }
 
+/* Field numbers of the XSpace messages (reference §2; proto/xplane.proto). */
+enum {
+	XSPACE_PLANES = 1,
+	XSPACE_ERRORS = 2,
+	XSPACE_WARNINGS = 3,
+	XSPACE_HOSTNAMES = 4,
+	XPLANE_ID = 1,
+	XPLANE_NAME = 2,
+	XPLANE_LINES = 3,
+	XPLANE_EVENT_MD = 4, /* map<int64, XEventMetadata> */
+	XPLANE_STAT_MD = 5,  /* map<int64, XStatMetadata> */
+	XPLANE_STATS = 6,
+	MAP_KEY = 1, /* of a map entry */
+	MAP_VALUE = 2,
+	XLINE_ID = 1,
+	XLINE_NAME = 2,
+	XLINE_TIMESTAMP_NS = 3,
+	XLINE_EVENTS = 4,
+	XEVENT_METADATA_ID = 1,
+	XEVENT_OFFSET_PS = 2,
+	XEVENT_DURATION_PS = 3,
+	XEVENT_STATS = 4,
+	XEVENT_NUM_OCCURRENCES = 5,
+	XEVENT_MD_ID = 1,
+	XEVENT_MD_NAME = 2,
+	XEVENT_MD_STATS = 5,
+	XSTAT_MD_ID = 1,
+	XSTAT_MD_NAME = 2,
+	XSTAT_METADATA_ID = 1,
+	XSTAT_DOUBLE = 2,
+	XSTAT_UINT64 = 3,
+	XSTAT_INT64 = 4,
+	XSTAT_STR = 5,
+	XSTAT_BYTES = 6,
+	XSTAT_REF = 7,
+};
+
 /* The one-byte tags (field number << 3 | wire type) of the fields the
  * fast paths test by their first byte: every number here is below 16. */
 #define XPF_TAG(num, wt) ((uint8_t)((num) << 3 | (wt)))
 enum {
-	TAG_XSPACE_PLANES = XPF_TAG(1, WT_LEN),
-	TAG_XSPACE_ERRORS = XPF_TAG(2, WT_LEN),
-	TAG_XSPACE_WARNINGS = XPF_TAG(3, WT_LEN),
-	TAG_XSPACE_HOSTNAMES = XPF_TAG(4, WT_LEN),
-	TAG_XLINE_EVENTS = XPF_TAG(4, WT_LEN),
-	TAG_XEVENT_METADATA_ID = XPF_TAG(1, WT_VARINT),
-	TAG_XEVENT_OFFSET_PS = XPF_TAG(2, WT_VARINT),
-	TAG_XEVENT_DURATION_PS = XPF_TAG(3, WT_VARINT),
-	TAG_XEVENT_STATS = XPF_TAG(4, WT_LEN),
-	TAG_XEVENT_NUM_OCCURRENCES = XPF_TAG(5, WT_VARINT),
-	TAG_XSTAT_METADATA_ID = XPF_TAG(1, WT_VARINT),
-	TAG_XSTAT_DOUBLE = XPF_TAG(2, WT_I64),
-	TAG_XSTAT_UINT64 = XPF_TAG(3, WT_VARINT),
-	TAG_XSTAT_INT64 = XPF_TAG(4, WT_VARINT),
-	TAG_XSTAT_STR = XPF_TAG(5, WT_LEN),
-	TAG_XSTAT_BYTES = XPF_TAG(6, WT_LEN),
-	TAG_XSTAT_REF = XPF_TAG(7, WT_VARINT),
+	TAG_XSPACE_PLANES = XPF_TAG(XSPACE_PLANES, WT_LEN),
+	TAG_XSPACE_ERRORS = XPF_TAG(XSPACE_ERRORS, WT_LEN),
+	TAG_XSPACE_WARNINGS = XPF_TAG(XSPACE_WARNINGS, WT_LEN),
+	TAG_XSPACE_HOSTNAMES = XPF_TAG(XSPACE_HOSTNAMES, WT_LEN),
+	TAG_XLINE_EVENTS = XPF_TAG(XLINE_EVENTS, WT_LEN),
+	TAG_XEVENT_METADATA_ID = XPF_TAG(XEVENT_METADATA_ID, WT_VARINT),
+	TAG_XEVENT_OFFSET_PS = XPF_TAG(XEVENT_OFFSET_PS, WT_VARINT),
+	TAG_XEVENT_DURATION_PS = XPF_TAG(XEVENT_DURATION_PS, WT_VARINT),
+	TAG_XEVENT_STATS = XPF_TAG(XEVENT_STATS, WT_LEN),
+	TAG_XEVENT_NUM_OCCURRENCES = XPF_TAG(XEVENT_NUM_OCCURRENCES, WT_VARINT),
+	TAG_XSTAT_METADATA_ID = XPF_TAG(XSTAT_METADATA_ID, WT_VARINT),
+	TAG_XSTAT_DOUBLE = XPF_TAG(XSTAT_DOUBLE, WT_I64),
+	TAG_XSTAT_UINT64 = XPF_TAG(XSTAT_UINT64, WT_VARINT),
+	TAG_XSTAT_INT64 = XPF_TAG(XSTAT_INT64, WT_VARINT),
+	TAG_XSTAT_STR = XPF_TAG(XSTAT_STR, WT_LEN),
+	TAG_XSTAT_BYTES = XPF_TAG(XSTAT_BYTES, WT_LEN),
+	TAG_XSTAT_REF = XPF_TAG(XSTAT_REF, WT_VARINT),
 };
+
+/* The next field `num` (wire type LEN) of a repeated-message run starting
+ * at *p: its bytes in *data and *len, *p moved past it.  WIRE_OK, WIRE_END,
+ * or an error (the caller then has the reference reader word it). */
+static inline int next_len_field(const uint8_t **p, const uint8_t *end, uint32_t num,
+				 const uint8_t **data, size_t *len)
+{
+	const uint8_t *q = *p;
+	uint8_t want = num < 16 ? XPF_TAG(num, WT_LEN) : 0;
+	for (;;) {
+		if (q >= end)
+			return WIRE_END;
+		if (want && *q == want) {
+			uint64_t n;
+			q++;
+			int rc = wire_varint(&q, end, &n);
+			if (rc != WIRE_OK)
+				return rc;
+			if (n > (uint64_t)(end - q))
+				return WIRE_PAST_END;
+			*data = q;
+			*len = (size_t)n;
+			*p = q + n;
+			return WIRE_OK;
+		}
+		wire_field f;
+		int rc = wire_next(&q, end, &f);
+		if (rc != WIRE_OK)
+			return rc;
+		if (f.num == num && f.wt == WT_LEN) {
+			*data = f.data;
+			*len = f.len;
+			*p = q;
+			return WIRE_OK;
+		}
+	}
+}
+
+/* floor(a / 1000) for signed a */
+static inline int64_t floor_div1000(int64_t a)
+{
+	int64_t q = a / 1000;
+	if (a % 1000 < 0)
+		q--;
+	return q;
+}
 
 /* Between the files (capture_*.c). */
 void xpf_cap_plane_free(void *plane);
