@@ -111,12 +111,7 @@ typedef struct xpf_plane {
 	bool has_first_ts; /* a line holds events; */
 	int64_t first_ts;  /* then the earliest timestamp_ns of such a line */
 	struct xpf_capture *cap;
-	struct xpf_plane_private *priv; /* the capture layer's own (capture_priv.h) */
 } xpf_plane;
-
-/* Event / stat metadata by id (binary search); NULL when absent. */
-const xpf_event_md *xpf_plane_event_md(const xpf_plane *p, int64_t id);
-const char *xpf_plane_stat_name(const xpf_plane *p, int64_t id);
 
 /* ---- events and their stats ---------------------------------------- */
 

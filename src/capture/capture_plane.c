@@ -45,18 +45,15 @@ static void id_table_build(struct xpf_id_table *t, const void *base, size_t n, s
 		t->slot[(uint64_t)leading_id(v + i * size) - (uint64_t)lo] = (uint32_t)i + 1;
 }
 
-const xpf_event_md *xpf_plane_event_md(const xpf_plane *p, int64_t id) { return event_md(p, id); }
-
-const char *xpf_plane_stat_name(const xpf_plane *p, int64_t id) { return stat_name(p, id); }
-
 /* Lines repeat a few names (threads, streams) hundreds of thousands of
  * times: each is kept once per plane.  A NUL-terminated copy of s[0..n)
  * ("" for NULL), owned by p. */
 static const char *plane_name(xpf_plane *p, const uint8_t *s, size_t n)
 {
-	if (p->priv->line_names == NULL)
-		p->priv->line_names = xpf_intern_new();
-	return xpf_intern_get(p->priv->line_names, s, s ? n : 0);
+	struct plane_index *ix = index_of(p);
+	if (ix->line_names == NULL)
+		ix->line_names = xpf_intern_new();
+	return xpf_intern_get(ix->line_names, s, s ? n : 0);
 }
 
 /* ---- plane index ------------------------------------------------------ */
@@ -64,8 +61,8 @@ static const char *plane_name(xpf_plane *p, const uint8_t *s, size_t n)
 /* Drop what a walk indexed, for another walk. */
 static void plane_clear(xpf_plane *p)
 {
-	xpf_intern_free(p->priv->line_names);
-	p->priv->line_names = NULL;
+	xpf_intern_free(index_of(p)->line_names);
+	index_of(p)->line_names = NULL;
 	for (size_t i = 0; i < p->n_event_md; i++) {
 		free((char *)p->event_md[i].name);
 	}
@@ -80,14 +77,14 @@ void xpf_cap_plane_free(void *v)
 	xpf_plane *p = v;
 	if (p == NULL)
 		return;
+	struct plane_index *ix = index_of(p);
 	plane_clear(p);
-	xpf_big_free(p->lines, p->priv->lines_map_len);
+	xpf_big_free(p->lines, ix->lines_map_len);
 	free(p->event_md);
 	free(p->stat_md);
-	free(p->priv->event_md_by_id.slot);
-	free(p->priv->stat_md_by_id.slot);
-	free(p->priv);
-	free(p);
+	free(ix->event_md_by_id.slot);
+	free(ix->stat_md_by_id.slot);
+	free(ix);
 }
 
 struct plane_ctx {
@@ -344,7 +341,7 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, struct plane_caps *c
 	if (!lineless && !p->lines && p->length >= ((uint64_t)64 << 20) &&
 	    p->length / 2 < SIZE_MAX / sizeof *p->lines) {
 		size_t bound = (size_t)(p->length / 2) + 1;
-		p->lines = xpf_map_huge(bound, sizeof *p->lines, &p->priv->lines_map_len);
+		p->lines = xpf_map_huge(bound, sizeof *p->lines, &index_of(p)->lines_map_len);
 		caps->lines = p->lines ? bound : 0;
 	}
 	while (ok && o < e) {
@@ -410,8 +407,8 @@ static int plane_build(void *ctxv, void **out, xpf_error *err)
 	xpf_capture *c = ctx->c;
 	const xpf_plane_head *h = &c->heads[ctx->i];
 	char where[400];
-	xpf_plane *p = xpf_calloc(1, sizeof *p);
-	p->priv = xpf_calloc(1, sizeof *p->priv);
+	struct plane_index *ix = xpf_calloc(1, sizeof *ix);
+	xpf_plane *p = &ix->pub;
 	struct plane_caps caps = { 0, 0, 0 };
 	int rc;
 
@@ -473,8 +470,8 @@ done:
 				 (unsigned long long)p->stat_md[i].offset);
 			goto fail;
 		}
-	id_table_build(&p->priv->event_md_by_id, p->event_md, p->n_event_md, sizeof *p->event_md);
-	id_table_build(&p->priv->stat_md_by_id, p->stat_md, p->n_stat_md, sizeof *p->stat_md);
+	id_table_build(&ix->event_md_by_id, p->event_md, p->n_event_md, sizeof *p->event_md);
+	id_table_build(&ix->stat_md_by_id, p->stat_md, p->n_stat_md, sizeof *p->stat_md);
 	/* for xpf_capture_time_base, while the lines were just read (not in a
 	 * pass over every plane afterwards) */
 	for (size_t l = 0; l < p->nlines; l++)

@@ -73,12 +73,22 @@ struct xpf_id_table {
 	uint32_t *slot;
 };
 
-/* What a plane's index keeps beside its public fields. */
-struct xpf_plane_private {
+/* A plane's index: the xpf_plane that capture.h shows, and what the
+ * capture layer keeps beside it.  Every xpf_plane is the first member of
+ * one of these (plane_build allocates them). */
+struct plane_index {
+	xpf_plane pub;
 	struct xpf_id_table event_md_by_id, stat_md_by_id;
 	struct xpf_intern *line_names; /* each line name kept once */
 	size_t lines_map_len; /* lines is mapped (xpf_map_huge) of this many bytes; 0: malloc'd */
 };
+
+static inline struct plane_index *index_of(xpf_plane *p) { return (struct plane_index *)p; }
+
+static inline const struct plane_index *index_of_const(const xpf_plane *p)
+{
+	return (const struct plane_index *)p;
+}
 
 /* Event and stat metadata are arrays of records that start with their
  * int64 id, sorted by it: one comparison and one search serve both. */
@@ -115,18 +125,20 @@ static inline const void *id_lookup(const struct xpf_id_table *t, const void *ba
 	return find_id(base, n, size, id);
 }
 
-/* Inlined where millions of events are read. */
+/* Event metadata by id, NULL when absent; inlined where millions of
+ * events are read. */
 static inline const xpf_event_md *event_md(const xpf_plane *p, int64_t id)
 {
-	return id_lookup(&p->priv->event_md_by_id, p->event_md, p->n_event_md, sizeof *p->event_md,
-			 id);
+	return id_lookup(&index_of_const(p)->event_md_by_id, p->event_md, p->n_event_md,
+			 sizeof *p->event_md, id);
 }
 
-/* Inlined where millions of events and stats are read. */
+/* A stat metadata's name by id, NULL when absent; inlined where millions
+ * of stats are read. */
 static inline const char *stat_name(const xpf_plane *p, int64_t id)
 {
-	const struct xpf_stat_md *m =
-		id_lookup(&p->priv->stat_md_by_id, p->stat_md, p->n_stat_md, sizeof *p->stat_md, id);
+	const struct xpf_stat_md *m = id_lookup(&index_of_const(p)->stat_md_by_id, p->stat_md,
+						p->n_stat_md, sizeof *p->stat_md, id);
 	return m ? m->name : NULL;
 }
 
