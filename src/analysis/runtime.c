@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/plan.h"
 #include "analysis/runtime.h"
 #include "analysis/runtime_priv.h"
 #include "common/alloc.h"
@@ -170,6 +171,72 @@ static void module_names(xpf_host *h, struct xpf_rt_priv *pv)
 	}
 }
 
+/* ---- plans beside the host scan ---------------------------------------- */
+
+/* The plans of the modules the host plane names as run (an event named
+ * `<module>:XLA GPU module` or `...Execute (<module>)`), built on a thread
+ * of their own while the host scan reads the lines: the link and the
+ * diagnosis ask for them next, and a real job's host scan reads its one
+ * long Python-tracer line on one core.  A module the host plane does not
+ * name is left to whoever asks (a big one that never ran stays unbuilt). */
+struct plans_beside {
+	xpf_host *h;
+	size_t *mods, n;
+	pthread_t thread;
+	bool running;
+};
+
+static bool names_module(const char *ev, const char *full, const char *base)
+{
+	size_t n = strlen(ev), bl = strlen(base);
+	static const char gpu[] = ":XLA GPU module";
+	if (n == bl + sizeof gpu - 1 && strncmp(ev, base, bl) == 0 && strcmp(ev + bl, gpu) == 0)
+		return true;
+	const char *x = strstr(ev, "Execute (");
+	if (x == NULL || ev[n - 1] != ')')
+		return false;
+	x += 9;
+	size_t k = (size_t)(ev + n - 1 - x);
+	return (k == strlen(full) && strncmp(x, full, k) == 0) ||
+	       (k == bl && strncmp(x, base, k) == 0);
+}
+
+static void *build_plans(void *arg)
+{
+	struct plans_beside *pb = arg;
+	for (size_t i = 0; i < pb->n; i++) {
+		const xpf_plan *p;
+		xpf_error e = { 0 }; /* kept by the plan's lazy for whoever asks */
+		(void)xpf_host_plan(pb->h, pb->mods[i], &p, &e);
+	}
+	return NULL;
+}
+
+static void plans_beside_start(struct plans_beside *pb, struct build *b)
+{
+	const xpf_plane *p = b->s.p;
+	struct xpf_rt_priv *pv = b->rt->priv;
+	*pb = (struct plans_beside){ .h = b->h };
+	if (xpf_rt_threads(&pv->opt, 2) < 2 || b->h->nmodules == 0)
+		return;
+	pb->mods = xpf_calloc(b->h->nmodules, sizeof *pb->mods);
+	for (size_t m = 0; m < b->h->nmodules; m++)
+		for (size_t k = 0; k < p->n_event_md; k++)
+			if (p->event_md[k].name &&
+			    names_module(p->event_md[k].name, pv->module_names[m], pv->base[m])) {
+				pb->mods[pb->n++] = m;
+				break;
+			}
+	pb->running = pb->n > 0 && pthread_create(&pb->thread, NULL, build_plans, pb) == 0;
+}
+
+static void plans_beside_end(struct plans_beside *pb)
+{
+	if (pb->running)
+		pthread_join(pb->thread, NULL);
+	free(pb->mods);
+}
+
 /* The /host:CPU plane's lines scanned (none: nothing to do). */
 static int scan_host_plane(struct build *b, xpf_error *err)
 {
@@ -203,7 +270,10 @@ static int scan_host_plane(struct build *b, xpf_error *err)
 	s->line_t0 = pv->line_t0;
 	s->line_t1 = pv->line_t1;
 	xpf_rt_events_map(s, s->p->nevents);
+	struct plans_beside pb;
+	plans_beside_start(&pb, b);
 	rc = xpf_rt_scan_host(s, &b->prog.host_chunks, &rt->host_chunks_by_others, err);
+	plans_beside_end(&pb);
 	b->prog.host_lines = s->p->nlines;
 	phase_end(b, "host");
 	return rc;
