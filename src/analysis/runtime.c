@@ -177,7 +177,8 @@ static void module_names(xpf_host *h, struct xpf_rt_priv *pv)
  * `<module>:XLA GPU module` or `...Execute (<module>)`), built on a thread
  * of their own while the host scan reads the lines: the link and the
  * diagnosis ask for them next, and a real job's host scan reads its one
- * long Python-tracer line on one core.  A module the host plane does not
+ * long Python-tracer line on one core.  "Names" is the link's name rule
+ * on the module name an event's own name carries.  A module the host plane does not
  * name is left to whoever asks (a big one that never ran stays unbuilt). */
 struct plans_beside {
 	xpf_host *h;
@@ -185,21 +186,6 @@ struct plans_beside {
 	pthread_t thread;
 	bool running;
 };
-
-static bool names_module(const char *ev, const char *full, const char *base)
-{
-	size_t n = strlen(ev), bl = strlen(base);
-	static const char gpu[] = ":XLA GPU module";
-	if (n == bl + sizeof gpu - 1 && strncmp(ev, base, bl) == 0 && strcmp(ev + bl, gpu) == 0)
-		return true;
-	const char *x = strstr(ev, "Execute (");
-	if (x == NULL || ev[n - 1] != ')')
-		return false;
-	x += 9;
-	size_t k = (size_t)(ev + n - 1 - x);
-	return (k == strlen(full) && strncmp(x, full, k) == 0) ||
-	       (k == bl && strncmp(x, base, k) == 0);
-}
 
 static void *build_plans(void *arg)
 {
@@ -220,13 +206,21 @@ static void plans_beside_start(struct plans_beside *pb, struct build *b)
 	if (xpf_rt_threads(&pv->opt, 2) < 2 || b->h->nmodules == 0)
 		return;
 	pb->mods = xpf_calloc(b->h->nmodules, sizeof *pb->mods);
+	bool *named = xpf_calloc(b->h->nmodules, sizeof *named);
+	for (size_t k = 0; k < p->n_event_md; k++) {
+		int dev;
+		size_t len;
+		const char *name = p->event_md[k].name ? p->event_md[k].name : "";
+		const char *in = xpf_rt_name_in_event_name(name, xpf_rt_classify(name, &dev), &len);
+		char *mod = in ? strndup(in, len) : NULL;
+		for (size_t m = 0; mod && m < b->h->nmodules; m++)
+			named[m] |= xpf_rt_name_names(b->h, pv, m, mod);
+		free(mod);
+	}
 	for (size_t m = 0; m < b->h->nmodules; m++)
-		for (size_t k = 0; k < p->n_event_md; k++)
-			if (p->event_md[k].name &&
-			    names_module(p->event_md[k].name, pv->module_names[m], pv->base[m])) {
-				pb->mods[pb->n++] = m;
-				break;
-			}
+		if (named[m])
+			pb->mods[pb->n++] = m;
+	free(named);
 	pb->running = pb->n > 0 && pthread_create(&pb->thread, NULL, build_plans, pb) == 0;
 }
 

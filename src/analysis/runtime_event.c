@@ -265,24 +265,38 @@ static const char *span_text(struct scan *s, const xpf_event *ev, const char *st
 	return NULL;
 }
 
-/* The module name a host event names, or NULL. */
-static const char *host_module_name(struct scan *s, const xpf_event *ev, unsigned flags,
-				    xpf_error *err)
+const char *xpf_rt_name_in_event_name(const char *name, unsigned flags, size_t *len)
 {
 	const char *rest;
-	xpf_rt_perdev_prefix(ev->name, &rest);
-	if (flags & F_GPUMOD)
-		return xpf_rt_intern(s, ev->name, strlen(ev->name) - strlen(":XLA GPU module"));
-	if (flags & F_THUNKS)
-		return span_text(s, ev, "module_name", err);
+	xpf_rt_perdev_prefix(name, &rest);
+	if (flags & F_GPUMOD) {
+		*len = strlen(name) - strlen(":XLA GPU module");
+		return name;
+	}
 	if (flags & F_EXEC) {
 		const char *o = strstr(rest, "Execute");
 		o = o ? strstr(o, " (") : NULL;
 		const char *c = o ? strrchr(o, ')') : NULL;
-		if (o && c && c > o + 2)
-			return xpf_rt_intern(s, o + 2, (size_t)(c - o - 2));
-		return span_text(s, ev, "name", err);
+		if (o && c && c > o + 2) {
+			*len = (size_t)(c - o - 2);
+			return o + 2;
+		}
 	}
+	return NULL;
+}
+
+/* The module name a host event names, or NULL. */
+static const char *host_module_name(struct scan *s, const xpf_event *ev, unsigned flags,
+				    xpf_error *err)
+{
+	size_t n;
+	const char *m = xpf_rt_name_in_event_name(ev->name, flags, &n);
+	if (m)
+		return xpf_rt_intern(s, m, n);
+	if (flags & F_THUNKS)
+		return span_text(s, ev, "module_name", err);
+	if (flags & F_EXEC)
+		return span_text(s, ev, "name", err);
 	return NULL;
 }
 

@@ -143,7 +143,7 @@ static bool bytes_match(xpf_host *h, struct mod_plans *mp, long m, struct seen *
 
 /* ---- linking ------------------------------------------------------------ */
 
-static bool name_names(xpf_host *h, const struct xpf_rt_priv *pv, size_t m, const char *n)
+bool xpf_rt_name_names(xpf_host *h, const struct xpf_rt_priv *pv, size_t m, const char *n)
 {
 	const char *full = xpf_capture_module(h->cap, m)->name;
 	if (strcmp(n, full) == 0 || strcmp(n, pv->base[m]) == 0)
@@ -205,7 +205,7 @@ static long link_host_side(xpf_host *h, const xpf_runtime *rt, size_t xi, bool *
 	}
 	if (x->host_name) {
 		for (size_t m = 0; m < nm; m++)
-			hit[m] = name_names(h, pv, m, x->host_name);
+			hit[m] = xpf_rt_name_names(h, pv, m, x->host_name);
 		size_t k = narrow(cand, hit, nm);
 		*named |= k > 0;
 		if (k && (r = only(cand, nm)) >= 0) {

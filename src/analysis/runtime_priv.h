@@ -196,6 +196,12 @@ static const char *const transfer_parts[] = {
 
 /* The kinds of name (F_*) of name; *dev: its "[<i>] " device prefix, or -1. */
 unsigned xpf_rt_classify(const char *name, int *dev);
+/* The module name an event's own name carries (`<m>:XLA GPU module`,
+ * `...Execute (<m>)`; flags: its xpf_rt_classify): a pointer into name and
+ * its length, or NULL when the name carries none (runtime_event.c). */
+const char *xpf_rt_name_in_event_name(const char *name, unsigned flags, size_t *len);
+/* Whether host name n names module m (SPEC §4.3's name rule, runtime_link.c). */
+bool xpf_rt_name_names(xpf_host *h, const struct xpf_rt_priv *pv, size_t m, const char *n);
 /* The device of a "[<i>] ..." name (*rest: after the prefix), or -1. */
 int xpf_rt_perdev_prefix(const char *name, const char **rest);
 /* An event of kinds flags under one of parent_flags is a thunk run. */
