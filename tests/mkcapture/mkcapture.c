@@ -19,6 +19,7 @@
  * executions and the Python tracer's events; --size picks S for a capture
  * of about BYTES (steps counted, not written). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,21 @@ static int64_t parse_bytes(const char *a)
 	return *end || v <= 0 || v > 1e12 ? -1 : (int64_t)(v * (double)m);
 }
 
+/* The integer of option opt (its text a) into *v: false (said on stderr)
+ * when it is not one from lo to hi. */
+static bool parse_count(const char *opt, const char *a, int64_t lo, int64_t hi, int64_t *v)
+{
+	char *end;
+	long long x = strtoll(a, &end, 10);
+	if (*a && !*end && x >= lo && x <= hi) {
+		*v = x;
+		return true;
+	}
+	fprintf(stderr, "xplane-mkcapture: bad %s '%s' (%lld to %lld)\n", opt, a, (long long)lo,
+		(long long)hi);
+	return false;
+}
+
 int main(int argc, char **argv)
 {
 	const char *name = NULL, *out = NULL;
@@ -174,22 +190,14 @@ int main(int argc, char **argv)
 	int64_t big = 0, step = 0, job = 0, steps = -1, size = 0;
 
 	for (int i = 1; i < argc; i++) {
+		int64_t v;
 		if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc) {
-			char *end;
-			long v = strtol(argv[++i], &end, 10);
-			if (*end || v < 1 || v > 1000000) {
-				fprintf(stderr, "xplane-mkcapture: bad --scale '%s'\n", argv[i]);
+			if (!parse_count("--scale", argv[++i], 1, 1000000, &v))
 				return 1;
-			}
 			scale = (int)v;
 		} else if (strcmp(argv[i], "--big-module") == 0 && i + 1 < argc) {
-			char *end;
-			long long v = strtoll(argv[++i], &end, 10);
-			if (*end || v < 100 || v > 10000000) {
-				fprintf(stderr, "xplane-mkcapture: bad --big-module '%s' (100 to 10000000)\n", argv[i]);
+			if (!parse_count("--big-module", argv[++i], 100, 10000000, &big))
 				return 1;
-			}
-			big = v;
 		} else if (strcmp(argv[i], "--variant") == 0 && i + 1 < argc) {
 			char bad[64];
 			if (mk_parse_variants(argv[++i], &variants, bad, sizeof bad) != 0) {
@@ -201,27 +209,14 @@ int main(int argc, char **argv)
 				printf("%s\t%s\n", mk_variants[k].name, mk_variants[k].summary);
 			return 0;
 		} else if (strcmp(argv[i], "--big-step") == 0 && i + 1 < argc) {
-			char *end;
-			long long v = strtoll(argv[++i], &end, 10);
-			if (*end || v < 1000 || v > 10000000) {
-				fprintf(stderr, "xplane-mkcapture: bad --big-step '%s' (1000 to 10000000)\n", argv[i]);
+			if (!parse_count("--big-step", argv[++i], 1000, 10000000, &step))
 				return 1;
-			}
-			step = v;
 		} else if (strcmp(argv[i], "--job") == 0 && i + 1 < argc) {
-			char *end;
-			job = strtoll(argv[++i], &end, 10);
-			if (*end || job < 1000 || job > 10000000) {
-				fprintf(stderr, "xplane-mkcapture: bad --job '%s' (1000 to 10000000)\n", argv[i]);
+			if (!parse_count("--job", argv[++i], 1000, 10000000, &job))
 				return 1;
-			}
 		} else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
-			char *end;
-			steps = strtoll(argv[++i], &end, 10);
-			if (*end || steps < 0 || steps > 1000000) {
-				fprintf(stderr, "xplane-mkcapture: bad --steps '%s'\n", argv[i]);
+			if (!parse_count("--steps", argv[++i], 0, 1000000, &steps))
 				return 1;
-			}
 		} else if (strcmp(argv[i], "--size") == 0 && i + 1 < argc) {
 			if ((size = parse_bytes(argv[++i])) < 0) {
 				fprintf(stderr, "xplane-mkcapture: bad --size '%s' (bytes, or with K, M or G)\n", argv[i]);
