@@ -165,7 +165,8 @@ static void test_attention(void **state)
 	assert_int_equal(xpf_capture_plane(c, (size_t)pi, &p, &err), XPF_OK);
 	assert_int_equal(p->nlines, 5);
 	assert_int_equal(p->nevents, 4275);
-	struct alloc_fig f[] = { { "GPU_0_bfc", 126, 126, 595591680 }, { "xla_gpu_host_bfc", 18, 18, 0 } };
+	struct alloc_fig f[] = { { "GPU_0_bfc", 126, 126, 595591680 },
+				 { "xla_gpu_host_bfc", 18, 18, 0 } };
 	check_allocs(c, f, 2);
 	device_memory(c, "/device:GPU:0", 206141652992ULL, "AMD");
 	long g0 = xpf_capture_find_plane(c, "/device:GPU:0");
@@ -184,7 +185,8 @@ static void test_gemm(void **state)
 	xpf_capture *c = open_or_skip("captures/mi300x-jax08-gemm.xplane.pb");
 	xpf_error err = { 0 };
 	assert_int_equal(xpf_capture_nmodules(c), 16);
-	struct alloc_fig f[] = { { "GPU_0_bfc", 69, 69, 738197504 }, { "xla_gpu_host_bfc", 12, 12, 0 } };
+	struct alloc_fig f[] = { { "GPU_0_bfc", 69, 69, 738197504 },
+				 { "xla_gpu_host_bfc", 12, 12, 0 } };
 	check_allocs(c, f, 2);
 	/* Old-style execute events are present under their names. */
 	long pi = xpf_capture_find_plane(c, "/host:CPU");
@@ -212,8 +214,10 @@ static void test_tf(void **state)
 	xpf_error err = { 0 };
 	assert_int_equal(xpf_capture_nmodules(c), 0);
 	struct alloc_fig f[] = {
-		{ "GPU_4_bfc", 761, 208, 0 }, { "GPU_6_bfc", 761, 208, 6210111488ULL },
-		{ "GPU_1_bfc", 19, 0, 0 }, { "gpu_host_bfc", 318, 218, 0 },
+		{ "GPU_4_bfc", 761, 208, 0 },
+		{ "GPU_6_bfc", 761, 208, 6210111488ULL },
+		{ "GPU_1_bfc", 19, 0, 0 },
+		{ "gpu_host_bfc", 318, 218, 0 },
 	};
 	check_allocs(c, f, 4);
 	device_memory(c, "/device:GPU:0", 16945512448ULL, NULL);
@@ -239,7 +243,8 @@ static void test_tpu(void **state)
 			assert_int_equal(h->hlo_module->id, 12);
 			uint64_t c0 = 0, c5 = 0;
 			for (size_t a = 0; a < h->buffer_assignment->n_buffer_allocations; a++) {
-				const Xla__BufferAllocationProto *ba = h->buffer_assignment->buffer_allocations[a];
+				const Xla__BufferAllocationProto *ba =
+					h->buffer_assignment->buffer_allocations[a];
 				if (ba->color == 0)
 					c0 += (uint64_t)ba->size;
 				if (ba->color == 5)
@@ -307,7 +312,8 @@ static void test_conv_run(void **state)
 	p = shared_path("captures/mi300x-conv-run/jit_forward_3d_conv_15_.hlo_proto.pb");
 	assert_int_equal(xpf_input_open(p, NULL, &in, &err), XPF_OK);
 	assert_int_equal(in->kind, XPF_INPUT_HLO);
-	assert_int_equal(module_total(in->hosts[0].cap, "jit_forward_3d_conv(15)", NULL), 1158144128ULL);
+	assert_int_equal(module_total(in->hosts[0].cap, "jit_forward_3d_conv(15)", NULL),
+			 1158144128ULL);
 	xpf_input_free(in);
 }
 
@@ -458,7 +464,8 @@ struct bad_case {
 	int late; /* refused only when decoding everything (validate) */
 };
 
-static const uint8_t plane_ok_hdr[] = { 0x0a, 0x0c, 0x12, 0x09, '/', 'h', 'o', 's', 't', ':', 'C', 'P', 'U' };
+static const uint8_t plane_ok_hdr[] = { 0x0a, 0x0c, 0x12, 0x09, '/', 'h', 'o',
+					's',  't',  ':',  'C',  'P', 'U' };
 static const uint8_t b_random[] = { 0xde, 0xad, 0xbe, 0xef, 0x00, 0x13, 0x37 };
 static const uint8_t b_trunc_varint[] = { 0x0a, 0xff, 0xff };
 static const uint8_t b_len_past[] = { 0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x00 };
@@ -469,26 +476,25 @@ static const uint8_t b_unnamed[] = { 0x0a, 0x02, 0x08, 0x01 };
 static const uint8_t b_unknown_plane[] = { 0x0a, 0x05, 0x12, 0x03, 'a', 'b', 'c' };
 static const uint8_t b_bad_utf8_name[] = { 0x0a, 0x04, 0x12, 0x02, 0xc3, 0x28 };
 static const uint8_t b_plane_len_past[] = { 0x0a, 0x05, 0x12, 0x09, '/', 'h', 'o' };
-static const uint8_t b_overlong_varint[] = { 0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f };
+static const uint8_t b_overlong_varint[] = { 0x08, 0xff, 0xff, 0xff, 0xff, 0xff,
+					     0xff, 0xff, 0xff, 0xff, 0x7f };
 /* /host:CPU plane with one line holding one event whose metadata id 7 is
  * not defined: a dangling id, found when events are read. */
 static const uint8_t b_dangling[] = {
-	0x0a, 0x13, 0x12, 0x09, '/', 'h', 'o', 's', 't', ':', 'C', 'P', 'U',
-	0x1a, 0x06, 0x22, 0x04, 0x08, 0x07, 0x10, 0x01,
+	0x0a, 0x13, 0x12, 0x09, '/',  'h',  'o',  's',  't',  ':',  'C',
+	'P',  'U',  0x1a, 0x06, 0x22, 0x04, 0x08, 0x07, 0x10, 0x01,
 };
 /* A line at the largest time but one, and an event 10 ns after it: time
  * out of range, found when events are read. */
 static const uint8_t b_time[] = {
-	0x0a, 0x29, 0x12, 0x09, '/', 'h', 'o', 's', 't', ':', 'C', 'P', 'U',
-	0x1a, 0x11, 0x18, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
-	0x22, 0x05, 0x08, 0x01, 0x10, 0x90, 0x4e,
-	0x22, 0x09, 0x08, 0x01, 0x12, 0x05, 0x08, 0x01, 0x12, 0x01, 'x',
+	0x0a, 0x29, 0x12, 0x09, '/',  'h',  'o',  's',  't',  ':',  'C',  'P',  'U',  0x1a, 0x11,
+	0x18, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0x22, 0x05, 0x08, 0x01, 0x10,
+	0x90, 0x4e, 0x22, 0x09, 0x08, 0x01, 0x12, 0x05, 0x08, 0x01, 0x12, 0x01, 'x',
 };
 /* Duplicate stat metadata ids. */
 static const uint8_t b_dup[] = {
-	0x0a, 0x1a, 0x12, 0x09, '/', 'h', 'o', 's', 't', ':', 'C', 'P', 'U',
-	0x2a, 0x07, 0x08, 0x01, 0x12, 0x03, 0x12, 0x01, 'a',
-	0x2a, 0x04, 0x08, 0x01, 0x12, 0x00,
+	0x0a, 0x1a, 0x12, 0x09, '/',  'h',  'o',  's', 't',  ':',  'C',  'P',  'U',  0x2a,
+	0x07, 0x08, 0x01, 0x12, 0x03, 0x12, 0x01, 'a', 0x2a, 0x04, 0x08, 0x01, 0x12, 0x00,
 };
 
 static void test_bad_handmade(void **state)
@@ -502,14 +508,19 @@ static void test_bad_handmade(void **state)
 		{ "group wire type", b_group, sizeof b_group, "wire type", 0 },
 		{ "field number 0", b_tag0, sizeof b_tag0, "invalid field number (0,", 0 },
 		{ "unnamed plane", b_unnamed, sizeof b_unnamed, "none named", 0 },
-		{ "unknown plane", b_unknown_plane, sizeof b_unknown_plane, "no /host: or /device: plane", 0 },
+		{ "unknown plane", b_unknown_plane, sizeof b_unknown_plane,
+		  "no /host: or /device: plane", 0 },
 		{ "invalid UTF-8 name", b_bad_utf8_name, sizeof b_bad_utf8_name, "UTF-8", 0 },
 		{ "plane length past end", b_plane_len_past, sizeof b_plane_len_past, "past end", 0 },
 		{ "over-long varint", b_overlong_varint, sizeof b_overlong_varint, "varint", 0 },
-		{ "dangling event metadata id", b_dangling, sizeof b_dangling, "dangling event metadata id 7", 1 },
-		{ "duplicate stat metadata id", b_dup, sizeof b_dup, "duplicate stat metadata id 1 (byte 28)", 1 },
+		{ "dangling event metadata id", b_dangling, sizeof b_dangling,
+		  "dangling event metadata id 7", 1 },
+		{ "duplicate stat metadata id", b_dup, sizeof b_dup,
+		  "duplicate stat metadata id 1 (byte 28)", 1 },
 		{ "plane cut one byte short", plane_ok_hdr, sizeof plane_ok_hdr, "past end", 0 },
-		{ "time out of range", b_time, sizeof b_time, "line 0, event 0: time out of range (line base 9223372036854775806 ns, offset 10000 ps", 1 },
+		{ "time out of range", b_time, sizeof b_time,
+		  "line 0, event 0: time out of range (line base 9223372036854775806 ns, offset 10000 ps",
+		  1 },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
 		const struct bad_case *bc = &cases[i];
@@ -583,26 +594,172 @@ static void test_deep_shape(void **state)
 	free(inner);
 }
 
+/* ---- marks of a long line --------------------------------------------- */
+
+struct pb {
+	uint8_t *b;
+	size_t n, cap;
+};
+
+static void pb_bytes(struct pb *o, const void *d, size_t n)
+{
+	if (o->n + n > o->cap) {
+		o->cap = (o->n + n) * 2;
+		o->b = realloc(o->b, o->cap);
+		assert_non_null(o->b);
+	}
+	memcpy(o->b + o->n, d, n);
+	o->n += n;
+}
+
+static void pb_varint(struct pb *o, uint64_t v)
+{
+	uint8_t t[10];
+	size_t k = 0;
+	do {
+		t[k++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+		v >>= 7;
+	} while (v);
+	pb_bytes(o, t, k);
+}
+
+static void pb_len(struct pb *o, unsigned num, const struct pb *m)
+{
+	pb_varint(o, num << 3 | 2);
+	pb_varint(o, m->n);
+	pb_bytes(o, m->b, m->n);
+}
+
+/* A capture of one /host:CPU plane whose one line holds n events of ~170
+ * bytes (a stat of 150 bytes each: the line is more than a read window, so
+ * that windows end inside events) and its timestamp after them. */
+static struct pb long_line_capture(size_t n)
+{
+	struct pb line = { 0 }, plane = { 0 }, space = { 0 }, md = { 0 }, entry = { 0 };
+	uint8_t blob[150];
+	memset(blob, 'x', sizeof blob);
+	for (size_t i = 0; i < n; i++) {
+		struct pb ev = { 0 }, st = { 0 };
+		pb_varint(&st, 1 << 3);
+		pb_varint(&st, 1);
+		pb_varint(&st, 6 << 3 | 2); /* bytes_value */
+		pb_varint(&st, sizeof blob);
+		pb_bytes(&st, blob, sizeof blob);
+		pb_varint(&ev, 1 << 3);
+		pb_varint(&ev, 1);
+		pb_varint(&ev, 2 << 3);
+		pb_varint(&ev, 1000 * i);
+		pb_varint(&ev, 3 << 3);
+		pb_varint(&ev, 500);
+		pb_len(&ev, 4, &st);
+		pb_len(&line, 4, &ev);
+		free(ev.b);
+		free(st.b);
+	}
+	pb_varint(&line, 3 << 3);
+	pb_varint(&line, 1000);
+	pb_varint(&md, 1 << 3);
+	pb_varint(&md, 1);
+	pb_varint(&md, 2 << 3 | 2);
+	pb_varint(&md, 1);
+	pb_bytes(&md, "e", 1);
+	pb_varint(&entry, 1 << 3);
+	pb_varint(&entry, 1);
+	pb_len(&entry, 2, &md);
+	pb_varint(&plane, 2 << 3 | 2);
+	pb_varint(&plane, 9);
+	pb_bytes(&plane, "/host:CPU", 9);
+	pb_len(&plane, 4, &entry);
+	pb_len(&plane, 3, &line);
+	pb_len(&space, 1, &plane);
+	free(line.b);
+	free(plane.b);
+	free(md.b);
+	free(entry.b);
+	return space;
+}
+
+/* Line 0's marks of c's plane 0, checked to be every XPF_LINE_MARK-th event;
+ * then each part between two marks read from its mark alone (through a
+ * window w or the mapping) gives the events of one read of the whole line. */
+static void check_marks(xpf_capture *c, size_t n, xpf_window *w, xpf_event_pos *out, size_t *nout)
+{
+	const xpf_plane *p;
+	xpf_error err = { 0 };
+	assert_int_equal(xpf_capture_plane(c, 0, &p, &err), XPF_OK);
+	assert_int_equal(p->lines[0].nevents, n);
+	const xpf_event_pos *at;
+	size_t nm = xpf_line_marks(p, 0, &at);
+	assert_int_equal(nm, (n - 1) / XPF_LINE_MARK + 1);
+	for (size_t k = 0; k < nm; k++) {
+		assert_int_equal(at[k].index, k * XPF_LINE_MARK);
+		out[k] = at[k];
+		xpf_event_iter it;
+		xpf_event ev;
+		uint64_t end = k + 1 < nm ? at[k + 1].offset : UINT64_MAX;
+		xpf_events_begin_at(p, 0, at[k], end, w, &it);
+		size_t i = k * XPF_LINE_MARK;
+		while (xpf_events_next(&it, &ev, &err) == 1) {
+			assert_int_equal(ev.index, i);
+			assert_int_equal(ev.offset_ps, 1000 * i);
+			i++;
+		}
+		assert_int_equal(i, k + 1 < nm ? (k + 1) * XPF_LINE_MARK : n);
+		xpf_event_pos after = xpf_events_pos(&it);
+		if (k + 1 < nm)
+			assert_int_equal(after.offset, at[k + 1].offset);
+	}
+	*nout = nm;
+}
+
+static void test_line_marks(void **state)
+{
+	(void)state;
+	enum { N = 3 * 4096 + 17 };
+	struct pb cap = long_line_capture(N);
+	xpf_event_pos mem[8], file[8];
+	size_t nmem, nfile;
+	xpf_capture *c = NULL;
+	xpf_error err = { 0 };
+	assert_int_equal(xpf_capture_open_mem(cap.b, cap.n, "long.xplane.pb", &c, &err), XPF_OK);
+	check_marks(c, N, NULL, mem, &nmem);
+	xpf_capture_free(c);
+
+	char tmpl[] = "/tmp/xpf-marks-XXXXXX.xplane.pb";
+	int fd = mkstemps(tmpl, 10);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, cap.b, cap.n), (ssize_t)cap.n);
+	close(fd);
+	assert_int_equal(xpf_capture_open(tmpl, &c, &err), XPF_OK);
+	xpf_window w = { 0 };
+	check_marks(c, N, &w, file, &nfile);
+	xpf_window_release(&w);
+	xpf_capture_free(c);
+	unlink(tmpl);
+	/* the window's index and the mapping's mark the same bytes */
+	assert_int_equal(nmem, nfile);
+	for (size_t k = 0; k < nmem; k++)
+		assert_int_equal(mem[k].offset, file[k].offset);
+	free(cap.b);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_handmade),
 		cmocka_unit_test(test_deep_shape),
+		cmocka_unit_test(test_line_marks),
 	};
 	const struct CMUnitTest real[] = {
-		cmocka_unit_test(test_attention),
-		cmocka_unit_test(test_gemm),
-		cmocka_unit_test(test_tf),
-		cmocka_unit_test(test_tpu),
-		cmocka_unit_test(test_conv_run),
-		cmocka_unit_test(test_bare_hlo),
-		cmocka_unit_test(test_bad_shared),
-		cmocka_unit_test(test_want),
+		cmocka_unit_test(test_attention),  cmocka_unit_test(test_gemm),
+		cmocka_unit_test(test_tf),         cmocka_unit_test(test_tpu),
+		cmocka_unit_test(test_conv_run),   cmocka_unit_test(test_bare_hlo),
+		cmocka_unit_test(test_bad_shared), cmocka_unit_test(test_want),
 	};
 	bool want_real;
 	int rc = xpf_test_group(argc, argv, &want_real);
 	if (rc >= 0)
 		return rc;
-	return want_real ? cmocka_run_group_tests_name("capture-real", real, NULL, NULL)
-			 : cmocka_run_group_tests_name("capture", tests, NULL, NULL);
+	return want_real ? cmocka_run_group_tests_name("capture-real", real, NULL, NULL) :
+			   cmocka_run_group_tests_name("capture", tests, NULL, NULL);
 }

@@ -231,6 +231,43 @@ static void plans_beside_end(struct plans_beside *pb)
 	free(pb->mods);
 }
 
+/* The pieces of p's lines that have marks (NULL: none), of `events` events
+ * each (a multiple of XPF_LINE_MARK), their bounds set by the lines' scans. */
+static struct xpf_rt_pieces **pieces_new(const xpf_plane *p, size_t events)
+{
+	struct xpf_rt_pieces **v = NULL;
+	size_t step = events / XPF_LINE_MARK;
+	for (size_t l = 0; l < p->nlines; l++) {
+		const xpf_event_pos *at;
+		size_t nmarks = xpf_line_marks(p, l, &at);
+		if (nmarks == 0)
+			continue;
+		if (v == NULL)
+			v = xpf_calloc(p->nlines, sizeof *v);
+		struct xpf_rt_pieces *pc = xpf_calloc(1, sizeof *pc);
+		pc->n = (nmarks + step - 1) / step;
+		pc->events = events;
+		pc->at = at;
+		pc->at_step = step;
+		pc->t0 = xpf_realloc_array(NULL, pc->n, sizeof *pc->t0);
+		pc->t1 = xpf_realloc_array(NULL, pc->n, sizeof *pc->t1);
+		v[l] = pc;
+	}
+	return v;
+}
+
+static void pieces_free(struct xpf_rt_pieces **v, size_t nlines)
+{
+	for (size_t l = 0; v && l < nlines; l++) {
+		if (v[l] == NULL)
+			continue;
+		free(v[l]->t0);
+		free(v[l]->t1);
+		free(v[l]);
+	}
+	free(v);
+}
+
 /* The /host:CPU plane's lines scanned (none: nothing to do). */
 static int scan_host_plane(struct build *b, xpf_error *err)
 {
@@ -263,6 +300,8 @@ static int scan_host_plane(struct build *b, xpf_error *err)
 	pv->line_t1 = xpf_realloc_array(NULL, pv->nlines ? pv->nlines : 1, sizeof *pv->line_t1);
 	s->line_t0 = pv->line_t0;
 	s->line_t1 = pv->line_t1;
+	pv->pieces = pieces_new(s->p, pv->opt.share_small ? XPF_LINE_MARK : XPF_RT_PIECE);
+	s->pieces = pv->pieces;
 	xpf_rt_events_map(s, s->p->nevents);
 	struct plans_beside pb;
 	plans_beside_start(&pb, b);
@@ -434,6 +473,7 @@ void xpf_runtime_free(void *p)
 		xpf_big_free(pv->xb, pv->xb_map_len);
 		free(pv->line_t0);
 		free(pv->line_t1);
+		pieces_free(pv->pieces, pv->nlines);
 		for (size_t i = 0; i < pv->ninterns; i++)
 			xpf_intern_free(pv->interns[i]);
 		free(pv->interns);

@@ -61,6 +61,19 @@ static inline int16_t xpf_rt_device16(int d) { return d >= 0 && d <= INT16_MAX ?
  * (xpf_rt_priv.live_blk_end). */
 #define XPF_RT_LIVE_BLOCK 256
 
+/* A long host line cut into pieces of `events` events in the order of the
+ * file, at its marks (xpf_line_marks): where each starts and the earliest
+ * start and latest end of its events (as line_t0/line_t1; a piece the scan
+ * did not reach: INT64_MAX / INT64_MIN), so that a walk of a time window
+ * reads only the pieces that overlap it (xpf_runtime_between). */
+#define XPF_RT_PIECE ((size_t)1 << 16)
+struct xpf_rt_pieces {
+	size_t n, events;
+	const xpf_event_pos *at; /* piece k starts at at[k] (the plane's marks) */
+	size_t at_step;          /* at[k * at_step] */
+	int64_t *t0, *t1;
+};
+
 struct xpf_rt_priv {
 	xpf_rt_options opt; /* what the build was asked (xpf_runtime_build) */
 	/* Per allocator, in the order the scan found them (before the sort
@@ -88,6 +101,10 @@ struct xpf_rt_priv {
 	 * of a time window skips the lines outside it.  NULL: none. */
 	int64_t *line_t0, *line_t1;
 	size_t nlines;
+	/* Per /host:CPU line with marks, its pieces (NULL: a line without, or
+	 * none of the lines): a Python tracer's line holds nearly all of a big
+	 * job's host events, and a window of time is a small part of it. */
+	struct xpf_rt_pieces **pieces;
 	/* rt->events and rt->executions are mapped arrays of this many bytes
 	 * (xpf_rt_events_map, xpf_rt_exec_map), not malloc'd, when not 0. */
 	size_t events_map_len, exec_map_len;
@@ -234,9 +251,10 @@ struct scan {
 	int *md_dev;
 	/* The host lines are read through this (see xpf_window). */
 	xpf_window win;
-	/* the runtime's line_t0/line_t1 (shared by the threads: each writes
-	 * its own lines) */
+	/* the runtime's line_t0/line_t1 and pieces (shared by the threads:
+	 * each writes its own lines) */
 	int64_t *line_t0, *line_t1;
+	struct xpf_rt_pieces **pieces;
 	/* bytes_available of the line's allocator events, in order */
 	uint64_t *avail;
 	size_t navail, capavail;

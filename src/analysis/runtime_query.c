@@ -68,6 +68,53 @@ static int row_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* The events of [it) that lie within [t0, t1] (line base lb_ps) into *v. */
+static int between_events(xpf_event_iter *it, const xpf_plane *p, int64_t lb_ps, int64_t t0,
+			  int64_t t1, struct name_dur **v, size_t *n, size_t *cap, xpf_error *err)
+{
+	xpf_event ev;
+	int rc;
+	while ((rc = xpf_events_next(it, &ev, err)) == 1) {
+		int64_t e0 = lb_ps + ev.offset_ps;
+		int64_t e1 = e0 + (ev.duration_ps > 0 ? ev.duration_ps : 0);
+		if (e0 < t0 || e1 > t1)
+			continue;
+		struct name_dur *d = XPF_VEC_PUSH(*v, *n, *cap);
+		d->name = p->event_md[ev.md].name;
+		d->dur_ps = e1 - e0;
+	}
+	return rc < 0 ? err->code : XPF_OK;
+}
+
+/* The events of line l of p within [t0, t1] into *v: the line's pieces that
+ * overlap the window only, when it has pieces. */
+static int between_line(const struct xpf_rt_priv *pv, const xpf_plane *p, size_t l, int64_t base,
+			int64_t t0, int64_t t1, xpf_window *w, struct name_dur **v, size_t *n,
+			size_t *cap, xpf_error *err)
+{
+	/* a line whose events all end before the window or all start after
+	 * it holds none of it */
+	if (pv->line_t0 && l < pv->nlines && (pv->line_t1[l] < t0 || pv->line_t0[l] > t1))
+		return XPF_OK;
+	int64_t lb_ps = (p->lines[l].timestamp_ns - base) * 1000;
+	const struct xpf_rt_pieces *pc = pv->pieces && l < pv->nlines ? pv->pieces[l] : NULL;
+	xpf_event_iter it;
+	if (pc == NULL) {
+		xpf_events_begin(p, l, w, &it);
+		return between_events(&it, p, lb_ps, t0, t1, v, n, cap, err);
+	}
+	for (size_t k = 0; k < pc->n; k++) {
+		if (pc->t1[k] < t0 || pc->t0[k] > t1)
+			continue; /* and a piece the scan did not reach has no events */
+		uint64_t end = k + 1 < pc->n ? pc->at[(k + 1) * pc->at_step].offset : UINT64_MAX;
+		xpf_events_begin_at(p, l, pc->at[k * pc->at_step], end, w, &it);
+		int rc = between_events(&it, p, lb_ps, t0, t1, v, n, cap, err);
+		if (rc != XPF_OK)
+			return rc;
+	}
+	return XPF_OK;
+}
+
 int xpf_runtime_between(xpf_host *h, const xpf_runtime *rt, size_t from, size_t to,
 			xpf_rt_between *out, xpf_error *err)
 {
@@ -92,32 +139,14 @@ int xpf_runtime_between(xpf_host *h, const xpf_runtime *rt, size_t from, size_t 
 	struct name_dur *v = NULL;
 	size_t n = 0, cap = 0;
 	xpf_window w = { 0 };
-	const struct xpf_rt_priv *pv = rt->priv;
-	for (size_t l = 0; l < p->nlines; l++) {
-		xpf_event_iter it;
-		xpf_event ev;
-		/* a line whose events all end before the window or all start
-		 * after it holds none of it */
-		if (pv->line_t0 && l < pv->nlines &&
-		    (pv->line_t1[l] < a->end_ps || pv->line_t0[l] > b->start_ps))
-			continue;
-		xpf_events_begin(p, l, &w, &it);
-		while ((rc = xpf_events_next(&it, &ev, err)) == 1) {
-			int64_t t0 = (p->lines[l].timestamp_ns - base) * 1000 + ev.offset_ps;
-			int64_t t1 = t0 + (ev.duration_ps > 0 ? ev.duration_ps : 0);
-			if (t0 < a->end_ps || t1 > b->start_ps)
-				continue;
-			struct name_dur *d = XPF_VEC_PUSH(v, n, cap);
-			d->name = p->event_md[ev.md].name;
-			d->dur_ps = t1 - t0;
-		}
-		if (rc < 0) {
-			xpf_window_release(&w);
-			free(v);
-			return err->code;
-		}
-	}
+	for (size_t l = 0; l < p->nlines && rc == XPF_OK; l++)
+		rc = between_line(rt->priv, p, l, base, a->end_ps, b->start_ps, &w, &v, &n, &cap,
+				  err);
 	xpf_window_release(&w);
+	if (rc != XPF_OK) {
+		free(v);
+		return rc;
+	}
 	if (n)
 		xpf_qsort(v, n, sizeof *v, nd_cmp);
 	size_t rcap = 0;

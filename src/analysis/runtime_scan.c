@@ -73,10 +73,9 @@ static inline void event_times(const struct scan *s, const struct line_base *lb,
 			     0);
 }
 
-/* Widen line's time bounds (xpf_rt_priv.line_t0/t1) to [t0, t1]. */
-static inline void line_bounds(struct scan *s, size_t line, int64_t t0, int64_t t1)
+/* Widen the time bounds [*lo, *hi] to [t0, t1]. */
+static inline void widen(int64_t *lo, int64_t *hi, int64_t t0, int64_t t1)
 {
-	int64_t *lo = &s->line_t0[line], *hi = &s->line_t1[line];
 	if (t0 <= -REL_PS_MAX || t1 >= REL_PS_MAX) { /* clamped: not exact */
 		*lo = INT64_MIN;
 		*hi = INT64_MAX;
@@ -86,6 +85,31 @@ static inline void line_bounds(struct scan *s, size_t line, int64_t t0, int64_t 
 		*lo = t0;
 	if (t1 > *hi)
 		*hi = t1;
+}
+
+/* Widen line's time bounds (xpf_rt_priv.line_t0/t1), and its piece's when
+ * it has pieces, by its event `index` of times [t0, t1]. */
+static inline void line_bounds(struct scan *s, size_t line, size_t index, int64_t t0, int64_t t1)
+{
+	widen(&s->line_t0[line], &s->line_t1[line], t0, t1);
+	struct xpf_rt_pieces *pc = s->pieces ? s->pieces[line] : NULL;
+	if (pc) {
+		size_t k = index / pc->events < pc->n ? index / pc->events : pc->n - 1;
+		widen(&pc->t0[k], &pc->t1[k], t0, t1);
+	}
+}
+
+/* The line's bounds and its pieces' as for a line without events: widened
+ * by each event its scan reads. */
+static void line_reset(struct scan *s, size_t line)
+{
+	s->line_t0[line] = INT64_MAX;
+	s->line_t1[line] = INT64_MIN;
+	struct xpf_rt_pieces *pc = s->pieces ? s->pieces[line] : NULL;
+	for (size_t k = 0; pc && k < pc->n; k++) {
+		pc->t0[k] = INT64_MAX;
+		pc->t1[k] = INT64_MIN;
+	}
 }
 
 /* xpf_rt_classify() of event metadata k (named name), once per metadata. */
@@ -441,7 +465,7 @@ static int scan_line_stream(struct scan *s, size_t line, const struct order_even
 		size_t i = seq++;
 		int64_t t0, t1;
 		event_times(s, &lb, &ev, &t0, &t1);
-		line_bounds(s, line, t0, t1);
+		line_bounds(s, line, ev.index, t0, t1);
 		if (i > 0 && !(t0 > pt0 || (t0 == pt0 && t1 <= pt1))) {
 			rc = SCAN_UNORDERED;
 			goto out;
@@ -503,8 +527,7 @@ static int scan_line_sorted(struct scan *s, size_t line, xpf_error *err)
 int xpf_rt_scan_line(struct scan *s, size_t line, xpf_error *err)
 {
 	size_t nevents = s->rt->nevents, nretries = s->rt->nretries;
-	s->line_t0[line] = INT64_MAX;
-	s->line_t1[line] = INT64_MIN;
+	line_reset(s, line);
 	s->navail = 0;
 	int rc = scan_line_stream(s, line, NULL, 0, err);
 	if (rc != SCAN_UNORDERED)
@@ -514,8 +537,7 @@ int xpf_rt_scan_line(struct scan *s, size_t line, xpf_error *err)
 	 * allocators it found are found again. */
 	s->rt->nevents = nevents;
 	s->rt->nretries = nretries;
-	s->line_t0[line] = INT64_MAX;
-	s->line_t1[line] = INT64_MIN;
+	line_reset(s, line);
 	s->navail = 0;
 	return line_done(s, nevents, scan_line_sorted(s, line, err));
 }

@@ -164,6 +164,29 @@ void xpf_events_begin(const xpf_plane *p, size_t line, xpf_window *w, xpf_event_
 /* 1: *ev filled; 0: end of the line; -1: malformed (err set, with where). */
 int xpf_events_next(xpf_event_iter *it, xpf_event *ev, xpf_error *err);
 
+/* Where an iterator stands: the index of the event xpf_events_next reads
+ * next and the capture offset to read it from.  A reader that walks a long
+ * line once can note a few of these and come back to a part of the line
+ * without reading it all again. */
+typedef struct xpf_event_pos {
+	uint64_t offset;
+	size_t index;
+} xpf_event_pos;
+xpf_event_pos xpf_events_pos(const xpf_event_iter *it);
+/* Every XPF_LINE_MARK-th event of a long line, noted by the plane's index
+ * (which walks every event anyway): a reader can start at a mark, and a
+ * line can be read in parts side by side.  The marks of line `line`
+ * (mark k: event k * XPF_LINE_MARK, mark 0 the line's start) into *at;
+ * their count, 0 for a line of at most XPF_LINE_MARK events. */
+#define XPF_LINE_MARK ((size_t)1 << 12)
+size_t xpf_line_marks(const xpf_plane *p, size_t line, const xpf_event_pos **at);
+
+/* The events of line `line` from pos (one of xpf_events_pos's answers on
+ * that line) up to the capture offset end (another, or the line's end):
+ * as xpf_events_begin otherwise. */
+void xpf_events_begin_at(const xpf_plane *p, size_t line, xpf_event_pos pos, uint64_t end,
+			 xpf_window *w, xpf_event_iter *it);
+
 /* The stats a reader wants of millions of events, by name, prepared once
  * for a plane: each stat metadata id with one of those names and the tag
  * the reader gave the name.  Zero-initialise, then add names. */

@@ -94,16 +94,26 @@ static bool events_refill(xpf_event_iter *it)
 
 void xpf_events_begin(const xpf_plane *p, size_t line, xpf_window *w, xpf_event_iter *it)
 {
+	xpf_event_pos start = { line < p->nlines ? p->lines[line].offset : 0, 0 };
+	xpf_events_begin_at(p, line, start, UINT64_MAX, w, it);
+}
+
+void xpf_events_begin_at(const xpf_plane *p, size_t line, xpf_event_pos pos, uint64_t end,
+			 xpf_window *w, xpf_event_iter *it)
+{
 	it->plane = p;
 	it->line = line;
-	it->next_index = 0;
+	it->next_index = pos.index;
 	it->w = NULL;
 	it->line_end = 0;
 	it->p = it->end = NULL;
 	if (line >= p->nlines)
 		return;
-	uint64_t off = p->lines[line].offset;
-	it->line_end = off + p->lines[line].length;
+	const xpf_line *ln = &p->lines[line];
+	uint64_t off = pos.offset;
+	it->line_end = end < ln->offset + ln->length ? end : ln->offset + ln->length;
+	if (off < ln->offset || off > it->line_end)
+		return; /* not a position on this line: no events */
 	if (w && p->cap->fd >= 0 && xpf_cap_window_at(p->cap, w, off, 0, p->offset + p->length)) {
 		it->w = w;
 		it->p = w->buf + (off - w->off);
@@ -113,6 +123,14 @@ void xpf_events_begin(const xpf_plane *p, size_t line, xpf_window *w, xpf_event_
 	}
 	it->p = p->cap->data + off;
 	it->end = p->cap->data + it->line_end;
+}
+
+xpf_event_pos xpf_events_pos(const xpf_event_iter *it)
+{
+	xpf_event_pos pos = { it->line_end, it->next_index };
+	if (it->p)
+		pos.offset = it->w ? iter_off(it) : off_of(it->plane->cap, it->p);
+	return pos;
 }
 
 /* ---- the reference decoder -------------------------------------------- */

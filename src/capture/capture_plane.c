@@ -58,9 +58,50 @@ static const char *plane_name(xpf_plane *p, const uint8_t *s, size_t n)
 
 /* ---- plane index ------------------------------------------------------ */
 
+/* The event of index `index` on line `line` starts at byte off: a mark
+ * when index is a multiple of XPF_LINE_MARK (see xpf_line_marks). */
+static inline void mark_event(xpf_plane *p, long line, size_t index, uint64_t off)
+{
+	if (line < 0 || index == 0 || index % XPF_LINE_MARK != 0)
+		return;
+	struct plane_index *ix = index_of(p);
+	struct line_marks *m = ix->nmarks ? &ix->marks[ix->nmarks - 1] : NULL;
+	if (m == NULL || m->line != (size_t)line) {
+		m = XPF_VEC_PUSH(ix->marks, ix->nmarks, ix->capmarks);
+		*m = (struct line_marks){ (size_t)line, 0, 0, NULL };
+		*XPF_VEC_PUSH(m->at, m->n, m->cap) = (xpf_event_pos){ p->lines[line].offset, 0 };
+	}
+	*XPF_VEC_PUSH(m->at, m->n, m->cap) = (xpf_event_pos){ off, index };
+}
+
+size_t xpf_line_marks(const xpf_plane *p, size_t line, const xpf_event_pos **at)
+{
+	const struct plane_index *ix = index_of_const(p);
+	size_t lo = 0, hi = ix->nmarks;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ix->marks[mid].line < line)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == ix->nmarks || ix->marks[lo].line != line) {
+		*at = NULL;
+		return 0;
+	}
+	*at = ix->marks[lo].at;
+	return ix->marks[lo].n;
+}
+
 /* Drop what a walk indexed, for another walk. */
 static void plane_clear(xpf_plane *p)
 {
+	struct plane_index *ix = index_of(p);
+	for (size_t i = 0; i < ix->nmarks; i++)
+		free(ix->marks[i].at);
+	free(ix->marks);
+	ix->marks = NULL;
+	ix->nmarks = ix->capmarks = 0;
 	xpf_intern_free(index_of(p)->line_names);
 	index_of(p)->line_names = NULL;
 	for (size_t i = 0; i < p->n_event_md; i++) {
@@ -112,6 +153,7 @@ static int index_line(xpf_capture *c, xpf_plane *p, const wire_field *lf, xpf_li
 			const uint8_t *r = q + 1;
 			uint64_t n;
 			if (wire_varint(&r, e, &n) == WIRE_OK && n <= (uint64_t)(e - r)) {
+				mark_event(p, ln - p->lines, ln->nevents, off_of(c, q));
 				q = r + n;
 				ln->nevents++;
 				continue;
@@ -142,8 +184,10 @@ static int index_line(xpf_capture *c, xpf_plane *p, const wire_field *lf, xpf_li
 				ln->timestamp_ns = (int64_t)g.v;
 			break;
 		case XLINE_EVENTS:
-			if (g.wt == WT_LEN)
+			if (g.wt == WT_LEN) {
+				mark_event(p, ln - p->lines, ln->nevents, off_of(c, at));
 				ln->nevents++;
+			}
 			break;
 		}
 	}
@@ -243,7 +287,7 @@ static int plane_md_entry(xpf_capture *c, xpf_plane *p, const wire_field *f, con
  * the index index_line makes; false on anything unusual (index_line on the
  * mapping then words it). */
 static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint64_t off,
-			      uint64_t len, xpf_line *ln)
+			      uint64_t len, xpf_line *ln, long line)
 {
 	uint64_t o = off, e = off + len;
 	memset(ln, 0, sizeof *ln);
@@ -266,6 +310,7 @@ static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint6
 			uint64_t n;
 			if (wire_varint(&r, lim, &n) != WIRE_OK || n > (uint64_t)(lim - r))
 				break;
+			mark_event(p, line, ln->nevents, o + (uint64_t)(q - q0));
 			q = r + n;
 			ln->nevents++;
 		}
@@ -285,6 +330,7 @@ static bool index_line_window(xpf_capture *c, xpf_plane *p, xpf_window *w, uint6
 			if (d > e || v > e - d)
 				return false;
 			if (num == XLINE_EVENTS) {
+				mark_event(p, line, ln->nevents, o);
 				ln->nevents++;
 			} else if (num == XLINE_NAME) {
 				name_o = d;
@@ -369,7 +415,7 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, struct plane_caps *c
 		uint32_t num = (uint32_t)(tag >> 3);
 		if (num == XPLANE_LINES && lineless) {
 			xpf_line ln;
-			if (!index_line_window(c, p, &w, d, v, &ln)) {
+			if (!index_line_window(c, p, &w, d, v, &ln, -1)) {
 				ok = false;
 				break;
 			}
@@ -377,7 +423,7 @@ static bool plane_walk_window(xpf_capture *c, xpf_plane *p, struct plane_caps *c
 			first_ts_take(p, &ln);
 		} else if (num == XPLANE_LINES) {
 			xpf_line *ln = XPF_VEC_PUSH(p->lines, p->nlines, caps->lines);
-			if (!index_line_window(c, p, &w, d, v, ln)) {
+			if (!index_line_window(c, p, &w, d, v, ln, (long)(p->nlines - 1))) {
 				p->nlines--;
 				ok = false;
 				break;

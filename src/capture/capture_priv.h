@@ -76,11 +76,20 @@ struct xpf_id_table {
 /* A plane's index: the xpf_plane that capture.h shows, and what the
  * capture layer keeps beside it.  Every xpf_plane is the first member of
  * one of these (plane_build allocates them). */
+/* The marks of one line of more than XPF_LINE_MARK events
+ * (xpf_line_marks). */
+struct line_marks {
+	size_t line, n, cap;
+	xpf_event_pos *at;
+};
+
 struct plane_index {
 	xpf_plane pub;
 	struct xpf_id_table event_md_by_id, stat_md_by_id;
 	struct xpf_intern *line_names; /* each line name kept once */
 	size_t lines_map_len; /* lines is mapped (xpf_map_huge) of this many bytes; 0: malloc'd */
+	struct line_marks *marks; /* by line, ascending */
+	size_t nmarks, capmarks;
 };
 
 static inline struct plane_index *index_of(xpf_plane *p) { return (struct plane_index *)p; }

@@ -48,6 +48,10 @@ if [ -x "$gen" ]; then
 		[ -e "$in.xplane.pb" ] && in=$in.xplane.pb
 		one "$s" "$in"
 	done < <("$gen" --list)
+	# the shape of a big real job: a Python tracer's line long enough to be
+	# read in pieces (runtime: xpf_rt_pieces)
+	"$gen" --job 2000 --steps 3 "$tmp/cap/job.xplane.pb" >/dev/null
+	one job "$tmp/cap/job.xplane.pb"
 else
 	echo "skip: $gen is not built: no scenario checked"
 fi
