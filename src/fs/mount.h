@@ -1,4 +1,5 @@
-/* The FUSE front end (mount.c); the only code that talks to the kernel. */
+/* The FUSE front end (mount.c, mount_ops.c); the only code that talks to
+ * the kernel. */
 #ifndef XPF_MOUNT_H
 #define XPF_MOUNT_H
 
