@@ -1,6 +1,7 @@
 /* The plan of a module: what XLA's buffer assignment reserved, and what is
  * live at the heap peak (SPEC §4.1, §4.2; reference §3.6, §5, §10).  Owned by
- * plan.c (decoding, kinds, heap simulation), plan_roles.c (roles, sources),
+ * plan.c (decoding the instructions), plan_assign.c (buffers, allocations,
+ * kinds), plan_heap.c (heap simulation), plan_roles.c (roles, sources),
  * plan_dups.c (parameter duplicates) and plan_tree.c (the files).
  *
  * A plan is computed on first use from the module's HloProto and kept in the

@@ -102,6 +102,8 @@ const Xla__HloInstructionProto *xpf_plan_proto(plan_src *s, const xpf_plan_instr
 const Xla__ShapeProto *xpf_plan_param_shape(plan_src *s, const xpf_plan_param *x);
 
 /* Stages of xpf_plan_build. */
+int xpf_plan_assignment(xpf_plan *p, plan_src *s, xpf_arena *a,
+			xpf_error *err); /* plan_assign.c: after the instructions */
 int xpf_plan_simulate(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_arena *a,
 		      xpf_error *err); /* plan_heap.c */
 enum xpf_role xpf_plan_role_of(const xpf_plan *p, const xpf_plan_buffer *b,
