@@ -232,7 +232,8 @@ static void plans_beside_end(struct plans_beside *pb)
 }
 
 /* The pieces of p's lines that have marks (NULL: none), of `events` events
- * each (a multiple of XPF_LINE_MARK), their bounds set by the lines' scans. */
+ * each (XPF_LINE_MARK times a power of two), their bounds set by the lines'
+ * scans. */
 static struct xpf_rt_pieces **pieces_new(const xpf_plane *p, size_t events)
 {
 	struct xpf_rt_pieces **v = NULL;
@@ -246,7 +247,7 @@ static struct xpf_rt_pieces **pieces_new(const xpf_plane *p, size_t events)
 			v = xpf_calloc(p->nlines, sizeof *v);
 		struct xpf_rt_pieces *pc = xpf_calloc(1, sizeof *pc);
 		pc->n = (nmarks + step - 1) / step;
-		pc->events = events;
+		pc->shift = (unsigned)__builtin_ctzll(events);
 		pc->at = at;
 		pc->at_step = step;
 		pc->t0 = xpf_realloc_array(NULL, pc->n, sizeof *pc->t0);
