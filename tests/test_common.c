@@ -12,11 +12,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "common/buf.h"
 #include "common/map.h"
 #include "common/runs.h"
 
@@ -162,7 +164,8 @@ static void check_merge(size_t nr, size_t maxlen, int64_t span, bool ordered)
 	int64_t *key = calloc(n, sizeof *key);
 	int64_t floor = 0;
 	for (size_t r = 0; r < nr; r++) {
-		int64_t t = ordered ? floor + (int64_t)(next_rand() % 3) : (int64_t)(next_rand() % (uint64_t)span);
+		int64_t t = ordered ? floor + (int64_t)(next_rand() % 3) :
+				      (int64_t)(next_rand() % (uint64_t)span);
 		floor = t;
 		for (size_t i = start[r]; i < start[r + 1]; i++) {
 			t += (int64_t)(next_rand() % 3); /* equal keys within and across runs */
@@ -248,20 +251,42 @@ static void test_runs_merge(void **state)
 		check_merge(1 + next_rand() % 50, 1 + next_rand() % 20, 100, true);
 		check_merge(1 + next_rand() % 50, 1 + next_rand() % 20, 100, false);
 	}
-	check_merge(1, 1000, 10, true);     /* one run */
-	check_merge(500, 1, 1000, true);    /* runs of one (one run to the merge) */
-	check_merge(500, 1, 1000, false);   /* runs of one */
-	check_merge(2000, 30, 50, true);    /* many overlapping, few keys */
+	check_merge(1, 1000, 10, true);   /* one run */
+	check_merge(500, 1, 1000, true);  /* runs of one (one run to the merge) */
+	check_merge(500, 1, 1000, false); /* runs of one */
+	check_merge(2000, 30, 50, true);  /* many overlapping, few keys */
+}
+
+/* xpf_buf_printf formats into the room it has and again when that was too
+ * little: every length around the room's edge comes out whole. */
+static void test_buf_printf(void **state)
+{
+	(void)state;
+	char xs[600], want[1200];
+	memset(xs, 'x', sizeof xs);
+	for (size_t pre = 0; pre < 300; pre += 37) {
+		for (size_t n = 0; n < sizeof xs; n += 13) {
+			xpf_buf b = XPF_BUF_INIT;
+			memset(want, 'a', pre);
+			for (size_t i = 0; i < pre; i++)
+				xpf_buf_addc(&b, 'a');
+			xpf_buf_printf(&b, "%.*s|%zu", (int)n, xs, pre + n);
+			int w = snprintf(want + pre, sizeof want - pre, "%.*s|%zu", (int)n, xs,
+					 pre + n);
+			assert_int_equal(b.len, pre + (size_t)w);
+			assert_int_equal(strlen(b.data), b.len);
+			assert_string_equal(b.data, want);
+			xpf_buf_release(&b);
+		}
+	}
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_put_get_grow),
-		cmocka_unit_test(test_against_model),
-		cmocka_unit_test(test_wrap_around),
-		cmocka_unit_test(test_runs_merge),
-		cmocka_unit_test(test_perm_apply),
+		cmocka_unit_test(test_put_get_grow), cmocka_unit_test(test_against_model),
+		cmocka_unit_test(test_wrap_around),  cmocka_unit_test(test_runs_merge),
+		cmocka_unit_test(test_perm_apply),   cmocka_unit_test(test_buf_printf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

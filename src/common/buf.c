@@ -36,18 +36,28 @@ void xpf_buf_adds(xpf_buf *b, const char *s) { xpf_buf_add(b, s, strlen(s)); }
 
 void xpf_buf_addc(xpf_buf *b, char c) { xpf_buf_add(b, &c, 1); }
 
+/* Formatted into the room the buffer has; formatted again only when it did
+ * not fit (renderers call this millions of times on a big capture, mostly
+ * for a few bytes). */
 void xpf_buf_printf(xpf_buf *b, const char *fmt, ...)
 {
 	va_list ap;
+	if (b->cap < b->len + 64)
+		xpf_buf_reserve(b, 64);
+	size_t room = b->cap - b->len;
 	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
+	int n = vsnprintf(b->data + b->len, room, fmt, ap);
 	va_end(ap);
-	if (n < 0)
+	if (n < 0) {
+		b->data[b->len] = '\0';
 		return;
-	xpf_buf_reserve(b, (size_t)n);
-	va_start(ap, fmt);
-	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
+	}
+	if ((size_t)n >= room) {
+		xpf_buf_reserve(b, (size_t)n);
+		va_start(ap, fmt);
+		vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
 	b->len += (size_t)n;
 }
 
