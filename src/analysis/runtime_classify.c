@@ -81,13 +81,3 @@ unsigned xpf_rt_classify(const char *name, int *dev)
 		f |= F_NOT_THUNK;
 	return f;
 }
-
-/* A thunk: what `<module>:XLA GPU module` / ExecuteThunks run once the
- * buffers are allocated (one event per HLO instruction), as opposed to the
- * set-up events that also nest in them. */
-bool xpf_rt_thunk_of(unsigned parent_flags, unsigned flags)
-{
-	return (parent_flags & (F_GPUMOD | F_THUNKS)) &&
-	       !(flags & (F_GPUMOD | F_THUNKS | F_ALLOC | F_DEALLOC | F_BUILD | F_RETRY | F_EXEC |
-			  F_NOT_THUNK));
-}

@@ -224,8 +224,17 @@ const char *xpf_rt_name_in_event_name(const char *name, unsigned flags, size_t *
 bool xpf_rt_name_names(xpf_host *h, const struct xpf_rt_priv *pv, size_t m, const char *n);
 /* The device of a "[<i>] ..." name (*rest: after the prefix), or -1. */
 int xpf_rt_perdev_prefix(const char *name, const char **rest);
-/* An event of kinds flags under one of parent_flags is a thunk run. */
-bool xpf_rt_thunk_of(unsigned parent_flags, unsigned flags);
+/* An event of kinds flags under one of parent_flags is a thunk run: what
+ * `<module>:XLA GPU module` / ExecuteThunks run once the buffers are
+ * allocated (one event per HLO instruction), as opposed to the set-up
+ * events that also nest in them.  (Inline: the scan asks for every host
+ * event.) */
+static inline bool xpf_rt_thunk_of(unsigned parent_flags, unsigned flags)
+{
+	return (parent_flags & (F_GPUMOD | F_THUNKS)) &&
+	       !(flags & (F_GPUMOD | F_THUNKS | F_ALLOC | F_DEALLOC | F_BUILD | F_RETRY | F_EXEC |
+			  F_NOT_THUNK));
+}
 
 /* Times in ps relative to the base, clamped to +-2^61 so that a hostile
  * capture (line bases and offsets near INT64_MAX/MIN) cannot overflow in
@@ -308,8 +317,16 @@ void xpf_rt_exec_walk_event(struct scan *s, size_t xi, struct exec_walk *w, cons
 int xpf_rt_exec_walk_end(struct scan *s, size_t xi, const struct exec_walk *w, int last_kind,
 			 bool retried, xpf_error *err);
 
+/* xpf_rt_classify() of event metadata k (named name), once per metadata.
+ * (Inline: the scan asks for every host event.) */
+static inline unsigned xpf_rt_md_class(struct scan *s, size_t k, const char *name)
+{
+	if (s->md_flags[k] == UINT_MAX)
+		s->md_flags[k] = xpf_rt_classify(name, &s->md_dev[k]);
+	return s->md_flags[k];
+}
+
 /* runtime_scan.c: one host line into events, executions and retries. */
-unsigned xpf_rt_md_class(struct scan *s, size_t k, const char *name);
 int xpf_rt_scan_line(struct scan *s, size_t line, xpf_error *err);
 void xpf_rt_scan_release(struct scan *s);
 int xpf_rt_scan_modules_line(struct scan *s, const xpf_plane *p, size_t l, unsigned d,

@@ -112,14 +112,6 @@ static void line_reset(struct scan *s, size_t line)
 	}
 }
 
-/* xpf_rt_classify() of event metadata k (named name), once per metadata. */
-unsigned xpf_rt_md_class(struct scan *s, size_t k, const char *name)
-{
-	if (s->md_flags[k] == UINT_MAX)
-		s->md_flags[k] = xpf_rt_classify(name, &s->md_dev[k]);
-	return s->md_flags[k];
-}
-
 /* ---- one line, streaming ------------------------------------------------ */
 
 /* The usual case: the line's events are already in the order the sort above
