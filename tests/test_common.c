@@ -281,12 +281,42 @@ static void test_buf_printf(void **state)
 	}
 }
 
+/* xpf_buf_add_i64 writes what printf's %lld does, the extremes included. */
+static void test_buf_add_i64(void **state)
+{
+	(void)state;
+	const int64_t v[] = { 0,
+			      1,
+			      -1,
+			      9,
+			      10,
+			      -10,
+			      99,
+			      100,
+			      1234567890123LL,
+			      -987654321,
+			      INT64_MAX,
+			      INT64_MIN,
+			      INT64_MIN + 1 };
+	for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+		xpf_buf b = XPF_BUF_INIT;
+		char want[32];
+		xpf_buf_adds(&b, "x=");
+		xpf_buf_add_i64(&b, v[i]);
+		snprintf(want, sizeof want, "x=%lld", (long long)v[i]);
+		assert_string_equal(b.data, want);
+		assert_int_equal(b.len, strlen(want));
+		xpf_buf_release(&b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_put_get_grow), cmocka_unit_test(test_against_model),
 		cmocka_unit_test(test_wrap_around),  cmocka_unit_test(test_runs_merge),
 		cmocka_unit_test(test_perm_apply),   cmocka_unit_test(test_buf_printf),
+		cmocka_unit_test(test_buf_add_i64),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -120,7 +120,9 @@ static const char *source_of(xpf_plan *p, const Xla__HloModuleProto *mod, const 
 		return "";
 	xpf_buf_reset(b);
 	if (md->source_file && md->source_file[0]) {
-		xpf_buf_printf(b, "%s:%d", md->source_file, md->source_line);
+		xpf_buf_adds(b, md->source_file);
+		xpf_buf_addc(b, ':');
+		xpf_buf_add_i64(b, md->source_line);
 		return xpf_plan_str(p, b->data);
 	}
 	const Xla__StackFrameIndexProto *sf = mod->stack_frame_index;

@@ -77,24 +77,31 @@ static void shape_text(const Xla__ShapeProto *s, bool with_layout, xpf_buf *out,
 		return;
 	xpf_buf_addc(out, '[');
 	for (size_t i = 0; i < s->n_dimensions; i++) {
-		bool dyn = i < s->n_is_dynamic_dimension && s->is_dynamic_dimension[i];
-		xpf_buf_printf(out, "%s%s%lld", i ? "," : "", dyn ? "<=" : "",
-			       (long long)s->dimensions[i]);
+		if (i)
+			xpf_buf_addc(out, ',');
+		if (i < s->n_is_dynamic_dimension && s->is_dynamic_dimension[i])
+			xpf_buf_adds(out, "<=");
+		xpf_buf_add_i64(out, s->dimensions[i]);
 	}
 	xpf_buf_addc(out, ']');
 	const Xla__LayoutProto *l = s->layout;
 	if (!with_layout || l == NULL || s->n_dimensions == 0)
 		return;
 	xpf_buf_addc(out, '{');
-	for (size_t i = 0; i < l->n_minor_to_major; i++)
-		xpf_buf_printf(out, "%s%lld", i ? "," : "", (long long)l->minor_to_major[i]);
+	for (size_t i = 0; i < l->n_minor_to_major; i++) {
+		if (i)
+			xpf_buf_addc(out, ',');
+		xpf_buf_add_i64(out, l->minor_to_major[i]);
+	}
 	if (l->n_tiles || l->element_size_in_bits || l->memory_space)
 		xpf_buf_addc(out, ':');
 	for (size_t i = 0; i < l->n_tiles; i++) {
 		xpf_buf_adds(out, "T(");
-		for (size_t j = 0; j < l->tiles[i]->n_dimensions; j++)
-			xpf_buf_printf(out, "%s%lld", j ? "," : "",
-				       (long long)l->tiles[i]->dimensions[j]);
+		for (size_t j = 0; j < l->tiles[i]->n_dimensions; j++) {
+			if (j)
+				xpf_buf_addc(out, ',');
+			xpf_buf_add_i64(out, l->tiles[i]->dimensions[j]);
+		}
 		xpf_buf_addc(out, ')');
 	}
 	if (l->element_size_in_bits)
@@ -206,8 +213,11 @@ const char *xpf_index_text(xpf_arena *a, const int64_t *index, size_t n)
 		return "";
 	xpf_buf b = XPF_BUF_INIT;
 	xpf_buf_addc(&b, '{');
-	for (size_t i = 0; i < n; i++)
-		xpf_buf_printf(&b, "%s%lld", i ? "," : "", (long long)index[i]);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			xpf_buf_addc(&b, ',');
+		xpf_buf_add_i64(&b, index[i]);
+	}
 	xpf_buf_addc(&b, '}');
 	return xpf_arena_buf(a, &b);
 }

@@ -61,6 +61,20 @@ void xpf_buf_printf(xpf_buf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
+void xpf_buf_add_i64(xpf_buf *b, int64_t v)
+{
+	char t[24];
+	size_t k = sizeof t;
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	do {
+		t[--k] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		t[--k] = '-';
+	xpf_buf_add(b, t + k, sizeof t - k);
+}
+
 void xpf_buf_reset(xpf_buf *b)
 {
 	b->len = 0;

@@ -26,6 +26,10 @@ void xpf_buf_add(xpf_buf *b, const void *p, size_t n);
 void xpf_buf_adds(xpf_buf *b, const char *s);
 void xpf_buf_addc(xpf_buf *b, char c);
 void xpf_buf_printf(xpf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* v in decimal: what xpf_buf_printf(b, "%lld", v) writes, for the loops
+ * that write millions of numbers (a shape's dimensions), where printf's
+ * parsing of its format costs many times the digits. */
+void xpf_buf_add_i64(xpf_buf *b, int64_t v);
 void xpf_buf_reset(xpf_buf *b);
 void xpf_buf_release(xpf_buf *b);
 /* Hand the bytes to the caller (free() them); b is left empty. */
