@@ -301,7 +301,6 @@ int xpf_plan_build_parts(xpf_hlo *hlo, const char *module, uint64_t program_id, 
 	int rc = s.mod ? index_instrs(p, &s, a, err) : XPF_OK;
 	if (rc == XPF_OK) {
 		pv->instr_by_id = xpf_plan_index_instr_ids(p, a);
-		pv->instr_by_name = xpf_plan_index_instr_names(p, a);
 		if (s.mod == NULL || s.ba == NULL) {
 			p->missing =
 				s.mod == NULL ?

@@ -16,13 +16,13 @@
 
 /* A location names its instruction by id (current writers) or, in captures
  * from before 2022-07, by the deprecated instruction_name. */
-static const xpf_plan_instr *location_instr(const xpf_plan *p,
+static const xpf_plan_instr *location_instr(xpf_plan *p, xpf_arena *a,
 					    const Xla__LogicalBufferProto__Location *loc)
 {
 	if (loc == NULL)
 		return NULL;
 	if (loc->instruction_name && loc->instruction_name[0]) {
-		const xpf_plan_instr *in = xpf_plan_instr_by_name(p, loc->instruction_name);
+		const xpf_plan_instr *in = xpf_plan_instr_by_name(p, a, loc->instruction_name);
 		if (in)
 			return in;
 	}
@@ -42,7 +42,7 @@ static void index_buffers(xpf_plan *p, plan_src *s, xpf_arena *a)
 		x->id = lb->id;
 		x->bytes = lb->size > 0 ? (uint64_t)lb->size : 0;
 		x->color = lb->color;
-		x->instr = location_instr(p, lb->defined_at);
+		x->instr = location_instr(p, a, lb->defined_at);
 		x->alloc = -1;
 		x->start = x->end = -1;
 		const int64_t *ix = lb->defined_at ? lb->defined_at->shape_index : NULL;
@@ -69,7 +69,7 @@ static void index_buffers(xpf_plan *p, plan_src *s, xpf_arena *a)
 		for (size_t i = 0; i < ba->n_buffer_aliases; i++) {
 			const Xla__BufferAssignmentProto__BufferAlias *al = ba->buffer_aliases[i];
 			const xpf_plan_buffer *cb = xpf_plan_buffer_by_id(p, al->source_buffer_id);
-			const xpf_plan_instr *in = location_instr(p, al->location);
+			const xpf_plan_instr *in = location_instr(p, a, al->location);
 			if (cb == NULL || in == NULL)
 				continue;
 			xpf_plan_buffer *buf = &p->buffers[cb - p->buffers];

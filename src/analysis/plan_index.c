@@ -69,9 +69,12 @@ const xpf_plan_instr *xpf_plan_instr_by_id(const xpf_plan *p, int64_t id)
 	return i == SIZE_MAX ? NULL : &p->instrs[i];
 }
 
-const xpf_plan_instr *xpf_plan_instr_by_name(const xpf_plan *p, const char *name)
+const xpf_plan_instr *xpf_plan_instr_by_name(xpf_plan *p, xpf_arena *a, const char *name)
 {
-	const name_ix *ix = ((const plan_priv *)p->priv)->instr_by_name;
+	plan_priv *pv = p->priv;
+	if (pv->instr_by_name == NULL)
+		pv->instr_by_name = xpf_plan_index_instr_names(p, a);
+	const name_ix *ix = pv->instr_by_name;
 	size_t lo = 0, hi = p->ninstrs;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;

@@ -62,7 +62,9 @@ typedef struct plan_priv {
 	xpf_arena arena;
 	xpf_intern *strings;    /* names, shapes, sources: each once */
 	id_ix *instr_by_id;     /* instrs, by id */
-	name_ix *instr_by_name; /* instrs, by name */
+	name_ix *instr_by_name; /* instrs, by name (NULL until first asked:
+				   only captures from before 2022-07 name
+				   instructions in their buffer assignment) */
 	id_ix *buffer_by_id;    /* buffers, by id */
 } plan_priv;
 
@@ -70,8 +72,9 @@ typedef struct plan_priv {
 id_ix *xpf_plan_index_instr_ids(const xpf_plan *p, xpf_arena *a);
 name_ix *xpf_plan_index_instr_names(const xpf_plan *p, xpf_arena *a);
 id_ix *xpf_plan_index_buffer_ids(const xpf_plan *p, size_t n, xpf_arena *a);
-/* The first instruction of that name, or NULL. */
-const xpf_plan_instr *xpf_plan_instr_by_name(const xpf_plan *p, const char *name);
+/* The first instruction of that name, or NULL (the index by name built
+ * in a on the first call). */
+const xpf_plan_instr *xpf_plan_instr_by_name(xpf_plan *p, xpf_arena *a, const char *name);
 
 /* Orders p->params: by number, then shape index (a qsort comparator). */
 int xpf_plan_cmp_param(const void *a, const void *b);
