@@ -352,16 +352,14 @@ void xpf_rt_finish_begin(xpf_runtime *rt, struct xpf_rt_finish *f)
 
 /* Step 2, once the events are ordered and replayed (nothing here reads a
  * kernel, so it runs beside the kernel scans). */
-void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f)
+/* Two passes over the events.  The first renumbers their executions,
+ * counts each execution's, and marks allocations inside an execution as
+ * "other" (join_plan overwrites those it matches to the plan); the second
+ * lists each execution's own events (nested on its line) in event (time)
+ * order: execution x's are f->own[xend[x - 1] .. xend[x]). */
+static void list_own_events(xpf_runtime *rt, struct xpf_rt_finish *f)
 {
-	size_t nx = rt->nexecutions, na = rt->nallocators, ne = rt->nevents;
-
-	/* Two passes over the events.  The first renumbers their executions,
-	 * counts each execution's, and marks allocations inside an execution
-	 * as "other" (join_plan overwrites those it matches to the plan); the
-	 * second lists each execution's own events (nested on its line) in
-	 * event (time) order.  Each allocator's are the replay's live index. */
-	struct xpf_rt_priv *pv = rt->priv;
+	size_t nx = rt->nexecutions, ne = rt->nevents;
 	idx32 *inv = f->inv;
 	idx32 *xend = f->xend; /* counts, then ends */
 	for (size_t i = 0; i < ne; i++) {
@@ -384,28 +382,28 @@ void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f)
 		xend[x] = (idx32)nown; /* start, advanced to the end by the fill */
 		nown += c;
 	}
-	idx32 *own = f->own;
 	for (size_t i = 0; i < ne; i++) {
 		const xpf_rt_event *e = &rt->events[i];
 		if (e->execution >= 0)
-			own[xend[e->execution]++] = (idx32)i;
+			f->own[xend[e->execution]++] = (idx32)i;
 	}
-	const uint32_t *aev = pv->live_ev;
-	const size_t *abeg = pv->live_beg, *aend = pv->live_beg + 1;
+}
 
-	/* Each execution's device: its first allocation on a device pool (the
-	 * only pool's when there is one). */
+/* Each execution's device: its first allocation on a device pool (the
+ * only pool's when there is one); and that device's pool allocator. */
+static void exec_devices(xpf_runtime *rt, const struct xpf_rt_finish *f)
+{
 	size_t npool = 0;
 	int single_pool = -1;
-	for (size_t a = 0; a < na; a++)
+	for (size_t a = 0; a < rt->nallocators; a++)
 		if (rt->allocators[a].is_pool) {
 			npool++;
 			single_pool = rt->allocators[a].device;
 		}
-	for (size_t xi = 0; xi < nx; xi++) {
+	for (size_t xi = 0; xi < rt->nexecutions; xi++) {
 		xpf_rt_execution *x = &rt->executions[xi];
-		const idx32 *mine = &own[xi ? xend[xi - 1] : 0];
-		size_t cnt = (size_t)(&own[xend[xi]] - mine);
+		const idx32 *mine = &f->own[xi ? f->xend[xi - 1] : 0];
+		size_t cnt = (size_t)(&f->own[f->xend[xi]] - mine);
 		x->n = xi + 1;
 		for (size_t k = 0; k < cnt && x->device < 0; k++) {
 			const xpf_rt_event *e = &rt->events[mine[k]];
@@ -417,41 +415,54 @@ void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f)
 			x->device = xpf_rt_device16(single_pool);
 		x->allocator = (int16_t)(x->device >= 0 ? pool_allocator(rt, x->device) : -1);
 	}
+}
 
-	/* In use at the start, the peak during, the events in it.  The
-	 * executions are in start order, so each allocator's first event at or
-	 * after a start only moves forward.  Allocator a's events are
-	 * aev[abeg[a] .. aend[a]); cursor[a]: the first at or after the last
-	 * start asked. */
+/* In use at each execution's start, the peak during it, the events in it.
+ * The executions are in start order, so each allocator's first event at or
+ * after a start only moves forward.  Allocator a's events are the replay's
+ * live index, aev[abeg[a] .. aend[a]); cursor[a]: the first at or after the
+ * last start asked. */
+static void exec_in_use(xpf_runtime *rt)
+{
+	const struct xpf_rt_priv *pv = rt->priv;
+	const uint32_t *aev = pv->live_ev;
+	const size_t *abeg = pv->live_beg, *aend = pv->live_beg + 1;
+	const xpf_rt_event *ev = rt->events;
+	size_t na = rt->nallocators;
 	size_t *cursor = xpf_calloc(na + 1, sizeof *cursor);
 	memcpy(cursor, abeg, na * sizeof *cursor);
-	for (size_t xi = 0; xi < nx; xi++) {
+	for (size_t xi = 0; xi < rt->nexecutions; xi++) {
 		xpf_rt_execution *x = &rt->executions[xi];
 		int a = x->allocator;
-		size_t n = a >= 0 ? aend[a] : 0, i0 = a >= 0 ? cursor[a] : 0;
-		if (a >= 0 && abeg[a] < n) {
-			const xpf_rt_event *ev = rt->events;
-			while (i0 < n && ev[aev[i0]].t_ps < x->start_ps)
-				i0++;
-			cursor[a] = i0;
-			x->in_use_known = true;
-			x->in_use_at_start_bytes = i0 > abeg[a] ?
-							   ev[aev[i0 - 1]].in_use_after :
-							   rt->allocators[a].first_in_use_bytes;
-			uint64_t peak = x->in_use_at_start_bytes;
-			size_t k = i0, nalloc = 0;
-			for (; k < n && ev[aev[k]].t_ps <= x->end_ps; k++) {
-				const xpf_rt_event *e = &ev[aev[k]];
-				nalloc += e->kind == XPF_RT_ALLOC;
-				if (e->in_use_after > peak)
-					peak = e->in_use_after;
-			}
-			x->peak_during_bytes = peak;
-			x->allocations += nalloc;
-			x->deallocations += (k - i0) - nalloc;
+		if (a < 0 || abeg[a] >= aend[a])
+			continue;
+		size_t n = aend[a], i0 = cursor[a];
+		while (i0 < n && ev[aev[i0]].t_ps < x->start_ps)
+			i0++;
+		cursor[a] = i0;
+		x->in_use_known = true;
+		x->in_use_at_start_bytes = i0 > abeg[a] ? ev[aev[i0 - 1]].in_use_after :
+							  rt->allocators[a].first_in_use_bytes;
+		uint64_t peak = x->in_use_at_start_bytes;
+		size_t k = i0, nalloc = 0;
+		for (; k < n && ev[aev[k]].t_ps <= x->end_ps; k++) {
+			const xpf_rt_event *e = &ev[aev[k]];
+			nalloc += e->kind == XPF_RT_ALLOC;
+			if (e->in_use_after > peak)
+				peak = e->in_use_after;
 		}
+		x->peak_during_bytes = peak;
+		x->allocations += nalloc;
+		x->deallocations += (k - i0) - nalloc;
 	}
 	free(cursor);
+}
+
+void xpf_rt_finish_events(xpf_runtime *rt, struct xpf_rt_finish *f)
+{
+	list_own_events(rt, f);
+	exec_devices(rt, f);
+	exec_in_use(rt);
 }
 
 void xpf_rt_finish_release(struct xpf_rt_finish *f)
