@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "common/buf.h"
+#include "common/intern.h"
 #include "common/map.h"
 #include "common/runs.h"
 
@@ -310,13 +311,40 @@ static void test_buf_add_i64(void **state)
 	}
 }
 
+/* Interning: one copy a content, whatever its length (the hash reads eight
+ * bytes a step, then the rest), across the table's growth. */
+static void test_intern(void **state)
+{
+	(void)state;
+	enum { N = 20000 };
+	xpf_intern *set = xpf_intern_new();
+	const char **first = calloc(N, sizeof *first);
+	assert_non_null(first);
+	char s[64];
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < N; i++) {
+			int n = snprintf(s, sizeof s, "%.*s%d", i % 37,
+					 "abcdefghijklmnopqrstuvwxyz0123456789", i);
+			const char *v = xpf_intern_get(set, s, (size_t)n);
+			assert_string_equal(v, s);
+			if (round == 0)
+				first[i] = v;
+			else
+				assert_ptr_equal(v, first[i]);
+		}
+	assert_int_equal(xpf_intern_count(set), N);
+	assert_ptr_equal(xpf_intern_get(set, NULL, 0), xpf_intern_get(set, "", 0));
+	free(first);
+	xpf_intern_free(set);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_put_get_grow), cmocka_unit_test(test_against_model),
 		cmocka_unit_test(test_wrap_around),  cmocka_unit_test(test_runs_merge),
 		cmocka_unit_test(test_perm_apply),   cmocka_unit_test(test_buf_printf),
-		cmocka_unit_test(test_buf_add_i64),
+		cmocka_unit_test(test_buf_add_i64),  cmocka_unit_test(test_intern),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
