@@ -198,7 +198,6 @@ typedef struct xpf_runtime {
 	xpf_rt_retry *retries;
 	size_t ncandidates; /* the ambiguous executions' candidate modules */
 	struct xpf_rt_candidate *candidates;
-	int64_t end_ns;               /* the last event end seen on /host:CPU */
 	size_t host_chunks_by_others; /* how many chunks of the host lines a
 					 thread other than the first read (their
 					 records merged): xpf_rt_progress, tests */

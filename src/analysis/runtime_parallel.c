@@ -307,8 +307,6 @@ static void thread_done(struct scan *s, struct host_thread *th)
 	free(th->smap);
 	free(bv->peak);
 	rt->keyed_by_index |= br->keyed_by_index;
-	if (br->end_ns > rt->end_ns)
-		rt->end_ns = br->end_ns;
 	/* what is left of the mapped arrays (or the arrays) */
 	xpf_big_free(br->events, bv->events_map_len);
 	xpf_big_free(br->executions, bv->exec_map_len);

@@ -433,14 +433,13 @@ static int settle_line(struct scan *s, struct stream *m, size_t line, xpf_error 
 static int scan_line_stream(struct scan *s, size_t line, const struct order_event *sorted,
 			    size_t nsorted, xpf_error *err)
 {
-	xpf_runtime *rt = s->rt;
 	xpf_event_iter it;
 	xpf_event ev;
 	int rc;
 	struct stream *m = stream_begin(s);
 	size_t seq = 0;
 	s->kbuf_n = 0;
-	int64_t pt0 = 0, pt1 = 0, t1max = INT64_MIN;
+	int64_t pt0 = 0, pt1 = 0;
 	const struct line_base lb = line_base_of(s, line);
 	if (!sorted)
 		xpf_events_begin(s->p, line, &s->win, &it);
@@ -458,23 +457,14 @@ static int scan_line_stream(struct scan *s, size_t line, const struct order_even
 		int64_t t0, t1;
 		event_times(s, &lb, &ev, &t0, &t1);
 		line_bounds(s, line, ev.index, t0, t1);
-		if (i > 0 && !(t0 > pt0 || (t0 == pt0 && t1 <= pt1))) {
-			rc = SCAN_UNORDERED;
-			goto out;
-		}
+		if (i > 0 && !(t0 > pt0 || (t0 == pt0 && t1 <= pt1)))
+			return SCAN_UNORDERED;
 		pt0 = t0;
 		pt1 = t1;
-		t1max = t1 > t1max ? t1 : t1max; /* rt->end_ns at the end */
 		if ((rc = stream_event(s, m, line, &ev, i, t0, t1, err)) != XPF_OK)
-			goto out;
+			return rc;
 	}
-	rc = rc < 0 ? err->code : settle_line(s, m, line, err);
-out:
-	/* the latest end of the events read (floor is monotonic: the floor of
-	 * the latest is the latest floor) */
-	if (t1max != INT64_MIN && xpf_rt_floor_ns(t1max) > rt->end_ns)
-		rt->end_ns = xpf_rt_floor_ns(t1max);
-	return rc;
+	return rc < 0 ? err->code : settle_line(s, m, line, err);
 }
 
 /* A line read (rc): its allocator events from index first on go to their
