@@ -38,34 +38,6 @@ void *xpf_arena_array(xpf_arena *a, size_t n, size_t size)
 	return xpf_arena_alloc(a, n * size);
 }
 
-char *xpf_arena_strdup(xpf_arena *a, const char *s)
-{
-	size_t n = strlen(s);
-	char *d = xpf_arena_alloc(a, n + 1);
-	memcpy(d, s, n);
-	return d;
-}
-
-char *xpf_arena_printf(xpf_arena *a, const char *fmt, ...)
-{
-	xpf_buf b = XPF_BUF_INIT;
-	va_list ap;
-	va_start(ap, fmt);
-	char tmp[256];
-	int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return "";
-	if ((size_t)n < sizeof tmp)
-		return xpf_arena_strdup(a, tmp);
-	xpf_buf_reserve(&b, (size_t)n + 1);
-	va_start(ap, fmt);
-	vsnprintf(b.data, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	b.len = (size_t)n;
-	return xpf_arena_buf(a, &b);
-}
-
 char *xpf_arena_buf(xpf_arena *a, xpf_buf *b)
 {
 	size_t len;

@@ -17,8 +17,6 @@ typedef struct xpf_arena {
 
 void *xpf_arena_alloc(xpf_arena *a, size_t n); /* zeroed; aborts on OOM */
 void *xpf_arena_array(xpf_arena *a, size_t n, size_t size);
-char *xpf_arena_strdup(xpf_arena *a, const char *s);
-char *xpf_arena_printf(xpf_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 char *xpf_arena_buf(xpf_arena *a, xpf_buf *b); /* takes b's bytes */
 void xpf_arena_release(xpf_arena *a);
 

@@ -47,28 +47,3 @@ int xpf_fail(xpf_error *err, int code, const char *fmt, ...)
 	va_end(ap);
 	return code;
 }
-
-void xpf_error_prefix(xpf_error *err, const char *fmt, ...)
-{
-	char pre[512], old[sizeof err->msg];
-	va_list ap;
-
-	if (err == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(pre, sizeof pre, fmt, ap);
-	va_end(ap);
-	memcpy(old, err->msg, sizeof old);
-	size_t n = strlen(pre);
-	if (n > sizeof err->msg - 3)
-		n = sizeof err->msg - 3;
-	memcpy(err->msg, pre, n);
-	memcpy(err->msg + n, ": ", 2);
-	size_t rest = sizeof err->msg - n - 3;
-	size_t ol = strlen(old);
-	if (ol > rest)
-		ol = rest;
-	memcpy(err->msg + n + 2, old, ol);
-	err->msg[n + 2 + ol] = '\0';
-	escape_controls(err->msg, sizeof err->msg);
-}

@@ -27,7 +27,5 @@ typedef struct xpf_error {
  * call on an error already set is ignored, so the innermost cause wins. */
 int xpf_fail(xpf_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int xpf_vfail(xpf_error *err, int code, const char *fmt, va_list ap);
-/* Prefix the message already in err with "prefix: ". */
-void xpf_error_prefix(xpf_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif
