@@ -52,6 +52,18 @@ if [ -x "$gen" ]; then
 	# read in pieces (runtime: xpf_rt_pieces)
 	"$gen" --job 2000 --steps 3 "$tmp/cap/job.xplane.pb" >/dev/null
 	one job "$tmp/cap/job.xplane.pb"
+	# the same job with its Python tracer's calls on the main thread's line
+	# (between the host events there, as post-processing merges the lines
+	# of one thread): no execution, module or diagnosis may change
+	mkdir -p "$tmp/cap/python-main"
+	"$gen" --job 2000 --steps 3 --variant python-main "$tmp/cap/python-main/job.xplane.pb" >/dev/null
+	one job-python-main "$tmp/cap/python-main/job.xplane.pb"
+	for f in diagnosis.txt runtime/executions.tsv modules/index.tsv; do
+		if ! cmp -s "$tmp/out-job/$f" "$tmp/out-job-python-main/$f"; then
+			echo "FAIL: job-python-main: $f differs from job's"
+			fails=$((fails + 1))
+		fi
+	done
 else
 	echo "skip: $gen is not built: no scenario checked"
 fi

@@ -19,6 +19,8 @@
  * So 150 steps of a 375 k-instruction focus hold ~28 k executions, ~169 k
  * allocator events, ~5.6 M kernels and ~20 M host events (19.5 M of the
  * tracer): the issue's counts.  --size picks the number of steps. */
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,24 +143,42 @@ static int64_t py_id(xp_emit *e, int64_t **ids, int k)
 
 /* train_step over the whole span; under it, calls of one function each with
  * three builtin calls (the last call may have fewer), in start order. */
-void mk_pytree_emit(xp_emit *e, int64_t **ids, const mk_act *x)
+void mk_pycalls_begin(xp_emit *e, int64_t **ids, mk_pycalls *c, const mk_act *x)
 {
 	int64_t t_ps = x->t_ns * 1000, dur_ps = x->dur_ns * 1000;
-	int64_t calls = (x->count - 1 + 3) / 4;
+	*c = (mk_pycalls){ t_ps, 0, 0, 0, 0 };
 	if (x->count <= 0)
 		return;
 	xp_ev_begin_id(e, py_id(e, ids, 0), t_ps, dur_ps);
-	if (calls == 0)
+	c->calls = (x->count - 1 + 3) / 4;
+	c->left = x->count - 1;
+	if (c->calls == 0)
 		return;
-	int64_t w = (dur_ps - 2000) / calls, left = x->count - 1;
-	if (w < 16)
+	c->w = (dur_ps - 2000) / c->calls;
+	if (c->w < 16)
 		abort(); /* the step is too short for its tracer events */
-	for (int64_t g = 0; g < calls; g++) {
-		int64_t a = t_ps + 1000 + g * w;
-		xp_ev_begin_id(e, py_id(e, ids, 1 + (int)((g * 7919) % PY_FUNCS)), a, w - w / 8);
-		left--;
-		for (int c = 0; c < 3 && left > 0; c++, left--)
-			xp_ev_begin_id(e, py_id(e, ids, 1 + PY_FUNCS + (int)((g * 3 + c) % PY_BUILTINS)),
-				       a + (1 + 2 * c) * w / 8, w / 8);
+}
+
+void mk_pycalls_until(xp_emit *e, int64_t **ids, mk_pycalls *c, int64_t start_ps, int64_t end_ps)
+{
+	for (; c->g < c->calls; c->g++) {
+		int64_t g = c->g, w = c->w, a = c->t_ps + 1000 + g * w;
+		bool emit = a + w - w / 8 <= start_ps;
+		if (!emit && a >= end_ps)
+			return; /* after the other events: for a later stretch */
+		if (emit)
+			xp_ev_begin_id(e, py_id(e, ids, 1 + (int)((g * 7919) % PY_FUNCS)), a, w - w / 8);
+		c->left--;
+		for (int k = 0; k < 3 && c->left > 0; k++, c->left--)
+			if (emit)
+				xp_ev_begin_id(e, py_id(e, ids, 1 + PY_FUNCS + (int)((g * 3 + k) % PY_BUILTINS)),
+					       a + (1 + 2 * k) * w / 8, w / 8);
 	}
+}
+
+void mk_pytree_emit(xp_emit *e, int64_t **ids, const mk_act *x)
+{
+	mk_pycalls c;
+	mk_pycalls_begin(e, ids, &c, x);
+	mk_pycalls_until(e, ids, &c, INT64_MAX, INT64_MAX);
 }

@@ -1,5 +1,5 @@
 /* xplane-mkcapture SCENARIO [--scale N] [--big-module N] [--big-step N] [--variant V[,V...]] OUT
- * xplane-mkcapture --job N (--steps S | --size BYTES) OUT
+ * xplane-mkcapture --job N (--steps S | --size BYTES) [--variant V,...] OUT
  *
  * Writes a synthetic JAX GPU profiler capture (an XSpace, as
  * `jax.profiler.trace` saves it) for one of the project's scenarios.  The
@@ -30,7 +30,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: xplane-mkcapture SCENARIO [--scale N] [--big-module N] [--big-step N] [--variant V[,V...]] [-v] OUT\n"
-		   "       xplane-mkcapture --job N (--steps S | --size BYTES) OUT\n"
+		   "       xplane-mkcapture --job N (--steps S | --size BYTES) [--variant V,...] OUT\n"
 		   "       xplane-mkcapture --list | --list-variants\n"
 		   "--scale N: about N times the scale-1 size (more steps, events, kernels)\n"
 		   "--big-module N: add a compiled, never executed module of about N instructions\n"
@@ -111,12 +111,14 @@ static int write_host(const mk_scenario *sc, int host, int scale, int64_t big, i
 	return 0;
 }
 
-static int write_job(int64_t n, int64_t steps, int64_t size, const char *path, int verbose)
+static int write_job(int64_t n, int64_t steps, int64_t size, const char *path, int verbose,
+		     unsigned variants)
 {
 	mk_scn *s = calloc(1, sizeof *s); /* megabytes: never on the stack */
 	uint64_t bytes = 0, events = 0;
 	if (s == NULL)
 		abort();
+	s->variants = variants; /* mk_scn_init keeps it */
 	mk_build_job(s, n);
 	if (size > 0) {
 		/* from the second step on: the first also writes the kernels'
@@ -246,7 +248,7 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 1;
 		}
-		return write_job(job, steps, size, name, verbose);
+		return write_job(job, steps, size, name, verbose, variants);
 	}
 	if (!name || !out) {
 		usage(stderr);

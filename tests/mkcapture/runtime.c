@@ -30,6 +30,9 @@ const mk_variant mk_variants[] = {
 	  "host lines in reverse order with other thread ids; allocator and kernel lines' events written last first" },
 	{ "nvidia", MK_V_NVIDIA,
 	  "the device planes say device_vendor Nvidia, NVIDIA H100 80GB HBM3, compute capability 9.0" },
+	{ "python-main", MK_V_PY_MAIN,
+	  "--job: the Python tracer's call tree on the main thread's line, its calls between the host "
+	  "events (post-processing merges /host:python-tracer into /host:CPU by thread)" },
 };
 const int mk_nvariants = (int)(sizeof mk_variants / sizeof mk_variants[0]);
 
@@ -985,18 +988,41 @@ static void emit_put(mk_scn *s, xp_emit *e, bfc *a, rt_ids *c, const mk_act *x, 
 	}
 }
 
+/* The end of act x's events on the main thread's line (its start: t_ns). */
+static int64_t main_act_end(const mk_scn *s, const mk_act *x)
+{
+	switch (x->kind) {
+	case ACT_EXEC:
+		return x->t_ns + mk_exec_duration(s, x->module, x->fail_at, x->retry_ns);
+	case ACT_PUT:
+		return x->t_ns + x->dur_ns;
+	default:
+		return x->t_ns + 1 * US; /* a free: an instant */
+	}
+}
+
 static void gen_host(void *vctx, xp_emit *e)
 {
 	line_ctx *c = vctx;
 	mk_scn *s = c->s;
 	int main_line = c->role == 0;
 	int dev_line = c->role == 1 || (main_line && dev_line_is_main(s));
+	int py_here = main_line && (s->variants & MK_V_PY_MAIN);
+	mk_pycalls py = { 0 };
 	bfc a;
 	bfc_init(&a, s, c->dev, c->ids);
 	int64_t nacts = mk_nacts_total(s);
 	mk_act tmp;
 	for (int64_t i = 0; i < nacts; i++) {
 		const mk_act *x = mk_act_at(s, i, &tmp);
+		if (py_here && x->kind == ACT_PYTREE) {
+			mk_pycalls_until(e, &c->ids->py_ids, &py, INT64_MAX, INT64_MAX);
+			mk_pycalls_begin(e, &c->ids->py_ids, &py, x);
+		} else if (py_here && (x->kind != ACT_FREE || dev_line)) {
+			/* the calls before this act's events, none across them */
+			mk_pycalls_until(e, &c->ids->py_ids, &py, x->t_ns * 1000,
+					 main_act_end(s, x) * 1000);
+		}
 		switch (x->kind) {
 		case ACT_PUT:
 			if (dev_line && x->dev == c->dev)
@@ -1024,6 +1050,10 @@ static void gen_host(void *vctx, xp_emit *e)
 		if (e->nev)
 			xp_flush(e);
 	}
+	if (py_here) {
+		mk_pycalls_until(e, &c->ids->py_ids, &py, INT64_MAX, INT64_MAX);
+		xp_flush(e);
+	}
 	bfc_release(&a);
 }
 
@@ -1037,7 +1067,7 @@ static void gen_python(void *vctx, xp_emit *e)
 		if (x->kind == ACT_PY) {
 			span_id(e, name_id(e, c->ids, 0, x->name), x->t_ns, x->t_ns + x->dur_ns);
 			xp_flush(e);
-		} else if (x->kind == ACT_PYTREE) {
+		} else if (x->kind == ACT_PYTREE && !(c->s->variants & MK_V_PY_MAIN)) {
 			mk_pytree_emit(e, &c->ids->py_ids, x);
 			xp_flush(e);
 		} else if (x->kind == ACT_EXEC && x->leader && x->fail_at >= 0 &&

@@ -48,6 +48,7 @@ enum {
 	MK_V_NO_OPTIONAL_STATS = 1u << 4, /* optional allocator, thunk and kernel stats absent */
 	MK_V_SHUFFLE = 1u << 5,           /* host lines reversed, other thread ids, events unordered */
 	MK_V_NVIDIA = 1u << 6,            /* the GPU planes an NVIDIA device's (vendor, name, compute cap) */
+	MK_V_PY_MAIN = 1u << 7,           /* --job: the Python tracer's events on the main thread's line */
 };
 typedef struct mk_variant {
 	const char *name;
@@ -153,6 +154,17 @@ int mk_pytree(mk_scn *s, int64_t events, int64_t dur_ns);
 /* Its events (gen_python); *ids caches the names' metadata ids. */
 struct xp_emit;
 void mk_pytree_emit(struct xp_emit *e, int64_t **ids, const mk_act *x);
+/* The same on a line with other events (MK_V_PY_MAIN), a stretch at a
+ * time: begin emits the tree's root (train_step over the whole act);
+ * until emits the calls (each with its builtins) that end by start_ps and
+ * leaves out those that would overlap [start_ps, end_ps), so that the line
+ * stays nested and in order. */
+typedef struct mk_pycalls {
+	int64_t t_ps, w, calls, g, left;
+} mk_pycalls;
+void mk_pycalls_begin(struct xp_emit *e, int64_t **ids, mk_pycalls *c, const mk_act *x);
+void mk_pycalls_until(struct xp_emit *e, int64_t **ids, mk_pycalls *c, int64_t start_ps,
+		      int64_t end_ps);
 /* Actions in replay order: the prefix steps, then the script. */
 int64_t mk_nacts_total(const mk_scn *s);
 const mk_act *mk_act_at(const mk_scn *s, int64_t i, mk_act *tmp);

@@ -100,6 +100,18 @@ if [ -n "$MK" ] && [ -x "$MK" ]; then
 		compare "$out" "$sc (scale 12)" 0
 		rm -rf "$out"
 	done
+	# the shape of a big job: a Python tracer's line long enough to be read
+	# in pieces, and the same calls on the main thread's line
+	for v in "" python-main; do
+		out=$tmp/cap/job.xplane.pb
+		if ! "$MK" --job 2000 --steps 3 ${v:+--variant "$v"} "$out" >/dev/null 2>&1; then
+			echo "FAIL: job ${v}: xplane-mkcapture could not write it"
+			fails=$((fails + 1))
+			continue
+		fi
+		compare "$out" "job ${v:-(python line)}" 0
+		rm -rf "$out"
+	done
 else
 	echo "note: xplane-mkcapture not built: scenarios skipped"
 fi
