@@ -307,6 +307,7 @@ static int scan_host_plane(struct build *b, xpf_error *err)
 	struct plans_beside pb;
 	plans_beside_start(&pb, b);
 	rc = xpf_rt_scan_host(s, &b->prog.host_chunks, &rt->host_chunks_by_others, err);
+	b->prog.plans_beside = pb.running ? pb.n : 0;
 	plans_beside_end(&pb);
 	b->prog.host_lines = s->p->nlines;
 	phase_end(b, "host");

@@ -316,6 +316,8 @@ typedef struct xpf_rt_progress {
 	double seconds;    /* since the build began (monotonic clock) */
 	size_t host_lines, host_chunks, host_chunks_by_others;
 	size_t nevents, nsites, nexecutions;
+	size_t plans_beside; /* at "host": modules whose plans a thread built
+				beside the scan (runtime.c) */
 	/* at "finish": devices with kernel planes, those read before the link,
 	   and those read when it asked */
 	size_t kernel_devices, kernel_devices_before, kernel_devices_asked;

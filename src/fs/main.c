@@ -386,9 +386,10 @@ static void print_phase(void *ctx, const xpf_rt_progress *p)
 	if (strcmp(p->phase, "host") == 0)
 		fprintf(stderr,
 			"xplanefs: runtime host lines: %zu, read in %zu chunk(s), %zu by other threads; "
-			"%zu allocator events at %zu sites, %zu executions\n",
+			"%zu allocator events at %zu sites, %zu executions; "
+			"%zu module plan(s) built beside the scan\n",
 			p->host_lines, p->host_chunks, p->host_chunks_by_others, p->nevents,
-			p->nsites, p->nexecutions);
+			p->nsites, p->nexecutions, p->plans_beside);
 	else if (strcmp(p->phase, "finish") == 0)
 		fprintf(stderr,
 			"xplanefs: runtime kernels of %zu of %zu device(s) read before the finish, "

@@ -6,6 +6,8 @@
 # drop the size below which one thread reads the host lines: 2 is the
 # benchmark machines' one helper thread, 3 two helpers whose chunks
 # interleave) and compares.
+# The job capture (xplane-mkcapture --job) must also say that its modules'
+# plans were built beside the host scan with two threads, and not with one.
 # Captures: the scenarios of xplane-mkcapture at scale 12 (12x the events
 # on their lines), each of which must export (exit 0), and every real
 # capture in $XPF_SHARED/captures (skipped, saying so, when absent); only a
@@ -110,6 +112,16 @@ if [ -n "$MK" ] && [ -x "$MK" ]; then
 			continue
 		fi
 		compare "$out" "job ${v:-(python line)}" 0
+		# its five modules all run: with a second thread their plans are
+		# built beside the host scan, with one thread by whoever asks
+		for t in 1 2; do
+			want=$([ "$t" = 1 ] && echo 0 || echo 5)
+			if ! XPF_THREADS=$t XPF_PHASES=1 "$XPF" --cat modules/index.tsv "$out" 2>&1 >/dev/null |
+				grep -q "; $want module plan(s) built beside the scan\$"; then
+				echo "FAIL: job ${v}: XPF_THREADS=$t: not $want module plans built beside the scan"
+				fails=$((fails + 1))
+			fi
+		done
 		rm -rf "$out"
 	done
 else
