@@ -231,13 +231,11 @@ static void plans_beside_end(struct plans_beside *pb)
 	free(pb->mods);
 }
 
-/* The pieces of p's lines that have marks (NULL: none), of `events` events
- * each (XPF_LINE_MARK times a power of two), their bounds set by the lines'
- * scans. */
-static struct xpf_rt_pieces **pieces_new(const xpf_plane *p, size_t events)
+/* The pieces of p's lines that have marks (NULL: none), their bounds set by
+ * the lines' scans. */
+static struct xpf_rt_pieces **pieces_new(const xpf_plane *p)
 {
 	struct xpf_rt_pieces **v = NULL;
-	size_t step = events / XPF_LINE_MARK;
 	for (size_t l = 0; l < p->nlines; l++) {
 		const xpf_event_pos *at;
 		size_t nmarks = xpf_line_marks(p, l, &at);
@@ -246,10 +244,8 @@ static struct xpf_rt_pieces **pieces_new(const xpf_plane *p, size_t events)
 		if (v == NULL)
 			v = xpf_calloc(p->nlines, sizeof *v);
 		struct xpf_rt_pieces *pc = xpf_calloc(1, sizeof *pc);
-		pc->n = (nmarks + step - 1) / step;
-		pc->shift = (unsigned)__builtin_ctzll(events);
+		pc->n = nmarks;
 		pc->at = at;
-		pc->at_step = step;
 		pc->t0 = xpf_realloc_array(NULL, pc->n, sizeof *pc->t0);
 		pc->t1 = xpf_realloc_array(NULL, pc->n, sizeof *pc->t1);
 		v[l] = pc;
@@ -301,7 +297,7 @@ static int scan_host_plane(struct build *b, xpf_error *err)
 	pv->line_t1 = xpf_realloc_array(NULL, pv->nlines ? pv->nlines : 1, sizeof *pv->line_t1);
 	s->line_t0 = pv->line_t0;
 	s->line_t1 = pv->line_t1;
-	pv->pieces = pieces_new(s->p, pv->opt.share_small ? XPF_LINE_MARK : XPF_RT_PIECE);
+	pv->pieces = pieces_new(s->p);
 	s->pieces = pv->pieces;
 	xpf_rt_events_map(s, s->p->nevents);
 	struct plans_beside pb;

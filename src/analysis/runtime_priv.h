@@ -61,19 +61,14 @@ static inline int16_t xpf_rt_device16(int d) { return d >= 0 && d <= INT16_MAX ?
  * (xpf_rt_priv.live_blk_end). */
 #define XPF_RT_LIVE_BLOCK 256
 
-/* A long host line cut into pieces of 2^shift events in the order of the
- * file, at its marks (xpf_line_marks): where each starts and the earliest
- * start and latest end of its events (as line_t0/line_t1; a piece the scan
- * did not reach: INT64_MAX / INT64_MIN), so that a walk of a time window
- * reads only the pieces that overlap it (xpf_runtime_between). */
-#define XPF_RT_PIECE ((size_t)1 << 16)
+/* A long host line cut into pieces at its marks (xpf_line_marks), piece k
+ * the XPF_LINE_MARK events from mark k in the order of the file: the
+ * earliest start and latest end of its events (as line_t0/line_t1; a piece
+ * the scan did not reach: INT64_MAX / INT64_MIN), so that a walk of a time
+ * window reads only the pieces that overlap it (xpf_runtime_between). */
 struct xpf_rt_pieces {
 	size_t n;
-	/* event i is in piece i >> shift (a shift: the scan asks for every
-	 * event, and a division would cost it) */
-	unsigned shift;
 	const xpf_event_pos *at; /* piece k starts at at[k] (the plane's marks) */
-	size_t at_step;          /* at[k * at_step] */
 	int64_t *t0, *t1;
 };
 

@@ -106,8 +106,8 @@ static int between_line(const struct xpf_rt_priv *pv, const xpf_plane *p, size_t
 	for (size_t k = 0; k < pc->n; k++) {
 		if (pc->t1[k] < t0 || pc->t0[k] > t1)
 			continue; /* and a piece the scan did not reach has no events */
-		uint64_t end = k + 1 < pc->n ? pc->at[(k + 1) * pc->at_step].offset : UINT64_MAX;
-		xpf_events_begin_at(p, l, pc->at[k * pc->at_step], end, w, &it);
+		uint64_t end = k + 1 < pc->n ? pc->at[k + 1].offset : UINT64_MAX;
+		xpf_events_begin_at(p, l, pc->at[k], end, w, &it);
 		int rc = between_events(&it, p, lb_ps, t0, t1, v, n, cap, err);
 		if (rc != XPF_OK)
 			return rc;

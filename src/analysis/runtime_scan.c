@@ -94,7 +94,7 @@ static inline void line_bounds(struct scan *s, size_t line, size_t index, int64_
 	widen(&s->line_t0[line], &s->line_t1[line], t0, t1);
 	struct xpf_rt_pieces *pc = s->pieces ? s->pieces[line] : NULL;
 	if (pc) {
-		size_t k = index >> pc->shift < pc->n ? index >> pc->shift : pc->n - 1;
+		size_t k = index / XPF_LINE_MARK < pc->n ? index / XPF_LINE_MARK : pc->n - 1;
 		widen(&pc->t0[k], &pc->t1[k], t0, t1);
 	}
 }

@@ -66,9 +66,9 @@ static inline void mark_event(xpf_plane *p, long line, size_t index, uint64_t of
 		return;
 	struct plane_index *ix = index_of(p);
 	struct line_marks *m = ix->nmarks ? &ix->marks[ix->nmarks - 1] : NULL;
-	if (m == NULL || m->line != (size_t)line) {
+	if (m == NULL || m->line != line) {
 		m = XPF_VEC_PUSH(ix->marks, ix->nmarks, ix->capmarks);
-		*m = (struct line_marks){ (size_t)line, 0, 0, NULL };
+		*m = (struct line_marks){ line, 0, 0, NULL };
 		*XPF_VEC_PUSH(m->at, m->n, m->cap) = (xpf_event_pos){ p->lines[line].offset, 0 };
 	}
 	*XPF_VEC_PUSH(m->at, m->n, m->cap) = (xpf_event_pos){ off, index };
@@ -77,20 +77,9 @@ static inline void mark_event(xpf_plane *p, long line, size_t index, uint64_t of
 size_t xpf_line_marks(const xpf_plane *p, size_t line, const xpf_event_pos **at)
 {
 	const struct plane_index *ix = index_of_const(p);
-	size_t lo = 0, hi = ix->nmarks;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ix->marks[mid].line < line)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == ix->nmarks || ix->marks[lo].line != line) {
-		*at = NULL;
-		return 0;
-	}
-	*at = ix->marks[lo].at;
-	return ix->marks[lo].n;
+	const struct line_marks *m = find_id(ix->marks, ix->nmarks, sizeof *m, (int64_t)line);
+	*at = m ? m->at : NULL;
+	return m ? m->n : 0;
 }
 
 /* Drop what a walk indexed, for another walk. */

@@ -79,7 +79,8 @@ struct xpf_id_table {
 /* The marks of one line of more than XPF_LINE_MARK events
  * (xpf_line_marks). */
 struct line_marks {
-	size_t line, n, cap;
+	int64_t line; /* first: found by find_id */
+	size_t n, cap;
 	xpf_event_pos *at;
 };
 
