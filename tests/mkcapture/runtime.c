@@ -988,7 +988,21 @@ static void emit_put(mk_scn *s, xp_emit *e, bfc *a, rt_ids *c, const mk_act *x, 
 	}
 }
 
-/* The end of act x's events on the main thread's line (its start: t_ns). */
+/* Whether act x writes events on the main thread's line (dev_line: the
+ * line of device c_dev's events too), and until when (from t_ns). */
+static int on_main_line(const mk_act *x, int dev_line, int c_dev)
+{
+	switch (x->kind) {
+	case ACT_PUT:
+	case ACT_EXEC:
+		return x->leader || (dev_line && x->dev == c_dev);
+	case ACT_FREE:
+		return dev_line && x->dev == c_dev;
+	default:
+		return 0;
+	}
+}
+
 static int64_t main_act_end(const mk_scn *s, const mk_act *x)
 {
 	switch (x->kind) {
@@ -1018,7 +1032,7 @@ static void gen_host(void *vctx, xp_emit *e)
 		if (py_here && x->kind == ACT_PYTREE) {
 			mk_pycalls_until(e, &c->ids->py_ids, &py, INT64_MAX, INT64_MAX);
 			mk_pycalls_begin(e, &c->ids->py_ids, &py, x);
-		} else if (py_here && (x->kind != ACT_FREE || dev_line)) {
+		} else if (py_here && on_main_line(x, dev_line, c->dev)) {
 			/* the calls before this act's events, none across them */
 			mk_pycalls_until(e, &c->ids->py_ids, &py, x->t_ns * 1000,
 					 main_act_end(s, x) * 1000);
