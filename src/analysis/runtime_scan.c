@@ -427,11 +427,72 @@ static int settle_line(struct scan *s, struct stream *m, size_t line, xpf_error 
 	return XPF_OK;
 }
 
-/* Line `line`, read through the window (sorted NULL) or from its events
- * sorted into nesting order: SCAN_UNORDERED when read through the window
- * and found out of that order. */
-static int scan_line_stream(struct scan *s, size_t line, const struct order_event *sorted,
-			    size_t nsorted, xpf_error *err)
+/* ---- one line, light ---------------------------------------------------- */
+
+/* Where scan_line_stream takes a line up after scan_line_light: the line's
+ * last event at the top level (no event open around it) before its first
+ * event of a class, and the order check's state there. */
+struct resume {
+	bool found;         /* the line has an event of a class */
+	xpf_event_pos from; /* the event at the top level */
+	size_t seq;         /* its place in the line */
+	int64_t pt0, pt1;   /* the times of the event before it */
+};
+
+/* A line of Python-tracer calls (or other events the runtime takes nothing
+ * from) leaves only its time bounds and its pieces': an event of no class
+ * under events of no class is neither kept nor marks anything.  So a line
+ * is read first with the times only, its open events a stack of times,
+ * until its first event of a class (r->found); scan_line_stream reads the
+ * rest from the last event at the top level before it, whose nesting
+ * starts with an empty stack.  SCAN_UNORDERED as scan_line_stream. */
+static int scan_line_light(struct scan *s, size_t line, struct resume *r, xpf_error *err)
+{
+	xpf_event_iter it;
+	xpf_event ev;
+	int rc;
+	struct span {
+		int64_t t0, t1;
+	} *st = NULL;
+	size_t ns = 0, cs = 0;
+	int64_t pt0 = 0, pt1 = 0;
+	const struct line_base lb = line_base_of(s, line);
+	xpf_events_begin(s->p, line, &s->win, &it);
+	*r = (struct resume){ .from = xpf_events_pos(&it) };
+	for (size_t i = 0;; i++) {
+		xpf_event_pos at = xpf_events_pos(&it);
+		if ((rc = xpf_events_next(&it, &ev, err)) != 1)
+			break;
+		int64_t t0, t1;
+		event_times(s, &lb, &ev, &t0, &t1);
+		line_bounds(s, line, ev.index, t0, t1);
+		if (i > 0 && !(t0 > pt0 || (t0 == pt0 && t1 <= pt1))) {
+			free(st);
+			return SCAN_UNORDERED;
+		}
+		while (ns > 0 && !(t0 < st[ns - 1].t1 || (t0 == st[ns - 1].t0 && t1 <= st[ns - 1].t1 &&
+							  st[ns - 1].t1 > st[ns - 1].t0)))
+			ns--;
+		if (ns == 0)
+			*r = (struct resume){ .from = at, .seq = i, .pt0 = pt0, .pt1 = pt1 };
+		if (xpf_rt_md_class(s, ev.md, ev.name) != 0) {
+			r->found = true;
+			break;
+		}
+		pt0 = t0;
+		pt1 = t1;
+		if (t1 > t0)
+			*XPF_VEC_PUSH(st, ns, cs) = (struct span){ t0, t1 };
+	}
+	free(st);
+	return rc < 0 ? err->code : XPF_OK;
+}
+
+/* Line `line`, read through the window from r (sorted NULL) or from its
+ * events sorted into nesting order: SCAN_UNORDERED when read through the
+ * window and found out of that order. */
+static int scan_line_stream(struct scan *s, size_t line, const struct resume *r,
+			    const struct order_event *sorted, size_t nsorted, xpf_error *err)
 {
 	xpf_event_iter it;
 	xpf_event ev;
@@ -441,8 +502,12 @@ static int scan_line_stream(struct scan *s, size_t line, const struct order_even
 	s->kbuf_n = 0;
 	int64_t pt0 = 0, pt1 = 0;
 	const struct line_base lb = line_base_of(s, line);
-	if (!sorted)
-		xpf_events_begin(s->p, line, &s->win, &it);
+	if (!sorted) {
+		xpf_events_begin_at(s->p, line, r->from, UINT64_MAX, &s->win, &it);
+		seq = r->seq;
+		pt0 = r->pt0;
+		pt1 = r->pt1;
+	}
 	for (;;) {
 		if (!sorted) {
 			if ((rc = xpf_events_next(&it, &ev, err)) != 1)
@@ -503,7 +568,7 @@ static int scan_line_sorted(struct scan *s, size_t line, xpf_error *err)
 		return err->code;
 	if (s->noh)
 		xpf_qsort(s->oh, s->noh, sizeof *s->oh, order_cmp);
-	return scan_line_stream(s, line, s->oh, s->noh, err);
+	return scan_line_stream(s, line, NULL, s->oh, s->noh, err);
 }
 
 int xpf_rt_scan_line(struct scan *s, size_t line, xpf_error *err)
@@ -511,7 +576,10 @@ int xpf_rt_scan_line(struct scan *s, size_t line, xpf_error *err)
 	size_t nevents = s->rt->nevents, nretries = s->rt->nretries;
 	line_reset(s, line);
 	s->navail = 0;
-	int rc = scan_line_stream(s, line, NULL, 0, err);
+	struct resume r;
+	int rc = scan_line_light(s, line, &r, err);
+	if (rc == XPF_OK && r.found)
+		rc = scan_line_stream(s, line, &r, NULL, 0, err);
 	if (rc != SCAN_UNORDERED)
 		return line_done(s, nevents, rc);
 	/* Drop what the stream read of the line before it found it out of
