@@ -14,6 +14,8 @@
 
 #include "capture/capture.h"
 #include "capture/input.h"
+#include "capture/pb_quick.h"
+#include "hlo.pb-c.h"
 #include "host_events.h"
 #include "test_group.h"
 
@@ -743,18 +745,228 @@ static void test_line_marks(void **state)
 	free(cap.b);
 }
 
+/* ---- the quick HloProto reader against protobuf-c ------------------------ */
+
+typedef struct wbuf {
+	uint8_t b[1024];
+	size_t n;
+} wbuf;
+
+static void w_var(wbuf *w, uint64_t v)
+{
+	while (v >= 0x80) {
+		w->b[w->n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	w->b[w->n++] = (uint8_t)v;
+}
+
+static void w_tag(wbuf *w, unsigned num, unsigned wt) { w_var(w, (uint64_t)num << 3 | wt); }
+
+static void w_int(wbuf *w, unsigned num, uint64_t v)
+{
+	w_tag(w, num, 0);
+	w_var(w, v);
+}
+
+static void w_raw(wbuf *w, const void *p, size_t n)
+{
+	memcpy(w->b + w->n, p, n);
+	w->n += n;
+}
+
+static void w_bytes(wbuf *w, unsigned num, const void *p, size_t n)
+{
+	w_tag(w, num, 2);
+	w_var(w, n);
+	w_raw(w, p, n);
+}
+
+static void w_msg(wbuf *w, unsigned num, const wbuf *m) { w_bytes(w, num, m->b, m->n); }
+
+static void w_packed(wbuf *w, unsigned num, const uint64_t *v, size_t n)
+{
+	wbuf t = { .n = 0 };
+	for (size_t i = 0; i < n; i++)
+		w_var(&t, v[i]);
+	w_msg(w, num, &t);
+}
+
+/* An instruction with what a real one can hold: packed and unpacked
+ * repeated values mixed, an int32 given as a negative ten-byte varint and
+ * one past 32 bits, a bool of 2, an enum value the subset does not name, a
+ * NUL inside a string, empty bytes, a field given twice, and unknown fields
+ * of every wire type (one of a three-byte tag). */
+static void w_instruction(wbuf *w)
+{
+	wbuf in = { .n = 0 }, sh = { .n = 0 }, t = { .n = 0 }, lay = { .n = 0 }, md = { .n = 0 };
+	w_bytes(&in, 1, "a\0b", 3);
+	w_bytes(&in, 2, "fusion", 6);
+	w_int(&sh, 2, 99);
+	w_packed(&sh, 3, (const uint64_t[]){ 1, 300, (uint64_t)1 << 40 }, 3);
+	w_int(&sh, 3, 7);
+	w_int(&t, 2, 11);
+	w_msg(&sh, 4, &t);
+	w_packed(&sh, 6, (const uint64_t[]){ 0, 1, 2 }, 3);
+	t.n = 0;
+	w_packed(&t, 1, (const uint64_t[]){ 8, 128 }, 2);
+	w_packed(&lay, 1, (const uint64_t[]){ 0, 1 }, 2);
+	w_msg(&lay, 6, &t);
+	w_msg(&sh, 5, &lay);
+	w_msg(&in, 3, &sh);
+	w_bytes(&md, 2, "jit(step)/dot", 13);
+	w_int(&md, 4, (uint64_t)-5);
+	w_int(&md, 15, ((uint64_t)1 << 33) + 3);
+	w_msg(&in, 7, &md);
+	w_int(&in, 35, (uint64_t)1 << 62);
+	w_packed(&in, 36, (const uint64_t[]){ 1, 2 }, 2);
+	w_int(&in, 36, 3);
+	w_packed(&in, 36, (const uint64_t[]){ 4 }, 1);
+	w_bytes(&in, 43, "", 0);
+	w_int(&in, 99, 5);
+	w_tag(&in, 100, 1);
+	w_raw(&in, "12345678", 8);
+	w_bytes(&in, 101, "xyz", 3);
+	w_tag(&in, 102, 5);
+	w_raw(&in, "1234", 4);
+	w_int(&in, 5000, 1);
+	w_bytes(&in, 1, "final", 5);
+	w_msg(w, 2, &in);
+}
+
+static void w_computation(wbuf *c)
+{
+	wbuf ps = { .n = 0 }, r = { .n = 0 }, in = { .n = 0 };
+	w_bytes(c, 1, "fused_computation", 17);
+	w_instruction(c);
+	w_bytes(&in, 1, "p", 1);
+	w_msg(c, 2, &in);
+	w_int(c, 5, 12);
+	w_int(c, 7, 2);
+	w_bytes(&ps, 3, "p0", 2);
+	w_bytes(&ps, 3, "p1", 2);
+	w_int(&r, 2, 11);
+	w_msg(&ps, 2, &r);
+	w_msg(c, 4, &ps);
+}
+
+static void test_pb_quick(void **state)
+{
+	(void)state;
+	const ProtobufCMessageDescriptor *d = &xla__hlo_computation_proto__descriptor;
+	wbuf c = { .n = 0 };
+	w_computation(&c);
+	assert_int_equal(xpf_pb_quick_check(d, c.b, c.n), 1);
+	/* what protobuf-c makes of it (that the check compared something) */
+	Xla__HloComputationProto *cp = xla__hlo_computation_proto__unpack(NULL, c.n, c.b);
+	assert_non_null(cp);
+	assert_int_equal(cp->n_instructions, 2);
+	const Xla__HloInstructionProto *in = cp->instructions[0];
+	assert_string_equal(in->name, "final");
+	assert_int_equal(in->n_operand_ids, 4);
+	assert_int_equal(in->operand_ids[3], 4);
+	assert_int_equal(in->shape->n_dimensions, 4);
+	assert_int_equal(in->shape->n_is_dynamic_dimension, 3);
+	assert_int_equal(in->metadata->source_line, -5);
+	assert_int_equal(in->metadata->stack_frame_id, 3);
+	assert_int_equal(cp->program_shape->n_parameter_names, 2);
+	xla__hlo_computation_proto__free_unpacked(cp, NULL);
+	assert_int_equal(xpf_pb_quick_check(d, c.b, 0), 1);
+
+	/* left to protobuf-c: a singular message given twice (merged), a
+	 * group, a bool of another wire type, a varint's tenth byte over 1, a
+	 * tag of five bytes, a payload cut short, shapes nested 70 deep */
+	wbuf w = c;
+	wbuf sh = { .n = 0 };
+	w_int(&sh, 2, 11);
+	wbuf in2 = { .n = 0 };
+	w_msg(&in2, 3, &sh);
+	w_msg(&in2, 3, &sh);
+	w_msg(&w, 2, &in2);
+	assert_int_equal(xpf_pb_quick_check(d, w.b, w.n), 0);
+	w = c;
+	w_tag(&w, 9, 3);
+	w_tag(&w, 9, 4);
+	assert_int_equal(xpf_pb_quick_check(d, w.b, w.n), 0);
+	w = c;
+	w_tag(&w, 7, 5);
+	w_raw(&w, "\1\0\0\0", 4);
+	assert_int_equal(xpf_pb_quick_check(d, w.b, w.n), 0);
+	w = c;
+	w_tag(&w, 5, 0);
+	w_raw(&w, "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 10);
+	assert_int_equal(xpf_pb_quick_check(d, w.b, w.n), 0);
+	w = c;
+	w_raw(&w, "\xa8\x80\x80\x80\x00\x01", 6); /* field 5, varint 1 */
+	assert_int_equal(xpf_pb_quick_check(d, w.b, w.n), 0);
+	assert_int_equal(xpf_pb_quick_check(d, c.b, c.n - 1), 0);
+	w.n = 0;
+	w_int(&w, 2, 11);
+	for (int k = 0; k < 70; k++) {
+		wbuf o = { .n = 0 };
+		w_msg(&o, 4, &w);
+		w = o;
+	}
+	in2.n = 0;
+	w_msg(&in2, 3, &w);
+	w = c;
+	w_msg(&w, 2, &in2);
+	assert_int_equal(xpf_pb_quick_check(d, w.b, w.n), 0);
+}
+
+/* Every HloProto of the real captures: the quick reader answers, and
+ * protobuf-c gives the same. */
+static void test_pb_quick_real(void **state)
+{
+	(void)state;
+	static const char *const files[] = {
+		"captures/mi300x-jax08-attention.xplane.pb",
+		"captures/mi300x-jax08-gemm.xplane.pb",
+		"captures/tpu-v6e-inference.xplane.pb",
+		"captures/tf-v100-multiworker.xplane.pb",
+		"captures/mi300x-conv-run/chi-mi300x-013.ord.vultr.cpe.ice.amd.com.xplane.pb",
+		"captures/hlo/h100-maxtext-jit_train_step.hlo.pb",
+	};
+	size_t checked = 0;
+	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+		const char *p = shared_path(files[i]);
+		xpf_input *in = NULL;
+		xpf_error err = { 0 };
+		if (access(p, R_OK) != 0) {
+			fprintf(stderr, "skipping: %s is absent\n", p);
+			continue;
+		}
+		assert_int_equal(xpf_input_open(p, NULL, &in, &err), XPF_OK);
+		xpf_capture *c = in->hosts[0].cap;
+		for (size_t m = 0; m < xpf_capture_nmodules(c); m++) {
+			const xpf_module_ref *ref = xpf_capture_module(c, m);
+			if (!ref->has_hlo)
+				continue;
+			if (xpf_pb_quick_check(&xla__hlo_proto__descriptor, ref->hlo, ref->hlo_len) != 1)
+				fail_msg("%s: module %s: the quick reader differs", files[i], ref->name);
+			checked++;
+		}
+		xpf_input_free(in);
+	}
+	if (checked == 0)
+		skip();
+	fprintf(stderr, "%zu HloProtos read alike\n", checked);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_handmade),
 		cmocka_unit_test(test_deep_shape),
 		cmocka_unit_test(test_line_marks),
+		cmocka_unit_test(test_pb_quick),
 	};
 	const struct CMUnitTest real[] = {
 		cmocka_unit_test(test_attention),  cmocka_unit_test(test_gemm),
 		cmocka_unit_test(test_tf),         cmocka_unit_test(test_tpu),
 		cmocka_unit_test(test_conv_run),   cmocka_unit_test(test_bare_hlo),
 		cmocka_unit_test(test_bad_shared), cmocka_unit_test(test_want),
+		cmocka_unit_test(test_pb_quick_real),
 	};
 	bool want_real;
 	int rc = xpf_test_group(argc, argv, &want_real);

@@ -1,6 +1,7 @@
 /* HloProtos: unpacked with protobuf-c after a check of their nesting on
  * the wire (protobuf-c has no depth limit); bare HloProto files. */
 #include "capture/capture_priv.h"
+#include "capture/pb_quick.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -122,6 +123,8 @@ static void blocks_free(hlo_block **blocks)
 struct xpf_hlo {
 	const xpf_capture *c;
 	const uint8_t *at; /* the HloProto's bytes, for messages */
+	size_t len;
+	bool checked; /* its nesting (hlo_depth_check) */
 	char what[600];
 	const Xla__HloProto *head;
 	hlo_block *head_blocks;
@@ -157,12 +160,14 @@ static void add_comp(xpf_hlo *h, const uint8_t *p, size_t n)
  * hlo_module (HloModuleProto field 3), whose places go to h.  Everything
  * else is copied as it is, so that protobuf-c reads the head exactly as it
  * would read it inside the whole (a field of the wrong wire type fails
- * alike).  The framing was checked by hlo_depth_check. */
-static void split_hlo(xpf_hlo *h, const uint8_t *p, const uint8_t *e, xpf_buf *head)
+ * alike).  false: the framing of those two levels is broken (as
+ * hlo_depth_check, which walks them alike, says). */
+static bool split_hlo(xpf_hlo *h, const uint8_t *p, const uint8_t *e, xpf_buf *head)
 {
 	xpf_buf mod = XPF_BUF_INIT;
 	wire_field f;
-	while (wire_next(&p, e, &f) == WIRE_OK) {
+	int rc, rc2 = WIRE_END;
+	while ((rc = wire_next(&p, e, &f)) == WIRE_OK) {
 		if (f.num != 1 || f.wt != WT_LEN) {
 			xpf_buf_add(head, f.at, (size_t)(p - f.at));
 			continue;
@@ -170,18 +175,21 @@ static void split_hlo(xpf_hlo *h, const uint8_t *p, const uint8_t *e, xpf_buf *h
 		const uint8_t *q = f.data, *qe = f.data + f.len;
 		wire_field g;
 		xpf_buf_reset(&mod);
-		while (wire_next(&q, qe, &g) == WIRE_OK) {
+		while ((rc2 = wire_next(&q, qe, &g)) == WIRE_OK) {
 			if (g.num == 3 && g.wt == WT_LEN)
 				add_comp(h, g.data, g.len);
 			else
 				xpf_buf_add(&mod, g.at, (size_t)(q - g.at));
 		}
+		if (rc2 != WIRE_END)
+			break;
 		put_varint(head, (1 << 3) | WT_LEN);
 		put_varint(head, mod.len);
 		if (mod.len)
 			xpf_buf_add(head, mod.data, mod.len);
 	}
 	xpf_buf_release(&mod);
+	return rc == WIRE_END && rc2 == WIRE_END;
 }
 
 static int hlo_fail(const xpf_hlo *h, xpf_error *err)
@@ -189,6 +197,38 @@ static int hlo_fail(const xpf_hlo *h, xpf_error *err)
 	return xpf_fail(err, XPF_EMALFORMED,
 			"%s: malformed capture: %s: HloProto does not decode (byte %llu)",
 			h->c->label, h->what, (unsigned long long)off_of(h->c, h->at));
+}
+
+/* The whole HloProto's nesting checked, once, before protobuf-c reads any of
+ * it (it recurses without limit).  The quick reader needs no check: it
+ * stops at a depth below the check's limit. */
+static int hlo_checked(xpf_hlo *h, xpf_error *err)
+{
+	if (h->checked)
+		return XPF_OK;
+	int rc = hlo_depth_check(h->c, h->what, h->at, h->at + h->len, M_HLO, 0, err);
+	h->checked = rc == XPF_OK;
+	return rc;
+}
+
+/* The message of descriptor d in [p, p + n) into *out, its parts in
+ * *blocks: read by the quick reader, or where it does not vouch for it
+ * (pb_quick.h) by protobuf-c, after the check.  On an error *blocks are
+ * freed. */
+static int unpack(xpf_hlo *h, const ProtobufCMessageDescriptor *d, hlo_block **blocks,
+		  const uint8_t *p, size_t n, ProtobufCMessage **out, xpf_error *err)
+{
+	ProtobufCAllocator a = { hlo_alloc, hlo_keep, blocks };
+	if ((*out = xpf_pb_quick(d, &a, p, n)) != NULL)
+		return XPF_OK;
+	blocks_free(blocks);
+	int rc = hlo_checked(h, err);
+	if (rc != XPF_OK)
+		return rc;
+	if ((*out = protobuf_c_message_unpack(d, &a, n, p)) != NULL)
+		return XPF_OK;
+	blocks_free(blocks);
+	return hlo_fail(h, err);
 }
 
 void xpf_hlo_free(xpf_hlo *h)
@@ -210,25 +250,28 @@ void xpf_hlo_free(xpf_hlo *h)
 static int open_hlo(const xpf_capture *c, const char *what, const uint8_t *p, size_t n,
 		    xpf_hlo **out, xpf_error *err)
 {
-	int rc = hlo_depth_check(c, what, p, p + n, M_HLO, 0, err);
-	if (rc != XPF_OK)
-		return rc;
+	static const uint8_t none[1];
 	xpf_hlo *h = xpf_calloc(1, sizeof *h);
 	h->c = c;
 	h->at = p;
+	h->len = n;
 	snprintf(h->what, sizeof h->what, "%s", what);
 	xpf_buf head = XPF_BUF_INIT;
-	split_hlo(h, p, p + n, &head);
-	ProtobufCAllocator blocks = { hlo_alloc, hlo_keep, &h->head_blocks };
-	h->head = xla__hlo_proto__unpack(&blocks, head.len, (const uint8_t *)head.data);
-	xpf_buf_release(&head);
+	int rc = XPF_OK;
+	if (!split_hlo(h, p, p + n, &head) && (rc = hlo_checked(h, err)) == XPF_OK)
+		rc = hlo_fail(h, err); /* (the check walks what split_hlo walks) */
 	h->comp = xpf_calloc(h->ncomps ? h->ncomps : 1, sizeof *h->comp);
 	h->comp_blocks = xpf_calloc(h->ncomps ? h->ncomps : 1, sizeof *h->comp_blocks);
-	if (h->head == NULL) {
-		rc = hlo_fail(h, err);
+	ProtobufCMessage *m = NULL;
+	if (rc == XPF_OK)
+		rc = unpack(h, &xla__hlo_proto__descriptor, &h->head_blocks,
+			    head.data ? (const uint8_t *)head.data : none, head.len, &m, err);
+	xpf_buf_release(&head);
+	if (rc != XPF_OK) {
 		xpf_hlo_free(h);
 		return rc;
 	}
+	h->head = (const Xla__HloProto *)m;
 	*out = h;
 	return XPF_OK;
 }
@@ -251,13 +294,12 @@ size_t xpf_hlo_ncomputations(const xpf_hlo *h) { return h->ncomps; }
 int xpf_hlo_computation(xpf_hlo *h, size_t k, const Xla__HloComputationProto **out, xpf_error *err)
 {
 	if (h->comp[k] == NULL) {
-		ProtobufCAllocator blocks = { hlo_alloc, hlo_keep, &h->comp_blocks[k] };
-		h->comp[k] =
-			xla__hlo_computation_proto__unpack(&blocks, h->comp_len[k], h->comp_at[k]);
-		if (h->comp[k] == NULL) {
-			blocks_free(&h->comp_blocks[k]);
-			return hlo_fail(h, err);
-		}
+		ProtobufCMessage *m;
+		int rc = unpack(h, &xla__hlo_computation_proto__descriptor, &h->comp_blocks[k],
+				h->comp_at[k], h->comp_len[k], &m, err);
+		if (rc != XPF_OK)
+			return rc;
+		h->comp[k] = (Xla__HloComputationProto *)m;
 	}
 	*out = h->comp[k];
 	return XPF_OK;
