@@ -442,20 +442,19 @@ struct resume {
 /* A line of Python-tracer calls (or other events the runtime takes nothing
  * from) leaves only its time bounds and its pieces': an event of no class
  * under events of no class is neither kept nor marks anything.  So a line
- * is read first with the times only, its open events a stack of times,
- * until its first event of a class (r->found); scan_line_stream reads the
- * rest from the last event at the top level before it, whose nesting
- * starts with an empty stack.  SCAN_UNORDERED as scan_line_stream. */
+ * is read first with the times only, until its first event of a class
+ * (r->found); scan_line_stream reads the rest from the last event at the
+ * top level before it, where its nesting starts from an empty stack.  In a
+ * line in (start, longest first) order an event is at the top level when
+ * no event before it ends after its start (the stream pops a frame when an
+ * event starts at or after its end), so no stack is needed here.
+ * SCAN_UNORDERED as scan_line_stream. */
 static int scan_line_light(struct scan *s, size_t line, struct resume *r, xpf_error *err)
 {
 	xpf_event_iter it;
 	xpf_event ev;
 	int rc;
-	struct span {
-		int64_t t0, t1;
-	} *st = NULL;
-	size_t ns = 0, cs = 0;
-	int64_t pt0 = 0, pt1 = 0;
+	int64_t pt0 = 0, pt1 = 0, end = INT64_MIN; /* the latest end so far */
 	const struct line_base lb = line_base_of(s, line);
 	xpf_events_begin(s->p, line, &s->win, &it);
 	*r = (struct resume){ .from = xpf_events_pos(&it) };
@@ -466,14 +465,9 @@ static int scan_line_light(struct scan *s, size_t line, struct resume *r, xpf_er
 		int64_t t0, t1;
 		event_times(s, &lb, &ev, &t0, &t1);
 		line_bounds(s, line, ev.index, t0, t1);
-		if (i > 0 && !(t0 > pt0 || (t0 == pt0 && t1 <= pt1))) {
-			free(st);
+		if (i > 0 && !(t0 > pt0 || (t0 == pt0 && t1 <= pt1)))
 			return SCAN_UNORDERED;
-		}
-		while (ns > 0 && !(t0 < st[ns - 1].t1 || (t0 == st[ns - 1].t0 && t1 <= st[ns - 1].t1 &&
-							  st[ns - 1].t1 > st[ns - 1].t0)))
-			ns--;
-		if (ns == 0)
+		if (t0 >= end)
 			*r = (struct resume){ .from = at, .seq = i, .pt0 = pt0, .pt1 = pt1 };
 		if (xpf_rt_md_class(s, ev.md, ev.name) != 0) {
 			r->found = true;
@@ -481,10 +475,8 @@ static int scan_line_light(struct scan *s, size_t line, struct resume *r, xpf_er
 		}
 		pt0 = t0;
 		pt1 = t1;
-		if (t1 > t0)
-			*XPF_VEC_PUSH(st, ns, cs) = (struct span){ t0, t1 };
+		end = t1 > end ? t1 : end;
 	}
-	free(st);
 	return rc < 0 ? err->code : XPF_OK;
 }
 
