@@ -80,10 +80,12 @@ static bool open_capture(struct fixture *f, const char *name)
  * false (and a skip message) where the generator is not built. */
 static char scn_dir[4096];
 
-static bool open_scenario(struct fixture *f, const char *name)
+/* `xplane-mkcapture ARGS PATH` into the temporary folder as NAME.xplane.pb
+ * (path); false (and a skip message) where it cannot. */
+static bool make_capture(const char *args, const char *name, char *path, size_t n)
 {
 	const char *build = getenv("XPF_BUILD");
-	char gen[4096], path[8192], cmd[16384];
+	char gen[4096], cmd[16384];
 	snprintf(gen, sizeof gen, "%s/tests/mkcapture/xplane-mkcapture", build ? build : ".");
 	if (access(gen, X_OK) != 0) {
 		fprintf(stderr, "skip: %s is not built\n", gen);
@@ -93,12 +95,21 @@ static bool open_scenario(struct fixture *f, const char *name)
 		snprintf(scn_dir, sizeof scn_dir, "/tmp/xpf-test-runtime-XXXXXX");
 		assert_non_null(mkdtemp(scn_dir));
 	}
-	snprintf(path, sizeof path, "%s/%s.xplane.pb", scn_dir, name);
-	snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' >/dev/null 2>&1", gen, name, path);
+	snprintf(path, n, "%s/%s.xplane.pb", scn_dir, name);
+	snprintf(cmd, sizeof cmd, "'%s' %s '%s' >/dev/null 2>&1", gen, args, path);
 	if (system(cmd) != 0 || access(path, R_OK) != 0) {
-		fprintf(stderr, "skip: xplane-mkcapture has no scenario %s\n", name);
+		fprintf(stderr, "skip: xplane-mkcapture %s did not write a capture\n", args);
 		return false;
 	}
+	return true;
+}
+
+static bool open_scenario(struct fixture *f, const char *name)
+{
+	char path[8192], args[4096];
+	snprintf(args, sizeof args, "'%s'", name);
+	if (!make_capture(args, name, path, sizeof path))
+		return false;
 	const char *source = getenv("XPF_SOURCE");
 	char jpath[4096];
 	json_error_t je;
@@ -801,6 +812,43 @@ static void test_shared_out(void **state)
 	assert_true(nmerged > 0);
 }
 
+/* The shape of a big job (xplane-mkcapture --job): a Python tracer's line
+ * of no event the runtime takes anything from, long enough to have pieces
+ * (read light: only its bounds and its pieces' are kept), and the variant
+ * with those calls on the execute events' line, around them (read light up
+ * to the first execute, then nested from the last call at the top level
+ * before it).  Both give the runtime's invariants, the same executions and
+ * allocator events, and between.tsv equal to a plain count of every host
+ * event in its window (read through the pieces). */
+static void test_job_lines(void **state)
+{
+	(void)state;
+	struct fixture f, g;
+	char path[8192];
+	if (!make_capture("--job 2000 --steps 3", "job", path, sizeof path))
+		skip();
+	open_path(&f, path);
+	unlink(path);
+	check_invariants(&f);
+	check_between(&f);
+	assert_true(focus_between(&f)->nrows > 0);
+	if (!make_capture("--job 2000 --steps 3 --variant python-main", "job-python-main", path,
+			  sizeof path))
+		skip();
+	open_path(&g, path);
+	unlink(path);
+	check_invariants(&g);
+	check_between(&g);
+	assert_int_equal(g.rt->nexecutions, f.rt->nexecutions);
+	assert_int_equal(g.rt->nevents, f.rt->nevents);
+	for (size_t i = 0; i < f.rt->nexecutions; i++) {
+		assert_int_equal(g.rt->executions[i].start_ps, f.rt->executions[i].start_ps);
+		assert_int_equal(g.rt->executions[i].module, f.rt->executions[i].module);
+	}
+	close_capture(&f);
+	close_capture(&g);
+}
+
 int main(int argc, char **argv)
 {
 	/* XPF_THREADS (the suite's runtime-threads): the host lines shared out
@@ -816,6 +864,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_attention_too_big),
 		cmocka_unit_test(test_foreign_arrays),
 		cmocka_unit_test(test_dup_ordinal),
+		cmocka_unit_test(test_job_lines),
 	};
 	const struct CMUnitTest real[] = {
 		cmocka_unit_test(test_attention),
