@@ -7,12 +7,11 @@
 #include "capture/pb_quick.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "capture/wire.h"
-
-#include <pthread.h>
 
 enum {
 	QUICK_FIELDS = 64, /* fields of a message's descriptor, at most */
@@ -110,7 +109,7 @@ static inline bool quick_tag(const uint8_t **p, const uint8_t *e, uint32_t *num,
 {
 	const uint8_t *q = *p;
 	uint32_t t = 0;
-	for (int i = 0; i < 4 && q + i < e; i++) {
+	for (ptrdiff_t i = 0; i < 4 && i < e - q; i++) {
 		t |= (uint32_t)(q[i] & 0x7f) << (7 * i);
 		if (q[i] < 0x80) {
 			*num = t >> 3;
