@@ -1,5 +1,6 @@
-/* HloProtos: unpacked with protobuf-c after a check of their nesting on
- * the wire (protobuf-c has no depth limit); bare HloProto files. */
+/* HloProtos: read by the quick reader (pb_quick.h), or by protobuf-c where
+ * it does not vouch for one, after a check of their nesting on the wire
+ * (protobuf-c has no depth limit); bare HloProto files. */
 #include "capture/capture_priv.h"
 #include "capture/pb_quick.h"
 
@@ -70,52 +71,6 @@ static int hlo_depth_check(const xpf_capture *c, const char *what, const uint8_t
 	}
 }
 
-/* Unpacked messages and the blocks they live in.  protobuf-c makes one
- * allocation per message, string and repeated field (millions for a module
- * of hundreds of thousands of instructions, each with malloc's header);
- * taking them from large blocks instead needs less memory and frees a whole
- * message at once.  Nothing is freed before that: what protobuf-c frees
- * while unpacking (its scratch for repeated fields) stays in its block. */
-enum { HLO_BLOCK = 1 << 20 };
-
-typedef struct hlo_block {
-	struct hlo_block *next;
-	size_t used, size;
-	_Alignas(max_align_t) unsigned char data[];
-} hlo_block;
-
-static void *hlo_alloc(void *ctx, size_t n)
-{
-	hlo_block **blocks = ctx, *b = *blocks;
-	n = (n + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
-	if (b == NULL || b->size - b->used < n) {
-		size_t size = n > HLO_BLOCK ? n : HLO_BLOCK;
-		b = malloc(sizeof *b + size);
-		if (b == NULL)
-			return NULL;
-		*b = (hlo_block){ *blocks, 0, size };
-		*blocks = b;
-	}
-	void *p = b->data + b->used;
-	b->used += n;
-	return p;
-}
-
-static void hlo_keep(void *ctx, void *p)
-{
-	(void)ctx;
-	(void)p;
-}
-
-static void blocks_free(hlo_block **blocks)
-{
-	while (*blocks) {
-		hlo_block *next = (*blocks)->next;
-		free(*blocks);
-		*blocks = next;
-	}
-}
-
 /* A module's HloProto in parts: the HloProto less the computations (the
  * head), and each computation unpacked when asked, so that a module of
  * hundreds of thousands of instructions is never whole in memory.  Or, for
@@ -127,12 +82,12 @@ struct xpf_hlo {
 	bool checked; /* its nesting (hlo_depth_check) */
 	char what[600];
 	const Xla__HloProto *head;
-	hlo_block *head_blocks;
+	xpf_pb_blocks *head_blocks;
 	size_t ncomps;
 	const uint8_t **comp_at; /* each computation's bytes */
 	size_t *comp_len;
 	Xla__HloComputationProto **comp; /* unpacked ones, NULL until asked */
-	hlo_block **comp_blocks;
+	xpf_pb_blocks **comp_blocks;
 };
 
 static void put_varint(xpf_buf *b, uint64_t v)
@@ -215,19 +170,19 @@ static int hlo_checked(xpf_hlo *h, xpf_error *err)
  * *blocks: read by the quick reader, or where it does not vouch for it
  * (pb_quick.h) by protobuf-c, after the check.  On an error *blocks are
  * freed. */
-static int unpack(xpf_hlo *h, const ProtobufCMessageDescriptor *d, hlo_block **blocks,
+static int unpack(xpf_hlo *h, const ProtobufCMessageDescriptor *d, xpf_pb_blocks **blocks,
 		  const uint8_t *p, size_t n, ProtobufCMessage **out, xpf_error *err)
 {
-	ProtobufCAllocator a = { hlo_alloc, hlo_keep, blocks };
+	ProtobufCAllocator a = xpf_pb_blocks_allocator(blocks);
 	if ((*out = xpf_pb_quick(d, &a, p, n)) != NULL)
 		return XPF_OK;
-	blocks_free(blocks);
+	xpf_pb_blocks_free(blocks);
 	int rc = hlo_checked(h, err);
 	if (rc != XPF_OK)
 		return rc;
 	if ((*out = protobuf_c_message_unpack(d, &a, n, p)) != NULL)
 		return XPF_OK;
-	blocks_free(blocks);
+	xpf_pb_blocks_free(blocks);
 	return hlo_fail(h, err);
 }
 
@@ -236,9 +191,9 @@ void xpf_hlo_free(xpf_hlo *h)
 	if (h == NULL)
 		return;
 	if (h->c) {
-		blocks_free(&h->head_blocks);
+		xpf_pb_blocks_free(&h->head_blocks);
 		for (size_t k = 0; k < h->ncomps; k++)
-			blocks_free(&h->comp_blocks[k]);
+			xpf_pb_blocks_free(&h->comp_blocks[k]);
 	}
 	free(h->comp_at);
 	free(h->comp_len);
@@ -250,7 +205,6 @@ void xpf_hlo_free(xpf_hlo *h)
 static int open_hlo(const xpf_capture *c, const char *what, const uint8_t *p, size_t n,
 		    xpf_hlo **out, xpf_error *err)
 {
-	static const uint8_t none[1];
 	xpf_hlo *h = xpf_calloc(1, sizeof *h);
 	h->c = c;
 	h->at = p;
@@ -265,7 +219,7 @@ static int open_hlo(const xpf_capture *c, const char *what, const uint8_t *p, si
 	ProtobufCMessage *m = NULL;
 	if (rc == XPF_OK)
 		rc = unpack(h, &xla__hlo_proto__descriptor, &h->head_blocks,
-			    head.data ? (const uint8_t *)head.data : none, head.len, &m, err);
+			    (const uint8_t *)head.data, head.len, &m, err);
 	xpf_buf_release(&head);
 	if (rc != XPF_OK) {
 		xpf_hlo_free(h);
@@ -309,7 +263,7 @@ void xpf_hlo_drop(xpf_hlo *h, size_t k)
 {
 	if (h->c == NULL)
 		return;
-	blocks_free(&h->comp_blocks[k]);
+	xpf_pb_blocks_free(&h->comp_blocks[k]);
 	h->comp[k] = NULL;
 }
 

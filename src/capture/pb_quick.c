@@ -13,6 +13,55 @@
 
 #include "capture/wire.h"
 
+/* ---- blocks ------------------------------------------------------------- */
+
+enum { BLOCK = 1 << 20 };
+
+struct xpf_pb_blocks {
+	struct xpf_pb_blocks *next;
+	size_t used, size;
+	_Alignas(max_align_t) unsigned char data[];
+};
+
+static void *blocks_alloc(void *ctx, size_t n)
+{
+	xpf_pb_blocks **blocks = ctx, *b = *blocks;
+	n = (n + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
+	if (b == NULL || b->size - b->used < n) {
+		size_t size = n > BLOCK ? n : BLOCK;
+		b = malloc(sizeof *b + size);
+		if (b == NULL)
+			return NULL;
+		*b = (xpf_pb_blocks){ *blocks, 0, size };
+		*blocks = b;
+	}
+	void *p = b->data + b->used;
+	b->used += n;
+	return p;
+}
+
+static void blocks_keep(void *ctx, void *p)
+{
+	(void)ctx;
+	(void)p;
+}
+
+ProtobufCAllocator xpf_pb_blocks_allocator(xpf_pb_blocks **blocks)
+{
+	return (ProtobufCAllocator){ blocks_alloc, blocks_keep, blocks };
+}
+
+void xpf_pb_blocks_free(xpf_pb_blocks **blocks)
+{
+	while (*blocks) {
+		xpf_pb_blocks *next = (*blocks)->next;
+		free(*blocks);
+		*blocks = next;
+	}
+}
+
+/* ---- the quick reader ---------------------------------------------------- */
+
 enum {
 	QUICK_FIELDS = 64, /* fields of a message's descriptor, at most */
 	QUICK_NUMS = 128,  /* field numbers found by table (others: protobuf-c's search) */
@@ -346,6 +395,8 @@ ProtobufCMessage *xpf_pb_quick(const ProtobufCMessageDescriptor *d, ProtobufCAll
 			       const uint8_t *p, size_t n)
 {
 	const qdesc *q = prepared_of(d);
+	if (n == 0)
+		p = (const uint8_t *)""; /* (p + 0 on NULL) */
 	return q ? quick_message(q, a, p, p + n, 0) : NULL;
 }
 
@@ -395,50 +446,18 @@ bool xpf_pb_same(const ProtobufCMessage *x, const ProtobufCMessage *y)
 	return true;
 }
 
-/* Every block the quick reader took, for xpf_pb_quick_check to free. */
-typedef struct taken {
-	void **p;
-	size_t n, cap;
-} taken;
-
-static void *take(void *ctx, size_t n)
-{
-	taken *t = ctx;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 64;
-		void **p = realloc(t->p, cap * sizeof *p);
-		if (p == NULL)
-			return NULL;
-		t->p = p;
-		t->cap = cap;
-	}
-	void *m = malloc(n);
-	if (m)
-		t->p[t->n++] = m;
-	return m;
-}
-
-static void keep(void *ctx, void *p)
-{
-	(void)ctx;
-	(void)p;
-}
-
 int xpf_pb_quick_check(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t n)
 {
-	static const uint8_t none[1];
-	taken t = { 0 };
-	ProtobufCAllocator a = { take, keep, &t };
-	ProtobufCMessage *q = xpf_pb_quick(d, &a, n ? p : none, n);
+	xpf_pb_blocks *blocks = NULL;
+	ProtobufCAllocator a = xpf_pb_blocks_allocator(&blocks);
+	ProtobufCMessage *q = xpf_pb_quick(d, &a, p, n);
 	int rc = 0;
 	if (q) {
-		ProtobufCMessage *r = protobuf_c_message_unpack(d, NULL, n, n ? p : none);
+		ProtobufCMessage *r = protobuf_c_message_unpack(d, NULL, n, p);
 		rc = r && xpf_pb_same(q, r) ? 1 : -1;
 		if (r)
 			protobuf_c_message_free_unpacked(r, NULL);
 	}
-	for (size_t i = 0; i < t.n; i++)
-		free(t.p[i]);
-	free(t.p);
+	xpf_pb_blocks_free(&blocks);
 	return rc;
 }

@@ -20,8 +20,19 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-/* The message of descriptor d in [p, p + n), its parts from a, or NULL
- * (whatever it took from a is not given back: a's blocks go whole). */
+/* Blocks that unpacked messages live in.  protobuf-c makes one allocation
+ * per message, string and repeated field (millions for a module of hundreds
+ * of thousands of instructions, each with malloc's header); taking them from
+ * large blocks instead needs less memory and frees a whole message at once.
+ * Nothing is freed before that: what protobuf-c frees while unpacking (its
+ * scratch for repeated fields) stays in its block.  A list starts NULL. */
+typedef struct xpf_pb_blocks xpf_pb_blocks;
+ProtobufCAllocator xpf_pb_blocks_allocator(xpf_pb_blocks **blocks);
+void xpf_pb_blocks_free(xpf_pb_blocks **blocks); /* every block; *blocks NULL */
+
+/* The message of descriptor d in [p, p + n) (p may be NULL when n is 0),
+ * its parts from a, or NULL (whatever it took from a is not given back:
+ * a's blocks go whole). */
 ProtobufCMessage *xpf_pb_quick(const ProtobufCMessageDescriptor *d, ProtobufCAllocator *a,
 			       const uint8_t *p, size_t n);
 
