@@ -73,6 +73,13 @@ static inline void event_times(const struct scan *s, const struct line_base *lb,
 			     0);
 }
 
+/* Whether an event of times [t0, t1] may follow one of [pt0, pt1] on a
+ * line in nesting order (by start, longest first). */
+static inline bool in_order(int64_t pt0, int64_t pt1, int64_t t0, int64_t t1)
+{
+	return t0 > pt0 || (t0 == pt0 && t1 <= pt1);
+}
+
 /* Widen the time bounds [*lo, *hi] to [t0, t1]. */
 static inline void widen(int64_t *lo, int64_t *hi, int64_t t0, int64_t t1)
 {
@@ -457,7 +464,7 @@ static int scan_line_light(struct scan *s, size_t line, struct resume *r, xpf_er
 	int64_t pt0 = 0, pt1 = 0, end = INT64_MIN; /* the latest end so far */
 	const struct line_base lb = line_base_of(s, line);
 	xpf_events_begin(s->p, line, &s->win, &it);
-	*r = (struct resume){ .from = xpf_events_pos(&it) };
+	*r = (struct resume){ .found = false }; /* the first event sets it: none ends after it */
 	for (size_t i = 0;; i++) {
 		xpf_event_pos at = xpf_events_pos(&it);
 		if ((rc = xpf_events_next(&it, &ev, err)) != 1)
@@ -465,7 +472,7 @@ static int scan_line_light(struct scan *s, size_t line, struct resume *r, xpf_er
 		int64_t t0, t1;
 		event_times(s, &lb, &ev, &t0, &t1);
 		line_bounds(s, line, ev.index, t0, t1);
-		if (i > 0 && !(t0 > pt0 || (t0 == pt0 && t1 <= pt1)))
+		if (i > 0 && !in_order(pt0, pt1, t0, t1))
 			return SCAN_UNORDERED;
 		if (t0 >= end)
 			*r = (struct resume){ .from = at, .seq = i, .pt0 = pt0, .pt1 = pt1 };
@@ -514,7 +521,7 @@ static int scan_line_stream(struct scan *s, size_t line, const struct resume *r,
 		int64_t t0, t1;
 		event_times(s, &lb, &ev, &t0, &t1);
 		line_bounds(s, line, ev.index, t0, t1);
-		if (i > 0 && !(t0 > pt0 || (t0 == pt0 && t1 <= pt1)))
+		if (i > 0 && !in_order(pt0, pt1, t0, t1))
 			return SCAN_UNORDERED;
 		pt0 = t0;
 		pt1 = t1;
