@@ -15,7 +15,10 @@
 
 /* ---- blocks ------------------------------------------------------------- */
 
-enum { BLOCK = 1 << 20 };
+/* Blocks double from 4 KiB to 1 MiB: most messages are small (and the
+ * check, run hundreds of thousands of times by the fuzz target, unpacks
+ * small inputs), a module's computations are not. */
+enum { BLOCK_FIRST = 1 << 12, BLOCK_MAX = 1 << 20 };
 
 struct xpf_pb_blocks {
 	struct xpf_pb_blocks *next;
@@ -28,7 +31,11 @@ static void *blocks_alloc(void *ctx, size_t n)
 	xpf_pb_blocks **blocks = ctx, *b = *blocks;
 	n = (n + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
 	if (b == NULL || b->size - b->used < n) {
-		size_t size = n > BLOCK ? n : BLOCK;
+		size_t size = b == NULL           ? BLOCK_FIRST :
+			      b->size < BLOCK_MAX ? 2 * b->size :
+						    BLOCK_MAX;
+		if (size < n)
+			size = n;
 		b = malloc(sizeof *b + size);
 		if (b == NULL)
 			return NULL;
