@@ -703,7 +703,9 @@ static json_t *derive_codes(const plan_fig *p, const rt_fig *r, int64_t capacity
 		json_array_append_new(c, json_string("near-fit"));
 	if (r->nevents && r->nexec && r->peak_time < r->first_any)
 		json_array_append_new(c, json_string("compile-time-peak"));
-	if (!exceeds && !near)
+	/* SPEC 5.2: a program that failed (a retry, a call that never
+	 * launched) gets no fits line */
+	if (!exceeds && !near && !r->retries && !never)
 		json_array_append_new(c, json_string("fits"));
 	return c;
 }

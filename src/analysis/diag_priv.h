@@ -67,6 +67,9 @@ void xpf_rule_compile_peak(xpf_diag_ctx *c); /* compile-time-peak */
 /* diag_rules_oom.c: the failure itself. */
 void xpf_rule_retry(xpf_diag_ctx *c); /* allocator-retry */
 void xpf_rule_never(xpf_diag_ctx *c); /* never-launched */
+/* diag_rules_compile.c: compile-oom, and whether the capture shows one. */
+void xpf_rule_compile_oom(xpf_diag_ctx *c);
+bool xpf_diag_compile_oom_shown(const xpf_runtime *rt);
 /* After the others: unexplained-oom when the capture shows an OOM (a retry
  * or an execution that never launched) and no finding explains it. */
 void xpf_rule_unexplained_oom(xpf_diag_ctx *c);

@@ -85,9 +85,15 @@ void xpf_rule_missing(xpf_diag_ctx *c)
 		xpf_diag_evidence(f, "runtime/summary.txt");
 		return;
 	}
-	if (rt == NULL || !rt->has_events) {
+	bool pool = false; /* a device allocator has events */
+	for (size_t a = 0; rt && a < rt->nallocators; a++)
+		pool |= rt->allocators[a].is_pool;
+	if (rt == NULL || !rt->has_events || !pool) {
 		xpf_finding *f = xpf_diag_add(c, "missing-runtime", XPF_TAG_READ, -1);
-		if (d->runtime_error.code)
+		if (rt && rt->has_events && !d->runtime_error.code)
+			xpf_buf_adds(&b,
+				     "allocator events of host allocators only (xla_gpu_host_bfc), none of the device's pool (GPU_<d>_bfc): only the BFC allocator emits them (XLA_PYTHON_CLIENT_ALLOCATOR=default or bfc; cuda_async, platform and vmm do not); without them there is no in-use, growth or live arrays on the device, only the plan and the executions");
+		else if (d->runtime_error.code)
 			xpf_buf_printf(&b,
 				       "the allocator events and executions could not be read: %s; without them there is no capacity, in-use, growth or live arrays, only the plan",
 				       d->runtime_error.msg);

@@ -357,7 +357,7 @@ static void need_vs(xpf_diag_ctx *c, long m, xpf_buf *b)
 
 static const char *const explains_oom[] = {
 	"plan-exceeds-pool",    "near-fit",           "foreign-live-arrays",
-	"growth-per-execution", "temp-fragmentation",
+	"growth-per-execution", "temp-fragmentation", "compile-oom",
 };
 
 void xpf_rule_unexplained_oom(xpf_diag_ctx *c)

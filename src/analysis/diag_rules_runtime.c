@@ -7,6 +7,7 @@
 
 #include "analysis/diag_priv.h"
 #include "common/alloc.h"
+#include "common/buf.h"
 
 /* Is a host event name a likely holder of references (a Python container)? */
 static bool holder_like(const char *name)
@@ -147,10 +148,32 @@ static void growth_fixes(xpf_diag_ctx *c, xpf_finding *f, uint64_t kept, uint64_
 			xpf_human(mean, h1));
 }
 
-/* The finding for module m, whose executions idx[0..n) grow by mean. */
-static void growth_finding(xpf_diag_ctx *c, size_t m, const size_t *idx, size_t n, uint64_t mean)
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The median rise of in use from one execution to the next: what one step
+ * keeps, without a first step's one-off allocation (a PRNG key) that the
+ * mean would spread over every step. */
+static uint64_t median_rise(const xpf_runtime *rt, const size_t *idx, size_t n)
+{
+	uint64_t *r = xpf_calloc(n, sizeof *r);
+	for (size_t i = 1; i < n; i++)
+		r[i - 1] = rt->executions[idx[i]].in_use_at_start_bytes -
+			   rt->executions[idx[i - 1]].in_use_at_start_bytes;
+	xpf_qsort(r, n - 1, sizeof *r, u64_cmp);
+	uint64_t med = r[(n - 1) / 2];
+	free(r);
+	return med;
+}
+
+/* The finding for module m, whose executions idx[0..n) grow steadily. */
+static void growth_finding(xpf_diag_ctx *c, size_t m, const size_t *idx, size_t n)
 {
 	const xpf_runtime *rt = c->rt;
+	uint64_t mean = median_rise(rt, idx, n); /* per execution */
 	char h1[32], h2[32], h3[32], h4[32], h5[32];
 	const xpf_rt_execution *first = &rt->executions[idx[0]];
 	const xpf_rt_execution *last = &rt->executions[idx[n - 1]];
@@ -217,7 +240,7 @@ void xpf_rule_growth(xpf_diag_ctx *c)
 			if (n < 3 || !steady_growth(rt, idx, n, &mean))
 				continue;
 			done = true;
-			growth_finding(c, m, idx, n, mean);
+			growth_finding(c, m, idx, n);
 		}
 	}
 }

@@ -44,6 +44,7 @@ static const char *const code_order[] = {
 	"unexplained-oom",
 	"foreign-live-arrays",
 	"growth-per-execution",
+	"compile-oom",
 	"near-fit",
 	"temp-fragmentation",
 	"mostly-forward",
@@ -507,12 +508,51 @@ static void choose_between(xpf_diag_ctx *c)
 
 bool xpf_diag_oom_shown(const xpf_runtime *rt)
 {
-	if (rt->nretries > 0)
+	if (rt->nretries > 0 || xpf_diag_compile_oom_shown(rt))
 		return true;
 	for (size_t x = 0; x < rt->nexecutions; x++)
 		if (rt->executions[x].launched == XPF_LAUNCHED_NO)
 			return true;
 	return false;
+}
+
+static void finding_free(xpf_finding *f)
+{
+	free(f->text);
+	for (size_t j = 0; j < f->nevidence; j++)
+		free(f->evidence[j]);
+	for (size_t j = 0; j < f->nfixes; j++) {
+		free(f->fixes[j].text);
+		free(f->fixes[j].cost);
+	}
+}
+
+/* A program that failed gets no fits line (SPEC §5.2): that the step alone
+ * would fit goes into the first finding (sorted), which says what failed. */
+static void fits_into_failure(xpf_diagnosis *d)
+{
+	size_t k = 0;
+	const char *said = NULL;
+	for (size_t i = 0; i < d->nfindings; i++) {
+		xpf_finding *f = &d->findings[i];
+		if (strcmp(f->code, "fits") != 0) {
+			d->findings[k++] = *f;
+			continue;
+		}
+		said = f->text;
+		f->text = NULL;
+		finding_free(f);
+	}
+	d->nfindings = k;
+	if (said == NULL)
+		return;
+	if (k > 0 && d->findings[0].text) {
+		xpf_finding *f = &d->findings[0];
+		size_t n = strlen(f->text), m = strlen(said);
+		f->text = xpf_realloc_array(f->text, n + m + 32, 1);
+		snprintf(f->text + n, m + 32, "; the step alone fits: %s", said);
+	}
+	free((char *)said);
 }
 
 /* The rules in the order they add findings (sorted afterwards). */
@@ -531,6 +571,7 @@ static void run_rules(xpf_diag_ctx *c)
 		xpf_rule_retry(c);
 		xpf_rule_never(c);
 		xpf_rule_compile_peak(c);
+		xpf_rule_compile_oom(c);
 	}
 	xpf_rule_missing(c);
 	xpf_rule_unexplained_oom(c);
@@ -571,12 +612,14 @@ int xpf_diagnose(xpf_host *h, xpf_diagnosis **out, xpf_error *err)
 	}
 	run_rules(&c);
 	/* SPEC §5.2: when nothing failed and the plan fits, fits comes first
-	 * and the rest are hints */
+	 * and the rest are hints; a program that failed gets no fits line */
 	if (c.rt == NULL || !xpf_diag_oom_shown(c.rt))
 		for (size_t i = 0; i < d->nfindings; i++)
 			if (strcmp(d->findings[i].code, "fits") == 0)
 				d->findings[i].rank = -1;
 	xpf_qsort(d->findings, d->nfindings, sizeof *d->findings, finding_cmp);
+	if (c.rt != NULL && xpf_diag_oom_shown(c.rt))
+		fits_into_failure(d);
 	/* checks.txt renders its checks itself (xpf_render_checks): they decode
 	 * every module's plan, which diagnosis.txt does not need. */
 	*out = d;
@@ -589,16 +632,8 @@ void xpf_diagnosis_free(void *ptr)
 	xpf_diagnosis *d = ptr;
 	if (d == NULL)
 		return;
-	for (size_t i = 0; i < d->nfindings; i++) {
-		xpf_finding *f = &d->findings[i];
-		free(f->text);
-		for (size_t j = 0; j < f->nevidence; j++)
-			free(f->evidence[j]);
-		for (size_t j = 0; j < f->nfixes; j++) {
-			free(f->fixes[j].text);
-			free(f->fixes[j].cost);
-		}
-	}
+	for (size_t i = 0; i < d->nfindings; i++)
+		finding_free(&d->findings[i]);
 	free(d->findings);
 	free(d->capacity_source);
 	free(d->module_why);

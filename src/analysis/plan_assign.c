@@ -227,7 +227,10 @@ static void index_allocs(xpf_plan *p, const Xla__HloModuleProto *mod,
 			  x->is_thread_local ? XPF_KIND_THREAD_LOCAL :
 			  x->is_constant     ? XPF_KIND_CONSTANT :
 					       XPF_KIND_TEMP;
-		x->indefinite = x->kind != XPF_KIND_TEMP;
+		/* thread-local allocations live for the whole program too, but
+		 * XLA's peak_memory_in_bytes leaves them out (SPEC §4.1: they
+		 * are reported apart, as thread_local_bytes) */
+		x->indefinite = x->kind != XPF_KIND_TEMP && x->kind != XPF_KIND_THREAD_LOCAL;
 		x->largest = -1;
 		x->buffers = xpf_arena_array(a, ap->n_assigned, sizeof *x->buffers);
 		for (size_t k = 0; k < ap->n_assigned; k++) {

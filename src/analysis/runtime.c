@@ -3,7 +3,7 @@
  * one before made:
  *
  *   runtime_classify.c  event names -> kinds
- *   runtime_scan.c      a host line -> events, executions, retries
+ *   runtime_scan.c      a host line -> events, executions, retries, compiles
  *                       (runtime_event.c: one event or execution as records;
  *                       runtime_sites.c: allocators and sites, kept once)
  *   runtime_parallel.c  the host lines in chunks on threads, merged
@@ -11,6 +11,7 @@
  *                       executions in order with their events
  *   runtime_kernels.c   the device index (kernels between execution starts)
  *   runtime_link.c      executions -> modules, the join to the plan
+ *   runtime_compile.c   compilations: autotuner runs folded in, modules made
  *   runtime_query.c     live_at, between and other reads of the result */
 #include <inttypes.h>
 #include <limits.h>
@@ -374,6 +375,8 @@ static int link(struct build *b, size_t nwant, struct xpf_rt_finish *fin, xpf_er
 		rc = xpf_rt_finish_end(b->h, b->rt, fin, err);
 	if (rc == XPF_OK)
 		rc = xpf_rt_kernels_error(pv, err);
+	if (rc == XPF_OK)
+		xpf_rt_compiles_finish(b->h, b->rt);
 	xpf_rt_finish_release(fin);
 	size_t nread = 0, nplanes = 0;
 	for (size_t d = 0; d < pv->ndev; d++) {
@@ -460,6 +463,7 @@ void xpf_runtime_free(void *p)
 	free(rt->sites);
 	xpf_big_free(rt->executions, rt->priv ? rt->priv->exec_map_len : 0);
 	free(rt->retries);
+	free(rt->compiles);
 	free(rt->candidates);
 	struct xpf_rt_priv *pv = rt->priv;
 	if (pv) {

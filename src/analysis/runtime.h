@@ -166,6 +166,32 @@ typedef struct xpf_rt_retry {
 	long execution; /* enclosing execution, or -1 */
 } xpf_rt_retry;
 
+/* One compilation seen in the window (SPEC §4.3): the outermost
+ * compile-family host event on its line (`backend_compile_and_load`,
+ * `PjRtCApiClient::CompileAndLoad(<f>)`, `...Client::Compile...`), with
+ * the runs of XLA's GEMM autotuner made while it compiled: bare
+ * `GpuExecutable::ExecuteThunks` events on `tf_pjrt_compile_thread_pool`
+ * lines or inside a compile event, never executions.  Autotuner runs that
+ * no compile event of the window holds (one that began before it) make a
+ * compilation of their own, of an unknown function. */
+typedef struct xpf_rt_compile {
+	int64_t start_ps, end_ps;
+	const char *function; /* "jit_train_step", or NULL when unknown */
+	int64_t thread;       /* the compiling line's id (0: none) */
+	uint32_t autotuner_runs;
+	int32_t module;                 /* the module it made (host module index), -1: none */
+	bool finished;                  /* a module of the function was made by it */
+	bool retried;                   /* an AllocatorRetry wait inside it */
+	int16_t allocator;              /* the device allocator its runs used, or -1 */
+	uint64_t peak_in_use_bytes;     /* the most in use on that allocator while it ran */
+	uint64_t largest_request_bytes; /* its largest allocation outside executions */
+	uint64_t in_use_at_start_bytes; /* in use on that allocator when it began */
+	uint64_t in_use_at_end_bytes;   /* in use on that allocator when it ended */
+	bool in_use_known;              /* an event of that allocator before it began */
+	/* private to the scan: an autotuner run still to be folded in */
+	bool is_run;
+} xpf_rt_compile;
+
 /* Host events between two executions, by name (nested ones counted once each). */
 typedef struct xpf_rt_between_row {
 	char *name;
@@ -196,6 +222,8 @@ typedef struct xpf_runtime {
 	xpf_rt_execution *executions;
 	size_t nretries;
 	xpf_rt_retry *retries;
+	size_t ncompiles; /* in order of start */
+	xpf_rt_compile *compiles;
 	size_t ncandidates; /* the ambiguous executions' candidate modules */
 	struct xpf_rt_candidate *candidates;
 	size_t host_chunks_by_others; /* how many chunks of the host lines a
@@ -379,6 +407,14 @@ typedef struct xpf_rt_block {
 int xpf_runtime_live_at(const xpf_runtime *rt, size_t x, xpf_rt_block **out, size_t *n,
 			xpf_error *err);
 void xpf_rt_blocks_free(xpf_rt_block *b, size_t n);
+/* The same for allocator a just before time t_ps (in use then: in_use,
+ * when known), e.g. when a compilation began. */
+void xpf_runtime_live_before(const xpf_runtime *rt, int a, int64_t t_ps, bool in_use_known,
+			     uint64_t in_use, xpf_rt_block **out, size_t *nout);
+/* Did compilation c run out of memory (SPEC §5.2 compile-oom): it did not
+ * finish, and an AllocatorRetry wait was inside it or its allocator's pool
+ * was at least 80% in use while it ran. */
+bool xpf_rt_compile_oom(const xpf_runtime *rt, const xpf_rt_compile *c);
 
 /* Host events between the end of execution `from` and the start of
  * execution `to` (0-based indexes) on the /host:CPU plane.  Fills *out; the

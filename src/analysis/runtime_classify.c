@@ -76,6 +76,11 @@ unsigned xpf_rt_classify(const char *name, int *dev)
 	for (size_t i = 0; i < sizeof transfer_parts / sizeof *transfer_parts; i++)
 		if (strstr(name, transfer_parts[i]))
 			f |= F_TRANSFER;
+	/* the Python side's and the PjRt clients' compile events; the passes
+	 * XLA runs inside them (CompileToBackendResult, ...) need no class */
+	if (strncmp(name, "backend_compile", 15) == 0 || strstr(name, "Client::Compile") ||
+	    strstr(name, "Client_Compile") || strstr(name, "Client::CompileInternal"))
+		f |= F_COMPILE;
 	if (strncmp(name, "Thunks::", 8) == 0 || strcmp(name, "Resolve constant globals") == 0 ||
 	    strncmp(name, "ComputeSemaphoreAcquire", 23) == 0)
 		f |= F_NOT_THUNK;

@@ -101,11 +101,11 @@ void xpf_rt_run_jobs(size_t n, const uint64_t *size, size_t nt,
  * in line order at the end (about half the records copied, as with two
  * halves), so that every array is what one pass over all lines makes. */
 struct host_chunk {
-	size_t from, to;                 /* its lines */
-	size_t thread;                   /* who read it (0: into the main runtime) */
-	size_t ev0, ev1, x0, x1, r0, r1; /* its records in that thread's arrays */
-	size_t nalloc;                   /* the thread's allocators when it ended */
-	struct xpf_rt_scan_peak *peak;   /* its own in-window peaks, per allocator */
+	size_t from, to;                         /* its lines */
+	size_t thread;                           /* who read it (0: into the main runtime) */
+	size_t ev0, ev1, x0, x1, r0, r1, c0, c1; /* its records in that thread's arrays */
+	size_t nalloc;                           /* the thread's allocators when it ended */
+	struct xpf_rt_scan_peak *peak;           /* its own in-window peaks, per allocator */
 	int rc;
 	xpf_error err;
 };
@@ -178,12 +178,14 @@ static void *host_worker(void *arg)
 		c->ev0 = th->rt.nevents;
 		c->x0 = th->rt.nexecutions;
 		c->r0 = th->rt.nretries;
+		c->c0 = th->rt.ncompiles;
 		for (size_t a = 0; a < th->rt.nallocators; a++)
 			th->pv.peak[a].set = false; /* the chunk's own peaks */
 		c->rc = scan_lines(&th->s, c->from, c->to, &c->err);
 		c->ev1 = th->rt.nevents;
 		c->x1 = th->rt.nexecutions;
 		c->r1 = th->rt.nretries;
+		c->c1 = th->rt.ncompiles;
 		c->nalloc = th->rt.nallocators;
 		c->peak = xpf_realloc_array(NULL, c->nalloc ? c->nalloc : 1, sizeof *c->peak);
 		if (c->nalloc)
@@ -279,6 +281,8 @@ static bool chunk_merge(struct scan *s, struct host_thread *th, const struct hos
 		}
 		s->cap_retry = nr;
 	}
+	for (size_t i = c->c0; i < c->c1; i++)
+		*XPF_VEC_PUSH(rt->compiles, rt->ncompiles, s->cap_compile) = br->compiles[i];
 	return true;
 }
 
@@ -312,6 +316,7 @@ static void thread_done(struct scan *s, struct host_thread *th)
 	xpf_big_free(br->executions, bv->exec_map_len);
 	xpf_big_free(bv->xb, bv->xb_map_len);
 	free(br->retries);
+	free(br->compiles);
 	free(th->s.oh);
 	xpf_rt_keep_interns(pv, &th->s.interned);
 	free(th->s.kbuf);
@@ -351,7 +356,7 @@ static void thread_init(const struct scan *s, struct host_thread *b)
 	b->pv.nmodules = s->rt->priv->nmodules;
 	b->pv.base = s->rt->priv->base;
 	b->pv.module_names = s->rt->priv->module_names;
-	b->s.cap_alloc = b->s.cap_events = b->s.cap_exec = b->s.cap_retry = 0;
+	b->s.cap_alloc = b->s.cap_events = b->s.cap_exec = b->s.cap_retry = b->s.cap_compile = 0;
 	/* mapped arrays that bound every host event: a thread may take any chunk */
 	xpf_rt_events_map(&b->s, p->nevents);
 	xpf_rt_exec_map(&b->s, p->nevents);

@@ -193,6 +193,7 @@ enum {
 	F_GPUMOD = 1 << 9,     /* "<module>:XLA GPU module" */
 	F_THUNKS = 1 << 10,    /* GpuExecutable::ExecuteThunks */
 	F_NOT_THUNK = 1 << 11, /* bookkeeping inside an execution, not a thunk run */
+	F_COMPILE = 1 << 12,   /* a compilation (backend_compile..., ...Client::Compile...) */
 };
 
 static const char *const transfer_names[] = {
@@ -249,7 +250,7 @@ struct scan {
 	xpf_runtime *rt;
 	const xpf_plane *p;
 	int64_t base;
-	size_t cap_alloc, cap_events, cap_exec, cap_retry;
+	size_t cap_alloc, cap_events, cap_exec, cap_retry, cap_compile;
 	struct order_event *oh; /* an unordered line's events, sorted */
 	size_t noh, capoh;
 	/* classify() of each event metadata of p, by index (UINT_MAX: not yet):
@@ -326,6 +327,14 @@ int xpf_rt_scan_line(struct scan *s, size_t line, xpf_error *err);
 void xpf_rt_scan_release(struct scan *s);
 int xpf_rt_scan_modules_line(struct scan *s, const xpf_plane *p, size_t l, unsigned d,
 			     xpf_error *err);
+
+/* runtime_compile.c: the compilations once the executions are linked:
+ * autotuner runs folded into the compilation that holds them, each
+ * compilation's module, and its figures from the ordered events. */
+void xpf_rt_compiles_finish(xpf_host *h, xpf_runtime *rt);
+/* The function a compile event's name carries (`...CompileAndLoad(<f>)`,
+ * `...Compile(<f>)`): a pointer into name and its length, or NULL. */
+const char *xpf_rt_compile_function(const char *name, size_t *len);
 
 /* runtime_parallel.c: jobs on threads, the host lines in chunks. */
 #define MAX_SCAN_THREADS 8

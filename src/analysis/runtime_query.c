@@ -218,18 +218,13 @@ static void origin_of(const xpf_runtime *rt, const xpf_rt_event *e, xpf_rt_block
 	blk->origin_text = xpf_strdup(t->data ? t->data : "");
 }
 
-int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, size_t *nout,
-			xpf_error *err)
+void xpf_runtime_live_before(const xpf_runtime *rt, int a, int64_t t_ps, bool in_use_known,
+			     uint64_t in_use, xpf_rt_block **out, size_t *nout)
 {
-	(void)err;
 	*out = NULL;
 	*nout = 0;
-	if (xi >= rt->nexecutions)
-		return XPF_OK;
-	const xpf_rt_execution *x = &rt->executions[xi];
-	int a = x->allocator;
 	if (a < 0)
-		return XPF_OK;
+		return;
 	xpf_rt_block *v = NULL;
 	size_t n = 0, cap = 0;
 	uint64_t sum = 0;
@@ -241,18 +236,17 @@ int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, si
 	size_t lo = idx ? pv->live_beg[a] : 0, hi = idx ? pv->live_beg[a + 1] : rt->nevents;
 	for (size_t j = lo; j < hi; j++) {
 		if (idx && (j - lo) % XPF_RT_LIVE_BLOCK == 0 &&
-		    pv->live_blk_end[pv->live_blk_beg[a] + (j - lo) / XPF_RT_LIVE_BLOCK] <
-			    x->start_ps) {
+		    pv->live_blk_end[pv->live_blk_beg[a] + (j - lo) / XPF_RT_LIVE_BLOCK] < t_ps) {
 			j += XPF_RT_LIVE_BLOCK - 1;
 			continue;
 		}
 		size_t i = idx ? pv->live_ev[j] : j;
 		const xpf_rt_event *e = &rt->events[i];
-		if (e->t_ps >= x->start_ps)
+		if (e->t_ps >= t_ps)
 			break;
 		if (xpf_rt_ev_allocator(rt, e) != a || e->kind != XPF_RT_ALLOC)
 			continue;
-		if (e->match >= 0 && rt->events[e->match].t_ps < x->start_ps)
+		if (e->match >= 0 && rt->events[e->match].t_ps < t_ps)
 			continue;
 		xpf_rt_block *b = XPF_VEC_PUSH(v, n, cap);
 		memset(b, 0, sizeof *b);
@@ -267,7 +261,7 @@ int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, si
 		sum += xpf_rt_ev_bytes(rt, e);
 	}
 	xpf_buf_release(&t);
-	if (x->in_use_known && x->in_use_at_start_bytes > sum) {
+	if (in_use_known && in_use > sum) {
 		xpf_rt_block *b = XPF_VEC_PUSH(v, n, cap);
 		memset(b, 0, sizeof *b);
 		b->origin = XPF_ORIGIN_BEFORE;
@@ -277,7 +271,7 @@ int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, si
 			rt->allocators[a].is_pool && rt->allocators[a].keyed_by_index ?
 				"reserved (bytes_reserved: loaded programs) or allocated before the capture started" :
 				"allocated before the capture started");
-		b->bytes = x->in_use_at_start_bytes - sum;
+		b->bytes = in_use - sum;
 		b->event = -1;
 		b->execution = -1;
 	}
@@ -285,6 +279,19 @@ int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, si
 		xpf_qsort(v, n, sizeof *v, block_cmp);
 	*out = v;
 	*nout = n;
+}
+
+int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, size_t *nout,
+			xpf_error *err)
+{
+	(void)err;
+	*out = NULL;
+	*nout = 0;
+	if (xi >= rt->nexecutions)
+		return XPF_OK;
+	const xpf_rt_execution *x = &rt->executions[xi];
+	xpf_runtime_live_before(rt, x->allocator, x->start_ps, x->in_use_known,
+				x->in_use_at_start_bytes, out, nout);
 	return XPF_OK;
 }
 

@@ -144,6 +144,7 @@ struct knode {
 	bool thunk;       /* itself a thunk, or a thunk whose nearest node this is */
 	bool retried;     /* itself a retry, or a retry whose nearest node this is */
 	bool mark;
+	bool run; /* an autotuner run of a compilation (mark_roots), not an execution */
 	long root;
 	long xid;
 };
@@ -263,6 +264,7 @@ static long push_node(struct scan *s, struct stream *m, const xpf_event *ev, siz
 	n->thunk = thunk;
 	n->retried = retry;
 	n->mark = false;
+	n->run = false;
 	n->root = -1;
 	n->xid = -1;
 	return (long)m->nn - 1;
@@ -331,7 +333,7 @@ static int stream_event(struct scan *s, struct stream *m, size_t line, const xpf
 			    (flags & F_TRANSFER) ? (uint32_t)k + 1 :
 						   0;
 	long self = knode;
-	if (flags & (F_EXEC | F_PERDEV | F_ANCHOR | F_BUILD)) {
+	if (flags & (F_EXEC | F_PERDEV | F_ANCHOR | F_BUILD | F_COMPILE)) {
 		self = push_node(s, m, ev, i, t0, t1, flags, pa, pjit, kind, thunk, retry);
 	} else if (knode >= 0) {
 		if (step) {
@@ -346,7 +348,8 @@ static int stream_event(struct scan *s, struct stream *m, size_t line, const xpf
 	int rc = read_leaf(s, m, line, ev, flags, t0, t1, pa, transfer, err);
 	if (rc != XPF_OK)
 		return rc;
-	if (t1 > t0 || (flags & (F_EXEC | F_BUILD | F_RETRY | F_PJIT | F_TRANSFER | F_ANCHOR))) {
+	if (t1 > t0 ||
+	    (flags & (F_EXEC | F_BUILD | F_RETRY | F_PJIT | F_TRANSFER | F_ANCHOR | F_COMPILE))) {
 		struct frame *f = XPF_VEC_PUSH(m->st, m->ns, m->cs);
 		f->t0 = t0;
 		f->t1 = t1;
@@ -362,8 +365,21 @@ static int stream_event(struct scan *s, struct stream *m, size_t line, const xpf
 	return XPF_OK;
 }
 
-/* Which nodes are executions (mark), and each node's execution (root). */
-static void mark_roots(struct knode *nd, size_t nn)
+/* Whether node a is inside a compile event (or is one). */
+static bool in_compile(const struct knode *nd, long a)
+{
+	for (; a >= 0; a = nd[a].parent)
+		if (nd[a].flags & F_COMPILE)
+			return true;
+	return false;
+}
+
+/* Which nodes are executions (mark), and each node's execution (root).
+ * A bare GpuExecutable::ExecuteThunks (no client execute around it) on a
+ * compile thread or inside a compile event is XLA's autotuner trying a
+ * kernel while it compiles (SPEC §4.3): a run of that compilation (run),
+ * never an execution. */
+static void mark_roots(struct knode *nd, size_t nn, bool compile_line)
 {
 	for (size_t i = 0; i < nn; i++) {
 		struct knode *e = &nd[i];
@@ -379,6 +395,10 @@ static void mark_roots(struct knode *nd, size_t nn)
 		}
 		if (r < 0)
 			r = (long)i;
+		if ((nd[r].flags & F_THUNKS) && (compile_line || in_compile(nd, r))) {
+			nd[r].run = true;
+			continue;
+		}
 		if (pd >= 0 && pd != r) {
 			for (size_t j = (size_t)r + 1; j < nn && nd[j].t0 < nd[r].t1; j++)
 				if ((nd[j].flags & F_PERDEV) && nd[j].dev != nd[pd].dev) {
@@ -392,6 +412,68 @@ static void mark_roots(struct knode *nd, size_t nn)
 		nd[i].root = nd[i].mark ? (long)i : nd[i].parent >= 0 ? nd[nd[i].parent].root : -1;
 }
 
+/* Whether node j is node i or inside it. */
+static bool under(const struct knode *nd, size_t j, size_t i)
+{
+	for (long a = (long)j; a >= (long)i; a = nd[a].parent)
+		if (a == (long)i)
+			return true;
+	return false;
+}
+
+/* The function compile node i compiles: the first name a compile event in
+ * it carries, else the PjitFunction(<f>) around it as jit_<f>; interned. */
+static const char *compile_function(struct scan *s, const struct knode *nd, size_t nn, size_t i)
+{
+	size_t len;
+	for (size_t j = i; j < nn && nd[j].t0 <= nd[i].t1; j++) {
+		const char *f;
+		if ((nd[j].flags & F_COMPILE) && under(nd, j, i) &&
+		    (f = xpf_rt_compile_function(nd[j].ev.name, &len)))
+			return xpf_rt_intern(s, f, len);
+	}
+	const char *pj = nd[i].pjit;
+	if (pj == NULL)
+		return NULL;
+	pj += strlen("PjitFunction(");
+	len = strlen(pj);
+	if (len > 0 && pj[len - 1] == ')')
+		len--;
+	/* PjitFunction(jit(f)) and PjitFunction(f) both compile jit_f */
+	if (len > 5 && strncmp(pj, "jit(", 4) == 0 && pj[len - 1] == ')') {
+		pj += 4;
+		len -= 5;
+	}
+	char buf[256];
+	int k = snprintf(buf, sizeof buf, "jit_%.*s", (int)(len < 240 ? len : 240), pj);
+	return xpf_rt_intern(s, buf, (size_t)k);
+}
+
+/* The line's compilations (its outermost compile nodes) and autotuner
+ * runs, as records for xpf_rt_compiles_finish. */
+static void add_compiles(struct scan *s, size_t line, const struct knode *nd, size_t nn)
+{
+	xpf_runtime *rt = s->rt;
+	for (size_t i = 0; i < nn; i++) {
+		bool top = (nd[i].flags & F_COMPILE) && !in_compile(nd, nd[i].parent);
+		if (!top && !nd[i].run)
+			continue;
+		xpf_rt_compile *c = XPF_VEC_PUSH(rt->compiles, rt->ncompiles, s->cap_compile);
+		memset(c, 0, sizeof *c);
+		c->start_ps = nd[i].t0;
+		c->end_ps = nd[i].t1;
+		c->thread = s->p->lines[line].id;
+		c->module = -1;
+		c->allocator = -1;
+		c->is_run = nd[i].run;
+		c->autotuner_runs = nd[i].run;
+		for (size_t j = i; j < nn && nd[j].t0 <= nd[i].t1 && !c->retried; j++)
+			c->retried = nd[j].retried && under(nd, j, i);
+		if (top)
+			c->function = compile_function(s, nd, nn, i);
+	}
+}
+
 /* The line's executions made; its allocator events and retries given
  * theirs. */
 static int settle_line(struct scan *s, struct stream *m, size_t line, xpf_error *err)
@@ -400,7 +482,9 @@ static int settle_line(struct scan *s, struct stream *m, size_t line, xpf_error 
 	struct knode *nd = m->nd;
 	for (size_t i = 0; i < m->nn; i++)
 		nd[i].ev.msg = s->kbuf + nd[i].kbuf_at;
-	mark_roots(nd, m->nn);
+	const char *lname = s->p->lines[line].name;
+	mark_roots(nd, m->nn, lname && strncmp(lname, "tf_pjrt_compile_thread_pool", 27) == 0);
+	add_compiles(s, line, nd, m->nn);
 	for (size_t i = 0; i < m->nn; i++)
 		if (nd[i].root == (long)i) {
 			int rc = add_execution_node(s, line, nd, m->nn, (long)i, err);

@@ -152,6 +152,14 @@ static const struct doc docs[] = {
 	{ "runtime/retries.tsv",
 	  "every AllocatorRetry::AllocateRaw wait: time_ns, duration_ns, allocator, thread, execution (n), module,\n"
 	  "launched (of that execution); in time order" },
+	{ "runtime/compiles.tsv",
+	  "every compilation seen in the window (XLA's GEMM autotuner runs candidate kernels while it compiles: those\n"
+	  "runs and their allocations belong here, never to the executions): function (from CompileAndLoad(<f>) or\n"
+	  "the PjitFunction around it; empty when only autotuner runs show it), module (the one it made; empty when\n"
+	  "it did not finish), start_ns, end_ns, finished (yes: its module is in the capture), autotuner_runs,\n"
+	  "allocator (the device pool), peak_in_use_bytes (on it while compiling), largest_request_bytes (its largest\n"
+	  "allocation outside every execution), in_use_at_end_bytes, retried (an AllocatorRetry wait inside),\n"
+	  "thread; by start" },
 	{ "runtime/between.tsv",
 	  "host events between the focus module's last two executions on its device: name, count, total_ns; by total_ns, largest first" },
 	{ "hosts", "one directory per host, each a full tree as described here" },

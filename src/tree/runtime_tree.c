@@ -365,6 +365,33 @@ static int render_retries(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 	return XPF_OK;
 }
 
+static int render_compiles(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+{
+	const xpf_runtime *rt;
+	int rc = xpf_host_runtime(h, &rt, err);
+	if (rc != XPF_OK)
+		return rc;
+	xpf_buf_adds(out,
+		     "function\tmodule\tstart_ns\tend_ns\tfinished\tautotuner_runs\tallocator\t"
+		     "peak_in_use_bytes\tlargest_request_bytes\tin_use_at_end_bytes\tretried\tthread\n");
+	for (size_t i = 0; i < rt->ncompiles; i++) {
+		const xpf_rt_compile *c = &rt->compiles[i];
+		xpf_buf_tsv(out, c->function);
+		xpf_buf_addc(out, '\t');
+		xpf_buf_tsv(out, c->module >= 0 ? xpf_capture_module(h->cap, (size_t)c->module)->name :
+						  NULL);
+		xpf_buf_printf(out, "\t%" PRId64 "\t%" PRId64 "\t%s\t%u\t",
+			       xpf_rt_floor_ns(c->start_ps), xpf_rt_floor_ns(c->end_ps),
+			       c->finished ? "yes" : "no", c->autotuner_runs);
+		xpf_buf_tsv(out, alloc_name(rt, c->allocator));
+		xpf_buf_printf(out, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%s\t%" PRId64 "\n",
+			       c->peak_in_use_bytes, c->largest_request_bytes,
+			       c->in_use_at_end_bytes, c->retried ? "yes" : "no", c->thread);
+	}
+	(void)n;
+	return XPF_OK;
+}
+
 /* The diagnosis chooses the focus module whose executions bound the window;
  * the runtime is read first so that its errors are this file's. */
 static int render_between(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
@@ -564,6 +591,7 @@ void xpf_tree_runtime(xpf_host *h, xpf_node *dir)
 	xpf_node_file(dir, "executions.tsv", render_executions, 0);
 	xpf_node_dir(dir, "executions", populate_executions, 0);
 	xpf_node_file(dir, "retries.tsv", render_retries, 0);
+	xpf_node_file(dir, "compiles.tsv", render_compiles, 0);
 	xpf_node_file(dir, "between.tsv", render_between, 0);
 	xpf_node_file_of(dir, "timeline.svg", render_timeline_svg, 0);
 	xpf_node_file_of(dir, "memory.trace.json", xpf_render_trace_json, 0);

@@ -318,6 +318,6 @@ else
 	echo "FAIL: diagnosis.txt of $broken: $(head -c 300 "$tmp/err") / $(head -c 600 "$tmp/out")"
 	fails=$((fails + 1))
 fi
-expect 3 "; 8 more files not written (capture/errors.txt lists why)" -- --export "$tmp/broken" "$broken"
+expect 3 "; 9 more files not written (capture/errors.txt lists why)" -- --export "$tmp/broken" "$broken"
 
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }

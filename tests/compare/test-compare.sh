@@ -144,7 +144,7 @@ fi
 B=grads-kept A=foreign-arrays
 if d=$(export_pair $B $A); then
 	has "$d" "^\[measured\] still-fits: jit_step still fits, 788\.0 MiB <= 2\.79 GiB .*need unchanged"
-	has "$d" "codes-gone: 1 finding went away: growth-per-execution"
+	has "$d" "codes-gone: 2 findings went away: fits, growth-per-execution"
 	has "$d" "codes-new: .*foreign-live-arrays"
 	want "$d" pool-peak "$(sj $B .runtime.peak_in_window_bytes)" "$(sj $A .runtime.peak_in_window_bytes)"
 	tsv_match "$d"

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Real OOM captures of today's JAX (../shared/captures/jax-h200, issue 36):
+# every expected value comes from JAX's own figures (<name>.facts.json:
+# memory_analysis(), the steps that ran, the exception) or from the table of
+# that folder's README, never from xplanefs's output.
+#   - the plan of the step equals memory_analysis() field by field;
+#   - executions are the program's calls of the step (autotuner runs are the
+#     compilation's): steps that ran, plus the call that failed;
+#   - each capture's codes are the README table's, and a program that failed
+#     gets no `fits` line.
+# Exit 77 (SKIP) when the captures are absent; in CI (CI=true) that is an error.
+set -u
+XPF=$1
+S=${XPF_SHARED:-../shared}/captures/jax-h200
+if [ ! -f "$S/README.md" ]; then
+	if [ "${CI:-}" = true ]; then
+		echo "FAIL: $S is absent (CI needs ../shared beside the clone)"
+		exit 1
+	fi
+	echo "SKIP: $S is absent"
+	exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() {
+	echo "FAIL: $*"
+	fails=$((fails + 1))
+	return 1
+}
+
+# The capture (and XLA's dump of the step) uncompressed.
+cap() { # NAME -> path of the plain capture
+	[ -f "$tmp/$1.xplane.pb" ] || zcat "$S/$1.xplane.pb.gz" >"$tmp/$1.xplane.pb"
+	echo "$tmp/$1.xplane.pb"
+}
+
+# plan NAME: the step's plan (XLA's dump, the same module as in the capture)
+# against memory_analysis(), and the capture's module of that name too.
+plan() {
+	local n=$1 fn want got
+	want=$(jq -c ".memory_analysis | to_entries[0].value | [.argument_size_in_bytes, .output_size_in_bytes,
+		.alias_size_in_bytes, .temp_size_in_bytes, .peak_memory_in_bytes,
+		.total_allocation_bytes]" "$S/$n.facts.json")
+	zcat "$S/$n.hlo.pb.gz" >"$tmp/$n.hlo.pb"
+	# the step's name: XLA's dump names its module (jit_train_step)
+	fn=$("$XPF" --cat focus/plan.json "$tmp/$n.hlo.pb" | jq -r '.module | sub("\\(.*"; "")')
+	got=$("$XPF" --cat focus/plan.json "$tmp/$n.hlo.pb" | jq -c '[.parameters.bytes,
+		.outputs.bytes, .parameters.donated_bytes, .temp.bytes, .heap_peak.bytes, .total_bytes]')
+	[ "$got" = "$want" ] || { fail "$n: plan of $fn [params, outputs, aliased, temp, peak, total] $got, XLA says $want"; return; }
+	# the capture's own module of the step: the same figures (index.tsv)
+	got=$("$XPF" --cat modules/index.tsv "$(cap "$n")" | awk -F'\t' -v f="$fn(" '
+		NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+		index($2, f) == 1 { print "[" $c["parameters_bytes"] "," $c["temp_bytes"] "," $c["heap_peak_bytes"] "]"; exit }')
+	local want2
+	want2=$(jq -c "[.[0], .[3], .[4]]" <<<"$want")
+	[ "$got" = "$want2" ] || { fail "$n: the capture's $fn [params, temp, peak] $got, XLA says $want2"; return; }
+	echo "ok: $n: plan of $fn equals memory_analysis() $want"
+}
+
+# calls NAME: executions of the step = steps that ran (+1: the call that
+# failed at run time, launched = no); a compile that failed adds none.
+calls() {
+	local n=$1 fn steps err want got last
+	# the step: jit_ and the function scen.py jits (train_step_b512 is
+	# retrace's train_step at batch 512; foreign's never compiled)
+	fn=jit_$(jq -r '.memory_analysis | keys[0] // "train_step" | sub("_b[0-9]+$"; "")' "$S/$n.facts.json")
+	steps=$(jq '.steps | length' "$S/$n.facts.json")
+	err=$(jq -r '.error // ""' "$S/$n.facts.json")
+	want=$steps
+	case $err in *"Failed to get configs"*) ;; ?*) want=$((steps + 1)) ;; esac
+	"$XPF" --cat runtime/executions.tsv "$(cap "$n")" >"$tmp/x.tsv"
+	got=$(awk -F'\t' -v f="$fn(" 'index($3, f) == 1' "$tmp/x.tsv" | wc -l)
+	[ "$got" -eq "$want" ] || { fail "$n: $got executions of $fn, the program called it $want times"; return; }
+	if [ "$want" -gt "$steps" ]; then
+		last=$(awk -F'\t' -v f="$fn(" 'index($3, f) == 1 { l = $7 } END { print l }' "$tmp/x.tsv")
+		[ "$last" = no ] || { fail "$n: the failing call of $fn launched: '$last', want no"; return; }
+	fi
+	echo "ok: $n: $got executions of $fn ($steps steps ran; error: ${err:0:40})"
+}
+
+# codes NAME CODE... : the README table's codes are in diagnosis.json; a
+# failed program gets no fits.  A leading ! means "must not be there".
+codes() {
+	local n=$1 c have err
+	shift
+	have=$("$XPF" --cat diagnosis.json "$(cap "$n")" | jq -r '.findings[].code' | sort -u | tr '\n' ' ')
+	for c in "$@"; do
+		case $c in
+		!*) [[ " $have" != *" ${c#!} "* ]] || { fail "$n: has ${c#!}; codes: $have"; return; } ;;
+		*) [[ " $have" == *" $c "* ]] || { fail "$n: lacks $c; codes: $have"; return; } ;;
+		esac
+	done
+	err=$(jq -r '.error // ""' "$S/$n.facts.json")
+	if [ -n "$err" ] && [[ " $have" == *" fits "* ]]; then
+		fail "$n: the program failed ($err) but the diagnosis says fits"
+		return
+	fi
+	echo "ok: $n: codes $have"
+}
+
+for f in "$S"/*.facts.json; do
+	n=$(basename "$f" .facts.json)
+	[ -f "$S/$n.hlo.pb.gz" ] && plan "$n"
+	calls "$n"
+done
+
+# The README's table, code by code.
+codes attn plan-exceeds-pool never-launched mostly-forward
+codes attn-remat fits
+codes attn-half fits
+codes attn-scan plan-exceeds-pool never-launched mostly-forward
+codes attn-scan-remat fits
+codes adam-nodonate plan-exceeds-pool no-donation never-launched
+codes adam-donate fits '!no-donation'
+codes leak growth-per-execution never-launched '!unexplained-oom'
+codes leak-fixed fits '!growth-per-execution'
+codes retrace compile-oom
+codes foreign compile-oom foreign-live-arrays
+codes convert fits
+codes fits fits
+codes fits-cuda-async missing-runtime fits
+codes lm-bf16-nopre plan-exceeds-pool never-launched mostly-forward
+codes flax-lm plan-exceeds-pool never-launched mostly-forward
+
+# leak: in use at each call's start rises by exactly one step's logits,
+# f32[1024,32768] = 134,217,728 B (README), 1.00x the non-aliased output
+g=$("$XPF" --cat diagnosis.json "$(cap leak)" |
+	jq '.findings[] | select(.code == "growth-per-execution") | .figures.growth_bytes')
+[ "$g" = 134217728 ] && echo "ok: leak: growth per execution $g" ||
+	fail "leak: growth per execution '$g', want 134217728"
+
+# retrace: the failed compile is of jit_train_step, after a module of that
+# name ran (a retrace); no module of it
+"$XPF" --cat runtime/compiles.tsv "$(cap retrace)" >"$tmp/c.tsv"
+last=$(awk -F'\t' '$1 == "jit_train_step" { l = $2 "|" $5 } END { print l }' "$tmp/c.tsv")
+if [ "$last" != "|no" ]; then
+	fail "retrace: the last compile of jit_train_step: '$last', want no module, finished no"
+elif ! "$XPF" --cat diagnosis.txt "$(cap retrace)" | grep -q "a retrace: jit_train_step("; then
+	fail "retrace: compile-oom does not name the earlier module of jit_train_step"
+else
+	echo "ok: retrace: the last compilation of jit_train_step did not finish; a retrace"
+fi
+
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "all jax-h200 checks passed"
