@@ -412,6 +412,8 @@ typedef struct rt_fig {
 	int64_t retry_max;
 	int64_t earlier_results_live; /* at the last execution's start */
 	int64_t first_any; /* start of the first execution of any module */
+	int64_t failed_compile_peak; /* the most in use during a compilation of a function no
+					module has (a failed one), -1: none */
 	span *spans;
 	size_t nspans;
 } rt_fig;
@@ -449,6 +451,35 @@ static int build_matches(const rt_fig *r, const aev *ev, size_t nev, const span 
 
 /* shared: other modules bear the module's name (a retrace); their
  * executions, told apart by their requested bytes, are not the module's. */
+/* The compilations whose function has no module in the metadata (SPEC
+ * 5.2 compile-oom): the most in use on GPU_0_bfc while one ran, from the
+ * events (ev, in time order) and the in use before it. */
+static void failed_compiles(const Tensorflow__Profiler__XSpace *xs, rt_fig *r, const aev *ev, size_t nev)
+{
+	const Tensorflow__Profiler__XPlane *md = plane(xs, "/host:metadata");
+	const char *pre = "PjRtCApiClient::CompileAndLoad(";
+	r->failed_compile_peak = -1;
+	for (size_t i = 0; i < r->nspans; i++) {
+		const span *c = &r->spans[i];
+		if (strncmp(c->name, pre, strlen(pre)) != 0)
+			continue;
+		char fn[160];
+		snprintf(fn, sizeof fn, "%.*s(", (int)(strlen(c->name) - strlen(pre) - 1), c->name + strlen(pre));
+		int made = 0;
+		for (size_t k = 0; md && k < md->n_event_metadata; k++)
+			made |= md->event_metadata[k]->value &&
+				strncmp(md->event_metadata[k]->value->name, fn, strlen(fn)) == 0;
+		if (made)
+			continue;
+		int64_t peak = 0;
+		for (size_t k = 0; k < nev && ev[k].t <= c->t1; k++)
+			if (ev[k].t >= c->t0 || k + 1 == nev || ev[k + 1].t >= c->t0)
+				peak = ev[k].alloc + ev[k].res > peak ? ev[k].alloc + ev[k].res : peak;
+		if (peak > r->failed_compile_peak)
+			r->failed_compile_peak = peak;
+	}
+}
+
 static void runtime_figures(const Tensorflow__Profiler__XSpace *xs, const char *module,
 	const Xla__HloProto *h, rt_fig *r, int shared)
 {
@@ -641,6 +672,7 @@ static void runtime_figures(const Tensorflow__Profiler__XSpace *xs, const char *
 	free(live);
 	free(live_bytes);
 	free(live_res);
+	failed_compiles(xs, r, ev, nev);
 	free(ev);
 }
 
@@ -703,9 +735,14 @@ static json_t *derive_codes(const plan_fig *p, const rt_fig *r, int64_t capacity
 		json_array_append_new(c, json_string("near-fit"));
 	if (r->nevents && r->nexec && r->peak_time < r->first_any)
 		json_array_append_new(c, json_string("compile-time-peak"));
+	/* a compilation that never made its module while the pool was at
+	 * least 80% in use */
+	int compile_oom = r->failed_compile_peak >= 0 && r->failed_compile_peak >= capacity / 5 * 4;
+	if (compile_oom)
+		json_array_append_new(c, json_string("compile-oom"));
 	/* SPEC 5.2: a program that failed (a retry, a call that never
-	 * launched) gets no fits line */
-	if (!exceeds && !near && !r->retries && !never)
+	 * launched, a compilation) gets no fits line */
+	if (!exceeds && !near && !r->retries && !never && !compile_oom)
 		json_array_append_new(c, json_string("fits"));
 	return c;
 }
@@ -978,6 +1015,14 @@ static void test_scenario(void **state)
 /* ---------------- variants: another shape, the same figures ---------------- */
 
 /* One host or device event, flattened. */
+/* A line the autotune variant adds: the compilations' python3 line and
+ * their compile-pool line. */
+static int compile_line(const Tensorflow__Profiler__XLine *l)
+{
+	return strcmp(l->name, "python3") == 0 ||
+	       strncmp(l->name, "tf_pjrt_compile_thread_pool", 27) == 0;
+}
+
 typedef struct vev {
 	size_t line;
 	const char *name;
@@ -1268,7 +1313,7 @@ static void test_variant(void **state)
 			if (strncmp(e->name, "Memory", 6) == 0)
 				for (size_t k = 0; k < sizeof optional / sizeof optional[0]; k++)
 					*opt += has_stat(c->cpu, e->x, optional[k]);
-			if (ends_with(e->name, "GpuExecutable::ExecuteThunks"))
+			if (ends_with(e->name, "GpuExecutable::ExecuteThunks") && !compile_line(c->cpu->lines[e->line]))
 				*mn += has_stat(c->cpu, e->x, "module_name");
 		}
 		for (size_t p = 0; p < c->xs->n_planes; p++) {
@@ -1291,11 +1336,27 @@ static void test_variant(void **state)
 	}
 
 	/* line order, thread ids, event order */
-	const Tensorflow__Profiler__XPlane *pa = a.cpu, *pb = b.cpu;
-	assert_int_equal(pa->n_lines, pb->n_lines);
+	const Tensorflow__Profiler__XPlane *pa = a.cpu;
+	/* autotune adds two lines (the compilations): b's others are a's */
+	const Tensorflow__Profiler__XLine **bl = calloc(b.cpu->n_lines + 1, sizeof *bl);
+	size_t nbl = 0, ncompile = 0, runs = 0;
+	for (size_t l = 0; l < b.cpu->n_lines; l++) {
+		if (!compile_line(b.cpu->lines[l])) {
+			bl[nbl++] = b.cpu->lines[l];
+			continue;
+		}
+		ncompile++;
+		for (size_t e = 0; e < b.cpu->lines[l]->n_events; e++)
+			runs += ends_with(event_name(b.cpu, b.cpu->lines[l]->events[e]->metadata_id),
+					 "GpuExecutable::ExecuteThunks");
+	}
+	assert_int_equal(ncompile, V("autotune") ? 2 : 0);
+	if (V("autotune"))
+		assert_true(runs >= 3);
+	assert_int_equal(pa->n_lines, nbl);
 	size_t host_unsorted = 0, dev_unsorted = 0;
-	for (size_t l = 0; l < pb->n_lines; l++)
-		host_unsorted += !line_sorted(pb->lines[l]);
+	for (size_t l = 0; l < nbl; l++)
+		host_unsorted += !line_sorted(bl[l]);
 	for (size_t p = 0; p < b.xs->n_planes; p++)
 		if (strncmp(b.xs->planes[p]->name, "/device:", 8) == 0)
 			for (size_t l = 0; l < b.xs->planes[p]->n_lines; l++)
@@ -1304,7 +1365,7 @@ static void test_variant(void **state)
 	int same_events = !V("new-client") && !V("capi") && !(V("events-after") && retries);
 	if (V("shuffle")) {
 		for (size_t l = 0; l < pa->n_lines; l++) {
-			const Tensorflow__Profiler__XLine *x = pa->lines[l], *y = pb->lines[pb->n_lines - 1 - l];
+			const Tensorflow__Profiler__XLine *x = pa->lines[l], *y = bl[nbl - 1 - l];
 			assert_int_equal(strcspn(x->name, "/"), strcspn(y->name, "/"));
 			assert_memory_equal(x->name, y->name, strcspn(x->name, "/"));
 			if (same_events)
@@ -1316,11 +1377,12 @@ static void test_variant(void **state)
 			assert_true(dev_unsorted >= 1); /* a kernel line */
 	} else {
 		for (size_t l = 0; l < pa->n_lines; l++) {
-			assert_string_equal(pa->lines[l]->name, pb->lines[l]->name);
-			assert_true(pa->lines[l]->id == pb->lines[l]->id);
+			assert_string_equal(pa->lines[l]->name, bl[l]->name);
+			assert_true(pa->lines[l]->id == bl[l]->id);
 		}
 		assert_int_equal(host_unsorted + dev_unsorted, 0);
 	}
+	free(bl);
 	/* the device planes' vendor */
 	for (size_t p = 0; p < b.xs->n_planes; p++)
 		if (strncmp(b.xs->planes[p]->name, "/device:GPU:", 12) == 0)

@@ -83,8 +83,11 @@ static void fold_runs(xpf_runtime *rt)
 
 /* Each compilation of a named function given the module of that name (base
  * name, pv->base) whose first execution comes first after it starts, of
- * those not given yet: the module it made.  None: it did not finish (a
- * successful compile leaves its module in the metadata). */
+ * those not given yet: the module it made.  Then a step compiled ahead and
+ * never called (jax.jit(f).lower(...).compile()): the compilations of f
+ * still without one take f's modules that never ran, earliest first.  None
+ * left: it did not finish (a successful compile leaves its module in the
+ * metadata). */
 static void give_modules(xpf_runtime *rt)
 {
 	struct xpf_rt_priv *pv = rt->priv;
@@ -98,22 +101,26 @@ static void give_modules(xpf_runtime *rt)
 		if (e->module >= 0 && (size_t)e->module < nm && e->start_ps < first[e->module])
 			first[e->module] = e->start_ps;
 	}
-	for (size_t i = 0; i < rt->ncompiles; i++) {
-		xpf_rt_compile *c = &rt->compiles[i];
-		if (c->function == NULL)
-			continue;
-		long best = -1;
-		for (size_t m = 0; m < nm; m++)
-			if (!given[m] && first[m] != INT64_MAX && first[m] >= c->start_ps &&
-			    strcmp(pv->base[m], c->function) == 0 &&
-			    (best < 0 || first[m] < first[best]))
-				best = (long)m;
-		if (best >= 0) {
-			given[best] = true;
-			c->module = (int32_t)best;
-			c->finished = true;
+	for (int never_ran = 0; never_ran < 2; never_ran++)
+		for (size_t i = 0; i < rt->ncompiles; i++) {
+			xpf_rt_compile *c = &rt->compiles[i];
+			if (c->function == NULL || c->module >= 0)
+				continue;
+			long best = -1;
+			for (size_t m = 0; m < nm; m++) {
+				bool ok = never_ran ?
+						  first[m] == INT64_MAX :
+						  first[m] != INT64_MAX && first[m] >= c->start_ps;
+				if (!given[m] && ok && strcmp(pv->base[m], c->function) == 0 &&
+				    (best < 0 || first[m] < first[best]))
+					best = (long)m;
+			}
+			if (best >= 0) {
+				given[best] = true;
+				c->module = (int32_t)best;
+				c->finished = true;
+			}
 		}
-	}
 	free(first);
 	free(given);
 }

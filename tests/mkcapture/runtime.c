@@ -30,6 +30,9 @@ const mk_variant mk_variants[] = {
 	  "host lines in reverse order with other thread ids; allocator and kernel lines' events written last first" },
 	{ "nvidia", MK_V_NVIDIA,
 	  "the device planes say device_vendor Nvidia, NVIDIA H100 80GB HBM3, compute capability 9.0" },
+	{ "autotune", MK_V_AUTOTUNE,
+	  "today's JAX's compilations: before each module's first call, a compile event on a python3 line and "
+	  "3 autotuner runs (bare [0] GpuExecutable::ExecuteThunks) on a tf_pjrt_compile_thread_pool line" },
 	{ "python-main", MK_V_PY_MAIN,
 	  "--job: the Python tracer's call tree on the main thread's line, its calls between the host "
 	  "events (post-processing merges /host:python-tracer into /host:CPU by thread)" },
@@ -220,6 +223,19 @@ void mk_py(mk_scn *s, const char *name, int64_t dur_ns)
 	a->dur_ns = dur_ns;
 	snprintf(a->name, sizeof a->name, "%s", name);
 	s->t += dur_ns + 1 * US;
+}
+
+#define RUN_NS (20 * US)
+
+void mk_compile(mk_scn *s, const char *fn, int runs, int64_t scratch)
+{
+	mk_act *a = new_act(s, ACT_COMPILE);
+	a->count = runs;
+	a->bytes = scratch;
+	a->dev = 0;
+	a->dur_ns = (runs + 2) * RUN_NS;
+	snprintf(a->name, sizeof a->name, "%s", fn);
+	s->t += a->dur_ns + 5 * US;
 }
 
 int mk_pytree(mk_scn *s, int64_t events, int64_t dur_ns)
@@ -791,7 +807,8 @@ static int bfc_fits(const bfc *a, int64_t req)
 
 typedef struct line_ctx {
 	mk_scn *s;
-	int role; /* 0 main thread, 1 device thread, 2 python, 3 device stream */
+	int role; /* 0 main thread, 1 device thread, 2 python, 3 device stream,
+		     4 python3 (compiles), 5 compile pool */
 	int dev;
 	rt_ids *ids;
 } line_ctx;
@@ -998,6 +1015,8 @@ static int on_main_line(const mk_act *x, int dev_line, int c_dev)
 		return x->leader || (dev_line && x->dev == c_dev);
 	case ACT_FREE:
 		return dev_line && x->dev == c_dev;
+	case ACT_COMPILE:
+		return dev_line && x->dev == c_dev && x->bytes > 0;
 	default:
 		return 0;
 	}
@@ -1009,6 +1028,7 @@ static int64_t main_act_end(const mk_scn *s, const mk_act *x)
 	case ACT_EXEC:
 		return x->t_ns + mk_exec_duration(s, x->module, x->fail_at, x->retry_ns);
 	case ACT_PUT:
+	case ACT_COMPILE:
 		return x->t_ns + x->dur_ns;
 	default:
 		return x->t_ns + 1 * US; /* a free: an instant */
@@ -1049,6 +1069,15 @@ static void gen_host(void *vctx, xp_emit *e)
 				emit_exec_main_part(s, e, c->ids, x, i);
 			if (dev_line && x->dev == c->dev)
 				emit_exec_device_part(s, e, &a, x);
+			break;
+		case ACT_COMPILE:
+			/* the autotuner's scratch, one buffer a run */
+			for (int64_t k = 0; dev_line && x->dev == c->dev && x->bytes > 0 && k < x->count;
+			     k++) {
+				int64_t t = x->t_ns + (k + 1) * RUN_NS;
+				int64_t off = bfc_alloc(&a, e, t + 1 * US, -1, x->bytes, NULL);
+				bfc_free_off(&a, e, t + RUN_NS - 1 * US, off, x->bytes);
+			}
 			break;
 		case ACT_FREE:
 			if (dev_line && x->dev == c->dev) {
@@ -1093,6 +1122,91 @@ static void gen_python(void *vctx, xp_emit *e)
 			span_id(e, EV(e, c->ids, E_PY_RERAISE), end + 2 * US, end + 8 * US);
 			xp_flush(e);
 		}
+	}
+}
+
+/* A compilation act x opens (ACT_COMPILE, or with the autotune variant the
+ * first call of a module, compiled just before it unless that would overlap
+ * the compilation before): its window, runs and function; 0: none. */
+#define COMPILE_LINE_TS 42400
+
+typedef struct compile_win {
+	int64_t t0, t1, runs;
+	const char *fn;
+} compile_win;
+
+static int compile_of(const mk_scn *s, const mk_act *x, char *seen, int64_t *last_end,
+		      compile_win *w)
+{
+	if (x->kind == ACT_COMPILE) {
+		*w = (compile_win){ x->t_ns, x->t_ns + x->dur_ns, x->count, x->name };
+	} else if ((s->variants & MK_V_AUTOTUNE) && x->kind == ACT_EXEC && x->leader &&
+		   !seen[x->module]) {
+		seen[x->module] = 1;
+		*w = (compile_win){ x->t_ns - 5 * RUN_NS - 2 * US, x->t_ns - 2 * US, 3,
+				    hb_name(s->mods[x->module].hb) };
+	} else {
+		return 0;
+	}
+	/* on lines based at the main line's base (COMPILE_LINE_TS): the
+	 * capture's time base, so that no figure moves */
+	if (w->t0 <= *last_end || w->t0 < COMPILE_LINE_TS + 2 * US)
+		return 0;
+	*last_end = w->t1;
+	return 1;
+}
+
+static int has_compiles(const mk_scn *s)
+{
+	if (s->variants & MK_V_AUTOTUNE)
+		return 1;
+	for (int i = 0; i < s->nacts; i++)
+		if (s->acts[i].kind == ACT_COMPILE)
+			return 1;
+	return 0;
+}
+
+/* The tf_pjrt_compile_thread_pool line: the autotuner's runs, each a bare
+ * [0] GpuExecutable::ExecuteThunks of a one-fusion module of its own. */
+static void gen_compile_pool(void *vctx, xp_emit *e)
+{
+	line_ctx *c = vctx;
+	char seen[MK_MAX_MODULES] = { 0 };
+	int64_t last_end = INT64_MIN, nacts = mk_nacts_total(c->s);
+	mk_act tmp;
+	compile_win w;
+	for (int64_t i = 0; i < nacts; i++) {
+		if (!compile_of(c->s, mk_act_at(c->s, i, &tmp), seen, &last_end, &w))
+			continue;
+		for (int64_t k = 0; k < w.runs; k++) {
+			int64_t t = w.t0 + (k + 1) * RUN_NS;
+			xp_ev_begin(e, "[0] GpuExecutable::ExecuteThunks", (t + 2 * US) * 1000,
+				    (RUN_NS - 4 * US) * 1000);
+			xp_st_str(e, "module_name", "gemm_fusion_dot.1");
+			span_id(e, name_id(e, c->ids, 0, "gemm_fusion_dot.1:XLA GPU module"), t + 3 * US,
+				t + RUN_NS - 3 * US);
+			span_id(e, name_id(e, c->ids, 0, "custom-call.1"), t + 4 * US, t + RUN_NS - 4 * US);
+		}
+		xp_flush(e);
+	}
+}
+
+/* The Python thread's side of each compilation (a line of its own here:
+ * the main line's events stay as they are). */
+static void gen_compile_py(void *vctx, xp_emit *e)
+{
+	line_ctx *c = vctx;
+	char seen[MK_MAX_MODULES] = { 0 }, name[160];
+	int64_t last_end = INT64_MIN, nacts = mk_nacts_total(c->s);
+	mk_act tmp;
+	compile_win w;
+	for (int64_t i = 0; i < nacts; i++) {
+		if (!compile_of(c->s, mk_act_at(c->s, i, &tmp), seen, &last_end, &w))
+			continue;
+		span_id(e, name_id(e, c->ids, 0, "backend_compile_and_load"), w.t0, w.t1);
+		snprintf(name, sizeof name, "PjRtCApiClient::CompileAndLoad(%s)", w.fn);
+		span_id(e, name_id(e, c->ids, 0, name), w.t0 + 1 * US, w.t1 - 1 * US);
+		xp_flush(e);
 	}
 }
 
@@ -1179,12 +1293,12 @@ int mk_write_xspace(mk_scn *s, FILE *f, uint64_t *bytes, uint64_t *events)
 {
 	w_sink out = { 0 };
 	uint64_t nev = 0;
-	line_ctx ctx[MK_MAX_DEVICES + 2];
-	xp_line lines[MK_MAX_DEVICES + 2];
-	char names[MK_MAX_DEVICES + 2][64];
+	line_ctx ctx[MK_MAX_DEVICES + 4];
+	xp_line lines[MK_MAX_DEVICES + 4];
+	char names[MK_MAX_DEVICES + 4][64];
 	int64_t end = s->t + 1000 * US;
 	const int shuffle = (s->variants & MK_V_SHUFFLE) != 0;
-	rt_ids *ids = calloc(MK_MAX_DEVICES + 2, sizeof *ids);
+	rt_ids *ids = calloc(MK_MAX_DEVICES + 4, sizeof *ids);
 	if (!ids)
 		abort();
 
@@ -1246,6 +1360,26 @@ int mk_write_xspace(mk_scn *s, FILE *f, uint64_t *bytes, uint64_t *events)
 		lines[n].gen = gen_python;
 		lines[n].ctx = &ctx[n];
 		n++;
+		if (has_compiles(s)) {
+			ctx[n] = (line_ctx){ s, 4, 0, &ids[n] };
+			memset(&lines[n], 0, sizeof lines[n]);
+			lines[n].id = 7050899146086073574ll;
+			lines[n].name = "python3";
+			lines[n].timestamp_ns = COMPILE_LINE_TS;
+			lines[n].duration_ps = (end - COMPILE_LINE_TS) * 1000;
+			lines[n].gen = gen_compile_py;
+			lines[n].ctx = &ctx[n];
+			n++;
+			ctx[n] = (line_ctx){ s, 5, 0, &ids[n] };
+			memset(&lines[n], 0, sizeof lines[n]);
+			lines[n].id = -1291378713894232851ll;
+			lines[n].name = "tf_pjrt_compile_thread_pool/-1291378713894232851";
+			lines[n].timestamp_ns = COMPILE_LINE_TS;
+			lines[n].duration_ps = (end - COMPILE_LINE_TS) * 1000;
+			lines[n].gen = gen_compile_pool;
+			lines[n].ctx = &ctx[n];
+			n++;
+		}
 		if (s->ndev > 1)
 			for (int d = 0; d < s->ndev; d++) {
 				int64_t tid = shuffle ? 140737354103552ll + 1048583ll * d * (d + 3)

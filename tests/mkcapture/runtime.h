@@ -33,7 +33,7 @@ typedef struct mk_modinfo {
 	hb_stats stats;
 } mk_modinfo;
 
-enum { ACT_PUT, ACT_EXEC, ACT_FREE, ACT_PY, ACT_PYTREE };
+enum { ACT_PUT, ACT_EXEC, ACT_FREE, ACT_PY, ACT_PYTREE, ACT_COMPILE };
 
 /* Variants (--variant): each changes only the shape of the events (names,
  * nesting, stats present, line order), never a figure: the allocator
@@ -49,6 +49,7 @@ enum {
 	MK_V_SHUFFLE = 1u << 5,           /* host lines reversed, other thread ids, events unordered */
 	MK_V_NVIDIA = 1u << 6,            /* the GPU planes an NVIDIA device's (vendor, name, compute cap) */
 	MK_V_PY_MAIN = 1u << 7,           /* --job: the Python tracer's events on the main thread's line */
+	MK_V_AUTOTUNE = 1u << 8,          /* each module compiled before its first call, with autotuner runs */
 };
 typedef struct mk_variant {
 	const char *name;
@@ -71,8 +72,8 @@ typedef struct mk_act {
 	int64_t retry_ns;
 	int64_t bytes;  /* PUT */
 	int handle;     /* PUT: new array; FREE: array freed; EXEC: first result */
-	int64_t count;  /* PYTREE: events */
-	char name[96];  /* PY: event name; PUT: shape */
+	int64_t count;  /* PYTREE: events; COMPILE: autotuner runs */
+	char name[96];  /* PY: event name; PUT: shape; COMPILE: the function (jit_f) */
 } mk_act;
 
 typedef struct mk_scn {
@@ -117,6 +118,15 @@ int mk_put(mk_scn *s, int dev, int64_t bytes, const char *shape);
 int mk_exec(mk_scn *s, int module, int fail_at, int64_t retry_ns);
 void mk_free(mk_scn *s, int handle);
 void mk_py(mk_scn *s, const char *name, int64_t dur_ns);
+/* A compilation of fn (the way today's JAX records one): a compile event
+ * on the Python thread (backend_compile_and_load > PjRtCApiClient::
+ * CompileAndLoad(fn)) and `runs` runs of XLA's GEMM autotuner on a
+ * tf_pjrt_compile_thread_pool line, each a bare [0] GpuExecutable::
+ * ExecuteThunks; with scratch > 0, each run's scratch buffer allocated on
+ * device 0 outside every execution, and freed after it.  No module comes
+ * of it: the scenario adds the module a compile makes, or none when the
+ * compile fails. */
+void mk_compile(mk_scn *s, const char *fn, int runs, int64_t scratch);
 int64_t mk_exec_duration(const mk_scn *s, int module, int fail_at, int64_t retry_ns);
 
 /* --scale: add the module jit_preprocess and a template step (a batch put

@@ -14,6 +14,7 @@ void mk_build_multi_host_prefetch(mk_scn *s, int host, int scale);
 void mk_build_eager(mk_scn *s, int host, int scale);
 void mk_build_retrace_oom(mk_scn *s, int host, int scale);
 void mk_build_retrace_oom_ambiguous(mk_scn *s, int host, int scale);
+void mk_build_compile_oom(mk_scn *s, int host, int scale);
 
 const mk_scenario mk_scenarios[] = {
 	{ "attention-too-big", 1, mk_build_attention_too_big,
@@ -44,5 +45,7 @@ const mk_scenario mk_scenarios[] = {
 	  "train_step recompiled for a larger last batch: jit_train_step(19) (one host name with (12)) OOMs on its temp block" },
 	{ "retrace-oom-ambiguous", 1, mk_build_retrace_oom_ambiguous,
 	  "retrace-oom with outputs that do not depend on the batch: the failed execution is ambiguous between (12) and (19)" },
+	{ "compile-oom", 1, mk_build_compile_oom,
+	  "retrace-oom as today's JAX fails it: the autotuner's scratch for the new shapes fills the pool while it compiles; no module (19)" },
 };
 const int mk_nscenarios = (int)(sizeof mk_scenarios / sizeof mk_scenarios[0]);

@@ -320,3 +320,37 @@ void mk_build_retrace_oom_ambiguous(mk_scn *s, int host, int scale)
 	(void)host;
 	retrace_run(s, scale, 0);
 }
+
+/* compile-oom: retrace-oom's program as today's JAX fails it.  The step
+ * runs three times as jit_train_step(12); then the larger last batch is put
+ * on the device (512 MiB, in use 1 GiB) and JAX compiles train_step for it:
+ * XLA's GEMM autotuner tries 4 kernels, each with a 1.5 GiB scratch buffer
+ * of the new shapes (in use 2.50 GiB = 89.6% of the pool), the fifth
+ * scratch request fails (not an event: XLA names it in the error) and the
+ * compilation stops: no module (19), no execution of it.  Figures:
+ * compile-oom.json. */
+void mk_build_compile_oom(mk_scn *s, int host, int scale);
+void mk_build_compile_oom(mk_scn *s, int host, int scale)
+{
+	(void)host;
+	mk_scn_init(s, "gpu-node-0", 1, MK_POOL_MEMORY, MK_POOL_CAPACITY);
+	s->scale = scale;
+	int m12 = retrace_step(s, 12, 8, 1);
+	mk_put(s, 0, 256 * MiB, "f32[8192,8192]");
+	mk_put(s, 0, 256 * MiB, "f32[8192,8192]");
+	for (int k = 0; k < 3; k++) {
+		int b = mk_put(s, 0, 256 * MiB, "f32[8,1024,8192]");
+		mk_py(s, "$train.py:52 train_loop", 30 * 1000);
+		mk_gap(s, 100 * 1000);
+		int r = mk_exec(s, m12, -1, 0);
+		mk_py(s, "$builtins float", 20 * 1000);
+		mk_free(s, r);
+		mk_free(s, r + 1);
+		mk_free(s, b);
+	}
+	mk_put(s, 0, 512 * MiB, "f32[16,1024,8192]");
+	mk_py(s, "$train.py:52 train_loop", 30 * 1000);
+	mk_gap(s, 200 * 1000);
+	mk_compile(s, "jit_train_step", 4, 1536 * MiB);
+	mk_py(s, "$profiler.py:213 stop_trace", 50 * 1000);
+}
