@@ -112,6 +112,32 @@ static const char *source_of(xpf_plan *p, const Xla__HloModuleProto *mod, const 
 	return xpf_plan_str(p, b->data);
 }
 
+/* A while loop's known trip count from its backend_config, JSON such as
+ * {"known_trip_count":{"n":"4"}} (XLA's WhileLoopBackendConfig); 0 when
+ * it has none. */
+static int64_t trip_count_of(const Xla__HloInstructionProto *in)
+{
+	static const char key[] = "\"known_trip_count\"";
+	const char *s = (const char *)in->backend_config.data;
+	size_t n = in->backend_config.len;
+	if (s == NULL || strcmp(in->opcode, "while") != 0)
+		return 0;
+	const char *k = memmem(s, n, key, sizeof key - 1);
+	if (k == NULL)
+		return 0;
+	const char *e = s + n, *q = k + sizeof key - 1;
+	const char *nk = memmem(q, (size_t)(e - q), "\"n\"", 3);
+	if (nk == NULL || nk - q > 8)
+		return 0;
+	q = nk + 3;
+	while (q < e && (*q == ':' || *q == ' ' || *q == '"'))
+		q++;
+	int64_t v = 0;
+	for (; q < e && *q >= '0' && *q <= '9' && v < INT64_MAX / 10 - 9; q++)
+		v = v * 10 + (*q - '0');
+	return v;
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -157,6 +183,7 @@ static void add_instr(xpf_plan *p, plan_src *s, instr_pass *ip, const Xla__HloCo
 	x->shape = xpf_plan_str(p, ip->b.data ? ip->b.data : "");
 	x->dtype = in->shape ? xpf_dtype_name(in->shape->element_type) : "";
 	x->fusion_kind = xpf_plan_str(p, in->fusion_kind);
+	x->trip_count = trip_count_of(in);
 	x->stack_frame_id = md ? md->stack_frame_id : 0;
 	x->source_line = md ? md->source_line : 0;
 	x->source_file = md ? xpf_plan_str(p, md->source_file) : "";
