@@ -184,6 +184,7 @@ static void add_instr(xpf_plan *p, plan_src *s, instr_pass *ip, const Xla__HloCo
 	x->dtype = in->shape ? xpf_dtype_name(in->shape->element_type) : "";
 	x->fusion_kind = xpf_plan_str(p, in->fusion_kind);
 	x->trip_count = trip_count_of(in);
+	x->order = -1;
 	x->stack_frame_id = md ? md->stack_frame_id : 0;
 	x->source_line = md ? md->source_line : 0;
 	x->source_file = md ? xpf_plan_str(p, md->source_file) : "";
@@ -268,6 +269,20 @@ static int index_instrs(xpf_plan *p, plan_src *s, xpf_arena *a, xpf_error *err)
 	return rc;
 }
 
+/* Each scheduled instruction's position in its computation's sequence. */
+static void schedule_order(xpf_plan *p, const Xla__HloModuleProto *mod)
+{
+	const Xla__HloScheduleProto *sc = mod->schedule;
+	for (size_t k = 0; sc && k < sc->n_sequences; k++) {
+		const Xla__HloScheduleProto__InstructionSequence *q = sc->sequences[k]->value;
+		for (size_t i = 0; q && i < q->n_instruction_ids; i++) {
+			const xpf_plan_instr *in = xpf_plan_instr_by_id(p, q->instruction_ids[i]);
+			if (in && in->order < 0)
+				p->instrs[in - p->instrs].order = (long)i;
+		}
+	}
+}
+
 const Xla__HloInstructionProto *xpf_plan_proto(plan_src *s, const xpf_plan_instr *in)
 {
 	size_t i = (size_t)(in - s->p->instrs);
@@ -300,6 +315,8 @@ int xpf_plan_build_parts(xpf_hlo *hlo, const char *module, uint64_t program_id, 
 	int rc = s.mod ? index_instrs(p, &s, a, err) : XPF_OK;
 	if (rc == XPF_OK) {
 		pv->instr_by_id = xpf_plan_index_instr_ids(p, a);
+		if (s.mod)
+			schedule_order(p, s.mod);
 		if (s.mod == NULL || s.ba == NULL) {
 			p->missing =
 				s.mod == NULL ?
