@@ -92,6 +92,20 @@ static inline long long xpf_h200_fact(const char *name, const char *key)
 	return r;
 }
 
+/* The BFC pool of <name>'s run: bytes_limit of its first memory stats
+ * (3,003,121,664 for every jax-h200 capture); -1 when absent. */
+static inline long long xpf_h200_pool(const char *name)
+{
+	char path[4200];
+	json_error_t je;
+	snprintf(path, sizeof path, "%s/%s.facts.json", xpf_h200_dir(), name);
+	json_t *j = json_load_file(path, 0, &je);
+	json_t *v = json_object_get(json_array_get(json_object_get(j, "stats"), 0), "bytes_limit");
+	long long r = json_is_integer(v) ? json_integer_value(v) : -1;
+	json_decref(j);
+	return r;
+}
+
 static inline void xpf_h200_cleanup(void)
 {
 	if (xpf_h200_have_tmp) {

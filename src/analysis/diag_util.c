@@ -31,3 +31,32 @@ const char *xpf_diag_tsl_human(uint64_t v, char out[32])
 	snprintf(out, 32, u == 0 ? "%.1Lf%s" : "%.2Lf%s", x, units[u]);
 	return out;
 }
+
+int xpf_diag_shape_dims(const char *shape, uint64_t dims[8])
+{
+	const char *p = shape ? strchr(shape, '[') : NULL;
+	int n = 0;
+	if (p == NULL || shape[0] == '(')
+		return 0;
+	p++;
+	while (*p && *p != ']' && n < 8) {
+		char *end;
+		unsigned long long v = strtoull(p, &end, 10);
+		if (end == p)
+			return 0;
+		dims[n++] = v;
+		p = end;
+		if (*p == ',')
+			p++;
+	}
+	return n;
+}
+
+bool xpf_diag_square_seq(const char *shape, uint64_t seq)
+{
+	uint64_t d[8];
+	int n = xpf_diag_shape_dims(shape, d);
+	if (n < 3 || d[n - 1] != d[n - 2])
+		return false;
+	return seq ? d[n - 1] == seq : d[n - 1] >= 128;
+}

@@ -29,7 +29,9 @@ static const struct doc docs[] = {
 	  "what failed and why first (plan-exceeds-pool, unexplained-oom, foreign-live-arrays, growth-per-execution,\n"
 	  "near-fit, temp-fragmentation), then the role and copy findings with their fixes, then evidence; when nothing\n"
 	  "failed and the plan fits, fits comes first and the rest are hints.\n"
-	  "fix lines follow, indented: `[inferred] fix: text`, then `saves <human> (<bytes> bytes); cost: ...`.\n"
+	  "fix lines follow, indented: `[inferred] fix: text`, then `saves <human> (<bytes> bytes); cost: ...`\n"
+	  "(`saves <low> to <high> (...)` for an estimate given as a range; its verdict says \"fits\" or\n"
+	  "\"not enough\" only where the whole range agrees, else \"it may fit\").\n"
 	  "The first line (`# ...`) names the capture, the focus module and the capacity with its source.\n"
 	  "Tags: read (stored in the capture's plan), measured (from runtime events), inferred (a heuristic or estimate).\n"
 	  "Codes (stable):\n"
@@ -46,6 +48,7 @@ static const struct doc docs[] = {
 	  "  temp-fragmentation   temp block - simulated heap peak >= 10% of the temp block and >= 64 MiB\n"
 	  "  param-layout-copy    layout-changing copies/transposes of entry parameters live at the peak (>= 1 MiB and >= 1% of it)\n"
 	  "  param-convert-copy   dtype-converted copies of entry parameters live at the peak (>= 1 MiB and >= 1% of it)\n"
+
 	  "  retrace              the focus module shares its name with a module of other entry parameter shapes (a recompile)\n"
 	  "  unexplained-oom      the capture shows an OOM (a retry, an execution that never launched) and no finding explains it\n"
 	  "  plan                 no capacity is known (a bare HloProto without --capacity): the need, its parts, the role split\n"
@@ -56,7 +59,8 @@ static const struct doc docs[] = {
 	  "  missing-runtime      no allocator events (or no executions): what is missing and how to capture it" },
 	{ "diagnosis.json",
 	  "the same findings: {\"capture\",\"module\",\"program_id\" (string),\"capacity_bytes\",\"capacity_tag\",\"capacity_source\",\n"
-	  "\"findings\":[{\"code\",\"tag\",\"module\",\"text\",\"figures\":{...},\"evidence\":[paths],\"fixes\":[{\"text\",\"saving_bytes\",\"cost\",\"tag\"}]}]};\n"
+	  "\"findings\":[{\"code\",\"tag\",\"module\",\"text\",\"figures\":{...},\"evidence\":[paths],\"fixes\":[{\"text\",\"saving_bytes\",\n"
+	  "\"saving_max_bytes\" (a range's upper end, when there is one),\"cost\",\"tag\"}]}]};\n"
 	  "keys sorted, indent 2; *_bytes and *_ns figures are integers, *_pct and ratio figures strings" },
 	{ "summary.txt",
 	  "host, devices (name, vendor, HBM), allocators (capacity, peaks), capacity with its source, modules by need (up to --top), executions, focus" },
