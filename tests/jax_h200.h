@@ -106,6 +106,23 @@ static inline long long xpf_h200_pool(const char *name)
 	return r;
 }
 
+/* XLA's peak_memory_in_bytes of the attn model at batch b (sizes-lm.json),
+ * -1 when it has none. */
+static inline long long xpf_h200_sizes_peak(long long b)
+{
+	char path[4200];
+	json_error_t je;
+	snprintf(path, sizeof path, "%s/sizes-lm.json", xpf_h200_dir());
+	json_t *j = json_load_file(path, 0, &je), *e;
+	size_t i;
+	long long r = -1;
+	json_array_foreach(j, i, e)
+		if (json_integer_value(json_object_get(e, "B")) == b)
+			r = json_integer_value(json_object_get(e, "peak_memory_in_bytes"));
+	json_decref(j);
+	return r;
+}
+
 static inline void xpf_h200_cleanup(void)
 {
 	if (xpf_h200_have_tmp) {

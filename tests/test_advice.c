@@ -255,6 +255,44 @@ static void test_lm_one_block(void **state)
 	close_rep(&p);
 }
 
+/* What fits: the builder's own need at every smaller batch (sequence)
+ * gives the largest that fits a capacity set between two of them; the
+ * range the diagnosis gives holds it. */
+static void test_lm_what_fits(void **state)
+{
+	(void)state;
+	long long need[9], peak, cap;
+	char spec[512];
+	const char *base = "layers=2,seq=256,dim=128,heads=4,vocab=1024";
+	for (int b = 1; b <= 8; b++) {
+		snprintf(spec, sizeof spec, "%s,batch=%d,capacity=1G", base, b);
+		if (lm(spec, &need[b], &peak) == NULL)
+			skip();
+	}
+	cap = (need[5] + need[6]) / 2; /* batch 5 fits, 6 does not */
+	snprintf(spec, sizeof spec, "%s,batch=8,capacity=%lld", base, cap);
+	struct rep p;
+	open_rep(&p, lm(spec, &need[0], &peak), 0);
+	json_t *f = need_finding(&p, "plan-exceeds-pool");
+	assert_int_equal(fig(f, "batch"), 8);
+	assert_true(fig(f, "largest_batch_min") <= 5 && fig(f, "largest_batch_max") >= 5);
+	assert_true(fig(f, "largest_batch_max") - fig(f, "largest_batch_min") <= 2);
+	close_rep(&p);
+	/* the sequence, in steps of 32 at S 512: 320 fits, 352 does not */
+	long long n320, n352;
+	base = "layers=2,batch=2,dim=128,heads=4,vocab=1024";
+	snprintf(spec, sizeof spec, "%s,seq=320,capacity=1G", base);
+	assert_non_null(lm(spec, &n320, &peak));
+	snprintf(spec, sizeof spec, "%s,seq=352,capacity=1G", base);
+	assert_non_null(lm(spec, &n352, &peak));
+	snprintf(spec, sizeof spec, "%s,seq=512,capacity=%lld", base, (n320 + n352) / 2);
+	open_rep(&p, lm(spec, &need[0], &peak), 0);
+	f = need_finding(&p, "plan-exceeds-pool");
+	assert_int_equal(fig(f, "sequence"), 512);
+	assert_true(fig(f, "largest_sequence_min") <= 320 && fig(f, "largest_sequence_max") >= 320);
+	close_rep(&p);
+}
+
 /* ---- the real captures ---------------------------------------------------- */
 
 /* convert (scen.py): 12 f32[4096,4096] weights `ws` cast to bf16 inside
@@ -336,11 +374,55 @@ static void test_real_remat_scan(void **state)
 	close_rep(&p);
 }
 
+/* attn (S 2048) -> attn-half (S 1024). */
+static void test_real_half_sequence(void **state)
+{
+	(void)state;
+	check_pair("attn", "attn-half", "mostly-forward", "halve the sequence length");
+}
+
 /* adam-nodonate -> adam-donate (donate_argnums=(0, 1): ws and opt). */
 static void test_real_donation(void **state)
 {
 	(void)state;
 	check_pair("adam-nodonate", "adam-donate", "no-donation", "donate");
+}
+
+/* What fits, against sizes-lm.json (XLA's figures of the attn model at
+ * batch 1 to 3, S 2048): batch 2 fits (2,699,444,436 B of the pool's
+ * 3,003,121,664), batch 3 (2,946,523,348) only because XLA's own
+ * rematerialization squeezed it (the README there): the largest batch
+ * that fits is 2 to 3.  Halving the batch (4 -> 2) is a fix pair too. */
+static void test_real_what_fits(void **state)
+{
+	(void)state;
+	const char *path = xpf_h200("attn");
+	if (path == NULL)
+		skip();
+	long long pool = xpf_h200_pool("attn"), largest = 0;
+	for (long long b = 1; b <= 4; b++) {
+		long long peak = b == 4 ? xpf_h200_fact("attn", "peak_memory_in_bytes") : xpf_h200_sizes_peak(b);
+		assert_true(peak > 0);
+		if (peak <= pool)
+			largest = b;
+	}
+	assert_int_equal(largest, 3);
+	struct rep p;
+	open_rep(&p, path, 0);
+	json_t *f = need_finding(&p, "plan-exceeds-pool");
+	assert_int_equal(fig(f, "batch"), 4);
+	assert_int_equal(fig(f, "largest_batch_max"), largest);
+	assert_int_equal(fig(f, "largest_batch_min"), largest - 1);
+	assert_contains(cat(&p, "diagnosis.txt"), "\n    largest batch that fits: 2 to 3 (");
+	assert_int_equal(fig(f, "sequence"), 2048);
+	/* attn-half: S 1024 fits */
+	assert_true(xpf_h200_fact("attn-half", "peak_memory_in_bytes") <= pool);
+	assert_true(fig(f, "largest_sequence_max") >= 1024);
+	json_t *x = fix_with(need_finding(&p, "mostly-forward"), "halve the micro-batch");
+	long long b2 = xpf_h200_sizes_peak(2);
+	assert_within_25("attn batch 4 -> 2", saving(x), xpf_h200_fact("attn", "peak_memory_in_bytes") - b2);
+	assert_verdict("attn batch 4 -> 2", x, b2, pool);
+	close_rep(&p);
 }
 
 static int cleanup(void **state)
@@ -361,12 +443,15 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lm_remat),
 		cmocka_unit_test(test_lm_one_block),
+		cmocka_unit_test(test_lm_what_fits),
 	};
 	const struct CMUnitTest real[] = {
 		cmocka_unit_test(test_real_convert),
 		cmocka_unit_test(test_real_remat_loop),
 		cmocka_unit_test(test_real_remat_scan),
+		cmocka_unit_test(test_real_half_sequence),
 		cmocka_unit_test(test_real_donation),
+		cmocka_unit_test(test_real_what_fits),
 	};
 	bool want_real;
 	int rc = xpf_test_group(argc, argv, &want_real);

@@ -103,6 +103,30 @@ typedef struct xpf_diag_blocks {
 } xpf_diag_blocks;
 void xpf_diag_find_blocks(const xpf_plan *p, xpf_diag_blocks *out);
 
+/* diag_scale.c: the batch B and sequence length S of the step and what
+ * at the heap peak scales with them (SPEC 5.3 "What fits"). */
+typedef struct xpf_diag_scale {
+	uint64_t batch, seq;             /* B and S; 0 where no input shows them */
+	const xpf_plan_param *input;     /* the data input B is read from */
+	const xpf_plan_param *seq_input; /* the one S is read from */
+	uint64_t fwd, fwd_sq;            /* forward-kept activations at the peak, their S*S ones */
+	uint64_t act, act_sq;            /* every activation at the peak, its S*S ones */
+	uint64_t need;
+} xpf_diag_scale;
+void xpf_diag_find_scale(const xpf_plan *p, xpf_diag_scale *s);
+/* What leaves when the batch (seq false) or the sequence becomes num/den
+ * of what it is: *lo the forward-kept activations' share, *hi every
+ * activation's. */
+void xpf_diag_scale_saving(const xpf_diag_scale *s, bool seq, uint64_t num, uint64_t den,
+			   uint64_t *lo, uint64_t *hi);
+/* The largest batch / sequence length whose need fits cap: *lo by the
+ * forward-kept estimate, *hi by every activation's; 0 when none does. */
+void xpf_diag_largest_batch(const xpf_diag_scale *s, uint64_t cap, uint64_t *lo, uint64_t *hi);
+void xpf_diag_largest_seq(const xpf_diag_scale *s, uint64_t cap, uint64_t *lo, uint64_t *hi);
+/* The "largest batch that fits: ..." clauses (and figures) of a step that
+ * exceeds its capacity, appended to b. */
+void xpf_diag_what_fits(const xpf_diag_ctx *c, xpf_finding *f, xpf_buf *b);
+
 /* Text helpers (diag_util.c). */
 /* The dimensions of "f32[8,8,1024,1024]{3,2,1,0}"; their count (<= 8), 0
  * for a tuple, a scalar or an unreadable shape. */

@@ -188,24 +188,28 @@ static void remat_fix(xpf_diag_ctx *c, xpf_finding *f, uint64_t rb)
 static void forward_fixes(xpf_diag_ctx *c, xpf_finding *f, uint64_t rb, uint64_t sq)
 {
 	const xpf_plan *p = c->p;
-	uint64_t need = p->need_bytes;
-	char h1[32], h2[32], h3[32];
+	uint64_t need = p->need_bytes, lo, hi;
+	char h1[32], h2[32], h3[32], h4[32];
+	xpf_diag_scale sc;
 	remat_fix(c, f, rb);
-	uint64_t s;
-	s = rb / 2;
-	xpf_diag_addfix(c, f, s, xpf_sub0(need, s),
-			"twice the steps per update (same result with gradient accumulation)",
-			"halve the micro-batch and accumulate gradients over 2 micro-batches: activations scale with the batch, saving about %s",
-			xpf_human(s, h1));
-	s = sq / 4 * 3 + (rb - sq) / 2;
-	if (sq)
-		xpf_diag_addfix(c, f, s, xpf_sub0(need, s), "fewer tokens of context per step",
-				"halve the sequence length: S*S buffers shrink 4x (%s -> %s) and the rest of the activations 2x, saving about %s",
-				xpf_human(sq, h1), xpf_human(sq / 4, h2), xpf_human(s, h3));
+	/* SPEC 5.3 (what fits): halving the batch or the sequence is a range,
+	 * the forward-kept activations' share up to every activation's */
+	xpf_diag_find_scale(p, &sc);
+	xpf_diag_scale_saving(&sc, false, 1, 2, &lo, &hi);
+	xpf_diag_addfix_range(c, f, lo, hi, need,
+			      "twice the steps per update (same result with gradient accumulation)",
+			      "halve the micro-batch and accumulate gradients over 2 micro-batches: activations scale with the batch, saving %s to %s",
+			      xpf_human(lo, h1), xpf_human(hi, h2));
+	xpf_diag_scale_saving(&sc, true, 1, 2, &lo, &hi);
+	if (sc.act_sq)
+		xpf_diag_addfix_range(c, f, lo, hi, need, "fewer tokens of context per step",
+				      "halve the sequence length: S*S buffers shrink 4x (%s -> %s) and the rest of the activations 2x, saving %s to %s",
+				      xpf_human(sc.act_sq, h1), xpf_human(sc.act_sq / 4, h2),
+				      xpf_human(lo, h3), xpf_human(hi, h4));
 	else
-		xpf_diag_addfix(c, f, s, xpf_sub0(need, s), "fewer tokens of context per step",
-				"halve the sequence length: the activations shrink 2x, saving about %s",
-				xpf_human(s, h3));
+		xpf_diag_addfix_range(c, f, lo, hi, need, "fewer tokens of context per step",
+				      "halve the sequence length: the activations shrink 2x, saving %s to %s",
+				      xpf_human(lo, h3), xpf_human(hi, h4));
 	if (sq)
 		xpf_diag_addfix(c, f, sq, xpf_sub0(need, sq),
 				"a fused-attention kernel must exist for the shapes and dtype",
