@@ -255,6 +255,44 @@ static void test_lm_one_block(void **state)
 	close_rep(&p);
 }
 
+/* Silent upcasts: bf16 parameters whose scores a float64 scalar makes f32
+ * at scen.py:77 (as in lm-bf16-nopre), at other layer counts: the f32
+ * scores of every layer, B*H*S*S*4 bytes each, named at that line.  bf16
+ * without the upcast, or f32 parameters: no silent-upcast, and "cast q, k,
+ * v to bf16" only where they are f32 for real. */
+static void test_lm_upcast(void **state)
+{
+	(void)state;
+	static const int layers[] = { 2, 5 };
+	for (size_t i = 0; i < 2; i++) {
+		long long need, peak, cap;
+		char shape[256];
+		snprintf(shape, sizeof shape, "layers=%d,dtype=bf16,upcast,batch=4,seq=512,dim=256,heads=4",
+			 layers[i]);
+		const char *path = lm_short(shape, &need, &peak, &cap);
+		if (path == NULL)
+			skip();
+		struct rep p;
+		open_rep(&p, path, 0);
+		json_t *f = need_finding(&p, "silent-upcast");
+		assert_contains(text(f), "scen.py:77");
+		assert_int_equal(fig(f, "f32_count"), layers[i]);
+		assert_int_equal(fig(f, "f32_bytes"), layers[i] * 4ll * 4 * 512 * 512 * 4);
+		assert_null(strstr(cat(&p, "diagnosis.txt"), "cast q, k, v"));
+		close_rep(&p);
+	}
+	long long need, peak, cap;
+	struct rep p;
+	open_rep(&p, lm_short("layers=3,dtype=bf16,batch=4,seq=512,dim=256,heads=4", &need, &peak, &cap), 0);
+	assert_null(finding(&p, "silent-upcast"));
+	assert_null(strstr(cat(&p, "diagnosis.txt"), "cast q, k, v"));
+	close_rep(&p);
+	open_rep(&p, lm_short("layers=3,batch=4,seq=512,dim=256,heads=4", &need, &peak, &cap), 0);
+	assert_null(finding(&p, "silent-upcast"));
+	assert_contains(cat(&p, "diagnosis.txt"), "cast q, k, v to bf16");
+	close_rep(&p);
+}
+
 /* What fits: the builder's own need at every smaller batch (sequence)
  * gives the largest that fits a capacity set between two of them; the
  * range the diagnosis gives holds it. */
@@ -425,6 +463,29 @@ static void test_real_what_fits(void **state)
 	close_rep(&p);
 }
 
+/* lm-bf16-nopre: bf16 parameters, yet the S x S scores are f32: `/
+ * np.sqrt(dh)` promotes them at scen.py:77 (README); 5 of its 6 layers'
+ * f32[B*H, S, S] = f32[32,2048,2048] at least are at the peak.  No advice
+ * to cast to bf16 what is bf16.  attn (f32 parameters): no upcast. */
+static void test_real_upcast(void **state)
+{
+	(void)state;
+	const char *path = xpf_h200("lm-bf16-nopre");
+	if (path == NULL)
+		skip();
+	struct rep p;
+	open_rep(&p, path, 0);
+	json_t *f = need_finding(&p, "silent-upcast");
+	assert_contains(text(f), "scen.py:77");
+	assert_contains(text(f), "f32[32,2048,2048]");
+	assert_true(fig(f, "f32_bytes") >= 5ll * 32 * 2048 * 2048 * 4);
+	assert_null(strstr(cat(&p, "diagnosis.txt"), "cast q, k, v"));
+	close_rep(&p);
+	open_rep(&p, xpf_h200("attn"), 0);
+	assert_null(finding(&p, "silent-upcast"));
+	close_rep(&p);
+}
+
 static int cleanup(void **state)
 {
 	(void)state;
@@ -443,6 +504,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_lm_remat),
 		cmocka_unit_test(test_lm_one_block),
+		cmocka_unit_test(test_lm_upcast),
 		cmocka_unit_test(test_lm_what_fits),
 	};
 	const struct CMUnitTest real[] = {
@@ -452,6 +514,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_real_half_sequence),
 		cmocka_unit_test(test_real_donation),
 		cmocka_unit_test(test_real_what_fits),
+		cmocka_unit_test(test_real_upcast),
 	};
 	bool want_real;
 	int rc = xpf_test_group(argc, argv, &want_real);

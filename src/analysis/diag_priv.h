@@ -65,6 +65,8 @@ void xpf_rule_donation(xpf_diag_ctx *c);                             /* no-donat
 void xpf_rule_param_copies(xpf_diag_ctx *c, enum xpf_dup_kind kind); /* param-*-copy */
 void xpf_rule_remat_frag(xpf_diag_ctx *c); /* xla-remat, temp-fragmentation */
 void xpf_rule_retrace(xpf_diag_ctx *c);
+/* diag_rules_dtype.c: silent-upcast. */
+void xpf_rule_upcast(xpf_diag_ctx *c);
 /* diag_rules_runtime.c: what the runtime shows holding memory (these and
  * allocator-retry, never-launched only with allocator events). */
 void xpf_rule_growth(xpf_diag_ctx *c);       /* growth-per-execution */
@@ -131,6 +133,9 @@ void xpf_diag_what_fits(const xpf_diag_ctx *c, xpf_finding *f, xpf_buf *b);
 /* The dimensions of "f32[8,8,1024,1024]{3,2,1,0}"; their count (<= 8), 0
  * for a tuple, a scalar or an unreadable shape. */
 int xpf_diag_shape_dims(const char *shape, uint64_t dims[8]);
+/* The floating dtype holding most of the entry parameters' bytes ("bf16"),
+ * "" when none. */
+const char *xpf_diag_param_dtype(const xpf_plan *p);
 /* Is the buffer B*H*S*S-like: its last two dimensions S (S 0: equal and
  * at least 128)? */
 bool xpf_diag_square_seq(const char *shape, uint64_t seq);

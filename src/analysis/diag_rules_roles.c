@@ -48,6 +48,19 @@ static bool sq_f32(const xpf_plan *p, enum xpf_role role)
 	return false;
 }
 
+/* What the fused-attention fix says of the dtype: the cuDNN kernel takes
+ * bf16/fp16; f32 scores of f32 parameters need q, k, v cast, but f32
+ * scores of bf16 parameters come from a promotion (silent-upcast). */
+static const char *fused_dtype_words(const xpf_plan *p)
+{
+	if (!sq_f32(p, XPF_PLAN_ROLE_FORWARD))
+		return "";
+	const char *dt = xpf_diag_param_dtype(p);
+	if (strcmp(dt, "bf16") == 0 || strcmp(dt, "f16") == 0)
+		return "; they are f32 although the parameters are low precision (a promotion: see silent-upcast), and the cuDNN kernel takes bf16/fp16: keep the scores in the parameters' dtype first";
+	return "; they are f32 here, and the cuDNN kernel takes bf16/fp16: cast q, k, v to bf16 first";
+}
+
 /* One peak row of a role, keyed for grouping by shape and source. */
 struct group_key {
 	const char *shape, *source;
@@ -214,10 +227,7 @@ static void forward_fixes(xpf_diag_ctx *c, xpf_finding *f, uint64_t rb, uint64_t
 		xpf_diag_addfix(c, f, sq, xpf_sub0(need, sq),
 				"a fused-attention kernel must exist for the shapes and dtype",
 				"use fused attention (jax.nn.dot_product_attention(..., implementation='cudnn')) and check that the B*H*S*S buffers (%s) leave the plan%s",
-				xpf_human(sq, h1),
-				sq_f32(p, XPF_PLAN_ROLE_FORWARD) ?
-					"; they are f32 here, and the cuDNN kernel takes bf16/fp16: cast q, k, v to bf16 first" :
-					"");
+				xpf_human(sq, h1), fused_dtype_words(p));
 }
 
 /* Backward bytes rb: shard, accumulate, or keep the gradients in bf16. */

@@ -60,3 +60,18 @@ bool xpf_diag_square_seq(const char *shape, uint64_t seq)
 		return false;
 	return seq ? d[n - 1] == seq : d[n - 1] >= 128;
 }
+
+const char *xpf_diag_param_dtype(const xpf_plan *p)
+{
+	static const char *const floats[] = { "f32", "bf16", "f16", "f64" };
+	uint64_t bytes[4] = { 0 };
+	int best = -1;
+	for (size_t i = 0; i < p->nparams; i++)
+		for (int k = 0; k < 4; k++)
+			if (strcmp(p->params[i].dtype, floats[k]) == 0)
+				bytes[k] += p->params[i].bytes;
+	for (int k = 0; k < 4; k++)
+		if (bytes[k] && (best < 0 || bytes[k] > bytes[best]))
+			best = k;
+	return best < 0 ? "" : floats[best];
+}

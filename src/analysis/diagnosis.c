@@ -52,6 +52,7 @@ static const char *const code_order[] = {
 	"no-donation",
 	"param-layout-copy",
 	"param-convert-copy",
+	"silent-upcast",
 	"retrace",
 	"allocator-retry",
 	"never-launched",
@@ -555,6 +556,7 @@ static void run_rules(xpf_diag_ctx *c)
 	xpf_rule_donation(c);
 	xpf_rule_param_copies(c, XPF_DUP_LAYOUT);
 	xpf_rule_param_copies(c, XPF_DUP_CONVERT);
+	xpf_rule_upcast(c);
 	xpf_rule_remat_frag(c);
 	xpf_rule_retrace(c);
 	if (c->rt != NULL && c->rt->has_events) {

@@ -49,7 +49,8 @@ static const struct doc docs[] = {
 	  "  temp-fragmentation   temp block - simulated heap peak >= 10% of the temp block and >= 64 MiB\n"
 	  "  param-layout-copy    layout-changing copies/transposes of entry parameters live at the peak (>= 1 MiB and >= 1% of it)\n"
 	  "  param-convert-copy   dtype-converted copies of entry parameters live at the peak (>= 1 MiB and >= 1% of it)\n"
-
+	  "  silent-upcast        bf16/f16 parameters, yet a line where the forward pass converts to f32 makes f32 buffers\n"
+	  "                       at the peak (>= 10% of it): a float64 scalar or an f32 constant promotes the computation\n"
 	  "  retrace              the focus module shares its name with a module of other entry parameter shapes (a recompile)\n"
 	  "  unexplained-oom      the capture shows an OOM (a retry, an execution that never launched) and no finding explains it\n"
 	  "  plan                 no capacity is known (a bare HloProto without --capacity): the need, its parts, the role split\n"
