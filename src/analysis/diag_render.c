@@ -148,13 +148,18 @@ static void clauses(const char *t, size_t col, const char *indent, xpf_buf *out)
 /* A fix of f: its text's clauses, its saving and cost (indent: f's). */
 static void fix_lines(const xpf_diag_fix *x, const char *indent, xpf_buf *out)
 {
-	char h1[32], deeper[64];
+	char h1[32], h2[32], deeper[64];
 	size_t mark;
 	snprintf(deeper, sizeof deeper, "%s    ", indent);
 	xpf_buf_printf(out, "%s    [inferred] fix: ", indent);
 	clauses(x->text, strlen(deeper) + strlen("[inferred] fix: "), deeper, out);
 	mark = out->len;
-	if (x->saving_bytes) /* a fix that saves nothing says what it does in its text */
+	if (x->saving_max_bytes) /* an estimate's range */
+		xpf_buf_printf(out, "\n%s        saves %s to %s (%llu to %llu bytes); cost: ", indent,
+			       xpf_human(x->saving_bytes, h1), xpf_human(x->saving_max_bytes, h2),
+			       (unsigned long long)x->saving_bytes,
+			       (unsigned long long)x->saving_max_bytes);
+	else if (x->saving_bytes) /* a fix that saves nothing says what it does in its text */
 		xpf_buf_printf(out, "\n%s        saves %s (%llu bytes); cost: ", indent,
 			       xpf_human(x->saving_bytes, h1), (unsigned long long)x->saving_bytes);
 	else
@@ -277,6 +282,9 @@ json_t *xpf_diag_json(xpf_host *h, const xpf_diagnosis *d)
 			json_t *x = json_object();
 			json_object_set_new(x, "text", json_string(f->fixes[j].text));
 			json_object_set_new(x, "saving_bytes", jint(f->fixes[j].saving_bytes));
+			if (f->fixes[j].saving_max_bytes)
+				json_object_set_new(x, "saving_max_bytes",
+						    jint(f->fixes[j].saving_max_bytes));
 			json_object_set_new(x, "cost", json_string(f->fixes[j].cost));
 			json_object_set_new(x, "tag", json_string("inferred"));
 			json_array_append_new(fx, x);

@@ -149,6 +149,7 @@ static void rule_exceeds(xpf_diag_ctx *c)
 	xpf_finding *f = xpf_diag_add(c, "plan-exceeds-pool", verdict_tag(c), d->module);
 	const xpf_plan_alloc *fr = xpf_diag_failed_request(c);
 	exceeds_text(c, fr, &b);
+	xpf_diag_what_fits(c, f, &b);
 	xpf_diag_text(f, &b);
 	xpf_diag_num(f, "need_bytes", need);
 	xpf_diag_num(f, "capacity_bytes", cap);

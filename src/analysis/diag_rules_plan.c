@@ -129,18 +129,35 @@ void xpf_rule_donation(xpf_diag_ctx *c)
 /* ---- param-layout-copy / param-convert-copy ------------------------------ */
 
 /* The copies of one kind live at the heap peak, and the parameters they
- * copy (each once). */
+ * copy (each once).  A copy that borrows an output allocation (it lives
+ * there until the output is written) takes no memory of its own: it
+ * counts at the peak, but only the others would be saved by not making
+ * it. */
 struct copies {
 	uint64_t bytes, pbytes; /* the copies', the parameters' */
-	size_t count, nparams;
+	uint64_t borrowed;      /* the copies' in output allocations */
+	uint64_t biggest_temp;  /* the largest copy in temp */
+	size_t count, nparams, nborrowed;
 	bool hoisted;        /* one is made in the entry computation */
 	const char *example; /* a copy's instruction name, or NULL */
-	xpf_buf params;      /* "3{} f32[8,128], ..." the first five */
+	xpf_buf params;      /* "ws[0] f32[8,128], ..." the first five */
 };
 
 static bool copy_at_peak(const xpf_plan_dup *x, enum xpf_dup_kind kind)
 {
 	return x->kind == kind && x->at_peak && x->buffer != NULL;
+}
+
+/* The parameter as the capture names it (its op_name: `ws[0]`), else its
+ * HLO number and shape index. */
+static void put_param(xpf_buf *b, const xpf_plan_param *x)
+{
+	if (x->instr && x->instr->op_name[0])
+		xpf_buf_text(b, x->instr->op_name);
+	else
+		xpf_buf_printf(b, "%lld%s", (long long)x->number, x->shape_index);
+	xpf_buf_addc(b, ' ');
+	xpf_diag_put_shape(b, x->shape);
 }
 
 static struct copies sum_copies(const xpf_plan *p, enum xpf_dup_kind kind)
@@ -152,6 +169,12 @@ static struct copies sum_copies(const xpf_plan *p, enum xpf_dup_kind kind)
 			continue;
 		s.count++;
 		s.bytes += x->buffer->bytes;
+		if (p->allocs[x->buffer->alloc].kind == XPF_KIND_OUTPUT) {
+			s.borrowed += x->buffer->bytes;
+			s.nborrowed++;
+		} else if (x->buffer->bytes > s.biggest_temp) {
+			s.biggest_temp = x->buffer->bytes;
+		}
 		if (x->buffer->instr) {
 			s.hoisted |= x->buffer->instr->in_entry;
 			if (s.example == NULL)
@@ -164,9 +187,8 @@ static struct copies sum_copies(const xpf_plan *p, enum xpf_dup_kind kind)
 			continue;
 		s.pbytes += x->param->bytes;
 		if (s.nparams < 5) {
-			xpf_buf_printf(&s.params, "%s%lld%s ", s.nparams ? ", " : "",
-				       (long long)x->param->number, x->param->shape_index);
-			xpf_diag_put_shape(&s.params, x->param->shape);
+			xpf_buf_adds(&s.params, s.nparams ? ", " : "");
+			put_param(&s.params, x->param);
 		}
 		s.nparams++;
 	}
@@ -193,6 +215,10 @@ static void copies_text(const struct copies *s, bool layout, bool loop, xpf_buf 
 			       s->count, s->count == 1 ? "y" : "ies", s->example ? s->example : "?",
 			       xpf_human(s->bytes, h1), params, xpf_human(s->pbytes, h2),
 			       s->hoisted ? "; converted in bulk in the entry computation" : "");
+	if (s->nborrowed)
+		xpf_buf_printf(b,
+			       "; %zu of them (%s) sit in output allocations until the outputs are written there, so they take no memory of their own",
+			       s->nborrowed, xpf_human(s->borrowed, h1));
 }
 
 static void layout_fixes(xpf_diag_ctx *c, xpf_finding *f, uint64_t bytes, bool loop)
@@ -220,31 +246,31 @@ static void convert_fixes(xpf_diag_ctx *c, xpf_finding *f, const struct copies *
 {
 	const xpf_plan *p = c->p;
 	uint64_t need = p->need_bytes, bytes = s->bytes, pbytes = s->pbytes;
-	char h1[32], h2[32], h3[32], h4[32];
-	/* SPEC 5.3: the copies go, and the parameters themselves shrink
-	 * to the copies' dtype (f32 -> bf16: half): pbytes in all */
-	if (pbytes > bytes)
-		xpf_diag_addfix(c, f, pbytes, xpf_sub0(need, pbytes),
+	uint64_t temp = bytes - s->borrowed; /* what the copies take of their own */
+	char h1[32], h2[32], h3[32];
+	/* SPEC 5.3: the copies in temp go, and the parameters themselves
+	 * shrink to the copies' dtype (f32 -> bf16: half) */
+	if (pbytes > bytes) {
+		uint64_t sv = pbytes - bytes + temp;
+		xpf_diag_addfix(c, f, sv, xpf_sub0(need, sv),
 				"lower-precision master weights, or an f32 copy kept on the host",
-				"keep the parameters in the compute dtype, saving %s; the %s of converted copies are not needed, and the parameters shrink from %s to %s",
-				xpf_human(pbytes, h1), xpf_human(bytes, h2), xpf_human(pbytes, h3),
-				xpf_human(bytes, h4));
-	else
-		xpf_diag_addfix(c, f, bytes, xpf_sub0(need, bytes),
+				"keep the parameters in the compute dtype, saving %s: they shrink from %s to %s%s",
+				xpf_human(sv, h1), xpf_human(pbytes, h2), xpf_human(bytes, h3),
+				temp ? ", and the converted copies in the temp block go" : "");
+	} else if (temp) {
+		xpf_diag_addfix(c, f, temp, xpf_sub0(need, temp),
 				"lower-precision master weights, or an f32 copy kept on the host",
-				"keep the parameters in the compute dtype, so the %s of converted copies are not needed",
-				xpf_human(bytes, h1));
-	uint64_t biggest = 0;
-	for (size_t i = 0; i < p->ndups; i++)
-		if (copy_at_peak(&p->dups[i], XPF_DUP_CONVERT) && p->dups[i].buffer->bytes > biggest)
-			biggest = p->dups[i].buffer->bytes;
-	if (s->count > 1)
-		xpf_diag_addfix(c, f, bytes - biggest, xpf_sub0(need, bytes - biggest),
+				"keep the parameters in the compute dtype, so the %s of converted copies in the temp block are not needed",
+				xpf_human(temp, h1));
+	}
+	uint64_t sv = temp - s->biggest_temp;
+	if (s->count - s->nborrowed > 1)
+		xpf_diag_addfix(c, f, sv, xpf_sub0(need, sv),
 				loop ? "a convert per use inside the loop (cheap, memory-bound)" :
 				       "a convert per use (cheap, memory-bound)",
 				loop ? "convert each layer's slice inside the loop body instead of in one block up front, saving about %s; only one converted layer is live at a time; XLA hoists a convert of a loop-invariant operand, so convert the slice, not the whole parameter" :
 				       "convert each parameter (or layer slice) just before its use instead of in one block up front, saving about %s; only one converted copy is live at a time",
-				xpf_human(bytes - biggest, h1));
+				xpf_human(sv, h1));
 }
 
 /* Does the module have a while loop?  The loop wording (live for the whole
@@ -282,8 +308,9 @@ void xpf_rule_param_copies(xpf_diag_ctx *c, enum xpf_dup_kind kind)
 	xpf_diag_num(f, "parameters_bytes", s.pbytes);
 	xpf_diag_evidence(f, "modules/%s/peak_buffers.tsv", c->dir);
 	xpf_diag_evidence(f, "modules/%s/instructions.tsv", c->dir);
+	xpf_diag_num(f, "borrowed_bytes", s.borrowed);
 	if (layout)
-		layout_fixes(c, f, s.bytes, loop);
+		layout_fixes(c, f, s.bytes - s.borrowed, loop);
 	else
 		convert_fixes(c, f, &s, loop);
 	xpf_buf_release(&s.params);

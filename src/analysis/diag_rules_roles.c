@@ -8,35 +8,6 @@
 #include "analysis/diag_priv.h"
 #include "common/alloc.h"
 
-/* Dimensions of "f32[8,8,1024,1024]{3,2,1,0}"; returns their count (<= 8). */
-static int shape_dims(const char *shape, uint64_t dims[8])
-{
-	const char *p = shape ? strchr(shape, '[') : NULL;
-	int n = 0;
-	if (p == NULL || shape[0] == '(')
-		return 0;
-	p++;
-	while (*p && *p != ']' && n < 8) {
-		char *end;
-		unsigned long long v = strtoull(p, &end, 10);
-		if (end == p)
-			return 0;
-		dims[n++] = v;
-		p = end;
-		if (*p == ',')
-			p++;
-	}
-	return n;
-}
-
-/* A B·H·S·S-like buffer: the last two dimensions equal and at least 128. */
-static bool is_square_seq(const char *shape)
-{
-	uint64_t dims[8];
-	int n = shape_dims(shape, dims);
-	return n >= 3 && dims[n - 1] == dims[n - 2] && dims[n - 1] >= 128;
-}
-
 static const char *peak_shape(const xpf_plan_peak *r)
 {
 	return r->buffer && r->buffer->shape ? r->buffer->shape : "";
@@ -67,102 +38,27 @@ struct group {
 	const xpf_plan_peak *row;
 };
 
-/* The repeated blocks forward-kept buffers come from (SPEC 5.3): the name
- * stack component `<prefix>_<n>` (block_3, layers_12) that the most
- * distinct n share among the role's rows at the peak. */
-struct blocks {
-	size_t k;        /* distinct blocks; 0: none repeated */
-	uint64_t bytes;  /* the role's bytes inside them */
-	char stack[160]; /* "jit(step)/jvp(model)/block_N" */
-};
-
-/* The first component of op that ends in _<digits>: its prefix length
- * (*start: where the component starts), or 0. */
-static size_t block_component(const char *op, size_t *start, long *num)
-{
-	for (const char *c = op; *c;) {
-		size_t n = strcspn(c, "/");
-		const char *u = NULL;
-		for (const char *q = c; q < c + n; q++)
-			if (*q == '_')
-				u = q;
-		if (u && u > c && u + 1 < c + n &&
-		    strspn(u + 1, "0123456789") == (size_t)(c + n - u - 1)) {
-			*start = (size_t)(c - op);
-			*num = strtol(u + 1, NULL, 10);
-			return (size_t)(u - c);
-		}
-		c += n + (c[n] == '/');
-	}
-	return 0;
-}
-
-static int long_cmp(const void *a, const void *b)
-{
-	long x = *(const long *)a, y = *(const long *)b;
-	return x < y ? -1 : x > y;
-}
-
-static struct blocks find_blocks(const xpf_plan *p, enum xpf_role role)
-{
-	struct blocks best = { 0 };
-	long *nums = calloc(p->npeak ? p->npeak : 1, sizeof *nums);
-	if (nums == NULL)
-		abort();
-	for (size_t i = 0; i < p->npeak; i++) {
-		size_t st, pl;
-		long num;
-		const char *op = peak_opname(&p->peak[i]);
-		if (p->peak[i].role != role || (pl = block_component(op, &st, &num)) == 0)
-			continue;
-		/* this prefix's rows: their numbers and bytes (each prefix once) */
-		bool seen = false;
-		for (size_t j = 0; j < i && !seen; j++) {
-			size_t st2, pl2;
-			long n2;
-			const char *o2 = peak_opname(&p->peak[j]);
-			seen = p->peak[j].role == role &&
-			       (pl2 = block_component(o2, &st2, &n2)) == pl &&
-			       strncmp(o2 + st2, op + st, pl) == 0;
-		}
-		if (seen)
-			continue;
-		size_t nn = 0;
-		uint64_t bytes = 0;
-		for (size_t j = i; j < p->npeak; j++) {
-			size_t st2, pl2;
-			long n2;
-			const char *o2 = peak_opname(&p->peak[j]);
-			if (p->peak[j].role == role && (pl2 = block_component(o2, &st2, &n2)) == pl &&
-			    strncmp(o2 + st2, op + st, pl) == 0) {
-				nums[nn++] = n2;
-				bytes += p->peak[j].bytes;
-			}
-		}
-		xpf_qsort(nums, nn, sizeof *nums, long_cmp);
-		size_t k = nn ? 1 : 0;
-		for (size_t j = 1; j < nn; j++)
-			k += nums[j] != nums[j - 1];
-		if (k > best.k || (k == best.k && bytes > best.bytes)) {
-			best.k = k;
-			best.bytes = bytes;
-			snprintf(best.stack, sizeof best.stack, "%.*s_N", (int)(st + pl), op);
-		}
-	}
-	free(nums);
-	if (best.k < 2)
-		best.k = 0;
-	return best;
-}
-
 /* Are any of the role's B*H*S*S-shaped buffers at the peak f32? */
 static bool sq_f32(const xpf_plan *p, enum xpf_role role)
 {
 	for (size_t i = 0; i < p->npeak; i++)
-		if (p->peak[i].role == role && is_square_seq(peak_shape(&p->peak[i])) &&
+		if (p->peak[i].role == role && xpf_diag_square_seq(peak_shape(&p->peak[i]), 0) &&
 		    p->peak[i].buffer && strcmp(p->peak[i].buffer->dtype, "f32") == 0)
 			return true;
 	return false;
+}
+
+/* What the fused-attention fix says of the dtype: the cuDNN kernel takes
+ * bf16/fp16; f32 scores of f32 parameters need q, k, v cast, but f32
+ * scores of bf16 parameters come from a promotion (silent-upcast). */
+static const char *fused_dtype_words(const xpf_plan *p)
+{
+	if (!sq_f32(p, XPF_PLAN_ROLE_FORWARD))
+		return "";
+	const char *dt = xpf_diag_param_dtype(p);
+	if (strcmp(dt, "bf16") == 0 || strcmp(dt, "f16") == 0)
+		return "; they are f32 although the parameters are low precision (a promotion: see silent-upcast), and the cuDNN kernel takes bf16/fp16: keep the scores in the parameters' dtype first";
+	return "; they are f32 here, and the cuDNN kernel takes bf16/fp16: cast q, k, v to bf16 first";
 }
 
 /* One peak row of a role, keyed for grouping by shape and source. */
@@ -237,7 +133,7 @@ static uint64_t square_seq_bytes(const xpf_plan *p, enum xpf_role role)
 {
 	uint64_t sq = 0;
 	for (size_t i = 0; i < p->npeak; i++)
-		if (p->peak[i].role == role && is_square_seq(peak_shape(&p->peak[i])))
+		if (p->peak[i].role == role && xpf_diag_square_seq(peak_shape(&p->peak[i]), 0))
 			sq += p->peak[i].bytes;
 	return sq;
 }
@@ -253,50 +149,85 @@ static uint64_t f32_bytes(const xpf_plan *p, enum xpf_role role)
 	return f32;
 }
 
+/* jax.checkpoint on each of k repeated blocks keeps the blocks' inputs and
+ * recomputes one block at a time in the backward pass: what the blocks
+ * keep beyond one block leaves the peak (the lower figure), up to all they
+ * keep when the recomputed block's activations are not all live at once
+ * (the upper).  No repeated block: little to gain, and the text says so. */
+static void remat_fix(xpf_diag_ctx *c, xpf_finding *f, uint64_t rb)
+{
+	const xpf_plan *p = c->p;
+	char h1[32], h2[32], h3[32], h4[32];
+	xpf_diag_blocks bl;
+	xpf_diag_find_blocks(p, &bl);
+	uint64_t lo = bl.bytes - bl.one, hi = bl.bytes, need = p->need_bytes;
+	const char *cost = "about one extra forward pass per step (~+30% step time)";
+	xpf_diag_num(f, "blocks", bl.k);
+	xpf_diag_num(f, "block_bytes", bl.bytes);
+	switch (bl.how) {
+	case XPF_BLOCKS_NAMES:
+		xpf_diag_addfix_range(c, f, lo, hi, need, cost,
+				      "wrap each %s (%zu blocks keep %s of the %s forward-kept) in jax.checkpoint, saving %s to %s; the backward pass holds one block's activations at a time; in Flax nn.remat, or a policy such as jax.checkpoint_policies.dots_with_no_batch_dims_saveable to keep the matmuls",
+				      bl.name, bl.k, xpf_human(bl.bytes, h1), xpf_human(rb, h2),
+				      xpf_human(lo, h3), xpf_human(hi, h4));
+		return;
+	case XPF_BLOCKS_LOOP:
+		xpf_diag_addfix_range(c, f, lo, hi, need, cost,
+				      "wrap the layer function the loop calls in jax.checkpoint (blk = jax.checkpoint(block); Flax: nn.remat), saving %s to %s: a Python loop over the %zu layers of %s runs lines %s once per layer, and what they make keeps %s of the %s forward-kept; the backward pass then holds one layer's activations at a time; a jax.checkpoint_policies policy such as dots_with_no_batch_dims_saveable keeps the matmuls",
+				      xpf_human(lo, h3), xpf_human(hi, h4), bl.k, bl.layers,
+				      bl.name, xpf_human(bl.bytes, h1), xpf_human(rb, h2));
+		return;
+	case XPF_BLOCKS_SCAN:
+		if (bl.checkpointed) {
+			/* what stays stacked is what the policy saves */
+			xpf_diag_addfix(c, f, 0, 0, "more recomputation in the backward pass",
+					"the scanned body is checkpointed already (the backward pass recomputes it); %s stacks %s of the %s forward-kept over %zu iterations: what its jax.checkpoint_policies policy saves, so only a stricter policy (nothing_saveable, or saving fewer names) shrinks it",
+					bl.name, xpf_human(bl.bytes, h1), xpf_human(rb, h2), bl.k);
+			return;
+		}
+		xpf_diag_addfix_range(c, f, lo, hi, need, cost,
+				      "checkpoint the scanned body, saving %s to %s: jax.lax.scan(jax.checkpoint(body), ...) (Flax: nn.scan over nn.remat(Block)); %s stacks %s of the %s forward-kept on a leading dimension of %zu, the scan's length; the backward scan then recomputes one iteration's activations at a time; a jax.checkpoint_policies policy keeps what is cheap to store",
+				      xpf_human(lo, h3), xpf_human(hi, h4), bl.name,
+				      xpf_human(bl.bytes, h1), xpf_human(rb, h2), bl.k);
+		return;
+	case XPF_BLOCKS_NONE: break;
+	}
+	xpf_diag_addfix(c, f, 0, 0, "about one extra forward pass per step",
+			"jax.checkpoint helps little here: the forward-kept buffers come from no repeated block (no layer_N/Block_N in the name stack, no line that makes the same buffer once per layer, no scan stacking them), so the whole forward would be recomputed and live again in the backward pass");
+}
+
 /* Forward-kept bytes rb (sq of them B*H*S*S): rematerialise, shrink the
  * batch or the sequence, fuse attention. */
 static void forward_fixes(xpf_diag_ctx *c, xpf_finding *f, uint64_t rb, uint64_t sq)
 {
 	const xpf_plan *p = c->p;
-	uint64_t need = p->need_bytes;
-	char h1[32], h2[32], h3[32];
-	/* jax.checkpoint on each of k repeated blocks keeps the blocks'
-	 * inputs and recomputes one block at a time in the backward
-	 * pass: what the blocks keep beyond one block leaves the peak.
-	 * One block (or none repeated) gives little. */
-	struct blocks bl = find_blocks(p, XPF_PLAN_ROLE_FORWARD);
-	uint64_t s = bl.k ? bl.bytes / bl.k * (bl.k - 1) : 0;
-	if (bl.k)
-		xpf_diag_addfix(c, f, s, xpf_sub0(need, s),
-				"about one extra forward pass per step (~+30% step time)",
-				"wrap each %s (%zu blocks keep %s of the %s forward-kept) in jax.checkpoint, saving about %s; the backward pass holds one block's activations at a time; in Flax nn.remat, or a policy such as jax.checkpoint_policies.dots_with_no_batch_dims_saveable to keep the matmuls",
-				bl.stack, bl.k, xpf_human(bl.bytes, h1), xpf_human(rb, h2),
-				xpf_human(s, h3));
+	uint64_t need = p->need_bytes, lo, hi;
+	char h1[32], h2[32], h3[32], h4[32];
+	xpf_diag_scale sc;
+	remat_fix(c, f, rb);
+	/* SPEC 5.3 (what fits): halving the batch or the sequence is a range,
+	 * the forward-kept activations' share up to every activation's */
+	xpf_diag_find_scale(p, &sc);
+	xpf_diag_scale_saving(&sc, false, 1, 2, &lo, &hi);
+	xpf_diag_addfix_range(c, f, lo, hi, need,
+			      "twice the steps per update (same result with gradient accumulation)",
+			      "halve the micro-batch and accumulate gradients over 2 micro-batches: activations scale with the batch, saving %s to %s",
+			      xpf_human(lo, h1), xpf_human(hi, h2));
+	xpf_diag_scale_saving(&sc, true, 1, 2, &lo, &hi);
+	if (sc.act_sq)
+		xpf_diag_addfix_range(c, f, lo, hi, need, "fewer tokens of context per step",
+				      "halve the sequence length: S*S buffers shrink 4x (%s -> %s) and the rest of the activations 2x, saving %s to %s",
+				      xpf_human(sc.act_sq, h1), xpf_human(sc.act_sq / 4, h2),
+				      xpf_human(lo, h3), xpf_human(hi, h4));
 	else
-		xpf_diag_addfix(c, f, 0, 0, "about one extra forward pass per step",
-				"jax.checkpoint helps little here: the forward-kept buffers come from no repeated block (layer_N/block_N in the name stack), so the whole forward would be recomputed and live again in the backward pass; if the layers run in a jax.lax.scan, checkpoint the scanned body instead (jax.checkpoint with a jax.checkpoint_policies policy)");
-	s = rb / 2;
-	xpf_diag_addfix(c, f, s, xpf_sub0(need, s),
-			"twice the steps per update (same result with gradient accumulation)",
-			"halve the micro-batch and accumulate gradients over 2 micro-batches: activations scale with the batch, saving about %s",
-			xpf_human(s, h1));
-	s = sq / 4 * 3 + (rb - sq) / 2;
-	if (sq)
-		xpf_diag_addfix(c, f, s, xpf_sub0(need, s), "fewer tokens of context per step",
-				"halve the sequence length: S*S buffers shrink 4x (%s -> %s) and the rest of the activations 2x, saving about %s",
-				xpf_human(sq, h1), xpf_human(sq / 4, h2), xpf_human(s, h3));
-	else
-		xpf_diag_addfix(c, f, s, xpf_sub0(need, s), "fewer tokens of context per step",
-				"halve the sequence length: the activations shrink 2x, saving about %s",
-				xpf_human(s, h3));
+		xpf_diag_addfix_range(c, f, lo, hi, need, "fewer tokens of context per step",
+				      "halve the sequence length: the activations shrink 2x, saving %s to %s",
+				      xpf_human(lo, h3), xpf_human(hi, h4));
 	if (sq)
 		xpf_diag_addfix(c, f, sq, xpf_sub0(need, sq),
 				"a fused-attention kernel must exist for the shapes and dtype",
 				"use fused attention (jax.nn.dot_product_attention(..., implementation='cudnn')) and check that the B*H*S*S buffers (%s) leave the plan%s",
-				xpf_human(sq, h1),
-				sq_f32(p, XPF_PLAN_ROLE_FORWARD) ?
-					"; they are f32 here, and the cuDNN kernel takes bf16/fp16: cast q, k, v to bf16 first" :
-					"");
+				xpf_human(sq, h1), fused_dtype_words(p));
 }
 
 /* Backward bytes rb: shard, accumulate, or keep the gradients in bf16. */

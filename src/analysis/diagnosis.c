@@ -53,6 +53,7 @@ static const char *const code_order[] = {
 	"no-donation",
 	"param-layout-copy",
 	"param-convert-copy",
+	"silent-upcast",
 	"retrace",
 	"allocator-retry",
 	"never-launched",
@@ -131,35 +132,67 @@ void xpf_diag_evidence(xpf_finding *f, const char *fmt, ...)
 	f->evidence[f->nevidence++] = xpf_buf_detach(&b, NULL);
 }
 
-void xpf_diag_addfix(xpf_diag_ctx *c, xpf_finding *f, uint64_t saving, uint64_t need_after,
-		     const char *cost, const char *fmt, ...)
+/* A fix saving lo to hi bytes (hi > lo: a range) of a step that needs
+ * need (0: no verdict); the verdict against the capacity is "fits" or
+ * "not enough" only where the whole range agrees, else "may fit". */
+static void add_fix(xpf_diag_ctx *c, xpf_finding *f, uint64_t lo, uint64_t hi, uint64_t need,
+		    const char *cost, const char *text)
 {
 	xpf_buf b = XPF_BUF_INIT, cb = XPF_BUF_INIT;
-	va_list ap;
-	char h1[32], h2[32];
+	char h1[32], h2[32], h3[32];
+	uint64_t cap = c->d->capacity_bytes;
+	uint64_t most = xpf_sub0(need, lo), least = xpf_sub0(need, hi > lo ? hi : lo);
 
 	if (f->nfixes == XPF_DIAG_MAX_FIXES)
 		return;
-	va_start(ap, fmt);
-	char tmp[2048];
-	vsnprintf(tmp, sizeof tmp, fmt, ap);
-	va_end(ap);
-	xpf_buf_adds(&b, tmp);
-	uint64_t cap = c->d->capacity_bytes;
-	if (need_after != 0 && cap != 0) {
-		if (need_after <= cap)
-			xpf_buf_printf(&b, "; the step would then need %s <= capacity %s: fits",
-				       xpf_human(need_after, h1), xpf_human(cap, h2));
+	xpf_buf_adds(&b, text);
+	if (need != 0 && most != 0 && cap != 0) {
+		char range[80];
+		if (least == most)
+			snprintf(range, sizeof range, "%s", xpf_human(most, h1));
 		else
+			snprintf(range, sizeof range, "%s to %s", xpf_human(least, h1),
+				 xpf_human(most, h2));
+		if (most <= cap)
+			xpf_buf_printf(&b, "; the step would then need %s <= capacity %s: fits",
+				       range, xpf_human(cap, h3));
+		else if (least > cap)
 			xpf_buf_printf(&b,
 				       "; the step would still need %s > capacity %s: not enough on its own",
-				       xpf_human(need_after, h1), xpf_human(cap, h2));
+				       range, xpf_human(cap, h3));
+		else
+			xpf_buf_printf(&b,
+				       "; the step would then need %s against capacity %s: it may fit (an estimate; confirm with memory_analysis())",
+				       range, xpf_human(cap, h3));
 	}
 	xpf_buf_adds(&cb, cost);
 	xpf_diag_fix *x = &f->fixes[f->nfixes++];
 	x->text = xpf_buf_detach(&b, NULL);
-	x->saving_bytes = saving;
+	x->saving_bytes = lo;
+	x->saving_max_bytes = hi > lo ? hi : 0;
 	x->cost = xpf_buf_detach(&cb, NULL);
+}
+
+void xpf_diag_addfix(xpf_diag_ctx *c, xpf_finding *f, uint64_t saving, uint64_t need_after,
+		     const char *cost, const char *fmt, ...)
+{
+	va_list ap;
+	char tmp[2048];
+	va_start(ap, fmt);
+	vsnprintf(tmp, sizeof tmp, fmt, ap);
+	va_end(ap);
+	add_fix(c, f, saving, saving, need_after ? need_after + saving : 0, cost, tmp);
+}
+
+void xpf_diag_addfix_range(xpf_diag_ctx *c, xpf_finding *f, uint64_t lo, uint64_t hi, uint64_t need,
+			   const char *cost, const char *fmt, ...)
+{
+	va_list ap;
+	char tmp[2048];
+	va_start(ap, fmt);
+	vsnprintf(tmp, sizeof tmp, fmt, ap);
+	va_end(ap);
+	add_fix(c, f, lo, hi, need, cost, tmp);
 }
 
 void xpf_diag_text(xpf_finding *f, xpf_buf *b)
@@ -563,6 +596,7 @@ static void run_rules(xpf_diag_ctx *c)
 	xpf_rule_donation(c);
 	xpf_rule_param_copies(c, XPF_DUP_LAYOUT);
 	xpf_rule_param_copies(c, XPF_DUP_CONVERT);
+	xpf_rule_upcast(c);
 	xpf_rule_remat_frag(c);
 	xpf_rule_retrace(c);
 	if (c->rt != NULL && c->rt->has_events) {

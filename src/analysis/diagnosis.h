@@ -39,6 +39,8 @@ typedef struct xpf_diag_fig {
 typedef struct xpf_diag_fix {
 	char *text;
 	uint64_t saving_bytes;
+	uint64_t saving_max_bytes; /* an estimate's range: saving_bytes to
+				      this (0: a single figure) */
 	char *cost;
 	bool after_program; /* SPEC 5.3: a larger pool, rendered after
 				     every program fix of the diagnosis */

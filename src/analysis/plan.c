@@ -112,6 +112,32 @@ static const char *source_of(xpf_plan *p, const Xla__HloModuleProto *mod, const 
 	return xpf_plan_str(p, b->data);
 }
 
+/* A while loop's known trip count from its backend_config, JSON such as
+ * {"known_trip_count":{"n":"4"}} (XLA's WhileLoopBackendConfig); 0 when
+ * it has none. */
+static int64_t trip_count_of(const Xla__HloInstructionProto *in)
+{
+	static const char key[] = "\"known_trip_count\"";
+	const char *s = (const char *)in->backend_config.data;
+	size_t n = in->backend_config.len;
+	if (s == NULL || strcmp(in->opcode, "while") != 0)
+		return 0;
+	const char *k = memmem(s, n, key, sizeof key - 1);
+	if (k == NULL)
+		return 0;
+	const char *e = s + n, *q = k + sizeof key - 1;
+	const char *nk = memmem(q, (size_t)(e - q), "\"n\"", 3);
+	if (nk == NULL || nk - q > 8)
+		return 0;
+	q = nk + 3;
+	while (q < e && (*q == ':' || *q == ' ' || *q == '"'))
+		q++;
+	int64_t v = 0;
+	for (; q < e && *q >= '0' && *q <= '9' && v < INT64_MAX / 10 - 9; q++)
+		v = v * 10 + (*q - '0');
+	return v;
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -157,6 +183,8 @@ static void add_instr(xpf_plan *p, plan_src *s, instr_pass *ip, const Xla__HloCo
 	x->shape = xpf_plan_str(p, ip->b.data ? ip->b.data : "");
 	x->dtype = in->shape ? xpf_dtype_name(in->shape->element_type) : "";
 	x->fusion_kind = xpf_plan_str(p, in->fusion_kind);
+	x->trip_count = trip_count_of(in);
+	x->order = -1;
 	x->stack_frame_id = md ? md->stack_frame_id : 0;
 	x->source_line = md ? md->source_line : 0;
 	x->source_file = md ? xpf_plan_str(p, md->source_file) : "";
@@ -241,6 +269,20 @@ static int index_instrs(xpf_plan *p, plan_src *s, xpf_arena *a, xpf_error *err)
 	return rc;
 }
 
+/* Each scheduled instruction's position in its computation's sequence. */
+static void schedule_order(xpf_plan *p, const Xla__HloModuleProto *mod)
+{
+	const Xla__HloScheduleProto *sc = mod->schedule;
+	for (size_t k = 0; sc && k < sc->n_sequences; k++) {
+		const Xla__HloScheduleProto__InstructionSequence *q = sc->sequences[k]->value;
+		for (size_t i = 0; q && i < q->n_instruction_ids; i++) {
+			const xpf_plan_instr *in = xpf_plan_instr_by_id(p, q->instruction_ids[i]);
+			if (in && in->order < 0)
+				p->instrs[in - p->instrs].order = (long)i;
+		}
+	}
+}
+
 const Xla__HloInstructionProto *xpf_plan_proto(plan_src *s, const xpf_plan_instr *in)
 {
 	size_t i = (size_t)(in - s->p->instrs);
@@ -273,6 +315,8 @@ int xpf_plan_build_parts(xpf_hlo *hlo, const char *module, uint64_t program_id, 
 	int rc = s.mod ? index_instrs(p, &s, a, err) : XPF_OK;
 	if (rc == XPF_OK) {
 		pv->instr_by_id = xpf_plan_index_instr_ids(p, a);
+		if (s.mod)
+			schedule_order(p, s.mod);
 		if (s.mod == NULL || s.ba == NULL) {
 			p->missing =
 				s.mod == NULL ?

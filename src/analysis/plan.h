@@ -69,6 +69,13 @@ typedef struct xpf_plan_instr {
 	const char *shape;       /* "f32[8,128]{1,0}", tuples "(f32[2], s32[])" */
 	const char *dtype;       /* "f32", "tuple", ... */
 	const char *fusion_kind; /* "kCustom", ...; "" */
+	/* a while loop's known trip count (backend_config
+	   "known_trip_count"; jax.lax.scan over n layers: n), else 0 */
+	int64_t trip_count;
+	/* position in its computation's schedule (HloScheduleProto), -1
+	   when the module carries none: program order, where the proto's
+	   instruction order is only a post-order */
+	long order;
 	/* metadata: the Python stack (reference §3.7), or file and line */
 	int32_t stack_frame_id;
 	int32_t source_line;

@@ -2,8 +2,11 @@
  * (reference §10; openxla/xla#26987): an instruction outside fusion bodies
  * that transposes, copies to another layout, or converts a value that is an
  * entry parameter seen through bitcast, copy, get-tuple-element, tuple and
- * while-loop parameter plumbing.  Its buffer must sit in a temp allocation;
- * the diagnosis counts those live at the heap peak. */
+ * while-loop parameter plumbing.  Its buffer sits in a temp allocation, or
+ * borrows an output allocation before the output is written there (XLA
+ * reuses an output's memory for values that die before it: the bf16
+ * copies of f32 weights, in a step that returns their f32 gradients); the
+ * diagnosis counts those live at the heap peak. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +50,8 @@ typedef struct dup_ctx {
 	size_t nwhiles;
 	comp_root *comps;
 	size_t ncomps;
-	bool *at_peak; /* by buffer index: a row of peak_buffers.tsv */
+	bool *at_peak;              /* by buffer index: a row of peak_buffers.tsv */
+	const xpf_plan_instr *peak; /* the instruction at the heap peak, or NULL */
 } dup_ctx;
 
 static int cmp_callee(const void *a, const void *b)
@@ -190,6 +194,17 @@ static const xpf_plan_param *param_at(plan_src *s, const origin *o, xpf_arena *a
 	return NULL;
 }
 
+/* The instruction simulated at the heap peak: that of the buffer its step
+ * allocates; NULL if none. */
+static const xpf_plan_instr *peak_instr(const xpf_plan *p)
+{
+	for (size_t i = 0; p->peak_position >= 0 && i < p->nbuffers; i++)
+		if (p->buffers[i].start == p->peak_position && p->buffers[i].instr &&
+		    strcmp(p->buffers[i].instr->name, p->peak_instruction) == 0)
+			return p->buffers[i].instr;
+	return NULL;
+}
+
 static void mark_peak_rows(const xpf_plan *p, dup_ctx *c)
 {
 	c->at_peak = calloc(p->nbuffers ? p->nbuffers : 1, sizeof *c->at_peak);
@@ -200,12 +215,42 @@ static void mark_peak_rows(const xpf_plan *p, dup_ctx *c)
 			c->at_peak[p->peak[i].buffer - p->buffers] = true;
 }
 
+/* Is b, in an output allocation whose output is another buffer, what that
+ * allocation holds at the heap peak: made at or before the peak's
+ * instruction, and the output made after it (in the schedule; the heap
+ * trace leaves such allocations out)?  False without a schedule. */
+static bool borrowed_at_peak(const xpf_plan *p, const xpf_plan_instr *peak, const xpf_plan_buffer *b)
+{
+	const xpf_plan_alloc *al = &p->allocs[b->alloc];
+	const xpf_plan_instr *out = al->largest >= 0 ? p->buffers[al->largest].instr : NULL;
+	if (peak == NULL || out == NULL || b->instr == NULL || peak->order < 0 ||
+	    b->instr->order < 0 || out->order < 0 || peak->computation_id != out->computation_id ||
+	    b->instr->computation_id != out->computation_id)
+		return false;
+	return b->instr->order <= peak->order && peak->order < out->order;
+}
+
 static bool live_at_peak(const xpf_plan *p, const dup_ctx *c, const xpf_plan_buffer *b)
 {
 	if (c->at_peak[b - p->buffers])
 		return true;
+	if (p->allocs[b->alloc].kind == XPF_KIND_OUTPUT)
+		return borrowed_at_peak(p, c->peak, b);
 	return p->peak_position >= 0 && b->start >= 0 && b->start <= p->peak_position &&
 	       b->end > p->peak_position;
+}
+
+/* A buffer a copy may sit in: a temp allocation, or an output allocation
+ * whose output (its largest buffer) is another value. */
+static bool copy_slot(const xpf_plan *p, const xpf_plan_buffer *b)
+{
+	if (b->alloc < 0)
+		return false;
+	const xpf_plan_alloc *al = &p->allocs[b->alloc];
+	if (al->kind == XPF_KIND_TEMP)
+		return true;
+	return al->kind == XPF_KIND_OUTPUT && !al->is_parameter && al->largest >= 0 &&
+	       &p->buffers[al->largest] != b && p->buffers[al->largest].bytes > b->bytes;
 }
 
 void xpf_plan_find_dups(xpf_plan *p, plan_src *s, xpf_arena *a)
@@ -214,12 +259,12 @@ void xpf_plan_find_dups(xpf_plan *p, plan_src *s, xpf_arena *a)
 	index_whiles(p, s, c);
 	index_comps(p, s, c);
 	mark_peak_rows(p, c);
+	c->peak = peak_instr(p);
 	p->dups = xpf_arena_array(a, p->nbuffers, sizeof *p->dups);
 	for (size_t i = 0; i < p->nbuffers; i++) {
 		const xpf_plan_buffer *b = &p->buffers[i];
 		const xpf_plan_instr *x = b->instr;
-		if (x == NULL || x->in_fusion || b->shape_index[0] || b->alloc < 0 ||
-		    p->allocs[b->alloc].kind != XPF_KIND_TEMP)
+		if (x == NULL || x->in_fusion || b->shape_index[0] || !copy_slot(p, b))
 			continue;
 		const xpf_plan_instr *op = x;
 		if (is_op(x, "fusion"))

@@ -29,11 +29,14 @@ static const struct doc docs[] = {
 	  "what failed and why first (plan-exceeds-pool, unexplained-oom, foreign-live-arrays, growth-per-execution,\n"
 	  "near-fit, temp-fragmentation), then the role and copy findings with their fixes, then evidence; when nothing\n"
 	  "failed and the plan fits, fits comes first and the rest are hints.\n"
-	  "fix lines follow, indented: `[inferred] fix: text`, then `saves <human> (<bytes> bytes); cost: ...`.\n"
+	  "fix lines follow, indented: `[inferred] fix: text`, then `saves <human> (<bytes> bytes); cost: ...`\n"
+	  "(`saves <low> to <high> (...)` for an estimate given as a range; its verdict says \"fits\" or\n"
+	  "\"not enough\" only where the whole range agrees, else \"it may fit\").\n"
 	  "The first line (`# ...`) names the capture, the focus module and the capacity with its source.\n"
 	  "Tags: read (stored in the capture's plan), measured (from runtime events), inferred (a heuristic or estimate).\n"
 	  "Codes (stable):\n"
-	  "  plan-exceeds-pool    need > capacity: need, capacity, parameters, non-aliased outputs, temp, role split at the heap peak\n"
+	  "  plan-exceeds-pool    need > capacity: need, capacity, parameters, non-aliased outputs, temp, role split at the heap peak;\n"
+	  "                       the largest batch and sequence length that fit, where the data inputs show them\n"
 	  "  mostly-forward       forward-kept (jvp) bytes are the largest role at the peak (>= 25%; only with plan-exceeds-pool or near-fit)\n"
 	  "  mostly-backward      backward (transpose) bytes are the largest role at the peak (same thresholds)\n"
 	  "  mostly-workspace     library workspace is the largest role at the peak (same thresholds)\n"
@@ -46,6 +49,8 @@ static const struct doc docs[] = {
 	  "  temp-fragmentation   temp block - simulated heap peak >= 10% of the temp block and >= 64 MiB\n"
 	  "  param-layout-copy    layout-changing copies/transposes of entry parameters live at the peak (>= 1 MiB and >= 1% of it)\n"
 	  "  param-convert-copy   dtype-converted copies of entry parameters live at the peak (>= 1 MiB and >= 1% of it)\n"
+	  "  silent-upcast        bf16/f16 parameters, yet a line where the forward pass converts to f32 makes f32 buffers\n"
+	  "                       at the peak (>= 10% of it): a float64 scalar or an f32 constant promotes the computation\n"
 	  "  retrace              the focus module shares its name with a module of other entry parameter shapes (a recompile)\n"
 	  "  unexplained-oom      the capture shows an OOM (a retry, an execution that never launched) and no finding explains it\n"
 	  "  plan                 no capacity is known (a bare HloProto without --capacity): the need, its parts, the role split\n"
@@ -56,7 +61,8 @@ static const struct doc docs[] = {
 	  "  missing-runtime      no allocator events (or no executions): what is missing and how to capture it" },
 	{ "diagnosis.json",
 	  "the same findings: {\"capture\",\"module\",\"program_id\" (string),\"capacity_bytes\",\"capacity_tag\",\"capacity_source\",\n"
-	  "\"findings\":[{\"code\",\"tag\",\"module\",\"text\",\"figures\":{...},\"evidence\":[paths],\"fixes\":[{\"text\",\"saving_bytes\",\"cost\",\"tag\"}]}]};\n"
+	  "\"findings\":[{\"code\",\"tag\",\"module\",\"text\",\"figures\":{...},\"evidence\":[paths],\"fixes\":[{\"text\",\"saving_bytes\",\n"
+	  "\"saving_max_bytes\" (a range's upper end, when there is one),\"cost\",\"tag\"}]}]};\n"
 	  "keys sorted, indent 2; *_bytes and *_ns figures are integers, *_pct and ratio figures strings" },
 	{ "summary.txt",
 	  "host, devices (name, vendor, HBM), allocators (capacity, peaks), capacity with its source, modules by need (up to --top), executions, focus" },

@@ -117,10 +117,10 @@ codes leak growth-per-execution never-launched '!unexplained-oom'
 codes leak-fixed fits '!growth-per-execution'
 codes retrace compile-oom
 codes foreign compile-oom foreign-live-arrays
-codes convert fits
+codes convert fits param-convert-copy
 codes fits fits
 codes fits-cuda-async missing-runtime fits
-codes lm-bf16-nopre plan-exceeds-pool never-launched mostly-forward
+codes lm-bf16-nopre plan-exceeds-pool never-launched mostly-forward silent-upcast
 codes flax-lm plan-exceeds-pool never-launched mostly-forward
 
 # leak: in use at each call's start rises by exactly one step's logits,

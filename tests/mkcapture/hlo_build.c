@@ -26,6 +26,7 @@ typedef struct hb_ins {
 	char *fusion_kind;
 	char *cc_target;
 	int pos; /* position in the entry schedule, -1 elsewhere */
+	int64_t trip_count; /* a while loop's known trip count, 0 none */
 	int *bufs; /* buffer per leaf (-1 none) plus [nleaf] for {} of tuples */
 	int *carried;
 	int ncarried;
@@ -425,6 +426,11 @@ int64_t hb_while(hb_module *m, const char *name, int64_t init, const hb_arr *sta
 	w->called[1] = m->comps[body].id;
 	w->ncalled = 2;
 	return w->id;
+}
+
+void hb_set_trip_count(hb_module *m, int64_t while_id, int64_t n)
+{
+	m->ins[ins_index(m, while_id)].trip_count = n;
 }
 
 int64_t hb_root_tuple(hb_module *m, const int64_t *ops, int nops)
@@ -839,6 +845,12 @@ static void enc_ins(xpf_buf *b, const hb_ins *x)
 	w_packed(b, 38, x->called, (size_t)x->ncalled);
 	if (x->cc_target)
 		w_str(b, 43, "{\"operation_queue_id\":\"0\",\"wait_on_operation_queues\":[]}");
+	if (x->trip_count > 0) {
+		char cfg[96];
+		snprintf(cfg, sizeof cfg, "{\"known_trip_count\":{\"n\":\"%lld\"}}",
+			 (long long)x->trip_count);
+		w_str(b, 43, cfg);
+	}
 	xpf_buf_release(&t);
 }
 
@@ -1042,6 +1054,12 @@ void hb_encode(hb_module *m, int64_t temp_size, xpf_buf *out, hb_stats *st)
 		}
 	}
 	/* allocations: parameters, outputs, the temp block */
+	st->need = temp_size;
+	for (int p = 0; p < m->nparam_allocs; p++)
+		st->need += m->bufs[m->param_allocs[p]].size;
+	for (int o = 0; o < m->nout_allocs; o++)
+		st->need += m->bufs[m->out_allocs[o]].size;
+	st->heap_peak = st->sim_peak + st->need - temp_size;
 	for (int p = 0; p < m->nparam_allocs; p++, idx++) {
 		int b = m->param_allocs[p];
 		hb_lbuf *lb = &m->bufs[b];

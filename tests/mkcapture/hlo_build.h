@@ -65,6 +65,9 @@ int64_t hb_tuple(hb_module *m, const char *name, const int64_t *ops, int nops);
  * arrays; body and condition computations are generated. */
 int64_t hb_while(hb_module *m, const char *name, int64_t init, const hb_arr *state, int n,
 	const hb_meta *meta, const hb_meta *body_meta);
+/* The while loop's known trip count, in its backend_config as XLA writes
+ * it ({"known_trip_count":{"n":"<n>"}}: jax.lax.scan over n layers). */
+void hb_set_trip_count(hb_module *m, int64_t while_id, int64_t n);
 /* Set the entry root (a tuple of outputs); must be the last instruction. */
 int64_t hb_root_tuple(hb_module *m, const int64_t *ops, int nops);
 
@@ -92,6 +95,8 @@ typedef struct hb_stats {
 	int64_t temp_extent;   /* highest offset + size of the placed temp buffers */
 	int64_t sim_peak;      /* peak of the generated trace */
 	int64_t n_instructions;
+	int64_t need;      /* parameter + output allocations + the temp block */
+	int64_t heap_peak; /* sim_peak + parameter and output allocations */
 } hb_stats;
 
 /* Encode the HloProto; the temp allocation gets temp_size bytes (0: the

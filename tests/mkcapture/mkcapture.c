@@ -1,5 +1,6 @@
 /* xplane-mkcapture SCENARIO [--scale N] [--big-module N] [--big-step N] [--variant V[,V...]] OUT
  * xplane-mkcapture --job N (--steps S | --size BYTES) [--variant V,...] OUT
+ * xplane-mkcapture --lm SPEC [-v] OUT
  *
  * Writes a synthetic JAX GPU profiler capture (an XSpace, as
  * `jax.profiler.trace` saves it) for one of the project's scenarios.  The
@@ -17,7 +18,10 @@
  * --job N writes no scenario but the shape of a big real job (job.c): S
  * steps of a focus module of about N instructions on one GPU, with small
  * executions and the Python tracer's events; --size picks S for a capture
- * of about BYTES (steps counted, not written). */
+ * of about BYTES (steps counted, not written).
+ * --lm SPEC writes the train step of a small transformer LM of the shape
+ * SPEC asks for (lm.c): layers, batch, sequence, a Python loop, a scan or
+ * Flax blocks, dtypes, remat. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,6 +35,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: xplane-mkcapture SCENARIO [--scale N] [--big-module N] [--big-step N] [--variant V[,V...]] [-v] OUT\n"
 		   "       xplane-mkcapture --job N (--steps S | --size BYTES) [--variant V,...] OUT\n"
+		   "       xplane-mkcapture --lm SPEC [-v] OUT\n"
 		   "       xplane-mkcapture --list | --list-variants\n"
 		   "--scale N: about N times the scale-1 size (more steps, events, kernels)\n"
 		   "--big-module N: add a compiled, never executed module of about N instructions\n"
@@ -38,6 +43,8 @@ static void usage(FILE *f)
 		   "--variant V,...: the same figures in another shape of the events (--list-variants)\n"
 		   "--job N: the shape of a big real job: S steps of a focus of about N instructions\n"
 		   "  on one GPU among small executions, with Python-tracer events (--size: S for BYTES)\n"
+		   "--lm SPEC: a transformer LM's train step: layers=N,batch=B,seq=S,dim=D,heads=H,vocab=V,\n"
+		   "  capacity=BYTES, loop|scan|flax, dtype=f32|bf16, upcast, remat (tests/mkcapture/lm.c)\n"
 		   "Writes a synthetic JAX GPU capture (OUT.xplane.pb, or a run directory OUT/\n"
 		   "of <host>.xplane.pb for multi-host scenarios).\n");
 }
@@ -108,6 +115,31 @@ static int write_host(const mk_scenario *sc, int host, int scale, int64_t big, i
 	}
 	mk_scn_release(s);
 	free(s);
+	return 0;
+}
+
+static int write_lm(const mk_lm_opt *o, const char *path, int verbose)
+{
+	static mk_scn s; /* megabytes: never on the stack */
+	uint64_t bytes = 0, events = 0;
+	FILE *f;
+	memset(&s, 0, sizeof s);
+	mk_build_lm(&s, o);
+	if ((f = fopen(path, "wb")) == NULL) {
+		fprintf(stderr, "xplane-mkcapture: %s: %s\n", path, strerror(errno));
+		mk_scn_release(&s);
+		return 2;
+	}
+	int rc = mk_write_xspace(&s, f, &bytes, &events);
+	if (fclose(f) != 0 || rc) {
+		fprintf(stderr, "xplane-mkcapture: %s: write failed: %s\n", path, strerror(errno));
+		mk_scn_release(&s);
+		return 2;
+	}
+	if (verbose) /* the builder's own figures: what the tests hold the advice to */
+		printf("need %lld heap_peak %lld temp %lld\n", (long long)s.mods[0].stats.need,
+		       (long long)s.mods[0].stats.heap_peak, (long long)s.mods[0].stats.temp_extent);
+	mk_scn_release(&s);
 	return 0;
 }
 
@@ -190,6 +222,7 @@ int main(int argc, char **argv)
 	int scale = 1, verbose = 0;
 	unsigned variants = 0;
 	int64_t big = 0, step = 0, job = 0, steps = -1, size = 0;
+	const char *lm = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		int64_t v;
@@ -224,6 +257,8 @@ int main(int argc, char **argv)
 				fprintf(stderr, "xplane-mkcapture: bad --size '%s' (bytes, or with K, M or G)\n", argv[i]);
 				return 1;
 			}
+		} else if (strcmp(argv[i], "--lm") == 0 && i + 1 < argc) {
+			lm = argv[++i];
 		} else if (strcmp(argv[i], "-v") == 0) {
 			verbose = 1;
 		} else if (strcmp(argv[i], "--list") == 0) {
@@ -241,6 +276,19 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 1;
 		}
+	}
+	if (lm) {
+		mk_lm_opt o;
+		char bad[128];
+		if (mk_parse_lm(lm, &o, bad, sizeof bad) != 0) {
+			fprintf(stderr, "xplane-mkcapture: --lm: bad '%s'\n", bad);
+			return 1;
+		}
+		if (!name || out) {
+			usage(stderr);
+			return 1;
+		}
+		return write_lm(&o, name, verbose);
 	}
 	if (job) {
 		/* the one positional argument is OUT */

@@ -39,6 +39,19 @@ void mk_root(hb_module *m, const int64_t *outs, int n);
 
 
 
+/* --lm: a transformer LM's train step of the given shape (lm.c). */
+enum { MK_LM_LOOP, MK_LM_SCAN, MK_LM_FLAX };
+typedef struct mk_lm_opt {
+	int layers;
+	int64_t batch, seq, dim, heads, vocab, capacity;
+	int form; /* MK_LM_* */
+	int bf16, upcast, remat;
+} mk_lm_opt;
+/* Parse "layers=6,scan,dtype=bf16,..." into o (defaults first); the
+ * first item it does not know into bad, and -1. */
+int mk_parse_lm(const char *spec, mk_lm_opt *o, char *bad, size_t nbad);
+void mk_build_lm(mk_scn *s, const mk_lm_opt *o);
+
 /* A fusion whose output aliases a donated parameter (no allocation of its own). */
 int64_t mk_afusion(hb_module *m, const char *name, const char *root, hb_arr a,
 	const int64_t *ops, int nops, const hb_meta *meta);
