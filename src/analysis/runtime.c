@@ -277,6 +277,11 @@ static int scan_host_plane(struct build *b, xpf_error *err)
 	if (pi < 0)
 		return XPF_OK;
 	rt->has_host_plane = true;
+	for (size_t i = 0; i < xpf_capture_nplanes(h->cap); i++) {
+		unsigned d;
+		bool tpu;
+		s->tpu_modules |= xpf_rt_device_plane(h, i, &d, &tpu) && tpu;
+	}
 	int rc = xpf_capture_plane(h->cap, (size_t)pi, &s->p, err);
 	if (rc != XPF_OK)
 		return rc;

@@ -275,6 +275,7 @@ struct scan {
 	xpf_stat_want alloc_want;
 	/* shapes kept once each (intern) */
 	xpf_intern *interned;
+	bool tpu_modules;      /* TPU device planes: their XLA Modules lines give the executions */
 	int last_alloc;        /* the allocator of the last event read, or -1 */
 	size_t last_alloc_len; /* its name's length */
 };

@@ -374,12 +374,25 @@ static bool in_compile(const struct knode *nd, long a)
 	return false;
 }
 
+/* Whether a retry is inside node i (or its nodes). */
+static bool subtree_retried(const struct knode *nd, size_t nn, size_t i)
+{
+	for (size_t j = i; j < nn && nd[j].t0 <= nd[i].t1; j++) {
+		long a = (long)j;
+		while (a > (long)i)
+			a = nd[a].parent;
+		if (a == (long)i && nd[j].retried)
+			return true;
+	}
+	return false;
+}
+
 /* Which nodes are executions (mark), and each node's execution (root).
  * A bare GpuExecutable::ExecuteThunks (no client execute around it) on a
  * compile thread or inside a compile event is XLA's autotuner trying a
  * kernel while it compiles (SPEC §4.3): a run of that compilation (run),
  * never an execution. */
-static void mark_roots(struct knode *nd, size_t nn, bool compile_line)
+static void mark_roots(struct knode *nd, size_t nn, bool compile_line, bool tpu)
 {
 	for (size_t i = 0; i < nn; i++) {
 		struct knode *e = &nd[i];
@@ -399,6 +412,11 @@ static void mark_roots(struct knode *nd, size_t nn, bool compile_line)
 			nd[r].run = true;
 			continue;
 		}
+		/* On TPU the XLA Modules lines give every execution (SPEC 4.3):
+		 * a host-side execute is one only when it failed there (a retry
+		 * inside), which no device line shows. */
+		if (tpu && !subtree_retried(nd, nn, (size_t)r))
+			continue;
 		if (pd >= 0 && pd != r) {
 			for (size_t j = (size_t)r + 1; j < nn && nd[j].t0 < nd[r].t1; j++)
 				if ((nd[j].flags & F_PERDEV) && nd[j].dev != nd[pd].dev) {
@@ -483,7 +501,8 @@ static int settle_line(struct scan *s, struct stream *m, size_t line, xpf_error 
 	for (size_t i = 0; i < m->nn; i++)
 		nd[i].ev.msg = s->kbuf + nd[i].kbuf_at;
 	const char *lname = s->p->lines[line].name;
-	mark_roots(nd, m->nn, lname && strncmp(lname, "tf_pjrt_compile_thread_pool", 27) == 0);
+	mark_roots(nd, m->nn, lname && strncmp(lname, "tf_pjrt_compile_thread_pool", 27) == 0,
+		   s->tpu_modules);
 	add_compiles(s, line, nd, m->nn);
 	for (size_t i = 0; i < m->nn; i++)
 		if (nd[i].root == (long)i) {
