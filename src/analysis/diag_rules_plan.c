@@ -77,6 +77,38 @@ static bool donate_args(const xpf_plan *p, xpf_buf *b)
 	return true;
 }
 
+/* Whether the program hands each call's outputs to the next call (SPEC
+ * 5.3 "donation that the caller can use"), from the focus module's first
+ * two executions on a device: 0 when the outputs of the first were freed
+ * (90% of their bytes) before the second started, so the loop passes the
+ * same inputs again and donating them would hand it a deleted array; 1
+ * when they stayed; -1 when the runtime cannot tell. */
+static int outputs_passed_on(const xpf_diag_ctx *c)
+{
+	const xpf_runtime *rt = c->rt;
+	if (rt == NULL || !rt->has_events)
+		return -1;
+	for (size_t x = 0; x < rt->nexecutions; x++) {
+		const xpf_rt_execution *next = &rt->executions[x];
+		if (next->module != c->d->module || next->prev < 0)
+			continue;
+		uint64_t out = 0, freed = 0;
+		for (size_t i = 0; i < rt->nevents; i++) {
+			const xpf_rt_event *e = &rt->events[i];
+			if (e->execution != next->prev || e->kind != XPF_RT_ALLOC ||
+			    e->role != XPF_RT_ROLE_OUTPUT)
+				continue;
+			out += xpf_rt_ev_bytes(rt, e);
+			if (e->match >= 0 && rt->events[e->match].t_ps < next->start_ps)
+				freed += xpf_rt_ev_bytes(rt, e);
+		}
+		if (out == 0)
+			return -1;
+		return freed >= out / 10 * 9 ? 0 : 1;
+	}
+	return -1;
+}
+
 void xpf_rule_donation(xpf_diag_ctx *c)
 {
 	const xpf_plan *p = c->p;
@@ -115,6 +147,18 @@ void xpf_rule_donation(xpf_diag_ctx *c)
 	uint64_t s = p->matching_output_bytes;
 	const char *cost =
 		"none in memory; the donated arrays are invalid after the call (reassign them, e.g. state = step(state, batch))";
+	if (outputs_passed_on(c) == 0) {
+		/* the loop calls the step again with the same inputs: donating
+		 * them as it stands breaks the next call */
+		bool named = donate_args(p, &b);
+		xpf_diag_addfix(c, f, s, xpf_sub0(p->need_bytes, s),
+				"the loop must take the outputs as the next inputs; where the outputs are not a new state (gradients, a loss), donation cannot help",
+				"the loop passes the same inputs to every call (each call's outputs were freed before the next began), so donating them now would hand the next call a deleted array; donate only if the loop reassigns (ws = step(ws, ...)), %s%s",
+				named ? "jax.jit(..., " : "with donate_argnums", named ? b.data : "");
+		xpf_diag_num(f, "outputs_passed_on", 0);
+		xpf_buf_release(&b);
+		return;
+	}
 	if (donate_args(p, &b))
 		xpf_diag_addfix(c, f, s, xpf_sub0(p->need_bytes, s), cost,
 				"donate the arguments that hold the matching inputs, saving %s: jax.jit(..., %s; their outputs reuse the inputs' memory",

@@ -142,5 +142,15 @@ else
 	echo "ok: retrace: the last compilation of jit_train_step did not finish; a retrace"
 fi
 
+# convert: the loop passes the same ws to every call (README): donation
+# advice must say so, never simply "donate ws"
+if "$XPF" --cat diagnosis.txt "$(cap convert)" | grep -q 'fix: donate the arguments'; then
+	fail "convert: advises donating ws although the loop passes the same ws to every call"
+elif ! "$XPF" --cat diagnosis.txt "$(cap convert)" | grep -q 'passes the same inputs to every call'; then
+	fail "convert: the donation advice does not say the loop reuses its inputs"
+else
+	echo "ok: convert: donation advice says the loop reuses ws"
+fi
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all jax-h200 checks passed"
