@@ -960,6 +960,62 @@ static void test_pb_quick_real(void **state)
 	fprintf(stderr, "%zu HloProtos read alike\n", checked);
 }
 
+/* SPEC §6 (issue 38): a capture that shrinks under its mapping is caught
+ * whichever of many mapped captures it is, not only the first 64 (a run
+ * directory of 100 hosts whose 65th shrank killed the daemon with SIGBUS);
+ * slots freed with their captures serve new ones. */
+static void shrink_one(xpf_capture *c, const char *path)
+{
+	xpf_error err = { 0 };
+	assert_int_equal(xpf_capture_shrunk(c), 0);
+	assert_int_equal(truncate(path, 0), 0);
+	(void)xpf_capture_validate(c, &err); /* reads every byte: zeros now */
+	assert_true(xpf_capture_shrunk(c) > 0);
+}
+
+static void test_shrink_many(void **state)
+{
+	(void)state;
+	enum { N = 100 };
+	const char *src = getenv("XPF_SOURCE");
+	char base[4096], dir[] = "/tmp/xpf-shrink.XXXXXX", path[N + 10][4200];
+	snprintf(base, sizeof base, "%s/tests/bad/cases/ok-base.xplane.pb", src ? src : "..");
+	FILE *f = fopen(base, "rb");
+	assert_non_null(f);
+	static char bytes[1 << 16];
+	size_t n = fread(bytes, 1, sizeof bytes, f);
+	fclose(f);
+	assert_true(n > 0 && n < sizeof bytes);
+	assert_non_null(mkdtemp(dir));
+	xpf_capture *c[N + 10];
+	for (int i = 0; i < N + 10; i++) {
+		xpf_error err = { 0 };
+		snprintf(path[i], sizeof path[i], "%s/h%d.xplane.pb", dir, i);
+		f = fopen(path[i], "wb");
+		assert_non_null(f);
+		assert_int_equal(fwrite(bytes, 1, n, f), n);
+		assert_int_equal(fclose(f), 0);
+		if (i < N && xpf_capture_open(path[i], &c[i], &err) != XPF_OK)
+			fail_msg("%s", err.msg);
+	}
+	shrink_one(c[64], path[64]);
+	shrink_one(c[N - 1], path[N - 1]);
+	assert_int_equal(xpf_capture_shrunk(c[0]), 0);
+	for (int i = 0; i < 10; i++) /* their slots free: taken by the next ten */
+		xpf_capture_free(c[i]);
+	for (int i = N; i < N + 10; i++) {
+		xpf_error err = { 0 };
+		if (xpf_capture_open(path[i], &c[i], &err) != XPF_OK)
+			fail_msg("%s", err.msg);
+	}
+	shrink_one(c[N + 9], path[N + 9]);
+	for (int i = 10; i < N + 10; i++)
+		xpf_capture_free(c[i]);
+	for (int i = 0; i < N + 10; i++)
+		unlink(path[i]);
+	rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -967,6 +1023,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_deep_shape),
 		cmocka_unit_test(test_line_marks),
 		cmocka_unit_test(test_pb_quick),
+		cmocka_unit_test(test_shrink_many),
 	};
 	const struct CMUnitTest real[] = {
 		cmocka_unit_test(test_attention),  cmocka_unit_test(test_gemm),

@@ -311,6 +311,75 @@ static void test_buf_add_i64(void **state)
 	}
 }
 
+/* Names reach files through one of the escapes (buf.h, SPEC §3): text and
+ * TSV write a control character or a byte that does not begin a valid UTF-8
+ * character as \xHH (TSV also doubles the backslash), JSON writes U+FFFD
+ * for the byte; valid UTF-8 passes whole. */
+static void test_buf_escapes(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *in, *text, *tsv, *json;
+	} c[] = {
+		{ "plain", "plain", "plain", "\"plain\"" },
+		{ "a\tb\\c\x1b", "a\\tb\\c\\x1b", "a\\tb\\\\c\\x1b", "\"a\\tb\\\\c\\u001b\"" },
+		{ "\xe6\x97\xa5 \xc3\xa9", "\xe6\x97\xa5 \xc3\xa9", "\xe6\x97\xa5 \xc3\xa9",
+		  "\"\xe6\x97\xa5 \xc3\xa9\"" },
+		{ "w\xff\xfe", "w\\xff\\xfe", "w\\xff\\xfe", "\"w\xef\xbf\xbd\xef\xbf\xbd\"" },
+		/* overlong '/', a surrogate, past U+10FFFF, cut short, a lone continuation */
+		{ "\xc0\xaf", "\\xc0\\xaf", "\\xc0\\xaf", "\"\xef\xbf\xbd\xef\xbf\xbd\"" },
+		{ "\xed\xa0\x80", "\\xed\\xa0\\x80", "\\xed\\xa0\\x80",
+		  "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"" },
+		{ "\xf4\x90\x80\x80", "\\xf4\\x90\\x80\\x80", "\\xf4\\x90\\x80\\x80",
+		  "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"" },
+		{ "x\xe6\x97", "x\\xe6\\x97", "x\\xe6\\x97", "\"x\xef\xbf\xbd\xef\xbf\xbd\"" },
+		{ "\x80y", "\\x80y", "\\x80y", "\"\xef\xbf\xbdy\"" },
+	};
+	for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+		xpf_buf t = XPF_BUF_INIT, v = XPF_BUF_INIT, j = XPF_BUF_INIT, u = XPF_BUF_INIT;
+		xpf_buf_text(&t, c[i].in);
+		xpf_buf_tsv(&v, c[i].in);
+		xpf_buf_json_str(&j, c[i].in);
+		xpf_buf_utf8(&u, c[i].in);
+		assert_string_equal(t.data, c[i].text);
+		assert_string_equal(v.data, c[i].tsv);
+		assert_string_equal(j.data, c[i].json);
+		/* xpf_buf_utf8: the JSON string's bytes without quotes and escapes */
+		if (strchr(c[i].in, '\\') == NULL && strchr(c[i].in, '\t') == NULL) {
+			assert_int_equal(u.len, j.len - 2);
+			assert_memory_equal(u.data, j.data + 1, u.len);
+		}
+		/* the text escape of an escaped text is itself */
+		xpf_buf again = XPF_BUF_INIT;
+		assert_string_equal(xpf_text_of(&again, t.data), t.data);
+		xpf_buf_release(&again);
+		xpf_buf_release(&t);
+		xpf_buf_release(&v);
+		xpf_buf_release(&j);
+		xpf_buf_release(&u);
+	}
+	assert_int_equal(xpf_utf8_len("\xf0\x9f\x98\x80", 4), 4);
+	assert_int_equal(xpf_utf8_len("\xf0\x9f\x98\x80", 3), 0);
+	assert_int_equal(xpf_utf8_len("\xe0\x80\x80", 3), 0); /* overlong */
+}
+
+/* Signed figures of byte counts past 2^63 saturate, never overflow. */
+static void test_signed_figures(void **state)
+{
+	(void)state;
+	assert_int_equal(xpf_diff_u64(10, 4), 6);
+	assert_int_equal(xpf_diff_u64(4, 10), -6);
+	assert_int_equal(xpf_diff_u64((uint64_t)INT64_MAX, (uint64_t)INT64_MAX + 6), -6);
+	assert_true(xpf_diff_u64(UINT64_MAX, 0) == INT64_MAX);
+	assert_true(xpf_diff_u64(0, UINT64_MAX) == INT64_MIN);
+	assert_true(xpf_diff_u64(0, (uint64_t)INT64_MAX + 1) == INT64_MIN);
+	assert_true(xpf_sub_i64(INT64_MAX, -6) == INT64_MAX);
+	assert_true(xpf_sub_i64(INT64_MIN, 1) == INT64_MIN);
+	assert_int_equal(xpf_sub_i64(-6, 4), -10);
+	assert_true(xpf_abs_i64(INT64_MIN) == (uint64_t)INT64_MAX + 1);
+	assert_int_equal(xpf_abs_i64(-6), 6);
+}
+
 /* Interning: one copy a content, whatever its length (the hash reads eight
  * bytes a step, then the rest), across the table's growth. */
 static void test_intern(void **state)
@@ -345,6 +414,7 @@ int main(void)
 		cmocka_unit_test(test_wrap_around),  cmocka_unit_test(test_runs_merge),
 		cmocka_unit_test(test_perm_apply),   cmocka_unit_test(test_buf_printf),
 		cmocka_unit_test(test_buf_add_i64),  cmocka_unit_test(test_intern),
+		cmocka_unit_test(test_buf_escapes), cmocka_unit_test(test_signed_figures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

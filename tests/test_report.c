@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "capture/input.h"
@@ -172,6 +174,70 @@ static void test_cache_bounded(void **state)
 	rmdir(dir);
 }
 
+/* SPEC §6 (issue 38): a capture rewritten in place while mounted, its size
+ * unchanged (no read faults past its end), is "the capture changed", not
+ * "malformed": the files not made before give EIO saying so, errors.txt
+ * says so, and the files made before keep their bytes (planes.tsv: only
+ * the planes' heads, read at open; the runtime is not decoded before). */
+static void test_rewritten_in_place(void **state)
+{
+	(void)state;
+	const char *build = getenv("XPF_BUILD");
+	char gen[4096], dir[] = "/tmp/xpf-test-report-XXXXXX", path[4200], cmd[9000];
+	snprintf(gen, sizeof gen, "%s/tests/mkcapture/xplane-mkcapture", build ? build : ".");
+	if (access(gen, X_OK) != 0) {
+		fprintf(stderr, "skip: %s is not built\n", gen);
+		skip();
+	}
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/grads-kept.xplane.pb", dir);
+	snprintf(cmd, sizeof cmd, "'%s' grads-kept '%s' >/dev/null", gen, path);
+	assert_int_equal(system(cmd), 0);
+	xpf_input *in;
+	xpf_report *r;
+	xpf_error err = { 0 };
+	xpf_options opt = XPF_OPTIONS_INIT;
+	assert_int_equal(xpf_input_open(path, NULL, &in, &err), XPF_OK);
+	assert_int_equal(xpf_report_open(in, &opt, &r, &err), XPF_OK);
+	xpf_node *summary, *events, *errors;
+	assert_int_equal(xpf_report_resolve(r, "capture/planes.tsv", &summary, &err), XPF_OK);
+	assert_int_equal(xpf_report_resolve(r, "runtime/events.tsv", &events, &err), XPF_OK);
+	assert_int_equal(xpf_report_resolve(r, "capture/errors.txt", &errors, &err), XPF_OK);
+	const char *data;
+	size_t len;
+	assert_int_equal(xpf_node_content(summary, &data, &len, &err), XPF_OK);
+	char *before = strndup(data, len);
+
+	/* every byte from the middle on another's, the size the same; the
+	 * modification time set apart (a write in the same clock tick as the
+	 * open would keep it) */
+	FILE *f = fopen(path, "r+b");
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	long size = ftell(f);
+	assert_int_equal(fseek(f, size / 2, SEEK_SET), 0);
+	for (long i = size / 2; i < size; i++)
+		fputc(0xff, f);
+	assert_int_equal(fclose(f), 0);
+	struct timespec t[2] = { { 0, UTIME_OMIT }, { 1000000000, 0 } };
+	assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
+
+	xpf_error e2 = { 0 };
+	assert_int_equal(xpf_node_content(events, &data, &len, &e2), XPF_EIO);
+	assert_non_null(strstr(e2.msg, "changed while mounted"));
+	assert_null(strstr(e2.msg, "malformed"));
+	assert_int_equal(xpf_node_content(errors, &data, &len, &err), XPF_OK);
+	assert_non_null(strstr(data, "changed while mounted"));
+	assert_int_equal(xpf_node_content(summary, &data, &len, &err), XPF_OK);
+	assert_int_equal(len, strlen(before));
+	assert_memory_equal(data, before, len);
+	free(before);
+	xpf_report_free(r);
+	xpf_input_free(in);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -181,6 +247,7 @@ int main(void)
 		cmocka_unit_test(test_long),
 		cmocka_unit_test(test_many_of_one_name),
 		cmocka_unit_test(test_cache_bounded),
+		cmocka_unit_test(test_rewritten_in_place),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,16 +1,24 @@
 /* The counter points of runtime/memory.trace.json past the budget
  * (xpf_trace_thinner, trace_json.h): under the budget every point is
  * written; over it at most the budget, each one a point that was pushed,
- * in time order, with the peak, the lowest point and the last point kept. */
+ * in time order, with the peak, the lowest point and the last point kept.
+ * Its execution spans past theirs (xpf_trace_spans): merged, each
+ * execution in one span. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
+#include "analysis/runtime.h"
 #include "analysis/trace_json.h"
+#include "tree/report.h"
 
 /* Push pts through a thinner of the given budget; the points written. */
 static size_t thin_all(const xpf_trace_point *pts, size_t n, size_t budget, xpf_trace_point *out)
@@ -93,12 +101,106 @@ static void test_same_time(void **state)
 	assert_int_equal(out[2].bytes, 3);
 }
 
+/* The execution spans past their budget (xpf_trace_spans, issue 38: 374k
+ * executions made a 139 MB file): at most the budget (one a device when
+ * there are more devices), every execution in exactly one span (their n
+ * from n to last_n, counted in executions), each span from its first
+ * execution's start to its latest end; under the budget one span an
+ * execution, as executions.tsv. */
+static void spans_of(const char *scenario, const char *scale, size_t max, size_t want_devices)
+{
+	const char *build = getenv("XPF_BUILD");
+	char gen[4096], dir[] = "/tmp/xpf-test-trace-XXXXXX", path[4200], cmd[9000];
+	snprintf(gen, sizeof gen, "%s/tests/mkcapture/xplane-mkcapture", build ? build : ".");
+	if (access(gen, X_OK) != 0) {
+		fprintf(stderr, "skip: %s is not built\n", gen);
+		skip();
+	}
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/%s.xplane.pb", dir, scenario);
+	snprintf(cmd, sizeof cmd, "'%s' %s %s '%s' >/dev/null", gen, scenario, scale, path);
+	assert_int_equal(system(cmd), 0);
+	xpf_input *in;
+	xpf_report *r;
+	xpf_error err = { 0 };
+	xpf_options opt = XPF_OPTIONS_INIT;
+	const xpf_runtime *rt;
+	assert_int_equal(xpf_input_open(path, NULL, &in, &err), XPF_OK);
+	assert_int_equal(xpf_report_open(in, &opt, &r, &err), XPF_OK);
+	xpf_host *h = xpf_report_host(r, 0);
+	assert_int_equal(xpf_host_runtime(h, &rt, &err), XPF_OK);
+	assert_true(rt->nexecutions > max);
+	xpf_buf b = XPF_BUF_INIT;
+	xpf_trace_spans(h, rt, max, &b);
+	unsigned char *seen = calloc(rt->nexecutions + 1, 1);
+	size_t spans = 0, covered = 0, ndev = 0;
+	int devs[64];
+	for (char *line = b.data, *nl; line && *line; line = nl + 1) {
+		nl = strchr(line, '\n');
+		assert_non_null(nl);
+		*nl = '\0';
+		if (nl > line && nl[-1] == ',')
+			nl[-1] = '\0';
+		json_error_t je;
+		json_t *o = json_loads(line, 0, &je);
+		assert_non_null(o);
+		json_t *a = json_object_get(o, "args");
+		size_t n0 = (size_t)json_integer_value(json_object_get(a, "n"));
+		json_t *ln = json_object_get(a, "last_n"), *ex = json_object_get(a, "executions");
+		size_t n1 = ln ? (size_t)json_integer_value(ln) : n0;
+		size_t k = ex ? (size_t)json_integer_value(ex) : 1, inside = 0;
+		double ts = json_real_value(json_object_get(o, "ts"));
+		double end = ts + json_real_value(json_object_get(o, "dur"));
+		int dev = (int)json_integer_value(json_object_get(a, "device"));
+		for (size_t i = 0; i < rt->nexecutions; i++) {
+			const xpf_rt_execution *x = &rt->executions[i];
+			if (x->device != dev || x->n < n0 || x->n > n1)
+				continue;
+			assert_int_equal(seen[x->n], 0);
+			seen[x->n] = 1;
+			inside++;
+			assert_true(xpf_rt_x_start_ns(x) >= ts * 1000 - 0.5);
+			assert_true(xpf_rt_x_end_ns(x) <= end * 1000 + 0.5);
+		}
+		assert_int_equal(inside, k);
+		bool known = false;
+		for (size_t d = 0; d < ndev; d++)
+			known |= devs[d] == dev;
+		if (!known && ndev < 64)
+			devs[ndev++] = dev;
+		covered += k;
+		spans++;
+		json_decref(o);
+	}
+	assert_int_equal(covered, rt->nexecutions);
+	assert_int_equal(ndev, want_devices);
+	assert_true(spans <= (max > ndev ? max : ndev));
+	assert_true(spans >= (max < ndev ? ndev : max / 2)); /* not merged past need */
+	fprintf(stderr, "%s: %zu executions in %zu spans (at most %zu)\n", scenario,
+		rt->nexecutions, spans, max);
+	free(seen);
+	xpf_buf_release(&b);
+	xpf_report_free(r);
+	xpf_input_free(in);
+	unlink(path);
+	rmdir(dir);
+}
+
+static void test_spans_merged(void **state)
+{
+	(void)state;
+	spans_of("grads-kept", "--scale 20", 16, 1);
+	spans_of("scan-fits", "", 4, 8); /* more devices than spans: one each */
+	spans_of("scan-fits", "", 12, 8);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_under_budget_keeps_all),
 		cmocka_unit_test(test_over_budget),
 		cmocka_unit_test(test_same_time),
+		cmocka_unit_test(test_spans_merged),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

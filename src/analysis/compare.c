@@ -130,8 +130,8 @@ static void side_runtime(xpf_cmp_side *s)
 	s->in_use_bytes = rt->executions[last].in_use_at_start_bytes;
 	if (k >= 2) {
 		s->has_growth = true;
-		s->growth_bytes = ((int64_t)rt->executions[last].in_use_at_start_bytes -
-				   (int64_t)rt->executions[first].in_use_at_start_bytes) /
+		s->growth_bytes = xpf_diff_u64(rt->executions[last].in_use_at_start_bytes,
+					       rt->executions[first].in_use_at_start_bytes) /
 				  (int64_t)(k - 1);
 	}
 }
@@ -452,11 +452,10 @@ static void figure_change(xpf_compare *c, const char *code, enum xpf_tag tag, co
 	both_evidence(ch, c, file, in_module);
 }
 
-static void put_signed(xpf_buf *b, int64_t v)
+static void put_signed(xpf_buf *b, bool neg, uint64_t u)
 {
 	char hb[32];
-	uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-	xpf_buf_printf(b, "%s%s", v < 0 ? "-" : v > 0 ? "+" : "", xpf_human(u, hb));
+	xpf_buf_printf(b, "%s%s", neg ? "-" : u ? "+" : "", xpf_human(u, hb));
 }
 
 static void growth_change(xpf_compare *c)
@@ -473,15 +472,16 @@ static void growth_change(xpf_compare *c)
 	xpf_buf t = XPF_BUF_INIT;
 	xpf_buf_printf(&t, "in use at the start of %.*s's executions, mean rise per execution: ",
 		       (int)sl, stem);
-	put_signed(&t, gb);
+	put_signed(&t, gb < 0, xpf_abs_i64(gb));
 	xpf_buf_adds(&t, b->has_growth ? "" : " (it ran once)");
 	xpf_buf_adds(&t, " -> ");
-	put_signed(&t, ga);
+	put_signed(&t, ga < 0, xpf_abs_i64(ga));
 	xpf_buf_adds(&t, a->has_growth ? ": " : " (it ran once): ");
-	int64_t d = ga - gb;
-	uint64_t u = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
-	put_signed(&t, d);
-	xpf_buf_printf(&t, " (%s%llu bytes", d < 0 ? "-" : "+", (unsigned long long)u);
+	/* ga - gb, exact: its magnitude is below 2^64 */
+	bool neg = ga < gb;
+	uint64_t u = neg ? (uint64_t)gb - (uint64_t)ga : (uint64_t)ga - (uint64_t)gb;
+	put_signed(&t, neg, u);
+	xpf_buf_printf(&t, " (%s%llu bytes", neg ? "-" : "+", (unsigned long long)u);
 	char pc[32];
 	if (gb > 0 && ga >= 0 && xpf_cmp_delta_pct((uint64_t)gb, (uint64_t)ga, pc))
 		xpf_buf_printf(&t, ", %s%%", pc);

@@ -7,9 +7,13 @@
 #include "analysis/diag_priv.h"
 #include "common/alloc.h"
 
+/* The figures hold names from the capture (allocators, modules): escaped
+ * here, the one writer of a line, so that a name cannot break it (SPEC §3). */
 static void line(xpf_buf *out, const char *status, const char *name, xpf_buf *fig)
 {
-	xpf_buf_printf(out, "%s\t%s\t%s\n", status, name, fig->data ? fig->data : "");
+	xpf_buf_printf(out, "%s\t%s\t", status, name);
+	xpf_buf_text(out, fig->data);
+	xpf_buf_addc(out, '\n');
 	xpf_buf_reset(fig);
 }
 

@@ -8,6 +8,7 @@
 
 #include "analysis/diag_priv.h"
 #include "common/alloc.h"
+#include "analysis/json_text.h"
 
 static const char *module_name(xpf_host *h, long m)
 {
@@ -246,46 +247,46 @@ json_t *xpf_diag_json(xpf_host *h, const xpf_diagnosis *d)
 	json_t *arr = json_array();
 	char id[32];
 
-	json_object_set_new(root, "capture", json_string(xpf_capture_label(h->cap)));
-	json_object_set_new(root, "host", json_string(h->name ? h->name : ""));
+	json_object_set_new(root, "capture", xpf_json_text(xpf_capture_label(h->cap)));
+	json_object_set_new(root, "host", xpf_json_text(h->name ? h->name : ""));
 	json_object_set_new(root, "module",
-			    d->module >= 0 ? json_string(module_name(h, d->module)) : json_null());
+			    d->module >= 0 ? xpf_json_text(module_name(h, d->module)) : json_null());
 	if (d->module >= 0) {
 		snprintf(id, sizeof id, "%llu",
 			 (unsigned long long)xpf_capture_module(h->cap, d->module)->program_id);
-		json_object_set_new(root, "program_id", json_string(id));
-		json_object_set_new(root, "module_dir", json_string(h->module_dirs[d->module]));
-		json_object_set_new(root, "module_why", json_string(d->module_why));
+		json_object_set_new(root, "program_id", xpf_json_text(id));
+		json_object_set_new(root, "module_dir", xpf_json_text(h->module_dirs[d->module]));
+		json_object_set_new(root, "module_why", xpf_json_text(d->module_why));
 	}
 	json_object_set_new(root, "capacity_bytes", jint(d->capacity_bytes));
-	json_object_set_new(root, "capacity_tag", json_string(xpf_tag_name(d->capacity_tag)));
-	json_object_set_new(root, "capacity_source", json_string(d->capacity_source));
+	json_object_set_new(root, "capacity_tag", xpf_json_text(xpf_tag_name(d->capacity_tag)));
+	json_object_set_new(root, "capacity_source", xpf_json_text(d->capacity_source));
 	json_object_set_new(root, "device_memory_bytes", jint(d->memory_bytes));
 	json_object_set_new(root, "fraction_set", json_boolean(d->fraction_set));
 	for (size_t i = 0; i < d->nfindings; i++) {
 		const xpf_finding *f = &d->findings[i];
 		json_t *o = json_object(), *figs = json_object(), *ev = json_array(),
 		       *fx = json_array();
-		json_object_set_new(o, "code", json_string(f->code));
-		json_object_set_new(o, "tag", json_string(xpf_tag_name(f->tag)));
+		json_object_set_new(o, "code", xpf_json_text(f->code));
+		json_object_set_new(o, "tag", xpf_json_text(xpf_tag_name(f->tag)));
 		json_object_set_new(o, "module",
-				    f->module >= 0 ? json_string(module_name(h, f->module)) :
+				    f->module >= 0 ? xpf_json_text(module_name(h, f->module)) :
 						     json_null());
-		json_object_set_new(o, "text", json_string(f->text ? f->text : ""));
+		json_object_set_new(o, "text", xpf_json_text(f->text ? f->text : ""));
 		for (size_t j = 0; j < f->nfigs; j++)
 			json_object_set_new(figs, f->figs[j].key,
-					    f->figs[j].is_text ? json_string(f->figs[j].text) :
+					    f->figs[j].is_text ? xpf_json_text(f->figs[j].text) :
 								 jint(f->figs[j].value));
 		for (size_t j = 0; j < f->nevidence; j++)
-			json_array_append_new(ev, json_string(f->evidence[j]));
+			json_array_append_new(ev, xpf_json_text(f->evidence[j]));
 		for (size_t j = 0; j < f->nfixes; j++) {
 			json_t *x = json_object();
-			json_object_set_new(x, "text", json_string(f->fixes[j].text));
+			json_object_set_new(x, "text", xpf_json_text(f->fixes[j].text));
 			json_object_set_new(x, "saving_bytes", jint(f->fixes[j].saving_bytes));
 			if (f->fixes[j].saving_max_bytes)
 				json_object_set_new(x, "saving_max_bytes",
 						    jint(f->fixes[j].saving_max_bytes));
-			json_object_set_new(x, "cost", json_string(f->fixes[j].cost));
+			json_object_set_new(x, "cost", xpf_json_text(f->fixes[j].cost));
 			json_object_set_new(x, "tag", json_string("inferred"));
 			json_array_append_new(fx, x);
 		}
@@ -492,19 +493,21 @@ int xpf_render_summary(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 
 	xpf_buf_adds(out, "host: ");
 	xpf_buf_text(out, h->name ? h->name : "?");
-	xpf_buf_printf(out, "\ncapture: %s (%llu bytes)\n", xpf_capture_label(h->cap),
-		       (unsigned long long)xpf_capture_size(h->cap));
+	xpf_buf_adds(out, "\ncapture: ");
+	xpf_buf_text(out, xpf_capture_label(h->cap));
+	xpf_buf_printf(out, " (%llu bytes)\n", (unsigned long long)xpf_capture_size(h->cap));
 	summary_devices(h, out);
 	summary_allocators(rt, out);
-	if (d->capacity_bytes)
-		xpf_buf_printf(out, "capacity: %s (%llu bytes) [%s] from %s%s\n",
+	if (d->capacity_bytes) {
+		xpf_buf_printf(out, "capacity: %s (%llu bytes) [%s] from ",
 			       xpf_human(d->capacity_bytes, h1),
-			       (unsigned long long)d->capacity_bytes, xpf_tag_name(d->capacity_tag),
-			       d->capacity_source,
+			       (unsigned long long)d->capacity_bytes, xpf_tag_name(d->capacity_tag));
+		xpf_buf_text(out, d->capacity_source);
+		xpf_buf_printf(out, "%s\n",
 			       d->fraction_set ?
 				       "; not 75% of the device memory: the memory fraction is set" :
 				       "");
-	else
+	} else
 		xpf_buf_adds(out, "capacity: unknown (give it with --capacity BYTES)\n");
 	summary_modules(h, d, rt, out);
 	summary_executions(d, rt, out);

@@ -14,6 +14,7 @@
 #include "analysis/diag_priv.h"
 #include "analysis/hosts.h"
 #include "common/alloc.h"
+#include "analysis/json_text.h"
 
 #define SKEW_MIN_BYTES (256ull * XPF_MIB)
 #define SKEW_MIN_PCT 5
@@ -364,19 +365,19 @@ static void finding_release(xpf_finding *f)
 static json_t *skew_json(const host_row *w, const skew *k, const xpf_finding *f)
 {
 	json_t *o = json_object(), *figs = json_object(), *ev = json_array();
-	json_object_set_new(o, "code", json_string(f->code));
-	json_object_set_new(o, "tag", json_string(xpf_tag_name(f->tag)));
-	json_object_set_new(o, "host", json_string(w[k->host].dir));
-	json_object_set_new(o, "median_host", json_string(w[k->median].dir));
+	json_object_set_new(o, "code", xpf_json_text(f->code));
+	json_object_set_new(o, "tag", xpf_json_text(xpf_tag_name(f->tag)));
+	json_object_set_new(o, "host", xpf_json_text(w[k->host].dir));
+	json_object_set_new(o, "median_host", xpf_json_text(w[k->median].dir));
 	json_object_set_new(o, "module",
-			    f->module >= 0 ? json_string(module_of(&w[k->host])) : json_null());
-	json_object_set_new(o, "text", json_string(f->text ? f->text : ""));
+			    f->module >= 0 ? xpf_json_text(module_of(&w[k->host])) : json_null());
+	json_object_set_new(o, "text", xpf_json_text(f->text ? f->text : ""));
 	for (size_t j = 0; j < f->nfigs; j++)
 		json_object_set_new(figs, f->figs[j].key,
-				    f->figs[j].is_text ? json_string(f->figs[j].text) :
+				    f->figs[j].is_text ? xpf_json_text(f->figs[j].text) :
 							 json_integer((json_int_t)f->figs[j].value));
 	for (size_t j = 0; j < f->nevidence; j++)
-		json_array_append_new(ev, json_string(f->evidence[j]));
+		json_array_append_new(ev, xpf_json_text(f->evidence[j]));
 	json_object_set_new(o, "figures", figs);
 	json_object_set_new(o, "evidence", ev);
 	json_object_set_new(o, "fixes", json_array());

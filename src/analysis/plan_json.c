@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/plan_priv.h"
+#include "analysis/json_text.h"
 
 static json_t *jbytes(uint64_t v)
 {
@@ -21,7 +22,7 @@ static json_t *jpct(uint64_t part, uint64_t whole)
 	return json_real(atof(xpf_pct(part, whole, pc)));
 }
 
-static json_t *jstr(const char *s) { return json_string(s ? s : ""); }
+static json_t *jstr(const char *s) { return xpf_json_text(s); }
 
 static const char *instr_or_empty(const xpf_plan_buffer *b)
 {
@@ -162,7 +163,7 @@ static json_t *duplicates_obj(const xpf_plan *p)
 		const xpf_plan_dup *d = &p->dups[i];
 		json_t *e = json_object();
 		json_object_set_new(e, "kind",
-				    json_string(d->kind == XPF_DUP_LAYOUT ? "layout" : "convert"));
+				    xpf_json_text(d->kind == XPF_DUP_LAYOUT ? "layout" : "convert"));
 		json_object_set_new(e, "instruction", jstr(instr_or_empty(d->buffer)));
 		json_object_set_new(e, "bytes", jbytes(d->buffer->bytes));
 		json_object_set_new(e, "parameter", json_integer(d->param->number));
@@ -181,7 +182,7 @@ static json_t *plan_obj(const xpf_plan *p)
 	snprintf(id, sizeof id, "%llu", (unsigned long long)p->program_id);
 	json_object_set_new(o, "module", jstr(p->module));
 	json_object_set_new(o, "hlo_module", jstr(p->hlo_name));
-	json_object_set_new(o, "program_id", json_string(id));
+	json_object_set_new(o, "program_id", xpf_json_text(id));
 	json_object_set_new(o, "buffer_assignment", json_boolean(p->has_assignment));
 	json_object_set_new(o, "remat_instructions", json_integer((json_int_t)p->remat_instructions));
 	json_object_set_new(o, "instructions", json_integer((json_int_t)p->ninstrs));
@@ -260,6 +261,7 @@ static void summary_colors_kinds(const xpf_plan *p, xpf_buf *out)
 static void summary_device_heap(const xpf_plan *p, xpf_buf *out)
 {
 	char pc[32], more[256];
+	xpf_buf more_name = XPF_BUF_INIT;
 	xpf_buf_adds(out, "\ndevice memory (every colour but host memory, 5):\n");
 	snprintf(more, sizeof more, "%zu allocations; donated %llu bytes in %zu",
 		 p->parameters_count, (unsigned long long)p->donated_bytes, p->donated_count);
@@ -286,16 +288,17 @@ static void summary_device_heap(const xpf_plan *p, xpf_buf *out)
 		line(out, "simulated temp peak", 0, "read", "no heap-simulator trace");
 	}
 	line(out, "indefinite allocations", p->indefinite_bytes, "read", NULL);
+	xpf_buf at = XPF_BUF_INIT;
 	if (p->peak_position >= 0)
-		snprintf(more, sizeof more, "at step %ld (%s)", p->peak_position,
-			 p->peak_instruction);
-	else
-		more[0] = '\0';
-	line(out, "heap peak", p->heap_peak_bytes, "read", more);
+		xpf_buf_printf(&at, "at step %ld (%s)", p->peak_position,
+			       xpf_text_of(&more_name, p->peak_instruction));
+	line(out, "heap peak", p->heap_peak_bytes, "read", at.data);
+	xpf_buf_release(&at);
 	line(out, "heap peak, unpadded", p->heap_peak_unpadded_bytes, "read", NULL);
 	snprintf(more, sizeof more, "%s%% of the temp block",
 		 xpf_pct(p->fragmentation_bytes, p->temp_bytes, pc));
 	line(out, "temp fragmentation", p->fragmentation_bytes, "read", more);
+	xpf_buf_release(&more_name);
 }
 
 /* The inferred part: roles at the peak, and hints. */
@@ -333,20 +336,29 @@ static void summary_largest(const xpf_plan *p, int top, xpf_buf *out)
 	for (size_t i = 0; i < n; i++) {
 		const xpf_plan_peak *r = &p->peak[i];
 		const xpf_plan_buffer *b = r->buffer;
-		xpf_buf_printf(out, "  %3zu  %10s  %5s%%  %-9s %-9s %s %s", i + 1,
+		xpf_buf_printf(out, "  %3zu  %10s  %5s%%  %-9s %-9s ", i + 1,
 			       xpf_human(r->bytes, hb), xpf_pct(r->bytes, p->heap_peak_bytes, pc),
-			       xpf_kind_name(r->kind), xpf_role_name(r->role),
-			       b && b->instr ? b->instr->name : "?", b ? b->shape : "");
-		if (b && b->instr && b->instr->source[0])
-			xpf_buf_printf(out, "  %s", b->instr->source);
+			       xpf_kind_name(r->kind), xpf_role_name(r->role));
+		xpf_buf_text(out, b && b->instr ? b->instr->name : "?");
+		xpf_buf_addc(out, ' ');
+		xpf_buf_text(out, b ? b->shape : "");
+		if (b && b->instr && b->instr->source[0]) {
+			xpf_buf_adds(out, "  ");
+			xpf_buf_text(out, b->instr->source);
+		}
 		xpf_buf_addc(out, '\n');
 	}
 }
 
 void xpf_plan_summary(const xpf_plan *p, int top, xpf_buf *out)
 {
-	xpf_buf_printf(out, "module %s (HLO module %s, program id %llu)\n", p->module,
-		       p->hlo_name[0] ? p->hlo_name : "?", (unsigned long long)p->program_id);
+	xpf_buf n1 = XPF_BUF_INIT, n2 = XPF_BUF_INIT;
+	xpf_buf_printf(out, "module %s (HLO module %s, program id %llu)\n",
+		       xpf_text_of(&n1, p->module),
+		       p->hlo_name[0] ? xpf_text_of(&n2, p->hlo_name) : "?",
+		       (unsigned long long)p->program_id);
+	xpf_buf_release(&n1);
+	xpf_buf_release(&n2);
 	xpf_buf_printf(out, "instructions: %zu, rematerialized by XLA: %zu [read]\n", p->ninstrs,
 		       p->remat_instructions);
 	if (!p->has_assignment) {

@@ -258,8 +258,7 @@ static inline int64_t xpf_rt_x_growth(const xpf_runtime *rt, const xpf_rt_execut
 {
 	if (x->prev < 0 || !x->in_use_known || !rt->executions[x->prev].in_use_known)
 		return 0;
-	return (int64_t)x->in_use_at_start_bytes -
-	       (int64_t)rt->executions[x->prev].in_use_at_start_bytes;
+	return xpf_diff_u64(x->in_use_at_start_bytes, rt->executions[x->prev].in_use_at_start_bytes);
 }
 
 /* An allocator event's time in integer ns. */

@@ -47,7 +47,7 @@ static void exec_title(xpf_buf *out, const tl_ctx *c, const xpf_rt_execution *x)
 			xpf_buf_printf(out, ", growth since #%u %s%lld bytes (%s%s)",
 				       x->module_execution ? x->module_execution - 1 : 0,
 				       g >= 0 ? "+" : "", (long long)g, g >= 0 ? "+" : "-",
-				       xpf_human((uint64_t)(g >= 0 ? g : -g), hb));
+				       xpf_human(xpf_abs_i64(g), hb));
 	}
 	if (x->peak_during_bytes) {
 		xpf_buf_adds(out, ", peak during ");

@@ -8,7 +8,11 @@
  *    past XPF_TRACE_MAX_POINTS an allocator's points are thinned (see
  *    xpf_trace_thinner) and "otherData" says so;
  *  - pid 2 "executions": one complete event ("X") per execution, on the
- *    track of its device, args module, n, launched;
+ *    track of its device, args module, n, launched.  Past
+ *    XPF_TRACE_MAX_SPANS executions (hundreds of thousands of small steps)
+ *    each device's time range is cut into intervals and the executions
+ *    that start in one become one span (see put_spans), and "otherData"
+ *    says so;
  *  - pid 3 "AllocatorRetry waits": one instant event ("i") per wait, on the
  *    track of its thread.
  * Times ("ts", "dur") are microseconds from the profile start, written with
@@ -166,6 +170,143 @@ static void put_counters(const xpf_runtime *rt, counter_track *tr, xpf_buf *out)
 	}
 }
 
+/* The module's name of execution x, or "ambiguous". */
+static const char *x_module(const xpf_host *h, const xpf_rt_execution *x)
+{
+	return x->module >= 0 && (size_t)x->module < h->nmodules ?
+		       xpf_capture_module(h->cap, (size_t)x->module)->name :
+		       "ambiguous";
+}
+
+static void put_span(const xpf_host *h, const xpf_rt_execution *x, xpf_buf *out)
+{
+	const char *m = x_module(h, x);
+	xpf_buf_printf(out, "{\"ph\":\"X\",\"pid\":2,\"tid\":%d,\"name\":", x->device);
+	xpf_buf_json_str(out, m);
+	put_us(out, "ts", xpf_rt_x_start_ns(x));
+	put_us(out, "dur", xpf_rt_x_end_ns(x) - xpf_rt_x_start_ns(x));
+	xpf_buf_adds(out, ",\"args\":{\"module\":");
+	xpf_buf_json_str(out, m);
+	xpf_buf_printf(out, ",\"n\":%u,\"launched\":\"%s\",\"device\":%d}},\n", x->n,
+		       xpf_launched_name(x->launched), x->device);
+}
+
+/* The executions of one device that start in one interval, merged. */
+typedef struct {
+	int device;
+	int64_t t0, width; /* the device's first start; an interval's width */
+	int64_t bucket;    /* the interval gathered; -1: none yet */
+	size_t first, last, count, never;
+	int64_t end; /* the latest end of its executions */
+	bool one_module, one_launched;
+} span_group;
+
+static int cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* The index of device in the sorted distinct devices dev[nd]. */
+static size_t dev_slot(const int *dev, size_t nd, int device)
+{
+	const int *k = bsearch(&device, dev, nd, sizeof *dev, cmp_int);
+	return (size_t)(k - dev);
+}
+
+static void flush_group(const xpf_host *h, const xpf_runtime *rt, span_group *g, xpf_buf *out)
+{
+	if (g->count == 0)
+		return;
+	const xpf_rt_execution *a = &rt->executions[g->first], *z = &rt->executions[g->last];
+	if (g->count == 1) {
+		put_span(h, a, out);
+	} else {
+		const char *m = g->one_module ? x_module(h, a) : "several modules";
+		xpf_buf_printf(out, "{\"ph\":\"X\",\"pid\":2,\"tid\":%d,\"name\":", g->device);
+		if (g->one_module)
+			xpf_buf_json_str(out, m);
+		else
+			xpf_buf_printf(out, "\"%zu executions\"", g->count);
+		put_us(out, "ts", xpf_rt_x_start_ns(a));
+		put_us(out, "dur", g->end - xpf_rt_x_start_ns(a));
+		xpf_buf_adds(out, ",\"args\":{\"module\":");
+		xpf_buf_json_str(out, m);
+		xpf_buf_printf(out,
+			       ",\"n\":%u,\"last_n\":%u,\"executions\":%zu,\"never_launched\":%zu,"
+			       "\"launched\":\"%s\",\"device\":%d}},\n",
+			       a->n, z->n, g->count, g->never,
+			       g->one_launched ? xpf_launched_name(a->launched) : "mixed", g->device);
+	}
+	g->count = g->never = 0;
+}
+
+/* Past max_spans executions: each device's time range (its first to its
+ * last start) cut into max_spans / devices intervals; the executions that
+ * start in one interval become one span from the first start to the
+ * latest end, named by their module (or "N executions" when they are of
+ * several), args n and last_n (the first and last execution), executions,
+ * never_launched, launched ("mixed" when they differ).  An interval of
+ * one execution keeps its own span.  So the file holds at most max_spans
+ * spans (plus one per device for rounding). */
+void xpf_trace_spans(const xpf_host *h, const xpf_runtime *rt, size_t max_spans, xpf_buf *out)
+{
+	if (rt->nexecutions <= max_spans) {
+		for (size_t i = 0; i < rt->nexecutions; i++)
+			put_span(h, &rt->executions[i], out);
+		return;
+	}
+	int *dev = xpf_malloc(rt->nexecutions * sizeof *dev);
+	size_t nd = 0;
+	for (size_t i = 0; i < rt->nexecutions; i++)
+		dev[i] = rt->executions[i].device;
+	xpf_qsort(dev, rt->nexecutions, sizeof *dev, cmp_int);
+	for (size_t i = 0; i < rt->nexecutions; i++)
+		if (nd == 0 || dev[nd - 1] != dev[i])
+			dev[nd++] = dev[i];
+	span_group *g = xpf_calloc(nd, sizeof *g);
+	int64_t *hi = xpf_calloc(nd, sizeof *hi);
+	size_t per = max_spans / nd ? max_spans / nd : 1;
+	for (size_t d = 0; d < nd; d++) {
+		g[d] = (span_group){ .device = dev[d], .bucket = -1, .t0 = INT64_MAX };
+		hi[d] = INT64_MIN;
+	}
+	for (size_t i = 0; i < rt->nexecutions; i++) { /* each device's time range */
+		const xpf_rt_execution *x = &rt->executions[i];
+		size_t d = dev_slot(dev, nd, x->device);
+		int64_t t = xpf_rt_x_start_ns(x);
+		g[d].t0 = t < g[d].t0 ? t : g[d].t0;
+		hi[d] = t > hi[d] ? t : hi[d];
+	}
+	for (size_t d = 0; d < nd; d++)
+		g[d].width = (int64_t)(((uint64_t)hi[d] - (uint64_t)g[d].t0) / per + 1);
+	for (size_t i = 0; i < rt->nexecutions; i++) {
+		const xpf_rt_execution *x = &rt->executions[i];
+		span_group *k = &g[dev_slot(dev, nd, x->device)];
+		int64_t t = xpf_rt_x_start_ns(x);
+		int64_t b = (int64_t)(((uint64_t)t - (uint64_t)k->t0) / (uint64_t)k->width);
+		if (b != k->bucket || k->count == 0) {
+			flush_group(h, rt, k, out);
+			k->bucket = b;
+			k->first = i;
+			k->end = xpf_rt_x_end_ns(x);
+			k->one_module = k->one_launched = true;
+		}
+		const xpf_rt_execution *a = &rt->executions[k->first];
+		k->one_module &= x->module == a->module;
+		k->one_launched &= x->launched == a->launched;
+		k->end = xpf_rt_x_end_ns(x) > k->end ? xpf_rt_x_end_ns(x) : k->end;
+		k->never += x->launched == XPF_LAUNCHED_NO;
+		k->last = i;
+		k->count++;
+	}
+	for (size_t d = 0; d < nd; d++)
+		flush_group(h, rt, &g[d], out);
+	free(hi);
+	free(g);
+	free(dev);
+}
+
 int xpf_render_trace_json(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 {
 	const xpf_runtime *rt;
@@ -184,12 +325,23 @@ int xpf_render_trace_json(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 		thinned += tr[a].thin.thin;
 	}
 	xpf_buf_adds(out, "{\"displayTimeUnit\":\"ns\",");
+	if (thinned || rt->nexecutions > XPF_TRACE_MAX_SPANS)
+		xpf_buf_adds(out, "\"otherData\":{");
 	if (thinned)
 		xpf_buf_printf(out,
-			       "\"otherData\":{\"counter_points\":\"%zu points, more than %zu: the "
+			       "\"counter_points\":\"%zu points, more than %zu: the "
 			       "time range of %zu allocators cut into %zu intervals each, which keep "
-			       "their lowest, highest and last point\"},",
-			       total, XPF_TRACE_MAX_POINTS, thinned, budget / 3 ? budget / 3 : 1);
+			       "their lowest, highest and last point\"%s",
+			       total, XPF_TRACE_MAX_POINTS, thinned, budget / 3 ? budget / 3 : 1,
+			       rt->nexecutions > XPF_TRACE_MAX_SPANS ? "," : "");
+	if (rt->nexecutions > XPF_TRACE_MAX_SPANS)
+		xpf_buf_printf(out,
+			       "\"execution_spans\":\"%zu executions, more than %zu: each device's "
+			       "time range cut into intervals, the executions that start in one "
+			       "merged into one span (args executions, n to last_n, never_launched)\"",
+			       rt->nexecutions, XPF_TRACE_MAX_SPANS);
+	if (thinned || rt->nexecutions > XPF_TRACE_MAX_SPANS)
+		xpf_buf_adds(out, "},");
 	xpf_buf_adds(out, "\"traceEvents\":[\n");
 	put_process(out, 1, "allocators (bytes in use)");
 	put_process(out, 2, "executions");
@@ -197,20 +349,7 @@ int xpf_render_trace_json(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 	put_counters(rt, tr, out);
 	free(tr);
 
-	for (size_t i = 0; i < rt->nexecutions; i++) {
-		const xpf_rt_execution *x = &rt->executions[i];
-		const char *m = x->module >= 0 && (size_t)x->module < h->nmodules ?
-					xpf_capture_module(h->cap, (size_t)x->module)->name :
-					"ambiguous";
-		xpf_buf_printf(out, "{\"ph\":\"X\",\"pid\":2,\"tid\":%d,\"name\":", x->device);
-		xpf_buf_json_str(out, m);
-		put_us(out, "ts", xpf_rt_x_start_ns(x));
-		put_us(out, "dur", xpf_rt_x_end_ns(x) - xpf_rt_x_start_ns(x));
-		xpf_buf_adds(out, ",\"args\":{\"module\":");
-		xpf_buf_json_str(out, m);
-		xpf_buf_printf(out, ",\"n\":%u,\"launched\":\"%s\",\"device\":%d}},\n", x->n,
-			       xpf_launched_name(x->launched), x->device);
-	}
+	xpf_trace_spans(h, rt, XPF_TRACE_MAX_SPANS, out);
 
 	for (size_t i = 0; i < rt->nretries; i++) {
 		const xpf_rt_retry *r = &rt->retries[i];

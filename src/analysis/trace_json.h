@@ -9,7 +9,18 @@
  * 90 MB of JSON, which Perfetto opens; past it points are thinned. */
 #define XPF_TRACE_MAX_POINTS ((size_t)1 << 20)
 
+/* The execution spans it holds at most (about 200 bytes each: 13 MB);
+ * past it they are merged (xpf_trace_spans). */
+#define XPF_TRACE_MAX_SPANS ((size_t)1 << 16)
+
 int xpf_render_trace_json(xpf_host *h, long arg, xpf_buf *out, xpf_error *err);
+
+/* The execution spans of rt into out, one a line: one per execution up to
+ * max_spans executions; past it those of one device that start in one of
+ * max_spans / devices equal intervals of its time range become one span
+ * (trace_json.c says what it holds). */
+struct xpf_runtime;
+void xpf_trace_spans(const xpf_host *h, const struct xpf_runtime *rt, size_t max_spans, xpf_buf *out);
 
 /* One allocator's counter points, thinned when there are more than a
  * budget: its time range is cut into budget/3 equal intervals and each

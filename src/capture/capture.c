@@ -303,72 +303,123 @@ static int index_modules(xpf_capture *c, xpf_error *err)
  * pages over the rest of the faulting mapping, counts the fault on its
  * capture and returns, so the read goes on over zeros.  The report layer
  * then refuses every file not made before (SPEC §6: EIO, a line in
- * capture/errors.txt).  mmap is async-signal-safe on Linux. */
+ * capture/errors.txt).  mmap is async-signal-safe on Linux.
+ *
+ * Any number of captures are mapped at once (a run directory of a thousand
+ * hosts, two of them with --base): the slots come in blocks, linked once
+ * and never freed, so that the handler walks them without a lock while
+ * another thread adds a block; a freed slot is used again. */
 
-#define MAX_MAPPINGS 64
+#define MAPPING_BLOCK 64
 struct mapping {
 	_Atomic uintptr_t lo, hi; /* [lo, hi) page-rounded; 0, 0: free slot */
 	xpf_capture *_Atomic cap;
 };
-static struct mapping mappings[MAX_MAPPINGS];
+struct mapping_block {
+	struct mapping slot[MAPPING_BLOCK];
+	struct mapping_block *_Atomic next;
+};
+static struct mapping_block mappings; /* the first block; more follow */
 static pthread_mutex_t mappings_mu = PTHREAD_MUTEX_INITIALIZER;
-static bool sigbus_installed;
+
+/* The mapping [lo, hi) holding address a, or NULL. */
+static struct mapping *mapping_at(uintptr_t a)
+{
+	for (struct mapping_block *b = &mappings; b; b = atomic_load(&b->next))
+		for (size_t i = 0; i < MAPPING_BLOCK; i++) {
+			uintptr_t lo = atomic_load(&b->slot[i].lo), hi = atomic_load(&b->slot[i].hi);
+			if (a >= lo && a < hi)
+				return &b->slot[i];
+		}
+	return NULL;
+}
 
 static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
 	uintptr_t a = (uintptr_t)si->si_addr, page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	for (size_t i = 0; i < MAX_MAPPINGS; i++) {
-		uintptr_t lo = atomic_load(&mappings[i].lo), hi = atomic_load(&mappings[i].hi);
-		if (a < lo || a >= hi)
-			continue;
-		uintptr_t from = a & ~(page - 1);
+	struct mapping *m = mapping_at(a);
+	if (m) {
+		uintptr_t from = a & ~(page - 1), hi = atomic_load(&m->hi);
 		if (mmap((void *)from, hi - from, PROT_READ,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
-			break;
-		atomic_fetch_add(&atomic_load(&mappings[i].cap)->shrunk, 1);
-		return;
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
+			atomic_fetch_add(&atomic_load(&m->cap)->shrunk, 1);
+			return;
+		}
 	}
 	signal(sig, SIG_DFL); /* not ours: the default, a crash */
 	raise(sig);
+}
+
+/* A free slot (mappings_mu held): in a block there, else in a new block. */
+static struct mapping *free_slot(void)
+{
+	struct mapping_block *b = &mappings, *last = NULL;
+	for (; b; last = b, b = atomic_load(&b->next))
+		for (size_t i = 0; i < MAPPING_BLOCK; i++)
+			if (atomic_load(&b->slot[i].hi) == 0)
+				return &b->slot[i];
+	b = xpf_calloc(1, sizeof *b); /* atomics of all-zero bytes: free slots */
+	atomic_store(&last->next, b);
+	return &b->slot[0];
 }
 
 static void mapping_add(xpf_capture *c)
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	pthread_mutex_lock(&mappings_mu);
-	if (!sigbus_installed) {
-		struct sigaction sa;
+	/* Ours unless it is there already: a handler set since (a library's,
+	 * a test harness's) would leave the new mapping unguarded. */
+	struct sigaction sa;
+	if (sigaction(SIGBUS, NULL, &sa) != 0 || !(sa.sa_flags & SA_SIGINFO) ||
+	    sa.sa_sigaction != on_sigbus) {
 		memset(&sa, 0, sizeof sa);
 		sa.sa_sigaction = on_sigbus;
 		sa.sa_flags = SA_SIGINFO;
 		sigemptyset(&sa.sa_mask);
-		sigbus_installed = sigaction(SIGBUS, &sa, NULL) == 0;
+		(void)sigaction(SIGBUS, &sa, NULL);
 	}
-	for (size_t i = 0; i < MAX_MAPPINGS; i++)
-		if (atomic_load(&mappings[i].hi) == 0) {
-			atomic_store(&mappings[i].cap, c);
-			atomic_store(&mappings[i].lo, (uintptr_t)c->map);
-			atomic_store(&mappings[i].hi,
-				     ((uintptr_t)c->map + c->map_len + page - 1) & ~(page - 1));
-			break;
-		}
+	struct mapping *m = free_slot();
+	atomic_store(&m->cap, c);
+	atomic_store(&m->lo, (uintptr_t)c->map);
+	atomic_store(&m->hi, ((uintptr_t)c->map + c->map_len + page - 1) & ~(page - 1));
 	pthread_mutex_unlock(&mappings_mu);
 }
 
 static void mapping_remove(const xpf_capture *c)
 {
 	pthread_mutex_lock(&mappings_mu);
-	for (size_t i = 0; i < MAX_MAPPINGS; i++)
-		if (atomic_load(&mappings[i].cap) == c) {
-			atomic_store(&mappings[i].hi, 0);
-			atomic_store(&mappings[i].lo, 0);
-			atomic_store(&mappings[i].cap, NULL);
-		}
+	for (struct mapping_block *b = &mappings; b; b = atomic_load(&b->next))
+		for (size_t i = 0; i < MAPPING_BLOCK; i++)
+			if (atomic_load(&b->slot[i].cap) == c) {
+				atomic_store(&b->slot[i].hi, 0);
+				atomic_store(&b->slot[i].lo, 0);
+				atomic_store(&b->slot[i].cap, NULL);
+			}
 	pthread_mutex_unlock(&mappings_mu);
 }
 
 unsigned xpf_capture_shrunk(xpf_capture *c) { return atomic_load(&c->shrunk); }
+
+bool xpf_capture_changed_seen(xpf_capture *c)
+{
+	return atomic_load(&c->shrunk) || atomic_load(&c->changed);
+}
+
+bool xpf_capture_changed(xpf_capture *c)
+{
+	struct stat sb;
+	if (xpf_capture_changed_seen(c))
+		return true;
+	if (c->fd < 0 || fstat(c->fd, &sb) != 0)
+		return false;
+	if ((uint64_t)sb.st_size != c->size || sb.st_mtim.tv_sec != c->opened_mtime.tv_sec ||
+	    sb.st_mtim.tv_nsec != c->opened_mtime.tv_nsec) {
+		atomic_store(&c->changed, true);
+		return true;
+	}
+	return false;
+}
 
 int xpf_cap_map_file(const char *path, xpf_capture *c, xpf_error *err)
 {
@@ -388,6 +439,7 @@ int xpf_cap_map_file(const char *path, xpf_capture *c, xpf_error *err)
 		return xpf_fail(err, XPF_EIO, "%s: not a regular file", path);
 	}
 	c->size = (size_t)sb.st_size;
+	c->opened_mtime = sb.st_mtim;
 	if (c->size > 0) {
 		void *m = mmap(NULL, c->size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (m == MAP_FAILED) {

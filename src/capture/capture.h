@@ -273,6 +273,14 @@ const char *xpf_capture_label(const xpf_capture *c); /* file name for messages *
 /* How many reads faulted past the file's end since it was mapped (it was
  * truncated under us: those reads saw zeros); 0: the file is whole. */
 unsigned xpf_capture_shrunk(xpf_capture *c);
+/* Whether the file changed since it was opened (SPEC §6): it shrank under
+ * us (above), or its size or modification time is no longer what it was
+ * (rewritten in place, with no read past its end: its bytes are another
+ * capture's, which decode as garbage).  Looks at the file (fstat) until it
+ * finds a change, then stays true.  False for captures opened from memory. */
+bool xpf_capture_changed(xpf_capture *c);
+/* The same without looking at the file: a change found before. */
+bool xpf_capture_changed_seen(xpf_capture *c);
 uint64_t xpf_capture_size(const xpf_capture *c);
 bool xpf_capture_is_hlo_only(const xpf_capture *c);
 

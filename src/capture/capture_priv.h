@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "capture/capture.h"
 #include "capture/wire.h"
@@ -21,8 +22,10 @@ struct xpf_capture {
 	size_t size;
 	void *map; /* non-NULL when we mapped the file */
 	size_t map_len;
-	int fd;             /* the file, for xpf_window reads; -1: none */
-	atomic_uint shrunk; /* faults past the file's new end (SIGBUS) */
+	int fd;                       /* the file, for xpf_window reads; -1: none */
+	atomic_uint shrunk;           /* faults past the file's new end (SIGBUS) */
+	atomic_bool changed;          /* its size or mtime changed (xpf_capture_changed) */
+	struct timespec opened_mtime; /* the file's mtime when it was opened */
 	bool hlo_only;
 
 	size_t nplanes;

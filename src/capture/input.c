@@ -148,63 +148,91 @@ static int open_run_dir(xpf_input *in, const char *dir, xpf_error *err)
 	return rc;
 }
 
+/* The run of the logdir path to open (runs: sorted, oldest first, since
+ * their names are local times YYYY_MM_DD_HH_MM_SS): run, else the newest
+ * older than before, else the newest; into *pick. */
+static int pick_run(const char *path, char **runs, size_t nr, const char *run, const char *before,
+		    const char **pick, xpf_error *err)
+{
+	*pick = NULL;
+	if (run) {
+		for (size_t i = 0; i < nr; i++)
+			if (strcmp(runs[i], run) == 0)
+				*pick = runs[i];
+	} else if (before) {
+		for (size_t i = 0; i < nr; i++)
+			if (strcmp(runs[i], before) < 0)
+				*pick = runs[i];
+		if (*pick == NULL)
+			return xpf_fail(err, XPF_EUSAGE,
+					"%s: no run older than '%s' in plugins/profile to compare it with: give --base-run NAME, or another baseline",
+					path, before);
+	} else if (nr == 0) {
+		return xpf_fail(err, XPF_EMALFORMED,
+				"%s: not a capture: plugins/profile holds no run", path);
+	} else {
+		*pick = runs[nr - 1];
+	}
+	if (*pick)
+		return XPF_OK;
+	/* name the newest few */
+	xpf_buf have = XPF_BUF_INIT;
+	for (size_t i = nr, k = 0; i-- > 0 && k < 5; k++)
+		xpf_buf_printf(&have, "%s%s", k ? ", " : "", runs[i]);
+	int rc = xpf_fail(err, XPF_EUSAGE, "%s: no run '%s' in plugins/profile (%s%s%s)", path, run,
+			  nr ? "newest first: " : "it holds no run", have.len ? have.data : "",
+			  nr > 5 ? ", ..." : "");
+	xpf_buf_release(&have);
+	return rc;
+}
+
+/* A logdir's run (pick_run), opened as a run directory. */
+static int open_logdir(xpf_input *in, const char *path, const char *prof, const char *run,
+		       const char *before, xpf_error *err)
+{
+	char **runs;
+	size_t nr;
+	const char *pick;
+	int rc = list_dir(prof, NULL, true, &runs, &nr, err);
+	if (rc != XPF_OK)
+		return rc;
+	rc = pick_run(path, runs, nr, run, before, &pick, err);
+	if (rc == XPF_OK) {
+		in->run_name = xpf_strdup(pick);
+		char *rd = join(prof, pick);
+		rc = open_run_dir(in, rd, err);
+		free(rd);
+	}
+	free_list(runs, nr);
+	return rc;
+}
+
 int xpf_input_open(const char *path, const char *run, xpf_input **out, xpf_error *err)
+{
+	return xpf_input_open_run(path, run, NULL, out, err);
+}
+
+int xpf_input_open_run(const char *path, const char *run, const char *before, xpf_input **out,
+		       xpf_error *err)
 {
 	struct stat sb;
 	if (stat(path, &sb) < 0)
 		return xpf_fail(err, XPF_EIO, "%s: cannot open: %s", path, strerror(errno));
 	xpf_input *in = xpf_calloc(1, sizeof *in);
 	in->path = xpf_strdup(path);
+	char *prof = join(path, "plugins/profile");
+	struct stat ps;
+	bool logdir = S_ISDIR(sb.st_mode) && stat(prof, &ps) == 0 && S_ISDIR(ps.st_mode);
 	int rc;
-	if (S_ISDIR(sb.st_mode)) {
-		char *prof = join(path, "plugins/profile");
-		struct stat ps;
-		if (stat(prof, &ps) == 0 && S_ISDIR(ps.st_mode)) {
-			char **runs;
-			size_t nr;
-			rc = list_dir(prof, NULL, true, &runs, &nr, err);
-			if (rc == XPF_OK) {
-				const char *pick = NULL;
-				if (run) {
-					for (size_t i = 0; i < nr; i++)
-						if (strcmp(runs[i], run) == 0)
-							pick = runs[i];
-					if (pick == NULL) {
-						/* name the newest few */
-						xpf_buf have = XPF_BUF_INIT;
-						for (size_t i = nr, k = 0; i-- > 0 && k < 5; k++)
-							xpf_buf_printf(&have, "%s%s", k ? ", " : "",
-								       runs[i]);
-						rc = xpf_fail(err, XPF_EUSAGE,
-							      "%s: no run '%s' in plugins/profile (%s%s%s)",
-							      path, run,
-							      nr ? "newest first: " :
-								   "it holds no run",
-							      have.len ? have.data : "",
-							      nr > 5 ? ", ..." : "");
-						xpf_buf_release(&have);
-					}
-				} else if (nr == 0) {
-					rc = xpf_fail(err, XPF_EMALFORMED,
-						      "%s: not a capture: plugins/profile holds no run",
-						      path);
-				} else {
-					/* Run names are local times YYYY_MM_DD_HH_MM_SS: the
-					 * largest name is the newest run. */
-					pick = runs[nr - 1];
-				}
-				if (rc == XPF_OK) {
-					in->run_name = xpf_strdup(pick);
-					char *rd = join(prof, pick);
-					rc = open_run_dir(in, rd, err);
-					free(rd);
-				}
-				free_list(runs, nr);
-			}
-		} else {
-			rc = open_run_dir(in, path, err);
-		}
-		free(prof);
+	if (run && !logdir) {
+		/* a run of what has none: said, not ignored */
+		rc = xpf_fail(err, XPF_EUSAGE,
+			      "%s: not a logdir (no plugins/profile/): its runs cannot be chosen; give the logdir, or drop the run's name",
+			      path);
+	} else if (logdir) {
+		rc = open_logdir(in, path, prof, run, before, err);
+	} else if (S_ISDIR(sb.st_mode)) {
+		rc = open_run_dir(in, path, err);
 	} else if (ends_with(path, ".xplane.riegeli")) {
 		rc = xpf_fail(err, XPF_EUNSUPPORTED,
 			      "%s: not supported: .xplane.riegeli captures (continuous profiling) are Riegeli record files; capture with jax.profiler.trace to get .xplane.pb",
@@ -216,6 +244,7 @@ int xpf_input_open(const char *path, const char *run, xpf_input **out, xpf_error
 		in->kind = XPF_INPUT_FILE;
 		rc = open_host(in, path, path, false, err);
 	}
+	free(prof);
 	if (rc != XPF_OK) {
 		xpf_input_free(in);
 		return rc;

@@ -33,7 +33,13 @@ typedef struct xpf_input {
 	xpf_input_host *hosts;
 } xpf_input;
 
+/* run: which run of a logdir (NULL: the newest); a run given for what is
+ * not a logdir is a usage error (XPF_EUSAGE), not ignored. */
 int xpf_input_open(const char *path, const char *run, xpf_input **out, xpf_error *err);
+/* The same, and without run: the newest run older than before (when not
+ * NULL; a baseline in the same logdir), XPF_EUSAGE when there is none. */
+int xpf_input_open_run(const char *path, const char *run, const char *before, xpf_input **out,
+		       xpf_error *err);
 void xpf_input_free(xpf_input *in);
 
 #endif

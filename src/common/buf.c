@@ -105,8 +105,8 @@ char *xpf_buf_detach(xpf_buf *b, size_t *len)
 	return p;
 }
 
-/* The escape of control character c in a name (SPEC §3): \t \n \r, else
- * \xHH, written into esc (5 bytes); its length. */
+/* The escape of control character or stray byte c in a name (SPEC §3):
+ * \t \n \r, else \xHH, written into esc (5 bytes); its length. */
 static size_t control_escape(unsigned char c, char esc[5])
 {
 	switch (c) {
@@ -120,22 +120,57 @@ static size_t control_escape(unsigned char c, char esc[5])
 
 static bool is_control(unsigned char c) { return c < 0x20 || c == 0x7f; }
 
-/* s[0..n) with its control characters escaped, and backslashes too when
- * tsv (so that a TSV reader can undo it). */
+size_t xpf_utf8_len(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	if (n == 0)
+		return 0;
+	if (p[0] < 0x80)
+		return 1;
+	size_t len;
+	uint32_t v, min;
+	if ((p[0] & 0xE0) == 0xC0)
+		len = 2, v = p[0] & 0x1F, min = 0x80;
+	else if ((p[0] & 0xF0) == 0xE0)
+		len = 3, v = p[0] & 0x0F, min = 0x800;
+	else if ((p[0] & 0xF8) == 0xF0)
+		len = 4, v = p[0] & 0x07, min = 0x10000;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xC0) != 0x80)
+			return 0;
+		v = v << 6 | (p[i] & 0x3F);
+	}
+	/* overlong forms, UTF-16 surrogates and past U+10FFFF are not UTF-8 */
+	return v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF) ? 0 : len;
+}
+
+/* s[0..n) with its control characters and the bytes that are not UTF-8
+ * escaped (\t \n \r, else \xHH), and backslashes too when tsv (so that
+ * a TSV reader can undo it). */
 static void add_escaped(xpf_buf *b, const char *s, size_t n, bool tsv)
 {
 	size_t start = 0;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n;) {
 		unsigned char c = (unsigned char)s[i];
 		char esc[5] = "\\\\";
-		size_t el = 2;
-		if (is_control(c))
-			el = control_escape(c, esc);
-		else if (!tsv || c != '\\')
+		size_t el = 2, k = 1;
+		if (c >= 0x80 && (k = xpf_utf8_len(s + i, n - i)) != 0) {
+			i += k;
 			continue;
+		}
+		if (c >= 0x80 || is_control(c))
+			el = control_escape(c, esc);
+		else if (!tsv || c != '\\') {
+			i++;
+			continue;
+		}
 		xpf_buf_add(b, s + start, i - start);
 		xpf_buf_add(b, esc, el);
-		start = i + 1;
+		start = ++i;
 	}
 	xpf_buf_add(b, s + start, n - start);
 }
@@ -158,24 +193,62 @@ void xpf_buf_text(xpf_buf *b, const char *s)
 		add_escaped(b, s, strlen(s), false);
 }
 
+void xpf_buf_textn(xpf_buf *b, const char *s, size_t n)
+{
+	if (s)
+		add_escaped(b, s, n, false);
+}
+
+const char *xpf_text_of(xpf_buf *scratch, const char *s)
+{
+	xpf_buf_reset(scratch);
+	xpf_buf_text(scratch, s);
+	xpf_buf_add(scratch, "", 0); /* data is there even for "" */
+	return scratch->data;
+}
+
 void xpf_buf_json_str(xpf_buf *b, const char *s)
 {
 	xpf_buf_addc(b, '"');
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-		switch (*p) {
+	const char *p = s ? s : "";
+	size_t n = strlen(p);
+	for (size_t i = 0; i < n;) {
+		unsigned char c = (unsigned char)p[i];
+		size_t k = c < 0x80 ? 1 : xpf_utf8_len(p + i, n - i);
+		switch (k ? c : 0x80) {
 		case '"': xpf_buf_adds(b, "\\\""); break;
 		case '\\': xpf_buf_adds(b, "\\\\"); break;
 		case '\n': xpf_buf_adds(b, "\\n"); break;
 		case '\t': xpf_buf_adds(b, "\\t"); break;
 		case '\r': xpf_buf_adds(b, "\\r"); break;
+		case 0x80:
+			xpf_buf_adds(b, XPF_REPLACEMENT);
+			break; /* not UTF-8: JSON cannot hold it */
 		default:
-			if (*p < 0x20)
-				xpf_buf_printf(b, "\\u%04x", *p);
+			if (c < 0x20)
+				xpf_buf_printf(b, "\\u%04x", c);
 			else
-				xpf_buf_addc(b, (char)*p);
+				xpf_buf_add(b, p + i, k);
 		}
+		i += k ? k : 1;
 	}
 	xpf_buf_addc(b, '"');
+}
+
+void xpf_buf_utf8(xpf_buf *b, const char *s)
+{
+	size_t n = s ? strlen(s) : 0, start = 0;
+	for (size_t i = 0; i < n;) {
+		size_t k = (unsigned char)s[i] < 0x80 ? 1 : xpf_utf8_len(s + i, n - i);
+		if (k) {
+			i += k;
+			continue;
+		}
+		xpf_buf_add(b, s + start, i - start);
+		xpf_buf_adds(b, XPF_REPLACEMENT);
+		start = ++i;
+	}
+	xpf_buf_add(b, s ? s + start : "", n - start);
 }
 
 char *xpf_human(uint64_t v, char out[32])

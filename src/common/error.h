@@ -16,6 +16,7 @@ enum xpf_code {
 	XPF_EMALFORMED = 3,   /* not a capture, or malformed */
 	XPF_EUNSUPPORTED = 4, /* a capture kind that is not supported */
 	XPF_EMOUNT = 5,       /* the mount failed */
+	XPF_EOUTPUT = 6,      /* the output could not be written (--cat, --export, --check) */
 };
 
 typedef struct xpf_error {

@@ -7,14 +7,6 @@
 #include "analysis/runtime.h"
 #include "common/buf.h"
 
-/* A name from the capture, its control characters escaped (SPEC §3). */
-static const char *text(xpf_buf *b, const char *name)
-{
-	xpf_buf_reset(b);
-	xpf_buf_text(b, name ? name : ""); /* NUL-terminated */
-	return b->data;
-}
-
 /* Allocator event counts per allocator: the runtime's own accounting
  * (allocator_name, else tpu:<index_on_host>), not a second count. */
 static int count_allocators(xpf_host *h, FILE *out, xpf_error *err)
@@ -33,8 +25,9 @@ static int count_allocators(xpf_host *h, FILE *out, xpf_error *err)
 		fprintf(out,
 			"  allocator %s%s: %" PRIu64 " allocations, %" PRIu64
 			" deallocations, max peak_bytes_in_use %" PRIu64 " (%s)\n",
-			text(&nb, a->name), a->keyed_by_index ? " (keyed by index_on_host)" : "",
-			a->allocations, a->deallocations, a->lifetime_peak_bytes,
+			xpf_text_of(&nb, a->name),
+			a->keyed_by_index ? " (keyed by index_on_host)" : "", a->allocations,
+			a->deallocations, a->lifetime_peak_bytes,
 			xpf_human(a->lifetime_peak_bytes, hb));
 	}
 	xpf_buf_release(&nb);
@@ -56,7 +49,7 @@ static int check_planes_modules(xpf_capture *c, FILE *out, xpf_buf *nb, xpf_erro
 			if (rc != XPF_OK)
 				return rc;
 			fprintf(out, "    %zu %s: %zu lines, %" PRIu64 " events\n", i,
-				text(nb, p->name), p->nlines, p->nevents);
+				xpf_text_of(nb, p->name), p->nlines, p->nevents);
 			if (strncmp(p->name, "/device:", 8) == 0) {
 				xpf_stat st;
 				uint64_t mem;
@@ -67,7 +60,8 @@ static int check_planes_modules(xpf_capture *c, FILE *out, xpf_buf *nb, xpf_erro
 			}
 		}
 		for (size_t i = 0; i < xpf_capture_nstrings(c, 2); i++)
-			fprintf(out, "  capture error: %s\n", text(nb, xpf_capture_string(c, 2, i)));
+			fprintf(out, "  capture error: %s\n",
+				xpf_text_of(nb, xpf_capture_string(c, 2, i)));
 	}
 	fprintf(out, "  modules: %zu\n", xpf_capture_nmodules(c));
 	for (size_t m = 0; m < xpf_capture_nmodules(c); m++) {
@@ -89,12 +83,12 @@ static int check_planes_modules(xpf_capture *c, FILE *out, xpf_buf *nb, xpf_erro
 				"    %s: program_id %" PRIu64
 				", buffer assignment yes: %zu allocations, %zu logical buffers, %" PRIu64
 				" bytes\n",
-				text(nb, xpf_capture_module(c, m)->name),
+				xpf_text_of(nb, xpf_capture_module(c, m)->name),
 				xpf_capture_module(c, m)->program_id, ba->n_buffer_allocations,
 				ba->n_logical_buffers, total);
 		else
 			fprintf(out, "    %s: program_id %" PRIu64 ", buffer assignment no\n",
-				text(nb, xpf_capture_module(c, m)->name),
+				xpf_text_of(nb, xpf_capture_module(c, m)->name),
 				xpf_capture_module(c, m)->program_id);
 		xpf_hlo_free(hlo);
 	}
@@ -104,9 +98,10 @@ static int check_planes_modules(xpf_capture *c, FILE *out, xpf_buf *nb, xpf_erro
 static int check_host(const xpf_input_host *h, xpf_host *host, FILE *out, xpf_error *err)
 {
 	xpf_capture *c = h->cap;
-	xpf_buf nb = XPF_BUF_INIT;
-	fprintf(out, "host %s: %s, %" PRIu64 " bytes\n", text(&nb, h->name), h->path,
-		xpf_capture_size(c));
+	xpf_buf nb = XPF_BUF_INIT, pb = XPF_BUF_INIT;
+	fprintf(out, "host %s: %s, %" PRIu64 " bytes\n", xpf_text_of(&nb, h->name),
+		xpf_text_of(&pb, h->path), xpf_capture_size(c));
+	xpf_buf_release(&pb);
 	int rc = check_planes_modules(c, out, &nb, err);
 	xpf_buf_release(&nb);
 	if (rc == XPF_OK && !xpf_capture_is_hlo_only(c))

@@ -1,7 +1,7 @@
 /* xplanefs: command line.  See usage() and README.md. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +15,7 @@
 #include "capture/input.h"
 #include "common/alloc.h"
 #include "fs/check.h"
+#include "fs/export.h"
 #include "fs/mount.h"
 
 static const char usage_text[] =
@@ -47,11 +48,14 @@ static const char usage_text[] =
 	"  --capacity BYTES   pool size when the capture has no allocator events\n"
 	"  --top N            rows in summaries (default 25)\n"
 	"  --device N         which device's allocator the diagnosis reads\n"
-	"  --run NAME         which run of a logdir (of both captures with --base)\n"
+	"  --run NAME         which run of a logdir (CAPTURE's; a usage error for a file)\n"
 	"  --base CAPTURE     compare with a baseline capture (before a fix): compare/\n"
 	"                     says what changed (start with compare/diagnosis.txt);\n"
 	"                     base/ is the baseline's own tree.  E.g.\n"
 	"                     xplanefs --base before.xplane.pb --cat compare/diagnosis.txt after.xplane.pb\n"
+	"  --base-run NAME    which run of a logdir given as --base; without it the\n"
+	"                     newest, or, when --base is CAPTURE's own logdir, the run\n"
+	"                     before CAPTURE's: --base LOGDIR LOGDIR compares the last two\n"
 	"  -h, --help         this help\n"
 	"  -V, --version      print the version\n"
 	"\n"
@@ -80,7 +84,9 @@ static const char usage_text[] =
 	"  3  not a capture, or malformed (--cat/--export: also when a part needed\n"
 	"     was found broken; the line says which, capture/errors.txt lists all)\n"
 	"  4  a capture kind that is not supported (e.g. .xplane.riegeli)\n"
-	"  5  the mount failed\n";
+	"  5  the mount failed\n"
+	"  6  the output could not be written (stdout of --cat/--check, --export's DIR:\n"
+	"     read-only, full, closed, or a link where the tree has a folder)\n";
 
 static void usage(FILE *f) { fputs(usage_text, f); }
 
@@ -96,8 +102,32 @@ static int usage_error(const char *msg)
 	return XPF_EUSAGE;
 }
 
+/* Whether standard output was closed when we started (guard_std_fds). */
+static bool stdout_closed;
+
+/* A standard descriptor closed at start (`>&-`) is opened on /dev/null, so
+ * that no file opened later (a capture, a file of --export) takes its
+ * number and gets what is written there; a closed stdout is remembered:
+ * --cat and --check then fail as on a full disk (exit 6), not silently. */
+static void guard_std_fds(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		if (fd == 1)
+			stdout_closed = true;
+		int got = open("/dev/null", O_RDWR);
+		if (got >= 0 && got != fd)
+			close(got); /* a lower one was closed and is taken already */
+	}
+}
+
 static int write_all(FILE *f, const char *data, size_t len)
 {
+	if (f == stdout && stdout_closed) {
+		errno = EBADF;
+		return -1;
+	}
 	return fwrite(data, 1, len, f) == len ? 0 : -1;
 }
 
@@ -132,23 +162,8 @@ static int do_cat(xpf_report *r, const char *path, xpf_error *err)
 	if (rc != XPF_OK)
 		return rc;
 	if (write_all(stdout, data, len) != 0 || fflush(stdout) != 0)
-		return xpf_fail(err, XPF_EIO, "writing to stdout: %s", strerror(errno));
+		return xpf_fail(err, XPF_EOUTPUT, "writing to stdout: %s", strerror(errno));
 	return XPF_OK;
-}
-
-/* Files --export could not make (EIO in the mount): how many, the first. */
-struct export_soft {
-	int n;
-	int code;                                               /* the first's */
-	char first[PATH_MAX + sizeof((xpf_error *)0)->msg + 2]; /* "PATH: what" */
-};
-
-static void export_soft_fail(struct export_soft *s, const char *path, const xpf_error *e)
-{
-	if (s->n++ == 0) {
-		s->code = e->code;
-		snprintf(s->first, sizeof s->first, "%s: %s", path, e->msg);
-	}
 }
 
 /* After --cat or --export: a part found broken while the files were made
@@ -162,62 +177,6 @@ static int late_error(xpf_report *r, const char *made)
 	fprintf(stderr, "xplanefs: %s (%s without that part; capture/errors.txt lists it)\n",
 		late.msg, made);
 	return late.code;
-}
-
-static int export_dir(xpf_node *dir, const char *path, xpf_error *err, struct export_soft *soft)
-{
-	xpf_node **kids;
-	size_t n;
-	xpf_error e1 = { 0 };
-	int rc = xpf_node_children(dir, &kids, &n, &e1);
-	if (rc != XPF_OK) {
-		/* Like the mount (EIO on this directory): not written, the rest goes on. */
-		export_soft_fail(soft, path, &e1);
-		return XPF_OK;
-	}
-	if (mkdir(path, 0755) < 0 && errno != EEXIST)
-		return xpf_fail(err, XPF_EIO, "%s: cannot create: %s", path, strerror(errno));
-	for (size_t i = 0; i < n; i++) {
-		xpf_node *k = kids[i];
-		size_t plen = strlen(path) + strlen(k->name) + 2;
-		char *p = xpf_malloc(plen);
-		snprintf(p, plen, "%s/%s", path, k->name);
-		if (k->type == XPF_NODE_DIR) {
-			rc = export_dir(k, p, err, soft);
-		} else {
-			const char *data;
-			size_t len;
-			xpf_error e2 = { 0 };
-			rc = xpf_node_content(k, &data, &len, &e2);
-			if (rc != XPF_OK) {
-				/* Like the mount: one broken part does not stop the rest. */
-				export_soft_fail(soft, p, &e2);
-				rc = XPF_OK;
-			} else if (k->type == XPF_NODE_LINK) {
-				unlink(p);
-				if (symlink(data, p) < 0)
-					rc = xpf_fail(err, XPF_EIO, "%s: cannot create symlink: %s",
-						      p, strerror(errno));
-			} else {
-				FILE *f = fopen(p, "wb");
-				if (f == NULL) {
-					rc = xpf_fail(err, XPF_EIO, "%s: cannot create: %s", p,
-						      strerror(errno));
-				} else {
-					if (write_all(f, data, len) != 0)
-						rc = xpf_fail(err, XPF_EIO, "%s: write failed", p);
-					if (fclose(f) != 0 && rc == XPF_OK)
-						rc = xpf_fail(err, XPF_EIO, "%s: write failed: %s",
-							      p, strerror(errno));
-				}
-				xpf_node_forget(k); /* written: keep only one file's bytes at a time */
-			}
-		}
-		free(p);
-		if (rc != XPF_OK)
-			return rc;
-	}
-	return XPF_OK;
 }
 
 static bool parse_u64(const char *s, uint64_t *out)
@@ -242,79 +201,9 @@ enum {
 	OPT_TOP,
 	OPT_DEVICE,
 	OPT_RUN,
-	OPT_BASE
+	OPT_BASE,
+	OPT_BASE_RUN
 };
-
-/* The absolute form of path, which need not exist yet (its folder must). */
-static bool abs_path(const char *path, char out[PATH_MAX])
-{
-	if (realpath(path, out))
-		return true;
-	char *c1 = xpf_strdup(path), *c2 = xpf_strdup(path), dir[PATH_MAX];
-	bool ok = realpath(dirname(c1), dir) != NULL &&
-		  snprintf(out, PATH_MAX, "%s/%s", strcmp(dir, "/") ? dir : "", basename(c2)) <
-			  PATH_MAX;
-	free(c1);
-	free(c2);
-	return ok;
-}
-
-/* Whether the absolute path abs is one of the folders xplanefs never
- * writes in (SPEC §1): a folder that holds one of the input's captures, or
- * the input itself when it is a directory (a run directory, a logdir). */
-static bool is_capture_folder(const xpf_input *in, const char *abs)
-{
-	char f[PATH_MAX];
-	if (realpath(in->path, f) && strcmp(abs, f) == 0)
-		return true;
-	for (size_t i = 0; i < in->nhosts; i++) {
-		if (in->hosts[i].path == NULL || realpath(in->hosts[i].path, f) == NULL)
-			continue;
-		char *slash = strrchr(f, '/');
-		if (slash)
-			*(slash == f ? slash + 1 : slash) = '\0';
-		if (strcmp(abs, f) == 0)
-			return true;
-	}
-	return false;
-}
-
-/* Whether abs lies strictly below the folder dir (both absolute). */
-static bool is_below(const char *abs, const char *dir)
-{
-	size_t n = strlen(dir);
-	if (strcmp(dir, "/") == 0)
-		return abs[1] != '\0';
-	return strncmp(abs, dir, n) == 0 && abs[n] == '/';
-}
-
-/* Why --export DIR would write where xplanefs never writes (SPEC §6), or
- * NULL: DIR is a folder that holds a capture, or a capture itself, or lies
- * inside the run directory or logdir given as CAPTURE.  A new folder beside
- * a capture (`--export report/ capture.xplane.pb` in the capture's folder)
- * is the user's own choice: writing it leaves the capture and the other
- * files of its folder as they were. */
-static const char *export_forbidden(const xpf_input *in, const char *path)
-{
-	char target[PATH_MAX], f[PATH_MAX];
-	struct stat sb;
-	if (!abs_path(path, target))
-		return NULL;
-	bool resolved = realpath(in->path, f) != NULL;
-	bool input_dir = resolved && stat(f, &sb) == 0 && S_ISDIR(sb.st_mode);
-	if (resolved && !input_dir && strcmp(target, f) == 0)
-		return "the capture itself";
-	for (size_t i = 0; i < in->nhosts; i++) {
-		char h[PATH_MAX];
-		if (in->hosts[i].path && realpath(in->hosts[i].path, h) && strcmp(target, h) == 0)
-			return "the capture itself";
-	}
-	if (is_capture_folder(in, target))
-		return "the capture's own folder";
-	if (input_dir && is_below(target, f))
-		return "inside the folder given as CAPTURE";
-	return NULL;
-}
 
 /* Default mount point: ./NAME, unless that would put it in the capture's
  * own folder. */
@@ -336,7 +225,7 @@ static int default_mountpoint(const xpf_input *in, char **out, xpf_error *err)
 		}
 	}
 	char cwd[PATH_MAX];
-	if (getcwd(cwd, sizeof cwd) == NULL || is_capture_folder(in, cwd))
+	if (getcwd(cwd, sizeof cwd) == NULL || xpf_input_folder(in, cwd))
 		return xpf_fail(err, XPF_EUSAGE,
 				"the current directory holds the capture, and xplanefs never writes there: give a MOUNTPOINT");
 	/* "...xplane.pb" would name "..": a mount over the parent folder */
@@ -424,7 +313,7 @@ struct cli {
 	xpf_options opt;
 	xpf_rt_options runtime; /* opt.runtime points here */
 	xpf_mount_opts mount;
-	const char *cat_path, *export_path, *unmount_path, *base_path;
+	const char *cat_path, *export_path, *unmount_path, *base_path, *base_run;
 	bool check;
 	char **args; /* the operands: CAPTURE [MOUNTPOINT] */
 	int nargs;
@@ -444,6 +333,7 @@ static const struct option longopts[] = {
 	{ "device", required_argument, NULL, OPT_DEVICE },
 	{ "run", required_argument, NULL, OPT_RUN },
 	{ "base", required_argument, NULL, OPT_BASE },
+	{ "base-run", required_argument, NULL, OPT_BASE_RUN },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -505,6 +395,7 @@ static int take_option(struct cli *a, int c, int argc, char **argv)
 	case OPT_DEVICE: return take_number(a, c, optarg);
 	case OPT_RUN: a->opt.run = optarg; break;
 	case OPT_BASE: a->base_path = optarg; break;
+	case OPT_BASE_RUN: a->base_run = optarg; break;
 	default: return bad_option(c, argc, argv);
 	}
 	return GO_ON;
@@ -533,6 +424,8 @@ static int parse_args(struct cli *a, int argc, char **argv)
 /* The modes and operands that go together. */
 static int check_args(const struct cli *a)
 {
+	if (a->base_run && !a->base_path)
+		return usage_error("--base-run goes with --base");
 	if (a->base_path && (a->unmount_path || a->check))
 		return usage_error("--base does not go with -u or --check");
 	if (a->unmount_path)
@@ -559,8 +452,10 @@ static int run_check(xpf_input *in, xpf_error *err)
 		return fail(err);
 	}
 	/* a summary nobody got (stdout full, closed) is not a pass */
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		xpf_fail(err, XPF_EIO, "writing to stdout: %s", strerror(errno ? errno : EIO));
+	if (stdout_closed)
+		errno = EBADF;
+	if (stdout_closed || fflush(stdout) != 0 || ferror(stdout)) {
+		xpf_fail(err, XPF_EOUTPUT, "writing to stdout: %s", strerror(errno ? errno : EIO));
 		return fail(err);
 	}
 	return 0;
@@ -573,33 +468,13 @@ static int run_cat(xpf_report *r, const char *path, xpf_error *err)
 	return late_error(r, "the file was made");
 }
 
-/* --export DIR: never where xplanefs does not write (for the baseline's
- * captures too), nor over a file. */
-static int check_export_dir(const char *dir, const xpf_input *in, const xpf_input *base,
-			    xpf_error *err)
-{
-	struct stat sb;
-	const char *forbidden = export_forbidden(in, dir);
-	if (!forbidden && base)
-		forbidden = export_forbidden(base, dir);
-	if (forbidden)
-		return xpf_fail(err, XPF_EUSAGE,
-				"%s: %s, which xplanefs never writes to: give --export another DIR",
-				dir, forbidden);
-	if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
-		return xpf_fail(err, XPF_EUSAGE,
-				"%s: not a directory (--export writes a tree there)", dir);
-	return XPF_OK;
-}
-
 /* --export DIR: files that could not be made are said in one line (the
  * first, and how many more), and the exit status is the first's error. */
 static int run_export(xpf_report *r, const char *dir, const xpf_input *in, const xpf_input *base,
 		      xpf_error *err)
 {
-	struct export_soft soft = { 0 };
-	if (check_export_dir(dir, in, base, err) != XPF_OK ||
-	    export_dir(xpf_report_root(r), dir, err, &soft) != XPF_OK)
+	xpf_export_soft soft = { 0 };
+	if (xpf_export(r, dir, in, base, &soft, err) != XPF_OK)
 		return fail(err);
 	if (soft.n == 0)
 		return late_error(r, "the tree was made");
@@ -612,13 +487,19 @@ static int run_export(xpf_report *r, const char *dir, const xpf_input *in, const
 	return soft.code ? soft.code : XPF_EMALFORMED;
 }
 
-/* MOUNTPOINT as given: anywhere but a folder that holds the capture. */
-static int check_mountpoint(const xpf_input *in, const char *mountpoint, xpf_error *err)
+/* MOUNTPOINT as given: anywhere but a folder that holds the capture or,
+ * with --base, the baseline (the mount would hide it from the daemon that
+ * reads it, and from the user). */
+static int check_mountpoint(const xpf_input *in, const xpf_input *base, const char *mountpoint,
+			    xpf_error *err)
 {
-	char mp[PATH_MAX];
-	if (realpath(mountpoint, mp) && is_capture_folder(in, mp))
+	if (xpf_input_folder(in, mountpoint))
 		return xpf_fail(err, XPF_EUSAGE,
 				"%s: the capture's own folder: a mount there would hide it; give another MOUNTPOINT",
+				mountpoint);
+	if (base && xpf_input_folder(base, mountpoint))
+		return xpf_fail(err, XPF_EUSAGE,
+				"%s: the baseline's own folder: a mount there would hide it; give another MOUNTPOINT",
 				mountpoint);
 	return XPF_OK;
 }
@@ -662,7 +543,7 @@ static int run_mount(struct cli *a, xpf_report *r, const xpf_input *in, const xp
 	}
 	if (a->nargs == 2) {
 		a->mount.mountpoint = a->args[1];
-		rc = check_mountpoint(in, a->mount.mountpoint, err);
+		rc = check_mountpoint(in, base, a->mount.mountpoint, err);
 	} else {
 		rc = make_mountpoint(in, base, &made, &a->mount, err);
 	}
@@ -677,6 +558,19 @@ static int run_mount(struct cli *a, xpf_report *r, const xpf_input *in, const xp
 	return rc;
 }
 
+/* The baseline: --base-run's run of a logdir; without it the newest, or,
+ * when it is CAPTURE's own logdir, the run before the one in shows (else
+ * it would be compared with itself). */
+static int open_base(const struct cli *a, const xpf_input *in, xpf_input **base, xpf_error *err)
+{
+	struct stat x, y;
+	const char *before = NULL;
+	if (a->base_run == NULL && in->run_name && stat(a->base_path, &x) == 0 &&
+	    stat(in->path, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino)
+		before = in->run_name;
+	return xpf_input_open_run(a->base_path, a->base_run, before, base, err);
+}
+
 /* --cat, --export or the mount, on the report of in (with --base, beside
  * the baseline's). */
 static int run_report(struct cli *a, xpf_input *in, xpf_error *err)
@@ -684,7 +578,7 @@ static int run_report(struct cli *a, xpf_input *in, xpf_error *err)
 	xpf_report *r = NULL;
 	xpf_input *base = NULL;
 	int rc;
-	if (a->base_path && xpf_input_open(a->base_path, a->opt.run, &base, err) != XPF_OK)
+	if (a->base_path && open_base(a, in, &base, err) != XPF_OK)
 		rc = fail(err);
 	else if (xpf_report_open_compare(in, base, &a->opt, &r, err) != XPF_OK)
 		rc = fail(err);
@@ -706,6 +600,7 @@ int main(int argc, char **argv)
 	xpf_error err = { 0 };
 	xpf_input *in = NULL;
 
+	guard_std_fds();
 	raise_fd_limit();
 	int rc = parse_args(&a, argc, argv);
 	if (rc == GO_ON)

@@ -87,8 +87,8 @@ static int render_devices(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 	return XPF_OK;
 }
 
-/* errors.txt once the capture shrank under us (SPEC §6). */
-static int shrunk_errors(xpf_capture *c, xpf_buf *out)
+/* errors.txt once the capture changed under us (SPEC §6). */
+static int changed_errors(xpf_capture *c, xpf_buf *out)
 {
 	xpf_buf_reset(out);
 	xpf_buf_adds(out, "# The capture's own errors and warnings (XSpace), then what xplanefs found\n"
@@ -96,15 +96,15 @@ static int shrunk_errors(xpf_capture *c, xpf_buf *out)
 			  "capture changed: ");
 	xpf_buf_text(out, xpf_capture_label(c));
 	xpf_buf_adds(out,
-		     " shrank while mounted (truncated or rewritten in place); files made before keep their bytes, the others give EIO; unmount and mount it again\n");
+		     " changed while mounted (rewritten, truncated or touched); files made before keep their bytes, the others give EIO; unmount and mount it again\n");
 	return XPF_OK;
 }
 
 int xpf_render_capture_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
 	xpf_capture *c = h->cap;
-	if (xpf_capture_shrunk(c)) /* its bytes are gone: decode nothing */
-		return shrunk_errors(c, out);
+	if (xpf_capture_changed(c)) /* its bytes are gone: decode nothing */
+		return changed_errors(c, out);
 	xpf_buf_adds(out, "# The capture's own errors and warnings (XSpace), then what xplanefs found\n"
 			  "# decoding every plane, event, stat and module.\n");
 	for (size_t i = 0; i < xpf_capture_nstrings(c, 2); i++) {
@@ -171,8 +171,8 @@ int xpf_render_capture_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_
 		}
 	}
 	(void)err;
-	if (xpf_capture_shrunk(c)) /* it shrank while we decoded: zeros */
-		return shrunk_errors(c, out);
+	if (xpf_capture_changed(c)) /* it changed while we decoded */
+		return changed_errors(c, out);
 	return XPF_OK;
 }
 

@@ -14,6 +14,7 @@
 #include "tree/report.h"
 #include "analysis/compare.h"
 #include "common/alloc.h"
+#include "analysis/json_text.h"
 
 static void build(xpf_host *h, const xpf_node *n, xpf_compare *c)
 {
@@ -40,16 +41,25 @@ static void put_signed_delta(xpf_buf *out, uint64_t before, uint64_t after)
 
 /* ---- diagnosis.txt / .json ------------------------------------------------ */
 
+/* Names from the captures (labels, modules, host folders in the paths)
+ * reach compare/diagnosis.txt escaped (SPEC §3); its JSON twin takes them
+ * as they are (jansson escapes, xpf_json_text makes them UTF-8). */
 static void nothing_line(const xpf_compare *c, xpf_buf *out)
 {
 	const xpf_cmp_side *b = &c->side[0], *a = &c->side[1];
+	xpf_buf n1 = XPF_BUF_INIT, n2 = XPF_BUF_INIT, n3 = XPF_BUF_INIT;
 	xpf_buf_printf(out,
 		       "[read] nothing-changed: %s against the baseline %s: the same %zu module%s, "
 		       "the same figures and findings (every delta 0)",
-		       xpf_capture_label(a->h->cap), xpf_capture_label(b->h->cap), c->nmatched,
+		       xpf_text_of(&n1, xpf_capture_label(a->h->cap)),
+		       xpf_text_of(&n2, xpf_capture_label(b->h->cap)), c->nmatched,
 		       c->nmatched == 1 ? "" : "s");
-	xpf_buf_printf(out, " -> %sdiagnosis.txt, %sdiagnosis.txt, %smodules.tsv\n", b->prefix,
-		       a->prefix, c->dir);
+	xpf_buf_printf(out, " -> %sdiagnosis.txt, %sdiagnosis.txt, %smodules.tsv\n",
+		       xpf_text_of(&n1, b->prefix), xpf_text_of(&n2, a->prefix),
+		       xpf_text_of(&n3, c->dir));
+	xpf_buf_release(&n1);
+	xpf_buf_release(&n2);
+	xpf_buf_release(&n3);
 }
 
 static int render_txt(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
@@ -63,12 +73,16 @@ static int render_txt(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *e
 		return XPF_OK;
 	}
 	const xpf_cmp_side *b = &c.side[0], *a = &c.side[1];
-	xpf_buf_printf(out, "# %s against the baseline %s", xpf_capture_label(a->h->cap),
-		       xpf_capture_label(b->h->cap));
+	xpf_buf n1 = XPF_BUF_INIT, n2 = XPF_BUF_INIT;
+	xpf_buf_printf(out, "# %s against the baseline %s",
+		       xpf_text_of(&n1, xpf_capture_label(a->h->cap)),
+		       xpf_text_of(&n2, xpf_capture_label(b->h->cap)));
 	if (a->focus >= 0 || b->focus >= 0)
 		xpf_buf_printf(out, "; focus %s <- %s",
-			       a->focus >= 0 ? mod_name(a, a->focus) : "(none)",
-			       b->focus >= 0 ? mod_name(b, b->focus) : "(none)");
+			       a->focus >= 0 ? xpf_text_of(&n1, mod_name(a, a->focus)) : "(none)",
+			       b->focus >= 0 ? xpf_text_of(&n2, mod_name(b, b->focus)) : "(none)");
+	xpf_buf_release(&n1);
+	xpf_buf_release(&n2);
 	if (c.focus_pair >= 0 && c.modules[c.focus_pair].base >= 0 &&
 	    c.modules[c.focus_pair].after >= 0)
 		xpf_buf_printf(out, " (matched by %s)",
@@ -80,9 +94,12 @@ static int render_txt(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *e
 		       c.ngone);
 	for (size_t i = 0; i < c.nchanges; i++) {
 		const xpf_cmp_change *ch = &c.changes[i];
-		xpf_buf_printf(out, "[%s] %s: %s", xpf_tag_name(ch->tag), ch->code, ch->text);
-		for (size_t j = 0; j < ch->nevidence; j++)
-			xpf_buf_printf(out, "%s%s", j ? ", " : " -> ", ch->evidence[j]);
+		xpf_buf_printf(out, "[%s] %s: ", xpf_tag_name(ch->tag), ch->code);
+		xpf_buf_text(out, ch->text);
+		for (size_t j = 0; j < ch->nevidence; j++) {
+			xpf_buf_adds(out, j ? ", " : " -> ");
+			xpf_buf_text(out, ch->evidence[j]);
+		}
 		xpf_buf_addc(out, '\n');
 	}
 	xpf_compare_release(&c);
@@ -106,17 +123,17 @@ static json_t *jdelta(uint64_t before, uint64_t after)
 static json_t *jside(const xpf_cmp_side *s)
 {
 	json_t *o = json_object();
-	json_object_set_new(o, "capture", json_string(xpf_capture_label(s->h->cap)));
+	json_object_set_new(o, "capture", xpf_json_text(xpf_capture_label(s->h->cap)));
 	json_object_set_new(o, "module",
-			    s->focus >= 0 ? json_string(mod_name(s, s->focus)) : json_null());
+			    s->focus >= 0 ? xpf_json_text(mod_name(s, s->focus)) : json_null());
 	json_object_set_new(o, "module_dir",
-			    s->focus >= 0 ? json_string(s->h->module_dirs[s->focus]) : json_null());
-	json_object_set_new(o, "tree", json_string(s->prefix));
+			    s->focus >= 0 ? xpf_json_text(s->h->module_dirs[s->focus]) : json_null());
+	json_object_set_new(o, "tree", xpf_json_text(s->prefix));
 	json_object_set_new(o, "capacity_bytes", jint(s->d ? s->d->capacity_bytes : 0));
 	json_object_set_new(o, "need_bytes", s->plan ? jint(s->plan->need_bytes) : json_null());
 	json_t *codes = json_array();
 	for (size_t i = 0; s->d && i < s->d->nfindings; i++)
-		json_array_append_new(codes, json_string(s->d->findings[i].code));
+		json_array_append_new(codes, xpf_json_text(s->d->findings[i].code));
 	json_object_set_new(o, "codes", codes);
 	return o;
 }
@@ -129,26 +146,27 @@ static int render_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 	json_t *nw = json_array(), *gone = json_array();
 	json_object_set_new(root, "base", jside(&c.side[0]));
 	json_object_set_new(root, "after", jside(&c.side[1]));
-	json_object_set_new(root, "capture", json_string(xpf_capture_label(c.side[1].h->cap)));
+	json_object_set_new(root, "capture", xpf_json_text(xpf_capture_label(c.side[1].h->cap)));
 	json_object_set_new(root, "module",
-			    c.side[1].focus >= 0 ? json_string(mod_name(&c.side[1], c.side[1].focus)) :
-						   json_null());
+			    c.side[1].focus >= 0 ?
+				    xpf_json_text(mod_name(&c.side[1], c.side[1].focus)) :
+				    json_null());
 	json_object_set_new(root, "match",
 			    c.focus_pair >= 0 ?
-				    json_string(xpf_cmp_how_name(c.modules[c.focus_pair].how)) :
+				    xpf_json_text(xpf_cmp_how_name(c.modules[c.focus_pair].how)) :
 				    json_null());
 	json_object_set_new(root, "nothing_changed", json_boolean(c.nchanges == 0));
 	for (size_t i = 0; i < c.nchanges; i++) {
 		const xpf_cmp_change *ch = &c.changes[i];
 		json_t *o = json_object(), *figs = json_object(), *ev = json_array();
-		json_object_set_new(o, "code", json_string(ch->code));
-		json_object_set_new(o, "tag", json_string(xpf_tag_name(ch->tag)));
-		json_object_set_new(o, "text", json_string(ch->text));
+		json_object_set_new(o, "code", xpf_json_text(ch->code));
+		json_object_set_new(o, "tag", xpf_json_text(xpf_tag_name(ch->tag)));
+		json_object_set_new(o, "text", xpf_json_text(ch->text));
 		if (ch->has_figs && ch->signed_figs) {
 			int64_t x = (int64_t)ch->before, y = (int64_t)ch->after;
 			json_object_set_new(figs, "before_bytes", json_integer(x));
 			json_object_set_new(figs, "after_bytes", json_integer(y));
-			json_object_set_new(figs, "delta_bytes", json_integer(y - x));
+			json_object_set_new(figs, "delta_bytes", json_integer(xpf_sub_i64(y, x)));
 		} else if (ch->has_figs) {
 			char pc[32];
 			json_object_set_new(figs, "before_bytes", jint(ch->before));
@@ -156,11 +174,11 @@ static int render_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 			json_object_set_new(figs, "delta_bytes", jdelta(ch->before, ch->after));
 			json_object_set_new(figs, "delta_pct",
 					    xpf_cmp_delta_pct(ch->before, ch->after, pc) ?
-						    json_string(pc) :
+						    xpf_json_text(pc) :
 						    json_null());
 		}
 		for (size_t j = 0; j < ch->nevidence; j++)
-			json_array_append_new(ev, json_string(ch->evidence[j]));
+			json_array_append_new(ev, xpf_json_text(ch->evidence[j]));
 		json_object_set_new(o, "figures", figs);
 		json_object_set_new(o, "evidence", ev);
 		json_array_append_new(arr, o);
@@ -169,9 +187,9 @@ static int render_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 	for (size_t i = 0; i < c.nmodules; i++) {
 		const xpf_cmp_module *m = &c.modules[i];
 		if (m->how == XPF_CMP_NEW)
-			json_array_append_new(nw, json_string(mod_name(&c.side[1], m->after)));
+			json_array_append_new(nw, xpf_json_text(mod_name(&c.side[1], m->after)));
 		else if (m->how == XPF_CMP_GONE)
-			json_array_append_new(gone, json_string(mod_name(&c.side[0], m->base)));
+			json_array_append_new(gone, xpf_json_text(mod_name(&c.side[0], m->base)));
 	}
 	json_object_set_new(mods, "matched", jint(c.nmatched));
 	json_object_set_new(mods, "new", nw);

@@ -15,6 +15,7 @@
 #include "analysis/diag_priv.h"
 #include "analysis/hosts.h"
 #include "common/alloc.h"
+#include "analysis/json_text.h"
 
 struct doc {
 	const char *path;
@@ -137,7 +138,9 @@ static const struct doc docs[] = {
 	  "after each event of events.tsv that changes it), a span per execution (args module, n, launched, device), an\n"
 	  "instant event per AllocatorRetry wait; ts and dur in microseconds from the profile start. Past 1,048,576\n"
 	  "counter points each allocator's time range is cut into intervals that keep their lowest, highest and last\n"
-	  "point (otherData says so), so that a capture of millions of events still opens" },
+	  "point (otherData says so), so that a capture of millions of events still opens; past 65,536 executions\n"
+	  "those of one device that start in one interval of its time range are one span (args executions, n to\n"
+	  "last_n, never_launched; named \"N executions\" when of several modules)" },
 	{ "runtime/executions.tsv",
 	  "n, device, module, module_execution, start_ns, end_ns, launched, in_use_at_start_bytes, peak_during_bytes,\n"
 	  "allocations, deallocations, in_use_at_start_human, growth_bytes (since the module's previous execution on\n"
@@ -272,6 +275,8 @@ static const char readme_head[] =
 	"nanoseconds from the profile start; shares are percentages with one decimal.\n"
 	"TSV: first line is the header, tab-separated, one record per line, tab/newline/backslash in a\n"
 	"field written \\t \\n \\\\, missing values empty.\n"
+	"Names from the capture: in TSV and text files a control character or a byte that is not\n"
+	"UTF-8 is written \\xHH (\\t \\n \\r for those three); JSON holds U+FFFD for such a byte.\n"
 	"Figures in diagnosis.*, summary.txt and plan.json are tagged read (the capture's plan),\n"
 	"measured (runtime events) or inferred (heuristics, estimates).\n"
 	"\n"
@@ -328,13 +333,16 @@ static int render_cross_txt(xpf_host *unused, const xpf_node *n, xpf_buf *out, x
 		xpf_host *h = xpf_report_host(r, i);
 		const xpf_diagnosis *d;
 		xpf_error e = { 0 };
+		xpf_buf_text(out, host_dir(r, i));
 		if (xpf_host_diagnosis(h, &d, &e) != XPF_OK) {
-			xpf_buf_printf(out, "%s: diagnosis failed: %s\n", host_dir(r, i), e.msg);
+			xpf_buf_adds(out, ": diagnosis failed: ");
+			xpf_buf_text(out, e.msg);
+			xpf_buf_addc(out, '\n');
 			continue;
 		}
 		/* The host's most important finding, and its verdict when that is
 		 * another line. */
-		xpf_buf_printf(out, "%s: ", host_dir(r, i));
+		xpf_buf_adds(out, ": ");
 		if (d->nfindings == 0) {
 			xpf_buf_adds(out, "no findings\n");
 			continue;
@@ -348,7 +356,9 @@ static int render_cross_txt(xpf_host *unused, const xpf_node *n, xpf_buf *out, x
 		char *head = xpf_strndup(t, xpf_diag_clause_len(t));
 		xpf_buf_printf(out, "} [%s] %s: ", xpf_tag_name(f->tag), f->code);
 		xpf_buf_text(out, head);
-		xpf_buf_printf(out, " -> hosts/%s/diagnosis.txt\n", host_dir(r, i));
+		xpf_buf_adds(out, " -> hosts/");
+		xpf_buf_text(out, host_dir(r, i));
+		xpf_buf_adds(out, "/diagnosis.txt\n");
 		free(head);
 	}
 	return XPF_OK;
@@ -366,7 +376,7 @@ static int render_cross_json(xpf_host *unused, const xpf_node *n, xpf_buf *out, 
 		if (xpf_host_diagnosis(h, &d, &e) != XPF_OK)
 			continue;
 		json_t *o = xpf_diag_json(h, d);
-		json_object_set_new(o, "dir", json_string(host_dir(r, i)));
+		json_object_set_new(o, "dir", xpf_json_text(host_dir(r, i)));
 		/* every host's findings in one list too, each saying its host,
 		 * so that .findings reads the same as on one host */
 		size_t k;
@@ -374,7 +384,7 @@ static int render_cross_json(xpf_host *unused, const xpf_node *n, xpf_buf *out, 
 		json_array_foreach(json_object_get(o, "findings"), k, fd)
 		{
 			json_t *c = json_deep_copy(fd);
-			json_object_set_new(c, "host", json_string(host_dir(r, i)));
+			json_object_set_new(c, "host", xpf_json_text(host_dir(r, i)));
 			json_array_append_new(all, c);
 		}
 		json_array_append_new(hosts, o);
@@ -382,7 +392,7 @@ static int render_cross_json(xpf_host *unused, const xpf_node *n, xpf_buf *out, 
 	xpf_input *in = xpf_report_input(r);
 	const char *cap = in && in->path ? in->path : "";
 	const char *slash = strrchr(cap, '/');
-	json_object_set_new(root, "capture", json_string(slash && slash[1] ? slash + 1 : cap));
+	json_object_set_new(root, "capture", xpf_json_text(slash && slash[1] ? slash + 1 : cap));
 	json_object_set_new(root, "findings", all);
 	json_object_set_new(root, "hosts", hosts);
 	char *s = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
@@ -404,18 +414,23 @@ static int render_cross_summary(xpf_host *unused, const xpf_node *n, xpf_buf *ou
 		xpf_host *h = xpf_report_host(r, i);
 		const xpf_diagnosis *d;
 		xpf_error e = { 0 };
-		xpf_buf_printf(out, "  %s: %zu modules", host_dir(r, i), h->nmodules);
+		xpf_buf_adds(out, "  ");
+		xpf_buf_text(out, host_dir(r, i));
+		xpf_buf_printf(out, ": %zu modules", h->nmodules);
 		if (xpf_host_diagnosis(h, &d, &e) == XPF_OK) {
-			if (d->module >= 0)
-				xpf_buf_printf(out, ", focus %s",
-					       xpf_capture_module(h->cap, d->module)->name);
+			if (d->module >= 0) {
+				xpf_buf_adds(out, ", focus ");
+				xpf_buf_text(out, xpf_capture_module(h->cap, d->module)->name);
+			}
 			if (d->capacity_bytes)
 				xpf_buf_printf(out, ", capacity %s [%s]",
 					       xpf_human(d->capacity_bytes, h1),
 					       xpf_tag_name(d->capacity_tag));
 			xpf_buf_printf(out, ", %zu findings", d->nfindings);
 		}
-		xpf_buf_printf(out, " (hosts/%s/summary.txt)\n", host_dir(r, i));
+		xpf_buf_adds(out, " (hosts/");
+		xpf_buf_text(out, host_dir(r, i));
+		xpf_buf_adds(out, "/summary.txt)\n");
 	}
 	return XPF_OK;
 }

@@ -131,12 +131,14 @@ int xpf_node_lookup(xpf_node *dir, const char *name, xpf_node **out, xpf_error *
 	return XPF_OK;
 }
 
-/* SPEC §6: once the capture shrank under us (reads past its new end saw
- * zeros), a file not made before gives EIO; capture/errors.txt says why. */
-static int shrunk_fail(const xpf_node *f, xpf_error *err)
+/* SPEC §6: once the capture changed under us (reads past its new end saw
+ * zeros, or its bytes are another file's), a file not made before gives
+ * EIO, and so does one whose rendering failed or read bytes meanwhile:
+ * "malformed" would blame a capture that was whole; errors.txt says why. */
+static int changed_fail(const xpf_node *f, xpf_error *err)
 {
 	return xpf_fail(err, XPF_EIO,
-			"%s: the capture %s shrank while mounted (truncated or rewritten in place): files not read before give EIO; unmount and mount it again",
+			"%s: the capture %s changed while mounted (rewritten, truncated or touched): files not read before give EIO; unmount and mount it again",
 			f->name, xpf_capture_label(f->host->cap));
 }
 
@@ -145,14 +147,16 @@ static int render_fn(void *ctx, void **value, xpf_error *err)
 	xpf_node *f = ctx;
 	xpf_buf b = XPF_BUF_INIT;
 	bool guarded = f->host && f->render != xpf_render_capture_errors;
-	if (guarded && xpf_capture_shrunk(f->host->cap))
-		return shrunk_fail(f, err);
+	if (guarded && xpf_capture_changed(f->host->cap))
+		return changed_fail(f, err);
 	int rc = f->render     ? f->render(f->host, f, &b, err) :
 		 f->content_fn ? f->content_fn(f->host, f->arg, &b, err) :
 				 xpf_fail(err, XPF_EUSAGE, "%s: nothing to render", f->name);
-	if (rc == XPF_OK && guarded && xpf_capture_shrunk(f->host->cap)) {
+	if (guarded && xpf_capture_changed(f->host->cap)) {
 		xpf_buf_release(&b);
-		return shrunk_fail(f, err); /* made from zeros, in part */
+		if (err) /* not the capture's fault: it changed */
+			*err = (xpf_error){ 0 };
+		return changed_fail(f, err); /* made from zeros or new bytes, in part */
 	}
 	if (rc != XPF_OK) {
 		xpf_buf_release(&b);
@@ -227,7 +231,7 @@ static void lru_push(xpf_report *t, xpf_node *n)
  * whole (after it shrank, files made before keep their bytes: SPEC §6). */
 static bool evictable(const xpf_node *n)
 {
-	return n->pins == 0 && n->host && !xpf_capture_shrunk(n->host->cap);
+	return n->pins == 0 && n->host && !xpf_capture_changed_seen(n->host->cap);
 }
 
 /* Drop least recently used files while over the limit (cache_mu held).

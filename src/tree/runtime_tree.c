@@ -52,6 +52,7 @@ static void summary_no_events(const xpf_runtime *rt, xpf_buf *out)
 static void summary_allocators(const xpf_runtime *rt, xpf_buf *out)
 {
 	char h1[32], h2[32], h3[32];
+	xpf_buf nb = XPF_BUF_INIT;
 	xpf_buf_printf(out, "allocators: %zu, keyed by %s\n", rt->nallocators,
 		       rt->keyed_by_index ? "index_on_host (TPU style, named tpu:<n>)" :
 					    "allocator_name");
@@ -60,7 +61,7 @@ static void summary_allocators(const xpf_runtime *rt, xpf_buf *out)
 		xpf_buf_printf(out,
 			       "  %s%s: capacity %s, peak in window %s at %" PRId64
 			       " ns, lifetime peak %s [measured]\n",
-			       a->name,
+			       xpf_text_of(&nb, a->name),
 			       a->is_pool     ? " (device pool)" :
 			       a->device >= 0 ? " (collective)" :
 						" (host)",
@@ -81,6 +82,7 @@ static void summary_allocators(const xpf_runtime *rt, xpf_buf *out)
 			       xpf_human(a->live_at_end_bytes, h1),
 			       xpf_human(a->seen_live_at_end_bytes, h2), a->seen_live_at_end_blocks);
 	}
+	xpf_buf_release(&nb);
 }
 
 /* The executions: how many were launched, per module the bytes in use at
@@ -88,6 +90,7 @@ static void summary_allocators(const xpf_runtime *rt, xpf_buf *out)
 static void summary_executions(xpf_host *h, const xpf_runtime *rt, xpf_buf *out)
 {
 	char h1[32];
+	xpf_buf nb = XPF_BUF_INIT;
 	size_t launched[3] = { 0, 0, 0 }, ambiguous = 0;
 	for (size_t i = 0; i < rt->nexecutions; i++) {
 		launched[rt->executions[i].launched]++;
@@ -105,7 +108,7 @@ static void summary_executions(xpf_host *h, const xpf_runtime *rt, xpf_buf *out)
 		if (!cnt)
 			continue;
 		xpf_buf_printf(out, "  %s: %zu executions; in use at start:",
-			       xpf_capture_module(h->cap, m)->name, cnt);
+			       xpf_text_of(&nb, xpf_capture_module(h->cap, m)->name), cnt);
 		size_t shown = 0;
 		for (size_t i = 0; i < rt->nexecutions && shown < 8; i++) {
 			const xpf_rt_execution *x = &rt->executions[i];
@@ -124,28 +127,34 @@ static void summary_executions(xpf_host *h, const xpf_runtime *rt, xpf_buf *out)
 		if (x->launched == XPF_LAUNCHED_NO)
 			xpf_buf_printf(out,
 				       "  never launched: execution %u (%s execution %u, device %d)%s\n",
-				       x->n, module_name(h, x) ? module_name(h, x) : "ambiguous",
+				       x->n,
+				       module_name(h, x) ? xpf_text_of(&nb, module_name(h, x)) :
+							   "ambiguous",
 				       x->module_execution, x->device,
 				       x->stopped_in_build ? ", stopped in Build buffer allocations" :
 							     "");
 	}
+	xpf_buf_release(&nb);
 }
 
 static void summary_retries(const xpf_runtime *rt, xpf_buf *out)
 {
+	xpf_buf nb = XPF_BUF_INIT;
 	xpf_buf_printf(out, "allocator retries: %zu\n", rt->nretries);
 	for (size_t i = 0; i < rt->nretries; i++) {
 		const xpf_rt_retry *r = &rt->retries[i];
 		xpf_buf_printf(out, "  at %" PRId64 " ns: waited %" PRId64 " ns on %s", r->time_ns,
 			       r->duration_ns,
-			       alloc_name(rt, r->allocator) ? alloc_name(rt, r->allocator) :
-							      "an unknown allocator");
+			       alloc_name(rt, r->allocator) ?
+				       xpf_text_of(&nb, alloc_name(rt, r->allocator)) :
+				       "an unknown allocator");
 		if (r->execution >= 0)
 			xpf_buf_printf(out, " in execution %u (launched: %s)",
 				       rt->executions[r->execution].n,
 				       xpf_launched_name(rt->executions[r->execution].launched));
 		xpf_buf_adds(out, " [measured]\n");
 	}
+	xpf_buf_release(&nb);
 }
 
 /* The host events between the focus module's last two executions
@@ -153,6 +162,11 @@ static void summary_retries(const xpf_runtime *rt, xpf_buf *out)
 static void summary_between(xpf_host *h, const xpf_runtime *rt, const xpf_diagnosis *d, xpf_buf *out)
 {
 	const xpf_rt_between *b = &d->between;
+	xpf_buf nb = XPF_BUF_INIT;
+	const char *name =
+		b->module >= 0 ?
+			xpf_text_of(&nb, xpf_capture_module(h->cap, (size_t)b->module)->name) :
+			NULL;
 	if (b->module >= 0 && b->from_execution >= 0) {
 		uint64_t cnt = 0;
 		for (size_t i = 0; i < b->nrows; i++)
@@ -161,11 +175,10 @@ static void summary_between(xpf_host *h, const xpf_runtime *rt, const xpf_diagno
 			       "between the last two executions of %s on device %d (executions %u and %u, "
 			       "%" PRId64 " to %" PRId64 " ns): %" PRIu64
 			       " host events of %zu kinds (between.tsv)\n",
-			       xpf_capture_module(h->cap, (size_t)b->module)->name, b->device,
-			       rt->executions[b->from_execution].n, rt->executions[b->to_execution].n,
-			       b->from_ns, b->to_ns, cnt, b->nrows);
+			       name, b->device, rt->executions[b->from_execution].n,
+			       rt->executions[b->to_execution].n, b->from_ns, b->to_ns, cnt,
+			       b->nrows);
 	} else if (b->module >= 0) {
-		const char *name = xpf_capture_module(h->cap, (size_t)b->module)->name;
 		if (d->between_error.code != XPF_OK)
 			xpf_buf_printf(out,
 				       "between: the host events after %s's executions could not be read (capture/errors.txt)\n",
@@ -179,6 +192,7 @@ static void summary_between(xpf_host *h, const xpf_runtime *rt, const xpf_diagno
 				       "between: %s ran fewer than two times on one device; between.tsv is empty\n",
 				       name);
 	}
+	xpf_buf_release(&nb);
 }
 
 static int render_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
@@ -464,7 +478,8 @@ static void exec_candidates(xpf_host *h, const xpf_runtime *rt, size_t xi, xpf_b
 	xpf_buf_printf(out, "candidates: %zu\n", n);
 	for (size_t k = 0; k < n; k++) {
 		uint64_t need = xpf_module_need(h, cd[k].module);
-		xpf_buf_printf(out, "  %s", xpf_capture_module(h->cap, (size_t)cd[k].module)->name);
+		xpf_buf_adds(out, "  ");
+		xpf_buf_text(out, xpf_capture_module(h->cap, (size_t)cd[k].module)->name);
 		if (need)
 			xpf_buf_printf(out, ": needs %s (%" PRIu64 " bytes) [read]",
 				       xpf_human(need, h1), need);
@@ -480,24 +495,26 @@ static int render_exec_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf
 		return rc;
 	const xpf_rt_execution *x = &rt->executions[n->arg];
 	char h1[32], h2[32];
+	xpf_buf nb = XPF_BUF_INIT;
 	const char *m = module_name(h, x);
-	xpf_buf_printf(out, "execution %u: %s", x->n, m ? m : "ambiguous module");
+	xpf_buf_printf(out, "execution %u: %s", x->n, m ? xpf_text_of(&nb, m) : "ambiguous module");
 	if (x->module_execution)
 		xpf_buf_printf(out, " execution %u", x->module_execution);
 	xpf_buf_printf(out, " on device %d\n", x->device);
 	xpf_buf_printf(out, "linked by: %s%s%s%s\n", xpf_link_name(x->link),
-		       x->host_name ? " (host side names " : "", x->host_name ? x->host_name : "",
-		       x->host_name ? ")" : "");
+		       x->host_name ? " (host side names " : "",
+		       x->host_name ? xpf_text_of(&nb, x->host_name) : "", x->host_name ? ")" : "");
 	if (x->module < 0)
 		exec_candidates(h, rt, (size_t)n->arg, out);
 	xpf_buf_printf(out, "host event: %s, thread %" PRId64 ", %" PRId64 " to %" PRId64 " ns\n",
-		       x->event_name, x->thread, xpf_rt_x_start_ns(x), xpf_rt_x_end_ns(x));
+		       xpf_text_of(&nb, x->event_name), x->thread, xpf_rt_x_start_ns(x),
+		       xpf_rt_x_end_ns(x));
 	xpf_buf_printf(out, "launched: %s%s\n", xpf_launched_name(x->launched),
 		       x->stopped_in_build ? " (stopped in Build buffer allocations)" : "");
 	if (x->in_use_known) {
 		xpf_buf_printf(out, "in use at start: %s (%" PRIu64 " bytes) on %s [measured]\n",
 			       xpf_human(x->in_use_at_start_bytes, h1), x->in_use_at_start_bytes,
-			       alloc_name(rt, x->allocator));
+			       xpf_text_of(&nb, alloc_name(rt, x->allocator)));
 		xpf_buf_printf(out, "peak during: %s (%" PRIu64 " bytes) [measured]\n",
 			       xpf_human(x->peak_during_bytes, h1), x->peak_during_bytes);
 		int64_t g = xpf_rt_x_growth(rt, x);
@@ -506,7 +523,7 @@ static int render_exec_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf
 				       "growth since execution %u: %s%s (%" PRId64
 				       " bytes) [measured]\n",
 				       rt->executions[x->prev].n, g < 0 ? "-" : "+",
-				       xpf_human(g < 0 ? (uint64_t)-g : (uint64_t)g, h2), g);
+				       xpf_human(xpf_abs_i64(g), h2), g);
 	} else {
 		xpf_buf_adds(out, "in use at start: unknown (no allocator events for this device)\n");
 	}
@@ -532,21 +549,24 @@ static int render_exec_summary(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf
 		}
 	}
 	xpf_rt_block *b;
-	size_t nb;
-	rc = xpf_runtime_live_at(rt, (size_t)n->arg, &b, &nb, err);
+	size_t nblocks;
+	xpf_buf_release(&nb);
+	rc = xpf_runtime_live_at(rt, (size_t)n->arg, &b, &nblocks, err);
 	if (rc != XPF_OK)
 		return rc;
 	xpf_buf_adds(out, "live at start, by origin (live.tsv):\n");
-	for (size_t i = 0; i < nb;) {
+	for (size_t i = 0; i < nblocks;) {
 		size_t j = i;
 		uint64_t sum = 0;
-		while (j < nb && strcmp(b[j].origin_text, b[i].origin_text) == 0)
+		while (j < nblocks && strcmp(b[j].origin_text, b[i].origin_text) == 0)
 			sum += b[j++].bytes;
-		xpf_buf_printf(out, "  %s: %zu blocks, %s (%" PRIu64 " bytes)\n", b[i].origin_text,
-			       j - i, xpf_human(sum, h1), sum);
+		xpf_buf_adds(out, "  ");
+		xpf_buf_text(out, b[i].origin_text);
+		xpf_buf_printf(out, ": %zu blocks, %s (%" PRIu64 " bytes)\n", j - i,
+			       xpf_human(sum, h1), sum);
 		i = j;
 	}
-	xpf_rt_blocks_free(b, nb);
+	xpf_rt_blocks_free(b, nblocks);
 	return XPF_OK;
 }
 

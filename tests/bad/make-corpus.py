@@ -86,10 +86,10 @@ def heap_trace(events, alloc_index):
     return msg(*[f_bytes(1, e) for e in events], f_varint(3, alloc_index))
 
 def hlo_proto(name='jit_f', mid=1, *, lbs=None, allocs=None, traces=None, extra_instr=(),
-              shp=None, ba=True, schedule=None):
+              shp=None, ba=True, schedule=None, tname='t0', top='jit(f)/jvp(mul)'):
     s = shp if shp is not None else shape()
     instrs = [instr('p0', 'parameter', 1, s, param=0),
-              instr('t0', 'multiply', 2, s, (1, 1), op_name='jit(f)/jvp(mul)'),
+              instr(tname, 'multiply', 2, s, (1, 1), op_name=top),
               instr('add', 'add', 3, s, (2, 1), op_name='jit(f)/transpose(add)'),
               *extra_instr]
     comp = msg(f_bytes(1, 'main'), *[f_bytes(2, i) for i in instrs], f_varint(5, 1),
@@ -99,14 +99,14 @@ def hlo_proto(name='jit_f', mid=1, *, lbs=None, allocs=None, traces=None, extra_
     module = msg(f_bytes(1, name), f_bytes(2, 'main'), f_bytes(3, comp), f_varint(5, mid),
                  f_varint(6, 1), f_bytes(7, sched))
     if lbs is None:
-        lbs = [logical_buffer(0, 1024, 'p0', 1), logical_buffer(1, 1024, 't0', 2),
+        lbs = [logical_buffer(0, 1024, 'p0', 1), logical_buffer(1, 1024, tname, 2),
                logical_buffer(2, 1024, 'add', 3)]
     if allocs is None:
         allocs = [allocation(0, 1024, [assigned(0, 0, 1024)], param=0),
                   allocation(1, 1024, [assigned(2, 0, 1024)], live_out=True),
                   allocation(2, 1024, [assigned(1, 0, 1024)])]
     if traces is None:
-        traces = [heap_trace([heap_event(0, 1, 't0'), heap_event(1, 1, 'add')], 2)]
+        traces = [heap_trace([heap_event(0, 1, tname), heap_event(1, 1, 'add')], 2)]
     bam = msg(*[f_bytes(1, l) for l in lbs], *[f_bytes(3, a) for a in allocs],
               *[f_bytes(4, t) for t in traces])
     return msg(f_bytes(1, module), f_bytes(3, bam) if ba else b'')
@@ -177,12 +177,13 @@ def alloc_stats(in_use, req, addr, allocator='GPU_0_bfc', peak=None, avail=1 << 
             stat(S['requested_bytes'], 'i', req), stat(S['allocation_bytes'], 'i', req),
             stat(S['addr'], 'u', addr)]
 
-def cpu_events():
+def cpu_events(allocator='GPU_0_bfc'):
+    a = allocator
     return [event(3, 0, 5_000_000, []),  # jit_f:XLA GPU module
-            event(1, 1_000_000, 0, alloc_stats(1024, 1024, 0x7000)),
-            event(1, 2_000_000, 0, alloc_stats(2048, 1024, 0x8000)),
-            event(2, 3_000_000, 0, alloc_stats(1024, 1024, 0x8000)),
-            event(2, 4_000_000, 0, alloc_stats(0, 1024, 0x7000))]
+            event(1, 1_000_000, 0, alloc_stats(1024, 1024, 0x7000, a)),
+            event(1, 2_000_000, 0, alloc_stats(2048, 1024, 0x8000, a)),
+            event(2, 3_000_000, 0, alloc_stats(1024, 1024, 0x8000, a)),
+            event(2, 4_000_000, 0, alloc_stats(0, 1024, 0x7000, a))]
 
 def cpu_plane(events=None, ts=1000, extra_lines=(), emd=None):
     if emd is None:
@@ -458,6 +459,18 @@ def cases():
         event(1, 1_000_000, 0, alloc_stats(2**63 - 1, 2**63 - 1, 2**64 - 1, avail=2**63 - 1,
                                             peak=2**63 - 1)),
         event(1, 2_000_000, 0, alloc_stats(2**63 - 1, 2**63 - 1, 0, avail=2**63 - 1))]))
+    # Bytes in use (allocated + reserved) past 2^63 around two executions
+    # of one module: the growth between them, and compare's, overflowed int64.
+    def in_use_u(in_use, addr):
+        st = alloc_stats(min(in_use, 2**63 - 1), 1024, addr)
+        st[2] = stat(S['bytes_reserved'], 'i', in_use - min(in_use, 2**63 - 1))
+        return st
+    c['alloc-in-use-2p63.xplane.pb'] = base(cpu=cpu_plane(events=[
+        event(1, 500_000, 0, in_use_u(2**63 + 5, 0x7000)),
+        event(3, 1_000_000, 1_000_000, []),
+        event(1, 2_500_000, 0, in_use_u(2**63 - 1, 0x8000)),
+        event(3, 3_000_000, 1_000_000, []),
+        event(2, 4_500_000, 0, in_use_u(0, 0x8000))]))
     c['alloc-no-allocator.xplane.pb'] = base(cpu=cpu_plane(events=[
         event(1, 1_000_000, 0, alloc_stats(1024, 1024, 0x7000)[1:]),
         event(2, 2_000_000, 0, alloc_stats(0, 1024, 0x7000)[1:])]))
@@ -495,6 +508,14 @@ def cases():
     c['name-module-bad-utf8.xplane.pb'] = base(modules=[(b'jit_\xff\xfe(1)', 1, hlo)])
     c['name-plane-bad-utf8.xplane.pb'] = xspace([plane(1, b'/host:\xc0\xaf'), md])
     c['name-plane-nul.xplane.pb'] = xspace([plane(1, b'/host:CPU\x00x')])
+    # Names that are not UTF-8 or hold control characters where the
+    # capture allows them (issue 38): an allocator's (memory.trace.json
+    # was not JSON), an instruction's and its op_name (plan.json dropped
+    # the key); every text file must stay UTF-8 and every JSON file parse.
+    c['name-alloc-bad-utf8.xplane.pb'] = base(cpu=cpu_plane(events=cpu_events(b'GPU_0_\xff\xfebfc')))
+    c['name-alloc-ctrl.xplane.pb'] = base(cpu=cpu_plane(events=cpu_events('GPU_0' + forge)))
+    c['name-instr-bad-utf8.xplane.pb'] = base(
+        modules=[('jit_f(1)', 1, hlo_proto(tname=b't\xff0', top=b'jit(f)/\xc0\xafmul' + forge.encode()))])
 
     # Not a capture at all.
     c['not-empty.xplane.pb'] = b''

@@ -127,6 +127,18 @@ while IFS=$'\t' read -r case check_rc check_msg export_rc errors_msg; do
 				fail "--export exits 0 but capture/errors.txt names a failed file: $(grep -Em1 '^[a-z]+ error: [^ ]+/' "$errs")"
 				ok=0
 			fi
+			# Names reach files escaped (SPEC §3, issue 38): no control
+			# character but tab and newline in a text file, every file
+			# but the gzip'd profiles UTF-8, every JSON file JSON
+			bad=$(LC_ALL=C grep -rlP '[\x00-\x08\x0b-\x1f\x7f]' --include='*.txt' \
+				--include='*.tsv' --include=README "$out")
+			[ -z "$bad" ] || { fail "control characters in ${bad//$out\//}"; ok=0; }
+			find "$out" -type f ! -name '*.gz' -print0 | xargs -0 -n 1 sh -c \
+				'iconv -f UTF-8 -t UTF-8 "$1" >/dev/null 2>&1 || echo "${1#'"$out"'/}"' - >"$tmp/u8"
+			[ -s "$tmp/u8" ] && { fail "not UTF-8: $(tr '\n' ' ' <"$tmp/u8")"; ok=0; }
+			find "$out" -name '*.json' -print0 | xargs -0 -n 1 sh -c \
+				'jq empty "$1" >/dev/null 2>&1 || echo "${1#'"$out"'/}"' - >"$tmp/js"
+			[ -s "$tmp/js" ] && { fail "not JSON: $(tr '\n' ' ' <"$tmp/js")"; ok=0; }
 		elif [ "$rc" -eq 0 ]; then
 			fail "--export exits 0 but wrote no capture/errors.txt"
 			ok=0

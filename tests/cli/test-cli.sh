@@ -89,6 +89,17 @@ if "$XPF" -f "$tmp/capdir/c.xplane.pb" "$tmp/capdir" 2>&1 | grep -q "built witho
 	echo "skipping the mount point cases: built without FUSE"
 else
 	expect 1 "capdir: the capture's own folder: a mount there would hide it; give another MOUNTPOINT" -- -f "$tmp/capdir/c.xplane.pb" "$tmp/capdir"
+	# nor the baseline's folder (issue 38: it was mounted over)
+	mkdir -p "$tmp/after"
+	cp "$here/bad/cases/ok-base.xplane.pb" "$tmp/after/a.xplane.pb"
+	timeout 20 "$XPF" -f --base "$tmp/capdir/c.xplane.pb" "$tmp/after/a.xplane.pb" "$tmp/capdir" 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" -eq 1 ] && grep -qxF "xplanefs: $tmp/capdir: the baseline's own folder: a mount there would hide it; give another MOUNTPOINT" "$tmp/err"; then
+		echo "ok: no mount over the baseline's folder"
+	else
+		echo "FAIL: a mount over the baseline's folder: exit $rc: $(head -c 300 "$tmp/err")"
+		fails=$((fails + 1))
+	fi
 	for c in ...xplane.pb ..xplane.pb; do
 		(cd "$tmp/dots/here" && timeout 20 "$XPF" -f "../$c" >"$tmp/out" 2>"$tmp/err")
 		rc=$?
@@ -109,6 +120,70 @@ rm -rf "$tmp/capdir/mine"
 [ "$(ls "$tmp/capdir")" = c.xplane.pb ] || { echo "FAIL: the capture's folder changed: $(ls "$tmp/capdir")"; fails=$((fails + 1)); }
 : >"$tmp/afile"
 expect 1 "afile: not a directory" -- --export "$tmp/afile" "$tmp/capdir/c.xplane.pb"
+
+# Links already inside DIR are never followed (issue 38): a file's link is
+# replaced, not written through; a folder's link is refused; a hard link to
+# the capture is a name replaced, the capture keeps its bytes; a folder of
+# DIR that holds a capture is never written in, however it was reached.
+ok_cap() { cmp -s "$tmp/capdir/c.xplane.pb" "$here/bad/cases/ok-base.xplane.pb"; }
+mkdir "$tmp/lnk"
+ln -s ../capdir/c.xplane.pb "$tmp/lnk/summary.txt"
+ln "$tmp/capdir/c.xplane.pb" "$tmp/lnk/README" 2>/dev/null || cp "$tmp/capdir/c.xplane.pb" "$tmp/lnk/README"
+expect 0 "" -- --export "$tmp/lnk" "$tmp/capdir/c.xplane.pb"
+if ok_cap && [ -f "$tmp/lnk/summary.txt" ] && [ ! -L "$tmp/lnk/summary.txt" ] &&
+	grep -q "^xplanefs: a read-only report" "$tmp/lnk/README" && [ "$(readlink "$tmp/lnk/focus")" = "modules/jit_f(1)" ]; then
+	echo "ok: --export replaced summary.txt -> the capture and a hard link, not the capture"
+else
+	echo "FAIL: --export over links: the capture changed, or $(ls -l "$tmp/lnk" | head -c 300)"
+	fails=$((fails + 1))
+fi
+expect 0 "" -- --export "$tmp/lnk" "$tmp/capdir/c.xplane.pb"
+rm -rf "$tmp/lnk/modules"
+ln -s ../capdir "$tmp/lnk/modules"
+expect 6 "lnk/modules: is there and is not a folder (a symbolic link is never followed)" -- --export "$tmp/lnk" "$tmp/capdir/c.xplane.pb"
+[ "$(ls "$tmp/capdir")" = c.xplane.pb ] && ok_cap && echo "ok: modules -> the capture's folder not written in" ||
+	{ echo "FAIL: modules -> the capture's folder: $(ls "$tmp/capdir")"; fails=$((fails + 1)); }
+rm "$tmp/lnk/modules"
+ln -s .. "$tmp/lnk/modules"
+expect 6 "is not a folder" -- --export "$tmp/lnk" "$tmp/capdir/c.xplane.pb"
+[ ! -e "$tmp/index.tsv" ] && [ ! -e "$tmp/modules" ] || { echo "FAIL: modules -> .. written through"; fails=$((fails + 1)); }
+rm "$tmp/lnk/modules"
+# a run directory reached from inside DIR as a real folder (hosts/ of a
+# report the user moved the captures into): never written in
+mkdir -p "$tmp/nest/hosts/c"
+cp "$here/bad/cases/ok-base.xplane.pb" "$tmp/nest/hosts/c/modules"
+mkdir "$tmp/run2"
+cp "$here/bad/cases/ok-base.xplane.pb" "$tmp/run2/c.xplane.pb"
+cp "$here/bad/cases/ok-base.xplane.pb" "$tmp/run2/d.xplane.pb"
+mkdir "$tmp/nest2"
+mv "$tmp/run2" "$tmp/nest2/hosts"
+expect 1 "nest2/hosts: a folder that holds a capture, which xplanefs never writes in" -- --export "$tmp/nest2" "$tmp/nest2/hosts"
+[ "$(ls "$tmp/nest2/hosts" | tr '\n' ' ')" = "c.xplane.pb d.xplane.pb " ] &&
+	echo "ok: a run directory inside DIR is not written in" ||
+	{ echo "FAIL: the run directory inside DIR: $(ls "$tmp/nest2/hosts")"; fails=$((fails + 1)); }
+expect 6 "nest/hosts/c/modules: is there and is not a folder" -- --export "$tmp/nest" "$tmp/nest2/hosts"
+cmp -s "$tmp/nest/hosts/c/modules" "$here/bad/cases/ok-base.xplane.pb" ||
+	{ echo "FAIL: a file where the tree has a folder was changed"; fails=$((fails + 1)); }
+
+# --base LOGDIR LOGDIR compares the last two runs, not the newest with itself
+# (issue 38); --base-run picks the baseline's run; a run of what is not a
+# logdir is a usage error, not ignored.
+L=$tmp/runs
+mkdir -p "$L/plugins/profile/2026_01_01_00_00_00" "$L/plugins/profile/2026_02_01_00_00_00" "$tmp/one/plugins/profile/2026_01_01_00_00_00"
+cp "$here/bad/cases/ok-base.xplane.pb" "$L/plugins/profile/2026_01_01_00_00_00/a.xplane.pb"
+cp "$here/bad/cases/name-dots.xplane.pb" "$L/plugins/profile/2026_02_01_00_00_00/a.xplane.pb"
+cp "$here/bad/cases/ok-base.xplane.pb" "$tmp/one/plugins/profile/2026_01_01_00_00_00/a.xplane.pb"
+expect 0 "[read] modules-gone: 1 module gone (only in the baseline): jit_f(1)" -- --base "$L" --cat compare/diagnosis.txt "$L"
+expect 0 "[read] nothing-changed" -- --base "$L" --base-run 2026_02_01_00_00_00 --cat compare/diagnosis.txt "$L"
+expect 0 "[read] nothing-changed" -- --base "$L" --run 2026_01_01_00_00_00 --base-run 2026_01_01_00_00_00 --cat compare/diagnosis.txt "$L"
+expect 0 "[read] modules-new: 4 modules new" -- --base "$L/" --cat compare/diagnosis.txt "$L"
+expect 1 "no run older than '2026_01_01_00_00_00' in plugins/profile to compare it with: give --base-run NAME" -- --base "$L" --run 2026_01_01_00_00_00 --cat compare/diagnosis.txt "$L"
+expect 1 "no run older than '2026_01_01_00_00_00'" -- --base "$tmp/one" --cat compare/diagnosis.txt "$tmp/one"
+expect 0 "[read] nothing-changed" -- --base "$tmp/one" --cat compare/diagnosis.txt "$L/plugins/profile/2026_01_01_00_00_00"
+expect 1 "no run 'nope' in plugins/profile" -- --base "$L" --base-run nope --cat compare/diagnosis.txt "$L"
+expect 1 "c.xplane.pb: not a logdir (no plugins/profile/): its runs cannot be chosen" -- --run 2026_01_01_00_00_00 --cat diagnosis.txt "$tmp/capdir/c.xplane.pb"
+expect 1 "c.xplane.pb: not a logdir" -- --base "$tmp/capdir/c.xplane.pb" --base-run x --cat compare/diagnosis.txt "$L"
+expect 1 "--base-run goes with --base" -- --base-run x --cat diagnosis.txt "$L"
 
 # files that are not captures say what they look like
 printf '\037\213\010\000xxxx' >"$tmp/h.trace.json.gz"
@@ -249,21 +324,80 @@ else
 	fails=$((fails + 1))
 fi
 
-# Exit codes (issue 23): a trailing slash on a file; a --check summary that
-# could not be written; a diagnosis made without a module's broken plan
+# Names that are not UTF-8 or hold control characters, in every place
+# they reach (issue 38): host names from file names, module names, an
+# allocator's, an instruction's; a run directory's top files and compare/.
+# Every text file stays UTF-8 with no control character but tab and
+# newline; every JSON file parses and keeps its keys (a name that is not
+# UTF-8 made jansson drop the key without a word).
+# v has two findings: its allocator, GPU_0_<0xff 0xfe>bfc, is no device pool,
+# so it also gets missing-runtime.
+# files_clean DIR WHAT: the checks on every file under DIR
+files_clean() {
+	local bad
+	bad=$(LC_ALL=C grep -rlP '[\x00-\x08\x0b-\x1f\x7f]' --include='*.txt' --include='*.tsv' \
+		--include=README "$1")
+	[ -z "$bad" ] || { echo "FAIL: $2: control characters in $(echo "$bad" | head -3)"; fails=$((fails + 1)); }
+	bad=$(find "$1" -type f ! -name '*.gz' -print0 | xargs -0 -n 1 sh -c \
+		'iconv -f UTF-8 -t UTF-8 "$1" >/dev/null 2>&1 || echo "$1"' - | head -3)
+	[ -z "$bad" ] || { echo "FAIL: $2: not UTF-8: $bad"; fails=$((fails + 1)); }
+	bad=$(find "$1" -name '*.json' -print0 | xargs -0 -n 1 sh -c 'jq empty "$1" 2>/dev/null || echo "$1"' - | head -3)
+	[ -z "$bad" ] || { echo "FAIL: $2: not JSON: $bad"; fails=$((fails + 1)); }
+	[ -n "$bad" ] || echo "ok: $2: every file UTF-8, no control characters, JSON parses"
+}
+mkdir "$tmp/names"
+cp "$here/bad/cases/name-ctrl.xplane.pb" "$tmp/names/"$'w\xff\xfe.xplane.pb'
+cp "$here/bad/cases/name-alloc-bad-utf8.xplane.pb" "$tmp/names/"$'v\e[31m\nx.xplane.pb'
+cp "$here/bad/cases/name-instr-bad-utf8.xplane.pb" "$tmp/names/u.xplane.pb"
+expect 0 "" -- --export "$tmp/names-out" "$tmp/names"
+files_clean "$tmp/names-out" "a run directory of hostile names"
+j=$(jq -c '[.capture, [.hosts[].dir], [.hosts[].host], [.findings[].host]]' "$tmp/names-out/diagnosis.json")
+[ "$j" = '["names",["u","v_[31m_x","w'$'\xef\xbf\xbd\xef\xbf\xbd''"],["u","v\u001b[31m\nx","w'$'\xef\xbf\xbd\xef\xbf\xbd''"],["u","v_[31m_x","v_[31m_x","w'$'\xef\xbf\xbd\xef\xbf\xbd''"]]' ] &&
+	echo "ok: diagnosis.json keeps capture, dir, host: $j" ||
+	{ echo "FAIL: diagnosis.json of hostile names: $j"; fails=$((fails + 1)); }
+grep -qxF '  w\xff\xfe: 1 modules, focus a\tb\nc\d\x01(1), capacity 1.00 GiB [measured], 1 findings (hosts/w\xff\xfe/summary.txt)' \
+	"$tmp/names-out/summary.txt" && echo "ok: summary.txt of the run directory escapes names" ||
+	{ echo "FAIL: summary.txt of hostile names: $(od -c "$tmp/names-out/summary.txt" | head)"; fails=$((fails + 1)); }
+j=$(jq -c '[.heap_peak.instruction, [.peak_buffers[].instruction]]' "$tmp/names-out/hosts/u/modules/jit_f(1)/plan.json")
+[ "$j" = '["t'$'\xef\xbf\xbd''0",["add","p0","t'$'\xef\xbf\xbd''0"]]' ] && echo "ok: plan.json keeps every instruction: $j" ||
+	{ echo "FAIL: plan.json instructions: $j"; fails=$((fails + 1)); }
+expect 0 "" -- --base "$here/bad/cases/ok-base.xplane.pb" --export "$tmp/names-cmp" "$tmp/names"
+files_clean "$tmp/names-cmp" "--base against a run directory of hostile names"
+grep -qF '[read] modules-new: 1 module new (only after): a\tb\nc\d\x01(1) -> compare/hosts/w\xff\xfe/modules.tsv' \
+	"$tmp/names-cmp/compare/hosts/w"$'\xff\xfe'"/diagnosis.txt" && echo "ok: compare/diagnosis.txt escapes names" ||
+	{ echo "FAIL: compare/diagnosis.txt of hostile names: $(head -c 600 "$tmp/names-cmp/compare/hosts/w"*/diagnosis.txt)"; fails=$((fails + 1)); }
+
+# Exit codes (issue 23): a trailing slash on a file; output that could not
+# be written (issue 38: 6, not 2, which says the capture cannot be read);
+# a diagnosis made without a module's broken plan
 expect 1 "diagnosis.txt/: not a directory" -- --cat diagnosis.txt/ "$here/bad/cases/ok-base.xplane.pb"
-if [ -w /dev/full ]; then
-	"$XPF" --check "$here/bad/cases/ok-base.xplane.pb" >/dev/full 2>"$tmp/err"
-	rc=$?
-	if [ "$rc" -eq 2 ] && [ "$(cat "$tmp/err")" = "xplanefs: writing to stdout: No space left on device" ]; then
-		echo "ok: --check > /dev/full exits 2"
+# out_fails HOW WANT-ERROR ARGS...: xplanefs ARGS with stdout HOW (full, closed) exits 6
+out_fails() {
+	local how=$1 want=$2 rc
+	shift 2
+	if [ "$how" = full ]; then
+		"$XPF" "$@" >/dev/full 2>"$tmp/err"
 	else
-		echo "FAIL: --check > /dev/full: exit $rc: $(head -c 300 "$tmp/err")"
+		"$XPF" "$@" >&- 2>"$tmp/err"
+	fi
+	rc=$?
+	if [ "$rc" -eq 6 ] && [ "$(cat "$tmp/err")" = "xplanefs: writing to stdout: $want" ]; then
+		echo "ok: $* with stdout $how exits 6"
+	else
+		echo "FAIL: $* with stdout $how: exit $rc: $(head -c 300 "$tmp/err")"
 		fails=$((fails + 1))
 	fi
+}
+if [ -w /dev/full ]; then
+	out_fails full "No space left on device" --check "$here/bad/cases/ok-base.xplane.pb"
+	out_fails full "No space left on device" --cat diagnosis.txt "$here/bad/cases/ok-base.xplane.pb"
 else
-	echo "skipping the /dev/full case: no /dev/full"
+	echo "skipping the /dev/full cases: no /dev/full"
 fi
+out_fails closed "Bad file descriptor" --check "$here/bad/cases/ok-base.xplane.pb"
+out_fails closed "Bad file descriptor" --cat diagnosis.txt "$here/bad/cases/ok-base.xplane.pb"
+# a DIR that cannot be made (as root too: /proc takes no folder)
+expect 6 "/proc/self/xpf-report: cannot create" -- --export /proc/self/xpf-report "$here/bad/cases/ok-base.xplane.pb"
 expect 3 "module 'jit_f(1)': unsupported wire type (byte 44) (the file was made without that part" -- --cat diagnosis.txt "$here/bad/cases/hlo-garbage.xplane.pb"
 # a bad tag names no field (the field number was never read)
 expect 3 "its first bytes do not decode as an XSpace (XSpace: truncated or over-long varint, byte 0)" -- --check "$here/bad/cases/varint-overlong.xplane.pb"

@@ -196,6 +196,17 @@ rc=$?
 "$XPF" --base "$(cap grads-kept)" --check "$(cap grads-kept)" >/dev/null 2>"$tmp/err"
 [ $? = 1 ] && ok "--base with --check: usage error" || fail "--base with --check: $(cat "$tmp/err")"
 
+# 7b. Bytes in use past 2^63 (issue 38: compare's growth overflowed int64,
+#     a UBSan report): the exact figures, both ways, nothing on stderr.
+big="$here/bad/cases/alloc-in-use-2p63.xplane.pb" okb="$here/bad/cases/ok-base.xplane.pb"
+out=$("$XPF" --base "$big" --cat compare/diagnosis.json "$okb" 2>"$tmp/err" |
+	jq -c '.changes[] | select(.code == "growth-per-execution") | .figures')
+[ "$out" = '{"after_bytes":0,"before_bytes":-6,"delta_bytes":6}' ] && [ ! -s "$tmp/err" ] &&
+	ok "in use past 2^63: growth -6 -> 0" || fail "in use past 2^63: $out $(head -c 300 "$tmp/err")"
+"$XPF" --base "$okb" --cat compare/diagnosis.txt "$big" >"$tmp/big.txt" 2>"$tmp/err"
+grep -qF 'mean rise per execution: 0 B (it ran once) -> -6 B: -6 B (-6 bytes)' "$tmp/big.txt" && [ ! -s "$tmp/err" ] &&
+	ok "in use past 2^63: growth 0 -> -6" || fail "in use past 2^63: $(head -c 300 "$tmp/err") $(cat "$tmp/big.txt")"
+
 # 8. The mount: the same files, exact sizes (skipped without FUSE).
 if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null && "$XPF" --help >/dev/null; then
 	mkdir "$tmp/mnt"

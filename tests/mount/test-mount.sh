@@ -624,7 +624,7 @@ if [ -n "$shrink_src" ]; then
 		before=$(to cat "$ms/summary.txt" | md5sum)
 		truncate -s 4096 "$tmp/shrink.xplane.pb"
 		# errors.txt decodes every byte: the reads past the new end fault
-		to grep -q "shrank while mounted" "$ms/capture/errors.txt" &&
+		to grep -q "changed while mounted" "$ms/capture/errors.txt" &&
 			ok "shrink: capture/errors.txt says the capture shrank" ||
 			fail "shrink: capture/errors.txt: $(to head -c 300 "$ms/capture/errors.txt")"
 		to cat "$ms/runtime/events.tsv" >/dev/null 2>"$tmp/shrink.err"
@@ -642,6 +642,61 @@ if [ -n "$shrink_src" ]; then
 		stop "$daemon" "$ms" fusermount3
 	else
 		fail "shrink: could not mount $shrink_src"
+	fi
+fi
+
+# Rewritten in place, its size unchanged (issue 38: reported "malformed"):
+# "the capture changed" in errors.txt and on the files not made before.
+if [ -n "$shrink_src" ]; then
+	cp "$shrink_src" "$tmp/rewrite.xplane.pb"
+	mr=$tmp/mnt-rewrite
+	if start_fg "$mr" "$tmp/rewrite.log" "$tmp/rewrite.xplane.pb"; then
+		to cat "$mr/capture/planes.tsv" >/dev/null
+		size=$(stat -c %s "$tmp/rewrite.xplane.pb")
+		head -c $((size / 2)) /dev/zero | tr '\0' '\377' |
+			dd of="$tmp/rewrite.xplane.pb" bs=4096 seek=$((size / 2)) oflag=seek_bytes conv=notrunc status=none
+		touch -d '2001-01-01' "$tmp/rewrite.xplane.pb" # not the clock tick it was opened in
+		to cat "$mr/runtime/events.tsv" >/dev/null 2>"$tmp/rewrite.err"
+		if ! alive "$daemon"; then
+			fail "rewrite: the daemon died: $(tail -c 300 "$tmp/rewrite.log")"
+		elif [ "$(stat -c %s "$tmp/rewrite.xplane.pb")" != "$size" ] ||
+			! grep -q "Input/output error" "$tmp/rewrite.err" ||
+			! to grep -q "changed while mounted" "$mr/capture/errors.txt" ||
+			to grep -q "malformed" "$mr/capture/errors.txt"; then
+			fail "rewrite in place: want EIO and errors.txt saying it changed: $(to head -c 300 "$mr/capture/errors.txt")"
+		else
+			ok "rewrite in place: EIO, capture/errors.txt says the capture changed (not malformed)"
+		fi
+		stop "$daemon" "$mr" fusermount3
+	else
+		fail "rewrite: could not mount $shrink_src"
+	fi
+fi
+
+# The same for a capture beyond the 64th mapped (issue 38: only the first 64
+# mappings were guarded; the daemon died of SIGBUS): a run directory of 100
+# hosts whose 65th shrinks, read through the mount.
+if [ -n "${XPF_SOURCE:-}" ] && [ -f "$XPF_SOURCE/tests/bad/cases/ok-base.xplane.pb" ]; then
+	mkdir -p "$tmp/many"
+	for i in $(seq -w 0 99); do
+		cp "$XPF_SOURCE/tests/bad/cases/ok-base.xplane.pb" "$tmp/many/h$i.xplane.pb"
+	done
+	mm=$tmp/mnt-many
+	if start_fg "$mm" "$tmp/many.log" "$tmp/many"; then
+		truncate -s 0 "$tmp/many/h65.xplane.pb"
+		to cat "$mm/hosts/h65/runtime/events.tsv" >/dev/null 2>"$tmp/many.err"
+		if ! alive "$daemon"; then
+			fail "shrink of host 65 of 100: the daemon died: $(tail -c 300 "$tmp/many.log")"
+		elif ! grep -q "Input/output error" "$tmp/many.err" ||
+			! to grep -q "changed while mounted" "$mm/hosts/h65/capture/errors.txt" ||
+			! to cat "$mm/hosts/h64/runtime/events.tsv" >/dev/null; then
+			fail "shrink of host 65 of 100: want EIO there, errors.txt saying so, host 64 whole: $(head -c 200 "$tmp/many.err")"
+		else
+			ok "shrink of host 65 of 100: EIO on its files, the daemon lives, the others read"
+		fi
+		stop "$daemon" "$mm" fusermount3
+	else
+		fail "shrink: could not mount a run directory of 100 hosts"
 	fi
 fi
 
