@@ -255,6 +255,36 @@ static void test_lm_one_block(void **state)
 	close_rep(&p);
 }
 
+/* Foreign arrays (issue 37): "keep it on the host" saves only what is not
+ * the step's own arguments.  The same 64 MiB array beside the parameters,
+ * put during the capture or before it (then one anonymous block with the
+ * parameters in it): the fix claims the array's bytes either way. */
+static void test_lm_foreign_before(void **state)
+{
+	(void)state;
+	const long long foreign = 64ll << 20;
+	for (int pre = 0; pre < 2; pre++) {
+		long long need, peak;
+		char spec[512];
+		/* the step fits alone; with the array it does not */
+		snprintf(spec, sizeof spec, SMALL ",foreign=64M%s,capacity=%lld", pre ? ",pre" : "",
+			 foreign + (40ll << 20));
+		const char *path = lm(spec, &need, &peak);
+		if (path == NULL)
+			skip();
+		struct rep p;
+		open_rep(&p, path, 0);
+		json_t *f = need_finding(&p, "foreign-live-arrays");
+		assert_int_equal(fig(f, "foreign_bytes"), foreign);
+		json_t *x = fix_with(f, "on the host");
+		assert_int_equal(saving(x), foreign);
+		assert_contains(json_string_value(json_object_get(x, "text")),
+				pre ? "allocated before the capture started (64.0 MiB)" :
+				      "DevicePut(f32[16777216]) (64.0 MiB)");
+		close_rep(&p);
+	}
+}
+
 /* Silent upcasts: bf16 parameters whose scores a float64 scalar makes f32
  * at scen.py:77 (as in lm-bf16-nopre), at other layer counts: the f32
  * scores of every layer, B*H*S*S*4 bytes each, named at that line.  bf16
@@ -506,6 +536,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_lm_one_block),
 		cmocka_unit_test(test_lm_upcast),
 		cmocka_unit_test(test_lm_what_fits),
+		cmocka_unit_test(test_lm_foreign_before),
 	};
 	const struct CMUnitTest real[] = {
 		cmocka_unit_test(test_real_convert),

@@ -739,6 +739,34 @@ static void test_unexplained_oom(void **state)
 	close_rep(&p);
 }
 
+/* compile-oom is retrace-oom whose compile for batch 16 fails: the need
+ * scaled from the batch-8 module must hold the batch-16 module's own need,
+ * which retrace-oom's capture has (tests/scenarios/retrace-oom.json). */
+static void test_compile_oom_scaled(void **state)
+{
+	(void)state;
+	const char *path = scenario("compile-oom"), *src = getenv("XPF_SOURCE");
+	if (path == NULL)
+		skip();
+	char jpath[4096];
+	json_error_t je;
+	snprintf(jpath, sizeof jpath, "%s/tests/scenarios/retrace-oom.json", src ? src : ".");
+	json_t *sj = json_load_file(jpath, 0, &je);
+	assert_non_null(sj);
+	long long truth = json_integer_value(json_object_get(json_object_get(sj, "plan"), "need_bytes"));
+	json_decref(sj);
+	struct rep p;
+	assert_true(open_rep(&p, path, 0));
+	json_t *f = need_finding(&p, "compile-oom");
+	assert_int_equal(fig(f, "new_batch"), 16);
+	fprintf(stderr, "compile-oom at batch 16: %lld to %lld, the module's own need %lld\n",
+		fig(f, "scaled_need_low_bytes"), fig(f, "scaled_need_high_bytes"), truth);
+	assert_true(fig(f, "scaled_need_low_bytes") <= truth);
+	assert_true(fig(f, "scaled_need_high_bytes") >= truth);
+	assert_contains(text(f), "it may not fit even if it compiled");
+	close_rep(&p);
+}
+
 /* retrace-oom-ambiguous: the failed execution's requested bytes are a
  * prefix of both compilations' plans, so no rule links it to one module
  * (SPEC §4.3); its candidates stay, and the focus is the one with the
@@ -1328,6 +1356,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_all_scenarios),
 		cmocka_unit_test(test_variants),
 		cmocka_unit_test(test_unexplained_oom),
+		cmocka_unit_test(test_compile_oom_scaled),
 		cmocka_unit_test(test_ambiguous_oom),
 		cmocka_unit_test(test_multi_host),
 		cmocka_unit_test(test_line_width),

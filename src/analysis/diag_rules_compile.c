@@ -5,6 +5,7 @@
  * module in the capture.  What the capture holds: the compile events, the
  * autotuner's runs and allocations (runtime/compiles.tsv), what was live
  * when it began, and the earlier module of the same function, if any. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,112 @@ static void live_text(const xpf_diag_ctx *c, const xpf_rt_compile *k, xpf_buf *b
 	xpf_rt_blocks_free(bl, nb);
 }
 
+/* Is shape the data input's but for its leading dimension (the same dtype
+ * and trailing dimensions)?  *lead: that dimension. */
+static bool lead_differs(const char *shape, const xpf_plan_param *in, uint64_t *lead)
+{
+	uint64_t a[8], b[8];
+	size_t na = strcspn(shape, "["), nb = strcspn(in->shape, "[");
+	int n = xpf_diag_shape_dims(shape, a);
+	if (na != nb || strncmp(shape, in->shape, na) != 0 || n < 1 ||
+	    xpf_diag_shape_dims(in->shape, b) != n || a[0] == b[0] ||
+	    memcmp(a + 1, b + 1, (size_t)(n - 1) * sizeof *a) != 0)
+		return false;
+	*lead = a[0];
+	return true;
+}
+
+/* The shapes a live block shows: its allocation's, a device put's
+ * "(f32[32768,1024])", or the outputs of the module that made it. */
+static bool block_lead(const xpf_diag_ctx *c, const xpf_rt_block *bl, const xpf_plan_param *in,
+		       uint64_t *lead)
+{
+	if (bl->shape && lead_differs(bl->shape, in, lead))
+		return true;
+	const char *t = bl->host_event ? strchr(bl->host_event, '(') : NULL;
+	if (t && lead_differs(t + 1, in, lead))
+		return true;
+	if (bl->origin != XPF_ORIGIN_OUTPUTS || bl->execution < 0)
+		return false;
+	const xpf_plan *q = xpf_diag_plan(c->h, c->rt->executions[bl->execution].module);
+	for (size_t i = 0; q && i < q->noutputs; i++)
+		if (q->outputs[i].shape && lead_differs(q->outputs[i].shape, in, lead))
+			return true;
+	return false;
+}
+
+/* The batch the failed compile was for: the newest array live when it
+ * began shaped like the earlier step's data input but for its leading
+ * dimension (SPEC §5.2: "its need scaled by the new shapes"); 0 if none. */
+static uint64_t new_batch(const xpf_diag_ctx *c, const xpf_rt_compile *k, const xpf_plan_param *in)
+{
+	xpf_rt_block *bl;
+	size_t nb;
+	uint64_t lead = 0;
+	long newest = -1;
+	xpf_runtime_live_before(c->rt, k->allocator, k->start_ps, k->in_use_known,
+				k->in_use_at_start_bytes, &bl, &nb);
+	for (size_t i = 0; i < nb; i++) {
+		uint64_t l;
+		if (bl[i].event > newest && block_lead(c, &bl[i], in, &l)) {
+			newest = bl[i].event;
+			lead = l;
+		}
+	}
+	xpf_rt_blocks_free(bl, nb);
+	return lead;
+}
+
+/* The outputs with a row per example (per-example losses): leading
+ * dimension the batch, not an updated parameter. */
+static uint64_t batch_outputs(const xpf_plan *p, uint64_t batch)
+{
+	uint64_t n = 0, d[8];
+	for (size_t i = 0; i < p->noutputs; i++) {
+		const xpf_plan_output *o = &p->outputs[i];
+		if (o->shape && o->alloc && o->matches == NULL &&
+		    xpf_diag_shape_dims(o->shape, d) >= 1 && d[0] == batch)
+			n += o->alloc->bytes;
+	}
+	return n;
+}
+
+/* "; at batch 32768 (64x; f32[32768,1024] was live) the step would need
+ * about 4.10-6.20 GiB of 2.80 GiB: it would not fit even if it compiled":
+ * the earlier need plus what scales with the batch, from the forward-kept
+ * activations (at least) to every activation (at most), and the input. */
+static void scaled_need(const xpf_diag_ctx *c, xpf_finding *f, const xpf_rt_compile *k,
+			const xpf_plan *p, uint64_t cap, xpf_buf *b)
+{
+	xpf_diag_scale s;
+	xpf_diag_find_scale(p, &s);
+	uint64_t nbatch = s.input ? new_batch(c, k, s.input) : 0;
+	if (nbatch <= s.batch || s.batch == 0) {
+		xpf_buf_adds(b, "; the new shapes need more, by as much as their buffers grow");
+		return;
+	}
+	long double g = (long double)nbatch / (long double)s.batch - 1;
+	uint64_t io = s.input->bytes + batch_outputs(p, s.batch);
+	uint64_t lo = p->need_bytes + (uint64_t)((long double)(s.fwd + io) * g);
+	uint64_t hi = p->need_bytes + (uint64_t)((long double)(s.act + io) * g);
+	char h1[32], h2[32], h3[32];
+	xpf_buf_printf(b,
+		       "; its data input %.*s has %" PRIu64
+		       " rows now (an array of that shape was live when the compile began): at batch %" PRIu64
+		       " the step would need about %s",
+		       (int)strcspn(s.input->shape, "{"), s.input->shape, nbatch, nbatch,
+		       xpf_human(lo, h1));
+	if (hi > lo)
+		xpf_buf_printf(b, " to %s", xpf_human(hi, h2));
+	xpf_buf_printf(b, " of %s: %s", xpf_human(cap, h3),
+		       lo > cap ? "it would not fit even if it compiled" :
+		       hi > cap ? "it may not fit even if it compiled" :
+				  "it would fit once compiled: the autotuner's scratch is what failed");
+	xpf_diag_num(f, "new_batch", nbatch);
+	xpf_diag_num(f, "scaled_need_low_bytes", lo);
+	xpf_diag_num(f, "scaled_need_high_bytes", hi);
+}
+
 static void compile_fixes(xpf_diag_ctx *c, xpf_finding *f, const xpf_rt_compile *k, long em)
 {
 	char h1[32];
@@ -132,10 +239,11 @@ void xpf_rule_compile_oom(xpf_diag_ctx *c)
 		xpf_buf_printf(&b, "; a retrace: %s, the same function, ran %u time%s before",
 			       xpf_capture_module(c->h->cap, (size_t)em)->name, runs,
 			       runs == 1 ? "" : "s");
-		if (p && p->has_assignment)
-			xpf_buf_printf(&b,
-				       " and needs %s of %s; the new shapes need more, by as much as their buffers grow",
-				       xpf_human(p->need_bytes, h1), xpf_human(cap, h2));
+		if (p && p->has_assignment) {
+			xpf_buf_printf(&b, " and needs %s of %s", xpf_human(p->need_bytes, h1),
+				       xpf_human(cap, h2));
+			scaled_need(c, f, k, p, cap, &b);
+		}
 	}
 	xpf_diag_text(f, &b);
 	xpf_diag_num(f, "capacity_bytes", cap);

@@ -326,6 +326,26 @@ static void add_origin(struct holders *w, const char *text, uint64_t bytes)
 	w->os[k].blocks++;
 }
 
+/* The parameter bytes no live block showed: arrays the step takes that
+ * were put on the device before the capture started. */
+static uint64_t unseen_params(const xpf_plan *p, const bool *used)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < p->nparams; i++)
+		if (!used[i])
+			n += p->params[i].bytes;
+	return n;
+}
+
+/* What was in use before the capture started, less the step's own
+ * arguments among it: keeping those on the host saves nothing (issue 37). */
+static void add_before(struct holders *w, const xpf_rt_block *bl, uint64_t params)
+{
+	uint64_t rest = xpf_sub0(bl->bytes, params);
+	if (rest)
+		add_origin(w, bl->origin_text ? bl->origin_text : "?", rest);
+}
+
 /* The live blocks by holder (origins sorted, largest first). */
 static void collect_holders(const xpf_diag_ctx *c, const xpf_rt_block *blocks, size_t nb,
 			    struct holders *w)
@@ -337,8 +357,13 @@ static void collect_holders(const xpf_diag_ctx *c, const xpf_rt_block *blocks, s
 	w->mods = xpf_calloc(nb ? nb : 1, sizeof *w->mods);
 	w->modtext = xpf_calloc(nb ? nb : 1, sizeof *w->modtext);
 	bool *used = xpf_calloc(p && p->nparams ? p->nparams : 1, sizeof *used);
+	const xpf_rt_block *before = NULL;
 	for (size_t i = 0; i < nb; i++) {
 		const xpf_rt_block *bl = &blocks[i];
+		if (bl->origin == XPF_ORIGIN_BEFORE) {
+			before = bl;
+			continue;
+		}
 		long om = bl->origin == XPF_ORIGIN_OUTPUTS && bl->execution >= 0 ?
 				  rt->executions[bl->execution].module :
 				  -1;
@@ -357,6 +382,8 @@ static void collect_holders(const xpf_diag_ctx *c, const xpf_rt_block *blocks, s
 		}
 		add_origin(w, t, bl->bytes);
 	}
+	if (before)
+		add_before(w, before, p ? unseen_params(p, used) : 0);
 	free(used);
 	xpf_qsort(w->os, w->nos, sizeof *w->os, origin_cmp);
 }

@@ -142,6 +142,15 @@ else
 	echo "ok: retrace: the last compilation of jit_train_step did not finish; a retrace"
 fi
 
+# retrace: the failed compile was for batch 32768 (README: "then called
+# with batch 32768"); the earlier module ran at 512. The need there is
+# scaled from the batch-512 module; XLA never said it, so only the batch
+# and that a range was given are asserted.
+nb=$("$XPF" --cat diagnosis.json "$(cap retrace)" |
+	jq '.findings[] | select(.code == "compile-oom") | .figures.new_batch')
+[ "$nb" = 32768 ] && echo "ok: retrace: the failed compile's batch $nb" ||
+	fail "retrace: the failed compile's batch '$nb', want 32768"
+
 # convert: the loop passes the same ws to every call (README): donation
 # advice must say so, never simply "donate ws"
 if "$XPF" --cat diagnosis.txt "$(cap convert)" | grep -q 'fix: donate the arguments'; then

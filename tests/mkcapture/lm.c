@@ -13,10 +13,14 @@
  *   upcast: (bf16) the scores are made f32 at their line, as
  *     `/ np.sqrt(dh)` does, and what follows stays f32;
  *   remat: each block checkpointed: the forward pass keeps the blocks'
- *     inputs, the backward pass recomputes one block at a time.
+ *     inputs, the backward pass recomputes one block at a time;
+ *   foreign=BYTES [0]: another array (f32, a dataset) put on the device
+ *     after the parameters;
+ *   pre: the parameters and that array put before the capture started
+ *     (no events of them: in use before the first event).
  * The parameters are donated (SGD updates them in place); the step fails
- * on its temp block (AllocatorRetry, never launched) when its need
- * exceeds the capacity, else it runs twice. */
+ * on its temp block (AllocatorRetry, never launched) when its need and
+ * the foreign array exceed the capacity, else it runs twice. */
 #include "scenarios.h"
 
 #include <stdarg.h>
@@ -446,13 +450,20 @@ void mk_build_lm(mk_scn *s, const mk_lm_opt *o)
 	mk_root(c.m, outs, n);
 	int mod = mk_add_module(s, c.m, "train_step", 0);
 	const mk_modinfo *mi = &s->mods[mod];
+	int64_t pbytes = 0;
 	for (int p = 0; p < c.nparams; p++) {
 		char shp[96];
 		hb_arr_str(&c.pa[p], shp, sizeof shp);
-		mk_put(s, 0, hb_arr_bytes(&c.pa[p]), shp);
+		pbytes += hb_arr_bytes(&c.pa[p]);
+		if (!o->pre)
+			mk_put(s, 0, hb_arr_bytes(&c.pa[p]), shp);
 	}
+	if (o->pre)
+		s->pre_bytes[0] = pbytes + o->foreign;
+	else if (o->foreign)
+		mk_put(s, 0, o->foreign, f("f32[%lld]", (long long)(o->foreign / 4)));
 	int64_t need = mi->stats.need;
-	if (need > o->capacity) {
+	if (need + o->foreign > o->capacity) {
 		mk_exec(s, mod, mi->nallocs - 1, 10000000000ll);
 	} else {
 		for (int k = 0; k < 2; k++) {
@@ -487,6 +498,7 @@ int mk_parse_lm(const char *spec, mk_lm_opt *o, char *bad, size_t nbad)
 		{ "heads", offsetof(mk_lm_opt, heads), 1, 256 },
 		{ "vocab", offsetof(mk_lm_opt, vocab), 8, 1 << 20 },
 		{ "capacity", offsetof(mk_lm_opt, capacity), 1 << 20, 1ll << 50 },
+		{ "foreign", offsetof(mk_lm_opt, foreign), 4, 1ll << 50 },
 	};
 	*o = (mk_lm_opt){ .layers = 4, .batch = 4, .seq = 512, .dim = 256, .heads = 4, .vocab = 4096,
 			  .capacity = MK_POOL_CAPACITY };
@@ -501,6 +513,8 @@ int mk_parse_lm(const char *spec, mk_lm_opt *o, char *bad, size_t nbad)
 			o->form = it[0] == 'l' ? MK_LM_LOOP : it[0] == 's' ? MK_LM_SCAN : MK_LM_FLAX;
 		else if (strcmp(it, "upcast") == 0 || strcmp(it, "remat") == 0)
 			*(it[0] == 'u' ? &o->upcast : &o->remat) = 1;
+		else if (strcmp(it, "pre") == 0)
+			o->pre = 1;
 		else if (strcmp(it, "dtype") == 0 && eq)
 			ok = (o->bf16 = strcmp(eq, "bf16") == 0) || strcmp(eq, "f32") == 0;
 		else if (strcmp(it, "layers") == 0 && eq)

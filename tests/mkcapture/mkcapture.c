@@ -44,7 +44,8 @@ static void usage(FILE *f)
 		   "--job N: the shape of a big real job: S steps of a focus of about N instructions\n"
 		   "  on one GPU among small executions, with Python-tracer events (--size: S for BYTES)\n"
 		   "--lm SPEC: a transformer LM's train step: layers=N,batch=B,seq=S,dim=D,heads=H,vocab=V,\n"
-		   "  capacity=BYTES, loop|scan|flax, dtype=f32|bf16, upcast, remat (tests/mkcapture/lm.c)\n"
+		   "  capacity=BYTES, loop|scan|flax, dtype=f32|bf16, upcast, remat, foreign=BYTES, pre\n"
+		   "  (tests/mkcapture/lm.c)\n"
 		   "Writes a synthetic JAX GPU capture (OUT.xplane.pb, or a run directory OUT/\n"
 		   "of <host>.xplane.pb for multi-host scenarios).\n");
 }

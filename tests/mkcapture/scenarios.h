@@ -46,6 +46,8 @@ typedef struct mk_lm_opt {
 	int64_t batch, seq, dim, heads, vocab, capacity;
 	int form; /* MK_LM_* */
 	int bf16, upcast, remat;
+	int64_t foreign; /* an array of other data on the device, in bytes */
+	int pre;	 /* the parameters (and foreign) put before the capture */
 } mk_lm_opt;
 /* Parse "layers=6,scan,dtype=bf16,..." into o (defaults first); the
  * first item it does not know into bad, and -1. */
