@@ -4,7 +4,7 @@
 XPF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 XPF_PACKAGES=(meson ninja-build pkg-config gcc protobuf-c-compiler libprotobuf-c-dev zlib1g-dev groff-base
 	libfuse3-dev fuse3 libjansson-dev libcmocka-dev protobuf-compiler jq libxml2-utils
-	valgrind time clang-format)
+	valgrind time clang-format mandoc)
 
 say() { printf '==> %s\n' "$*" >&2; }
 
@@ -22,14 +22,23 @@ xpf_install() {
 		"${missing[@]}" >/dev/null
 }
 
-# xpf_build DIR [meson options...]
+# xpf_build DIR [meson options...]: quiet when it works; when it fails,
+# the compiler's (or meson's) own messages, then a non-zero exit.
 xpf_build() {
-	local dir=$1
+	local dir=$1 log
 	shift
+	log=$(mktemp)
 	if [ ! -f "$XPF_ROOT/$dir/build.ninja" ]; then
-		meson setup "$XPF_ROOT/$dir" "$XPF_ROOT" "$@" >/dev/null
+		meson setup "$XPF_ROOT/$dir" "$XPF_ROOT" "$@" >"$log" 2>&1 || { xpf_build_failed "$log"; return 1; }
 	else
-		meson configure "$XPF_ROOT/$dir" "$@" >/dev/null
+		meson configure "$XPF_ROOT/$dir" "$@" >"$log" 2>&1 || { xpf_build_failed "$log"; return 1; }
 	fi
-	ninja -C "$XPF_ROOT/$dir" >/dev/null
+	ninja -C "$XPF_ROOT/$dir" >"$log" 2>&1 || { xpf_build_failed "$log"; return 1; }
+	rm -f "$log"
+}
+
+xpf_build_failed() { # LOG
+	say "the build failed; its messages:"
+	grep -v '^\[[0-9]*/[0-9]*\] ' "$1" | tail -n 60 >&2
+	rm -f "$1"
 }

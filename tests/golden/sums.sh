@@ -31,7 +31,7 @@ one() {
 		echo "FAIL: $name: no tests/golden/sums/$name.sha256 (scripts/update-golden writes it)"
 		fails=$((fails + 1))
 	elif ! cmp -s "$dir/$name.sha256" "$tmp/$name.sha256"; then
-		echo "FAIL: $name: files differ from the golden sums:"
+		echo "FAIL: $name: files differ from the golden sums (scripts/update-golden, then review git diff tests/golden: diagnosis.txt, modules/, runtime/ show as text):"
 		{ diff "$dir/$name.sha256" "$tmp/$name.sha256" || true; } | awk '/^[<>]/ { print "  " $3 }' | sort -u | head -20
 		fails=$((fails + 1))
 	else

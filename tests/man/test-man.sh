@@ -18,11 +18,13 @@ if command -v groff >/dev/null; then
 	[ -s "$tmp/man.txt" ] || fail "groff rendered nothing"
 	echo "ok: groff -ww -man renders $(wc -l <"$tmp/man.txt") lines, no warning"
 else
-	echo "groff is absent: the render check is skipped"
+	echo "skip: groff is absent: the render check did not run"
 fi
 if command -v mandoc >/dev/null; then
 	mandoc -T lint -W warning "$MAN" >"$tmp/lint" 2>&1 || fail "mandoc -T lint: $(head -c 500 "$tmp/lint")"
 	echo "ok: mandoc -T lint"
+else
+	echo "skip: mandoc is absent (apt install mandoc): the lint did not run"
 fi
 for s in NAME SYNOPSIS DESCRIPTION OPTIONS "THE TREE" "EXIT STATUS" EXAMPLES "SEE ALSO"; do
 	grep -qx "\.SH \"\{0,1\}$s\"\{0,1\}" "$MAN" || fail "no section $s"

@@ -110,7 +110,7 @@ if [ -x "$MK" ]; then
 		fi
 	done
 else
-	echo "note: $MK is not built: scenario captures skipped"
+	echo "skip: $MK is not built: no scenario capture checked"
 fi
 
 # 3. real captures
@@ -122,7 +122,7 @@ if [ -d "$C" ]; then
 	done
 	[ -d "$C/mi300x-conv-run" ] && pictures "$C/mi300x-conv-run" "mi300x-conv-run"
 else
-	echo "note: $C is absent: real captures skipped"
+	echo "skip: $C is absent: no real capture checked"
 fi
 
 echo "$checked pictures checked, $fails failures"

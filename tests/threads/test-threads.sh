@@ -125,7 +125,7 @@ if [ -n "$MK" ] && [ -x "$MK" ]; then
 		rm -rf "$out"
 	done
 else
-	echo "note: xplane-mkcapture not built: scenarios skipped"
+	echo "skip: xplane-mkcapture is not built: no scenario checked"
 fi
 
 if [ -d "$SHARED/captures" ]; then
@@ -133,7 +133,7 @@ if [ -d "$SHARED/captures" ]; then
 		compare "$f" "${f#"$SHARED"/}" ""
 	done < <(find "$SHARED/captures" -maxdepth 2 -name '*.xplane.pb' | sort)
 else
-	echo "note: $SHARED/captures is absent: real captures skipped"
+	echo "skip: $SHARED/captures is absent: no real capture checked"
 fi
 
 # The broken captures of tests/bad: with XPF_THREADS=3 their host lines are

@@ -87,6 +87,6 @@ if command -v go >/dev/null; then
 		fail "go tool pprof: $(head -c 400 "$tmp/top")"
 	fi
 else
-	echo "go is absent: the go tool pprof check is skipped"
+	echo "skip: go is absent: the go tool pprof check did not run"
 fi
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
