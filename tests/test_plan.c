@@ -15,7 +15,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "analysis/plan.h"
+#include "analysis/plan/plan.h"
 #include "tree/report.h"
 #include "capture/capture.h"
 #include "capture/input.h"

@@ -19,9 +19,9 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "analysis/diagnosis.h"
+#include "analysis/diagnosis/diagnosis.h"
 #include "tree/report.h"
-#include "analysis/runtime.h"
+#include "analysis/runtime/runtime.h"
 #include "capture/input.h"
 #include "host_events.h"
 #include "test_group.h"

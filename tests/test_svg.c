@@ -12,10 +12,10 @@
 
 #include <cmocka.h>
 
-#include "analysis/plan.h"
+#include "analysis/plan/plan.h"
 #include "tree/report.h"
-#include "analysis/runtime.h"
-#include "analysis/svg.h"
+#include "analysis/runtime/runtime.h"
+#include "tree/svg.h"
 
 #define SIZE_BOUND (96 * 1024)
 

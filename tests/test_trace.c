@@ -16,8 +16,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 
-#include "analysis/runtime.h"
-#include "analysis/trace_json.h"
+#include "analysis/runtime/runtime.h"
+#include "tree/trace_json.h"
 #include "tree/report.h"
 
 /* Push pts through a thinner of the given budget; the points written. */

@@ -1,8 +1,8 @@
 /* The one place where each analysis of a host is computed, once. */
 #include "analysis/host.h"
-#include "analysis/diagnosis.h"
-#include "analysis/plan.h"
-#include "analysis/runtime.h"
+#include "analysis/diagnosis/diagnosis.h"
+#include "analysis/plan/plan.h"
+#include "analysis/runtime/runtime.h"
 #include "common/alloc.h"
 
 #include <stdlib.h>

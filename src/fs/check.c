@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/runtime.h"
+#include "analysis/runtime/runtime.h"
 #include "common/buf.h"
 
 /* Allocator event counts per allocator: the runtime's own accounting

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analysis/runtime.h"
+#include "analysis/runtime/runtime.h"
 #include "tree/report.h"
 #include "capture/input.h"
 #include "common/alloc.h"

@@ -2,10 +2,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/diagnosis.h"
-#include "analysis/plan.h"
+#include "analysis/diagnosis/diagnosis.h"
+#include "analysis/plan/plan.h"
 #include "tree/report.h"
-#include "analysis/runtime.h"
+#include "analysis/runtime/runtime.h"
 
 static int render_planes(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {

@@ -12,9 +12,9 @@
 #include <jansson.h>
 
 #include "tree/report.h"
-#include "analysis/compare.h"
+#include "analysis/compare/compare.h"
 #include "common/alloc.h"
-#include "analysis/json_text.h"
+#include "tree/json_text.h"
 
 static void build(xpf_host *h, const xpf_node *n, xpf_compare *c)
 {

@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "tree/report.h"
-#include "analysis/diag_priv.h"
-#include "analysis/hosts.h"
+#include "tree/render.h"
+#include "analysis/compare/hosts.h"
 #include "common/alloc.h"
-#include "analysis/json_text.h"
+#include "tree/json_text.h"
 
 struct doc {
 	const char *path;
@@ -321,14 +321,44 @@ static const char *host_dir(xpf_report *r, size_t i)
 	return root ? root->name : xpf_report_host(r, i)->name;
 }
 
+/* A host-skew finding as diagnosis.json's findings are, with "host" and
+ * "median_host". */
+static json_t *skew_json(const xpf_hosts *x, const xpf_host_skew *k)
+{
+	const xpf_finding *f = &k->finding;
+	json_t *o = json_object(), *figs = json_object(), *ev = json_array();
+	json_object_set_new(o, "code", xpf_json_text(f->code));
+	json_object_set_new(o, "tag", xpf_json_text(xpf_tag_name(f->tag)));
+	json_object_set_new(o, "host", xpf_json_text(x->rows[k->host].dir));
+	json_object_set_new(o, "median_host", xpf_json_text(x->rows[k->median].dir));
+	json_object_set_new(o, "module",
+			    f->module >= 0 && x->rows[k->host].module ?
+				    xpf_json_text(x->rows[k->host].module) :
+				    json_null());
+	json_object_set_new(o, "text", xpf_json_text(f->text ? f->text : ""));
+	for (size_t j = 0; j < f->nfigs; j++)
+		json_object_set_new(figs, f->figs[j].key,
+				    f->figs[j].is_text ? xpf_json_text(f->figs[j].text) :
+							 json_integer((json_int_t)f->figs[j].value));
+	for (size_t j = 0; j < f->nevidence; j++)
+		json_array_append_new(ev, xpf_json_text(f->evidence[j]));
+	json_object_set_new(o, "figures", figs);
+	json_object_set_new(o, "evidence", ev);
+	json_object_set_new(o, "fixes", json_array());
+	return o;
+}
+
 static int render_cross_txt(xpf_host *unused, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
 	xpf_report *r = n->report;
 	xpf_buf_printf(out,
 		       "# %zu hosts; each host's full diagnosis is in hosts/<host>/diagnosis.txt\n",
 		       xpf_report_nhosts(r));
-	xpf_hosts_skew_txt(xpf_report_host(r, 0), xpf_report_nhosts(r),
-			   out); /* hosts.c: what differs between hosts first */
+	xpf_hosts x; /* hosts.c: what differs between hosts first */
+	xpf_hosts_analyse(xpf_report_host(r, 0), xpf_report_nhosts(r), &x);
+	for (size_t i = 0; i < x.nskews; i++)
+		xpf_diag_finding_line(&x.skews[i].finding, out, "");
+	xpf_hosts_release(&x);
 	for (size_t i = 0; i < xpf_report_nhosts(r); i++) {
 		xpf_host *h = xpf_report_host(r, i);
 		const xpf_diagnosis *d;
@@ -368,7 +398,11 @@ static int render_cross_json(xpf_host *unused, const xpf_node *n, xpf_buf *out, 
 {
 	xpf_report *r = n->report;
 	json_t *root = json_object(), *hosts = json_array(), *all = json_array();
-	xpf_hosts_skew_json(xpf_report_host(r, 0), xpf_report_nhosts(r), all);
+	xpf_hosts x;
+	xpf_hosts_analyse(xpf_report_host(r, 0), xpf_report_nhosts(r), &x);
+	for (size_t i = 0; i < x.nskews; i++)
+		json_array_append_new(all, skew_json(&x, &x.skews[i]));
+	xpf_hosts_release(&x);
 	for (size_t i = 0; i < xpf_report_nhosts(r); i++) {
 		xpf_host *h = xpf_report_host(r, i);
 		const xpf_diagnosis *d;
@@ -464,9 +498,49 @@ static int render_cross_readme(xpf_host *unused, const xpf_node *n, xpf_buf *out
 	return XPF_OK;
 }
 
+static void put_opt(xpf_buf *out, bool known, uint64_t v)
+{
+	if (known)
+		xpf_buf_printf(out, "\t%llu", (unsigned long long)v);
+	else
+		xpf_buf_addc(out, '\t');
+}
+
+static void put_host_row(const xpf_host_row *w, xpf_buf *out)
+{
+	const xpf_diagnosis *d = w->d;
+	bool cap = d && d->capacity_bytes > 0;
+	xpf_buf_tsv(out, w->dir);
+	xpf_buf_addc(out, '\t');
+	if (w->module)
+		xpf_buf_tsv(out, w->module);
+	put_opt(out, w->need_known, w->need_bytes);
+	put_opt(out, cap, cap ? d->capacity_bytes : 0);
+	put_opt(out, w->peak_known, w->peak_in_use_bytes);
+	xpf_buf_addc(out, '\t');
+	if (cap && w->need_known) /* negative: short by that much */
+		xpf_buf_printf(out, "%lld", (long long)d->capacity_bytes - (long long)w->need_bytes);
+	xpf_buf_addc(out, '\t');
+	for (size_t i = 0; d && i < d->nfindings; i++)
+		xpf_buf_printf(out, "%s%s", i ? " " : "", d->findings[i].code);
+	if (w->skewed)
+		xpf_buf_adds(out, d && d->nfindings ? " host-skew" : "host-skew");
+	xpf_buf_addc(out, '\t');
+	if (w->allocator)
+		xpf_buf_tsv(out, w->allocator);
+	xpf_buf_addc(out, '\n');
+}
+
+/* hosts.tsv (SPEC §8): one row per host, in the report's order. */
 static int render_hosts_tsv(xpf_host *unused, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
-	xpf_hosts_tsv(xpf_report_host(n->report, 0), xpf_report_nhosts(n->report), out);
+	xpf_hosts x;
+	xpf_hosts_analyse(xpf_report_host(n->report, 0), xpf_report_nhosts(n->report), &x);
+	xpf_buf_adds(out,
+		     "host\tfocus_module\tneed_bytes\tcapacity_bytes\tpeak_in_use_bytes\theadroom_bytes\tfindings\tallocator\n");
+	for (size_t i = 0; i < x.nrows; i++)
+		put_host_row(&x.rows[i], out);
+	xpf_hosts_release(&x);
 	return XPF_OK;
 }
 

@@ -6,12 +6,12 @@
 #include <string.h>
 
 #include "tree/report.h"
-#include "analysis/capacity.h"
-#include "analysis/plan.h"
-#include "analysis/plan_priv.h"
-#include "analysis/pprof.h"
-#include "analysis/runtime.h"
-#include "analysis/svg.h"
+#include "analysis/diagnosis/capacity.h"
+#include "analysis/plan/plan.h"
+#include "tree/render.h"
+#include "tree/pprof.h"
+#include "analysis/runtime/runtime.h"
+#include "tree/svg.h"
 
 static int get_plan(xpf_host *h, long arg, const xpf_plan **p, xpf_error *err)
 {

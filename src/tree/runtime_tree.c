@@ -9,11 +9,11 @@
 #include <string.h>
 
 #include "tree/report.h"
-#include "analysis/diagnosis.h"
-#include "analysis/pprof.h"
-#include "analysis/runtime.h"
-#include "analysis/svg.h"
-#include "analysis/trace_json.h"
+#include "analysis/diagnosis/diagnosis.h"
+#include "tree/pprof.h"
+#include "analysis/runtime/runtime.h"
+#include "tree/svg.h"
+#include "tree/trace_json.h"
 #include "common/alloc.h"
 
 static const char *module_name(const xpf_host *h, const xpf_rt_execution *x)

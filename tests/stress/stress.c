@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis/runtime.h"
+#include "analysis/runtime/runtime.h"
 #include "tree/report.h"
 #include "capture/input.h"
 

@@ -1,0 +1,93 @@
+/* The plan's lookups: instructions by id and by name, buffers by id. */
+#include <stdint.h>
+#include <string.h>
+
+#include "analysis/plan/plan_priv.h"
+
+/* Ties keep index order: a lookup finds the first of equal keys. */
+static int cmp_id_ix(const void *a, const void *b)
+{
+	const id_ix *x = a, *y = b;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static int cmp_name_ix(const void *a, const void *b)
+{
+	const name_ix *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+	if (c)
+		return c;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+id_ix *xpf_plan_index_instr_ids(const xpf_plan *p, xpf_arena *a)
+{
+	id_ix *ix = xpf_arena_array(a, p->ninstrs, sizeof *ix);
+	for (size_t i = 0; i < p->ninstrs; i++)
+		ix[i] = (id_ix){ p->instrs[i].id, i };
+	xpf_qsort(ix, p->ninstrs, sizeof *ix, cmp_id_ix);
+	return ix;
+}
+
+name_ix *xpf_plan_index_instr_names(const xpf_plan *p, xpf_arena *a)
+{
+	name_ix *ix = xpf_arena_array(a, p->ninstrs, sizeof *ix);
+	for (size_t i = 0; i < p->ninstrs; i++)
+		ix[i] = (name_ix){ p->instrs[i].name, i };
+	xpf_qsort(ix, p->ninstrs, sizeof *ix, cmp_name_ix);
+	return ix;
+}
+
+id_ix *xpf_plan_index_buffer_ids(const xpf_plan *p, size_t n, xpf_arena *a)
+{
+	id_ix *ix = xpf_arena_array(a, n, sizeof *ix);
+	for (size_t i = 0; i < n; i++)
+		ix[i] = (id_ix){ p->buffers[i].id, i };
+	xpf_qsort(ix, n, sizeof *ix, cmp_id_ix);
+	return ix;
+}
+
+/* The index of the first pair of key id, or SIZE_MAX. */
+static size_t find_id(const id_ix *ix, size_t n, int64_t id)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ix[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && ix[lo].id == id ? ix[lo].i : SIZE_MAX;
+}
+
+const xpf_plan_instr *xpf_plan_instr_by_id(const xpf_plan *p, int64_t id)
+{
+	size_t i = find_id(((const plan_priv *)p->priv)->instr_by_id, p->ninstrs, id);
+	return i == SIZE_MAX ? NULL : &p->instrs[i];
+}
+
+const xpf_plan_instr *xpf_plan_instr_by_name(xpf_plan *p, xpf_arena *a, const char *name)
+{
+	plan_priv *pv = p->priv;
+	if (pv->instr_by_name == NULL)
+		pv->instr_by_name = xpf_plan_index_instr_names(p, a);
+	const name_ix *ix = pv->instr_by_name;
+	size_t lo = 0, hi = p->ninstrs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(ix[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->ninstrs && strcmp(ix[lo].name, name) == 0 ? &p->instrs[ix[lo].i] : NULL;
+}
+
+const xpf_plan_buffer *xpf_plan_buffer_by_id(const xpf_plan *p, int64_t id)
+{
+	size_t i = find_id(((const plan_priv *)p->priv)->buffer_by_id, p->nbuffers, id);
+	return i == SIZE_MAX ? NULL : &p->buffers[i];
+}
