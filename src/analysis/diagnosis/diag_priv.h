@@ -29,7 +29,6 @@ typedef struct xpf_diag_ctx {
 				     (an ambiguous one that failed), or -1 */
 } xpf_diag_ctx;
 
-
 /* Findings. */
 xpf_finding *xpf_diag_add(xpf_diag_ctx *c, const char *code, enum xpf_tag tag, long module);
 void xpf_diag_num(xpf_finding *f, const char *key, uint64_t v);

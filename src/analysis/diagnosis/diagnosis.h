@@ -95,7 +95,6 @@ void xpf_diagnosis_free(void *d);
 /* Plan of module m, or NULL (error noted in capture/errors.txt). */
 const xpf_plan *xpf_diag_plan(xpf_host *h, long m);
 
-
 /* Checks (diag_checks.c): append checks.txt lines for the host to out. */
 void xpf_diag_checks(xpf_host *h, const xpf_diagnosis *d, xpf_buf *out);
 
