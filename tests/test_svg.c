@@ -15,7 +15,7 @@
 #include "analysis/plan/plan.h"
 #include "tree/report.h"
 #include "analysis/runtime/runtime.h"
-#include "tree/svg.h"
+#include "tree/render/svg.h"
 
 #define SIZE_BOUND (96 * 1024)
 

@@ -17,7 +17,7 @@
 #include <jansson.h>
 
 #include "analysis/runtime/runtime.h"
-#include "tree/trace_json.h"
+#include "tree/render/trace_json.h"
 #include "tree/report.h"
 
 /* Push pts through a thinner of the given budget; the points written. */

@@ -18,6 +18,7 @@ void xpf_host_init(xpf_host *h, const char *name, xpf_capture *cap, const xpf_op
 	h->path = path;
 	h->module_dirs = module_dirs;
 	h->nmodules = xpf_capture_nmodules(cap);
+	h->plan_of = xpf_host_plan;
 	h->plans = xpf_malloc((h->nmodules ? h->nmodules : 1) * sizeof *h->plans);
 	for (size_t m = 0; m < h->nmodules; m++)
 		xpf_lazy_init(&h->plans[m]);
@@ -90,10 +91,19 @@ int xpf_host_runtime(xpf_host *h, const xpf_runtime **out, xpf_error *err)
 	return rc;
 }
 
+/* The diagnosis reads the runtime (none for a bare HloProto; when it
+ * failed, the diagnosis says so and goes on with the plans). */
 static int make_diagnosis(void *ctx, void **value, xpf_error *err)
 {
+	xpf_host *h = ctx;
 	xpf_diagnosis *d = NULL;
-	int rc = xpf_diagnose(ctx, &d, err);
+	const xpf_runtime *rt = NULL;
+	xpf_error e = { 0 };
+	if (xpf_capture_nplanes(h->cap) > 0 && xpf_host_runtime(h, &rt, &e) != XPF_OK) {
+		xpf_host_note_error(h, &e);
+		rt = NULL;
+	}
+	int rc = xpf_diagnose(h, rt, &e, &d, err);
 	*value = d;
 	return rc;
 }
@@ -105,24 +115,4 @@ int xpf_host_diagnosis(xpf_host *h, const xpf_diagnosis **out, xpf_error *err)
 	if (rc == XPF_OK)
 		*out = v;
 	return rc;
-}
-
-/* ---- errors found late -------------------------------------------------- */
-
-void xpf_host_note_error(xpf_host *h, const xpf_error *err)
-{
-	pthread_mutex_lock(&h->err_mu);
-	if (h->first_late.code == XPF_OK && err && err->code != XPF_OK)
-		h->first_late = *err;
-	pthread_mutex_unlock(&h->err_mu);
-}
-
-bool xpf_host_late_error(xpf_host *h, xpf_error *out)
-{
-	pthread_mutex_lock(&h->err_mu);
-	bool got = h->first_late.code != XPF_OK;
-	if (got)
-		*out = h->first_late;
-	pthread_mutex_unlock(&h->err_mu);
-	return got;
 }

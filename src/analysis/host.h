@@ -22,6 +22,8 @@
 #include "common/error.h"
 #include "common/lazy.h"
 
+struct xpf_plan;
+
 /* What the command line asks of the analyses. */
 typedef struct xpf_options {
 	const char *module; /* --module NAME, or NULL */
@@ -50,6 +52,11 @@ typedef struct xpf_host {
 	 * at xpf_host_init; owned by the host. */
 	char *path;
 	char **module_dirs;
+	/* Module m's plan (xpf_host_plan, set by xpf_host_init): how the
+	 * stages after plan/ (runtime linking, the diagnosis) ask for plans,
+	 * so that they depend on the plan stage's product and not on host.c,
+	 * which runs them. */
+	int (*plan_of)(struct xpf_host *h, size_t m, const struct xpf_plan **out, xpf_error *err);
 	/* private: the analyses, each made once (host.c) */
 	xpf_lazy *plans;        /* nmodules slots: struct xpf_plan * */
 	xpf_lazy runtime;       /* struct xpf_runtime * */

@@ -100,7 +100,7 @@ static int changed_errors(xpf_capture *c, xpf_buf *out)
 	return XPF_OK;
 }
 
-int xpf_render_capture_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
+static int render_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
 	xpf_capture *c = h->cap;
 	if (xpf_capture_changed(c)) /* its bytes are gone: decode nothing */
@@ -180,5 +180,5 @@ void xpf_tree_capture(xpf_host *h, xpf_node *dir)
 {
 	xpf_node_file(dir, "planes.tsv", render_planes, 0);
 	xpf_node_file(dir, "devices.tsv", render_devices, 0);
-	xpf_node_file(dir, "errors.txt", xpf_render_capture_errors, 0);
+	xpf_node_file(dir, "errors.txt", render_errors, 0)->after_change = true;
 }

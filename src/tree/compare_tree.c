@@ -14,7 +14,7 @@
 #include "tree/report.h"
 #include "analysis/compare/compare.h"
 #include "common/alloc.h"
-#include "tree/json_text.h"
+#include "tree/render/json_text.h"
 
 static void build(xpf_host *h, const xpf_node *n, xpf_compare *c)
 {

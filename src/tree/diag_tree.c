@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "tree/report.h"
-#include "tree/render.h"
+#include "tree/render/render.h"
 #include "analysis/compare/hosts.h"
 #include "common/alloc.h"
-#include "tree/json_text.h"
+#include "tree/render/json_text.h"
 
 struct doc {
 	const char *path;

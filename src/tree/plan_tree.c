@@ -6,12 +6,11 @@
 #include <string.h>
 
 #include "tree/report.h"
-#include "analysis/diagnosis/capacity.h"
 #include "analysis/plan/plan.h"
-#include "tree/render.h"
-#include "tree/pprof.h"
+#include "tree/render/render.h"
+#include "tree/render/pprof.h"
 #include "analysis/runtime/runtime.h"
-#include "tree/svg.h"
+#include "tree/render/svg.h"
 
 static int get_plan(xpf_host *h, long arg, const xpf_plan **p, xpf_error *err)
 {

@@ -1,5 +1,7 @@
-/* The report tree (see report.h for the model). */
-#include "tree/report.h"
+/* The report tree's nodes (see report.h for the model): made, listed,
+ * looked up, rendered on first read and cached; safe names.  Which nodes a
+ * report has is tree.c's. */
+#include "tree/report_priv.h"
 #include "common/alloc.h"
 #include "common/intern.h"
 #include "common/map.h"
@@ -8,31 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct xpf_report {
-	xpf_input *in;
-	xpf_options opt;
-	size_t nhosts;
-	xpf_host *hosts;
-	xpf_node **host_roots; /* the folder of each host (the root on one host) */
-	xpf_node *root;
-	/* With --base (SPEC §8): the baseline's report, whose tree hangs at
-	 * base/; its nodes take their inode numbers from, and are freed with,
-	 * the report that holds it (`top`; a report without one is its own). */
-	xpf_report *base;
-	xpf_report *top;
-	pthread_mutex_t ino_mu;
-	size_t nnodes, capnodes;
-	xpf_node **nodes; /* by ino - 1 */
-	/* Rendered files read through pins, most recent first (the top
-	 * report's: a baseline's nodes use it too). */
-	pthread_mutex_t cache_mu;
-	size_t cache_bytes, cache_limit;
-	xpf_node *lru_head, *lru_tail;
-};
-
-#define CACHE_LIMIT_DEFAULT ((size_t)256 << 20)
-
-static xpf_node *node_new(xpf_report *r, xpf_node *parent, enum xpf_node_type type, const char *name)
+xpf_node *xpf_node_new(xpf_report *r, xpf_node *parent, enum xpf_node_type type, const char *name)
 {
 	xpf_node *n = xpf_malloc(sizeof *n);
 	memset(n, 0, sizeof *n);
@@ -64,7 +42,7 @@ static xpf_node *node_new(xpf_report *r, xpf_node *parent, enum xpf_node_type ty
 
 xpf_node *xpf_node_dir(xpf_node *parent, const char *name, xpf_populate_fn populate, long arg)
 {
-	xpf_node *n = node_new(parent->report, parent, XPF_NODE_DIR, name);
+	xpf_node *n = xpf_node_new(parent->report, parent, XPF_NODE_DIR, name);
 	n->populate = populate;
 	n->arg = arg;
 	return n;
@@ -72,7 +50,7 @@ xpf_node *xpf_node_dir(xpf_node *parent, const char *name, xpf_populate_fn popul
 
 xpf_node *xpf_node_file(xpf_node *parent, const char *name, xpf_render_fn render, long arg)
 {
-	xpf_node *n = node_new(parent->report, parent, XPF_NODE_FILE, name);
+	xpf_node *n = xpf_node_new(parent->report, parent, XPF_NODE_FILE, name);
 	n->render = render;
 	n->arg = arg;
 	return n;
@@ -80,7 +58,7 @@ xpf_node *xpf_node_file(xpf_node *parent, const char *name, xpf_render_fn render
 
 xpf_node *xpf_node_file_of(xpf_node *parent, const char *name, xpf_content_fn content, long arg)
 {
-	xpf_node *n = node_new(parent->report, parent, XPF_NODE_FILE, name);
+	xpf_node *n = xpf_node_new(parent->report, parent, XPF_NODE_FILE, name);
 	n->content_fn = content;
 	n->arg = arg;
 	return n;
@@ -88,7 +66,7 @@ xpf_node *xpf_node_file_of(xpf_node *parent, const char *name, xpf_content_fn co
 
 xpf_node *xpf_node_link_lazy(xpf_node *parent, const char *name, xpf_render_fn render, long arg)
 {
-	xpf_node *n = node_new(parent->report, parent, XPF_NODE_LINK, name);
+	xpf_node *n = xpf_node_new(parent->report, parent, XPF_NODE_LINK, name);
 	n->render = render;
 	n->arg = arg;
 	return n;
@@ -146,7 +124,7 @@ static int render_fn(void *ctx, void **value, xpf_error *err)
 {
 	xpf_node *f = ctx;
 	xpf_buf b = XPF_BUF_INIT;
-	bool guarded = f->host && f->render != xpf_render_capture_errors;
+	bool guarded = f->host && !f->after_change;
 	if (guarded && xpf_capture_changed(f->host->cap))
 		return changed_fail(f, err);
 	int rc = f->render     ? f->render(f->host, f, &b, err) :
@@ -483,101 +461,6 @@ char **xpf_safe_names(const char *const *names, size_t n, const char *const *res
 	xpf_intern_free(bases);
 	xpf_intern_free(taken);
 	return out;
-}
-
-/* ---- building --------------------------------------------------------- */
-
-/* Host i of r, shown in folder root: the host and its tree. */
-static void host_build(xpf_report *r, size_t i, xpf_node *root)
-{
-	xpf_host *h = &r->hosts[i];
-	xpf_capture *cap = r->in->hosts[i].cap;
-	size_t n = xpf_capture_nmodules(cap);
-	const char **names = xpf_malloc((n ? n : 1) * sizeof *names);
-	for (size_t m = 0; m < n; m++)
-		names[m] = xpf_capture_module(cap, m)->name;
-	/* modules/ also holds index.tsv (plan_tree.c) */
-	static const char *const beside_modules[] = { "index.tsv", NULL };
-	char **dirs = xpf_safe_names(names, n, beside_modules);
-	free(names);
-	xpf_buf path = XPF_BUF_INIT;
-	xpf_node_path(root, &path);
-	if (path.len)
-		xpf_buf_addc(&path, '/');
-	xpf_host_init(h, r->in->hosts[i].name, cap, &r->opt, xpf_buf_detach(&path, NULL), dirs);
-	r->host_roots[i] = root;
-	root->host = h;
-	xpf_tree_root(h, root);
-	xpf_tree_capture(h, xpf_node_dir(root, "capture", NULL, 0));
-	xpf_tree_modules(h, xpf_node_dir(root, "modules", NULL, 0));
-	xpf_tree_runtime(h, xpf_node_dir(root, "runtime", NULL, 0));
-}
-
-/* The hosts of in and their trees under root (a report's own root, or
- * base/ of the report that holds it). */
-static void report_build(xpf_report *r, xpf_input *in, const xpf_options *opt, xpf_node *root)
-{
-	r->in = in;
-	r->opt = *opt;
-	r->nhosts = in->nhosts;
-	r->hosts = xpf_malloc((in->nhosts ? in->nhosts : 1) * sizeof *r->hosts);
-	r->host_roots = xpf_malloc((in->nhosts ? in->nhosts : 1) * sizeof *r->host_roots);
-	r->root = root;
-	if (in->nhosts == 1) {
-		host_build(r, 0, root);
-		return;
-	}
-	xpf_node *hosts = xpf_node_dir(root, "hosts", NULL, 0);
-	hosts->host = NULL;
-	const char **names = xpf_malloc((in->nhosts ? in->nhosts : 1) * sizeof *names);
-	for (size_t i = 0; i < in->nhosts; i++)
-		names[i] = in->hosts[i].name;
-	char **safe = xpf_safe_names(names, in->nhosts, NULL);
-	for (size_t i = 0; i < in->nhosts; i++) {
-		host_build(r, i, xpf_node_dir(hosts, safe[i], NULL, 0));
-		free(safe[i]);
-	}
-	free(safe);
-	free(names);
-	xpf_tree_cross(r, root);
-}
-
-static xpf_report *report_new(xpf_report *top)
-{
-	xpf_report *r = xpf_malloc(sizeof *r);
-	memset(r, 0, sizeof *r);
-	r->top = top ? top : r;
-	pthread_mutex_init(&r->ino_mu, NULL);
-	pthread_mutex_init(&r->cache_mu, NULL);
-	r->cache_limit = CACHE_LIMIT_DEFAULT;
-	return r;
-}
-
-int xpf_report_open(xpf_input *in, const xpf_options *opt, xpf_report **out, xpf_error *err)
-{
-	return xpf_report_open_compare(in, NULL, opt, out, err);
-}
-
-int xpf_report_open_compare(xpf_input *in, xpf_input *base, const xpf_options *opt,
-			    xpf_report **out, xpf_error *err)
-{
-	xpf_report *r = report_new(NULL);
-	xpf_node *root = node_new(r, NULL, XPF_NODE_DIR, "");
-	report_build(r, in, opt, root);
-	if (base) {
-		/* base/ belongs to the baseline's report, so that its cross-host
-		 * files (n->report) read the baseline's hosts. */
-		r->base = report_new(r);
-		xpf_node *broot = node_new(r->base, root, XPF_NODE_DIR, "base");
-		broot->host = NULL;
-		report_build(r->base, base, opt, broot);
-		xpf_node *cmp = xpf_node_dir(root, "compare", NULL, 0);
-		cmp->host = NULL;
-		xpf_tree_compare(r, cmp);
-	}
-	(void)err;
-	*out = r;
-	return XPF_OK;
 }
 
 static void report_free_hosts(xpf_report *r)

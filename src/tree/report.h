@@ -51,6 +51,9 @@ struct xpf_node {
 	xpf_render_fn render;      /* files the tree makes (README, index.tsv, ...) */
 	xpf_content_fn content_fn; /* files an analysis makes (diagnosis.txt, ...) */
 	xpf_populate_fn populate;  /* directories; NULL if built eagerly */
+	/* made even after the capture changed (capture/errors.txt says why);
+	 * every other file then gives EIO (SPEC §6) */
+	bool after_change;
 	/* private to report.c */
 	xpf_report *report;
 	size_t nkids, capkids;
@@ -126,7 +129,6 @@ void xpf_node_path(const xpf_node *n, xpf_buf *out);
 /* The folder that shows host h (its tree root). */
 xpf_node *xpf_report_host_root(xpf_report *r, const xpf_host *h);
 /* capture/errors.txt (tree.c): rendered even after the capture shrank. */
-int xpf_render_capture_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err);
 /* The first error any host noted while rendering (xpf_host_note_error),
  * into *out: false when none (for --cat and --export, which say it on
  * stderr).  capture/errors.txt does not list these: it computes what every

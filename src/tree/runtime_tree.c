@@ -10,10 +10,10 @@
 
 #include "tree/report.h"
 #include "analysis/diagnosis/diagnosis.h"
-#include "tree/pprof.h"
+#include "tree/render/pprof.h"
 #include "analysis/runtime/runtime.h"
-#include "tree/svg.h"
-#include "tree/trace_json.h"
+#include "tree/render/svg.h"
+#include "tree/render/trace_json.h"
 #include "common/alloc.h"
 
 static const char *module_name(const xpf_host *h, const xpf_rt_execution *x)

@@ -75,6 +75,8 @@ void xpf_rule_never(xpf_diag_ctx *c); /* never-launched */
 /* diag_rules_compile.c: compile-oom, and whether the capture shows one. */
 void xpf_rule_compile_oom(xpf_diag_ctx *c);
 bool xpf_diag_compile_oom_shown(const xpf_runtime *rt);
+/* The last compilation that ran out of memory, or NULL. */
+const xpf_rt_compile *xpf_diag_failed_compile(const xpf_runtime *rt);
 /* After the others: unexplained-oom when the capture shows an OOM (a retry
  * or an execution that never launched) and no finding explains it. */
 void xpf_rule_unexplained_oom(xpf_diag_ctx *c);

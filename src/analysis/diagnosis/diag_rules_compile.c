@@ -13,17 +13,6 @@
 #include "analysis/diagnosis/diag_priv.h"
 #include "common/alloc.h"
 
-/* The last compilation that ran out of memory, or NULL. */
-static const xpf_rt_compile *failed_compile(const xpf_runtime *rt)
-{
-	for (size_t i = rt->ncompiles; i-- > 0;)
-		if (xpf_rt_compile_oom(rt, &rt->compiles[i]))
-			return &rt->compiles[i];
-	return NULL;
-}
-
-bool xpf_diag_compile_oom_shown(const xpf_runtime *rt) { return failed_compile(rt) != NULL; }
-
 /* The module of the same function that ran most (an earlier compile of it
  * for other shapes: the failed one is a retrace), or -1; *runs: its
  * executions. */
@@ -209,7 +198,7 @@ static void compile_fixes(xpf_diag_ctx *c, xpf_finding *f, const xpf_rt_compile 
 void xpf_rule_compile_oom(xpf_diag_ctx *c)
 {
 	const xpf_runtime *rt = c->rt;
-	const xpf_rt_compile *k = failed_compile(rt);
+	const xpf_rt_compile *k = xpf_diag_failed_compile(rt);
 	if (k == NULL)
 		return;
 	const char *fn = k->function ? k->function : "a step";

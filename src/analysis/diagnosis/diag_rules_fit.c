@@ -219,13 +219,6 @@ static void rule_fits(xpf_diag_ctx *c)
 		xpf_diag_evidence(f, "runtime/allocators.tsv");
 }
 
-bool xpf_diag_short_or_near(const xpf_diag_ctx *c)
-{
-	const xpf_plan *p = c->p;
-	uint64_t cap = c->d->capacity_bytes;
-	return p != NULL && p->has_assignment && cap != 0 && p->need_bytes >= cap / 20 * 19;
-}
-
 void xpf_rule_fit(xpf_diag_ctx *c)
 {
 	const xpf_plan *p = c->p;

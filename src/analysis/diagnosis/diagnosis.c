@@ -1,5 +1,6 @@
-/* The diagnosis: which module, what capacity (SPEC §5.1), and the finding
- * builders the rules use.  The rules themselves are in diag_rules_*.c. */
+/* The diagnosis of one host: which module, what capacity (SPEC §5.1),
+ * then the rules of the table below in turn (diag_rules_*.c), each adding
+ * findings through diag_util.c; the findings sorted in SPEC §5.2's order. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,207 +8,6 @@
 
 #include "analysis/diagnosis/diag_priv.h"
 #include "common/alloc.h"
-
-const char *xpf_tag_name(enum xpf_tag t)
-{
-	switch (t) {
-	case XPF_TAG_READ: return "read";
-	case XPF_TAG_MEASURED: return "measured";
-	case XPF_TAG_INFERRED: return "inferred";
-	}
-	return "?";
-}
-
-const xpf_plan *xpf_diag_plan(xpf_host *h, long m)
-{
-	const xpf_plan *p = NULL;
-	xpf_error e = { 0 };
-
-	if (m < 0 || (size_t)m >= h->nmodules)
-		return NULL;
-	if (xpf_host_plan(h, (size_t)m, &p, &e) != XPF_OK) {
-		/* the plan's own files report the error; --cat and --export of
-		 * a file made without it say so in their exit status */
-		xpf_host_note_error(h, &e);
-		return NULL;
-	}
-	return p;
-}
-
-/* ---- findings ----------------------------------------------------------- */
-
-/* Most important first: the verdict, what explains it, what else holds
- * memory, then evidence and context. */
-static const char *const code_order[] = {
-	"plan-exceeds-pool",
-	"plan",
-	"unexplained-oom",
-	"foreign-live-arrays",
-	"growth-per-execution",
-	"compile-oom",
-	"near-fit",
-	"temp-fragmentation",
-	"mostly-forward",
-	"mostly-backward",
-	"mostly-workspace",
-	"no-donation",
-	"param-layout-copy",
-	"param-convert-copy",
-	"silent-upcast",
-	"retrace",
-	"allocator-retry",
-	"never-launched",
-	"xla-remat",
-	"compile-time-peak",
-	"fits",
-	"missing-plan",
-	"missing-runtime",
-};
-
-static int code_rank(const char *code)
-{
-	for (size_t i = 0; i < sizeof code_order / sizeof code_order[0]; i++)
-		if (strcmp(code_order[i], code) == 0)
-			return (int)i;
-	return 100;
-}
-
-xpf_finding *xpf_diag_add(xpf_diag_ctx *c, const char *code, enum xpf_tag tag, long module)
-{
-	xpf_diagnosis *d = c->d;
-
-	if (d->nfindings == c->cap_findings) {
-		c->cap_findings = c->cap_findings ? 2 * c->cap_findings : 8;
-		d->findings = realloc(d->findings, c->cap_findings * sizeof *d->findings);
-		if (d->findings == NULL)
-			abort();
-	}
-	xpf_finding *f = &d->findings[d->nfindings++];
-	memset(f, 0, sizeof *f);
-	f->code = code;
-	f->tag = tag;
-	f->module = module;
-	f->rank = code_rank(code);
-	return f;
-}
-
-void xpf_diag_num(xpf_finding *f, const char *key, uint64_t v)
-{
-	if (f->nfigs == XPF_DIAG_MAX_FIGS)
-		return;
-	xpf_diag_fig *g = &f->figs[f->nfigs++];
-	g->key = key;
-	g->value = v;
-}
-
-void xpf_diag_str(xpf_finding *f, const char *key, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (f->nfigs == XPF_DIAG_MAX_FIGS)
-		return;
-	xpf_diag_fig *g = &f->figs[f->nfigs++];
-	g->key = key;
-	g->is_text = true;
-	va_start(ap, fmt);
-	vsnprintf(g->text, sizeof g->text, fmt, ap);
-	va_end(ap);
-}
-
-void xpf_diag_evidence(xpf_finding *f, const char *fmt, ...)
-{
-	xpf_buf b = XPF_BUF_INIT;
-	va_list ap;
-	char tmp[1024];
-
-	if (f->nevidence == XPF_DIAG_MAX_EVIDENCE)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(tmp, sizeof tmp, fmt, ap);
-	va_end(ap);
-	for (size_t i = 0; i < f->nevidence; i++)
-		if (strcmp(f->evidence[i], tmp) == 0)
-			return;
-	xpf_buf_adds(&b, tmp);
-	f->evidence[f->nevidence++] = xpf_buf_detach(&b, NULL);
-}
-
-/* A fix saving lo to hi bytes (hi > lo: a range) of a step that needs
- * need (0: no verdict); the verdict against the capacity is "fits" or
- * "not enough" only where the whole range agrees, else "may fit". */
-static void add_fix(xpf_diag_ctx *c, xpf_finding *f, uint64_t lo, uint64_t hi, uint64_t need,
-		    const char *cost, const char *text)
-{
-	xpf_buf b = XPF_BUF_INIT, cb = XPF_BUF_INIT;
-	char h1[32], h2[32], h3[32];
-	uint64_t cap = c->d->capacity_bytes;
-	uint64_t most = xpf_sub0(need, lo), least = xpf_sub0(need, hi > lo ? hi : lo);
-
-	if (f->nfixes == XPF_DIAG_MAX_FIXES)
-		return;
-	xpf_buf_adds(&b, text);
-	if (need != 0 && most != 0 && cap != 0) {
-		char range[80];
-		if (least == most)
-			snprintf(range, sizeof range, "%s", xpf_human(most, h1));
-		else
-			snprintf(range, sizeof range, "%s to %s", xpf_human(least, h1),
-				 xpf_human(most, h2));
-		if (most <= cap)
-			xpf_buf_printf(&b, "; the step would then need %s <= capacity %s: fits",
-				       range, xpf_human(cap, h3));
-		else if (least > cap)
-			xpf_buf_printf(&b,
-				       "; the step would still need %s > capacity %s: not enough on its own",
-				       range, xpf_human(cap, h3));
-		else
-			xpf_buf_printf(&b,
-				       "; the step would then need %s against capacity %s: it may fit (an estimate; confirm with memory_analysis())",
-				       range, xpf_human(cap, h3));
-	}
-	xpf_buf_adds(&cb, cost);
-	xpf_diag_fix *x = &f->fixes[f->nfixes++];
-	x->text = xpf_buf_detach(&b, NULL);
-	x->saving_bytes = lo;
-	x->saving_max_bytes = hi > lo ? hi : 0;
-	x->cost = xpf_buf_detach(&cb, NULL);
-}
-
-void xpf_diag_addfix(xpf_diag_ctx *c, xpf_finding *f, uint64_t saving, uint64_t need_after,
-		     const char *cost, const char *fmt, ...)
-{
-	va_list ap;
-	char tmp[2048];
-	va_start(ap, fmt);
-	vsnprintf(tmp, sizeof tmp, fmt, ap);
-	va_end(ap);
-	add_fix(c, f, saving, saving, need_after ? need_after + saving : 0, cost, tmp);
-}
-
-void xpf_diag_addfix_range(xpf_diag_ctx *c, xpf_finding *f, uint64_t lo, uint64_t hi, uint64_t need,
-			   const char *cost, const char *fmt, ...)
-{
-	va_list ap;
-	char tmp[2048];
-	va_start(ap, fmt);
-	vsnprintf(tmp, sizeof tmp, fmt, ap);
-	va_end(ap);
-	add_fix(c, f, lo, hi, need, cost, tmp);
-}
-
-void xpf_diag_text(xpf_finding *f, xpf_buf *b)
-{
-	free(f->text);
-	f->text = xpf_buf_detach(b, NULL);
-}
-
-const xpf_finding *xpf_diag_find(const xpf_diagnosis *d, const char *code)
-{
-	for (size_t i = 0; i < d->nfindings; i++)
-		if (strcmp(d->findings[i].code, code) == 0)
-			return &d->findings[i];
-	return NULL;
-}
 
 /* ---- devices -------------------------------------------------------------- */
 
@@ -537,18 +337,6 @@ static void choose_between(xpf_diag_ctx *c)
 	}
 }
 
-/* ---- the whole diagnosis ---------------------------------------------------- */
-
-bool xpf_diag_oom_shown(const xpf_runtime *rt)
-{
-	if (rt->nretries > 0 || xpf_diag_compile_oom_shown(rt))
-		return true;
-	for (size_t x = 0; x < rt->nexecutions; x++)
-		if (rt->executions[x].launched == XPF_LAUNCHED_NO)
-			return true;
-	return false;
-}
-
 static void finding_free(xpf_finding *f)
 {
 	free(f->text);
@@ -588,27 +376,41 @@ static void fits_into_failure(xpf_diagnosis *d)
 	free((char *)said);
 }
 
-/* The rules in the order they add findings (sorted afterwards). */
+static void rule_layout_copies(xpf_diag_ctx *c) { xpf_rule_param_copies(c, XPF_DUP_LAYOUT); }
+static void rule_convert_copies(xpf_diag_ctx *c) { xpf_rule_param_copies(c, XPF_DUP_CONVERT); }
+
+/* The rules, in the order they add findings (sorted afterwards).  Each
+ * reads the analysed host (xpf_diag_ctx) and only adds findings; none
+ * calls another.  unexplained-oom comes last: it reads what the others
+ * found.  events: the rule needs the allocator's events. */
+static const struct {
+	void (*run)(xpf_diag_ctx *c);
+	bool events;
+} rules[] = {
+	{ xpf_rule_fit, false },             /* plan-exceeds-pool, near-fit, fits, plan */
+	{ xpf_rule_roles, false },           /* mostly-forward/backward/workspace */
+	{ xpf_rule_donation, false },        /* no-donation */
+	{ rule_layout_copies, false },       /* param-layout-copy */
+	{ rule_convert_copies, false },      /* param-convert-copy */
+	{ xpf_rule_upcast, false },          /* silent-upcast */
+	{ xpf_rule_remat_frag, false },      /* xla-remat, temp-fragmentation */
+	{ xpf_rule_retrace, false },         /* retrace */
+	{ xpf_rule_growth, true },           /* growth-per-execution */
+	{ xpf_rule_foreign, true },          /* foreign-live-arrays */
+	{ xpf_rule_retry, true },            /* allocator-retry */
+	{ xpf_rule_never, true },            /* never-launched */
+	{ xpf_rule_compile_peak, true },     /* compile-time-peak */
+	{ xpf_rule_compile_oom, true },      /* compile-oom */
+	{ xpf_rule_missing, false },         /* missing-plan, missing-runtime */
+	{ xpf_rule_unexplained_oom, false }, /* unexplained-oom */
+};
+
 static void run_rules(xpf_diag_ctx *c)
 {
-	xpf_rule_fit(c);
-	xpf_rule_roles(c);
-	xpf_rule_donation(c);
-	xpf_rule_param_copies(c, XPF_DUP_LAYOUT);
-	xpf_rule_param_copies(c, XPF_DUP_CONVERT);
-	xpf_rule_upcast(c);
-	xpf_rule_remat_frag(c);
-	xpf_rule_retrace(c);
-	if (c->rt != NULL && c->rt->has_events) {
-		xpf_rule_growth(c);
-		xpf_rule_foreign(c);
-		xpf_rule_retry(c);
-		xpf_rule_never(c);
-		xpf_rule_compile_peak(c);
-		xpf_rule_compile_oom(c);
-	}
-	xpf_rule_missing(c);
-	xpf_rule_unexplained_oom(c);
+	bool events = c->rt != NULL && c->rt->has_events;
+	for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+		if (events || !rules[i].events)
+			rules[i].run(c);
 }
 
 static int finding_cmp(const void *a, const void *b)
@@ -621,22 +423,20 @@ static int finding_cmp(const void *a, const void *b)
 	return strcmp(x->text ? x->text : "", y->text ? y->text : "");
 }
 
-int xpf_diagnose(xpf_host *h, xpf_diagnosis **out, xpf_error *err)
+int xpf_diagnose(xpf_host *h, const xpf_runtime *rt, const xpf_error *rt_err, xpf_diagnosis **out,
+		 xpf_error *err)
 {
 	xpf_diagnosis *d = calloc(1, sizeof *d);
 	xpf_diag_ctx c = { 0 };
 	c.focus_x = -1;
-	xpf_error e = { 0 };
 
 	if (d == NULL)
 		abort();
 	c.h = h;
 	c.d = d;
-	if (xpf_capture_nplanes(h->cap) > 0 && xpf_host_runtime(h, &c.rt, &e) != XPF_OK) {
-		xpf_host_note_error(h, &e);
-		d->runtime_error = e;
-		c.rt = NULL;
-	}
+	c.rt = rt;
+	if (rt_err && rt_err->code != 0)
+		d->runtime_error = *rt_err;
 	choose_module(&c);
 	choose_capacity(&c);
 	choose_between(&c);
@@ -673,4 +473,64 @@ void xpf_diagnosis_free(void *ptr)
 	free(d->module_why);
 	xpf_rt_between_release(&d->between);
 	free(d);
+}
+
+/* ---- the pool a module ran in (heap.svg's scale) ------------------------ */
+
+/* Without allocator events, the diagnosis may still know the pool (e.g.
+ * 0.75 x the device's memory_size). */
+static uint64_t diagnosis_pool(xpf_host *h, char what[128])
+{
+	const xpf_diagnosis *d;
+	xpf_error e = { 0 };
+	if (xpf_host_diagnosis(h, &d, &e) != XPF_OK || d->capacity_bytes == 0)
+		return 0;
+	snprintf(what, 128, "capacity from the diagnosis (%s)",
+		 d->capacity_source ? d->capacity_source : "inferred");
+	return d->capacity_bytes;
+}
+
+/* The allocator of the largest capacity among module m's executions, else
+ * among the device pools; -1 when none. */
+static long largest_pool(const xpf_runtime *rt, long m)
+{
+	long best = -1;
+	for (size_t i = 0; i < rt->nexecutions; i++) {
+		const xpf_rt_execution *x = &rt->executions[i];
+		if (x->module != m || x->allocator < 0 || (size_t)x->allocator >= rt->nallocators)
+			continue;
+		if (best < 0 || rt->allocators[x->allocator].capacity_bytes >
+					rt->allocators[best].capacity_bytes)
+			best = x->allocator;
+	}
+	if (best >= 0)
+		return best;
+	for (size_t i = 0; i < rt->nallocators; i++) {
+		if (!rt->allocators[i].is_pool)
+			continue;
+		if (best < 0 || rt->allocators[i].capacity_bytes > rt->allocators[best].capacity_bytes)
+			best = (long)i;
+	}
+	return best;
+}
+
+uint64_t xpf_module_pool(xpf_host *h, long m, char what[128])
+{
+	what[0] = '\0';
+	if (h->opt && h->opt->capacity) {
+		snprintf(what, 128, "capacity given with --capacity");
+		return h->opt->capacity;
+	}
+	const xpf_runtime *rt;
+	xpf_error e = { 0 };
+	if (xpf_capture_nplanes(h->cap) == 0)
+		return 0;
+	if (xpf_host_runtime(h, &rt, &e) != XPF_OK)
+		return diagnosis_pool(h, what);
+	long best = largest_pool(rt, m);
+	if (best < 0 || rt->allocators[best].capacity_bytes == 0)
+		return diagnosis_pool(h, what);
+	snprintf(what, 128, "%s capacity (measured: in use + bytes_available)",
+		 rt->allocators[best].name);
+	return rt->allocators[best].capacity_bytes;
 }

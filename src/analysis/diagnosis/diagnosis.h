@@ -90,7 +90,8 @@ uint64_t xpf_module_need(xpf_host *h, long m);
 int xpf_host_diagnosis(xpf_host *h, const xpf_diagnosis **out, xpf_error *err);
 /* The findings for a host (what xpf_host_diagnosis keeps): its plans and
  * runtime are asked of the host. */
-int xpf_diagnose(xpf_host *h, xpf_diagnosis **out, xpf_error *err);
+int xpf_diagnose(xpf_host *h, const xpf_runtime *rt, const xpf_error *rt_err, xpf_diagnosis **out,
+		 xpf_error *err);
 void xpf_diagnosis_free(void *d);
 /* Plan of module m, or NULL (error noted in capture/errors.txt). */
 const xpf_plan *xpf_diag_plan(xpf_host *h, long m);
@@ -110,5 +111,13 @@ bool xpf_diag_device_name(const xpf_plane *p, xpf_str *out, xpf_error *err);
 
 /* A finding by code, or NULL. */
 const xpf_finding *xpf_diag_find(const xpf_diagnosis *d, const char *code);
+
+/* The pool a module ran in, the capacity its heap picture is drawn
+ * against: --capacity if given, else the largest capacity of the device
+ * allocators module m's executions used, else of any device pool, else
+ * the diagnosis's; 0 when none is known.  what says which, in words (for
+ * the picture's legend).  Never fails: a runtime that cannot be computed
+ * gives the diagnosis's figure or none. */
+uint64_t xpf_module_pool(xpf_host *h, long m, char what[128]);
 
 #endif

@@ -1,7 +1,7 @@
 /* The plan of a module, decoded from its HloProto (SPEC §4.1; reference §3,
- * §5).  This file holds the plan's arena and names, indexes the
- * instructions (the first pass, a computation unpacked at a time), and
- * builds and frees the plan; plan_assign.c reads the buffer assignment
+ * §5).  This file indexes the instructions (the first pass, a
+ * computation unpacked at a time), then builds the plan in stages and
+ * frees it: plan_assign.c reads the buffer assignment
  * (buffers, allocations and their kinds and colours, parameters, donation
  * and outputs), plan_heap.c simulates the heap, plan_roles.c and
  * plan_dups.c classify what is live at the peak. */
@@ -11,77 +11,6 @@
 
 #include "analysis/plan/plan_priv.h"
 #include "common/alloc.h"
-
-/* ---- arena ------------------------------------------------------------ */
-
-void *xpf_arena_alloc(xpf_arena *a, size_t n)
-{
-	if (a->n == a->cap) {
-		size_t cap = a->cap ? 2 * a->cap : 64;
-		void **p = realloc(a->ptrs, cap * sizeof *p);
-		if (p == NULL)
-			abort();
-		a->ptrs = p;
-		a->cap = cap;
-	}
-	void *m = calloc(1, n ? n : 1);
-	if (m == NULL)
-		abort();
-	a->ptrs[a->n++] = m;
-	return m;
-}
-
-void *xpf_arena_array(xpf_arena *a, size_t n, size_t size)
-{
-	if (size && n > SIZE_MAX / size)
-		abort();
-	return xpf_arena_alloc(a, n * size);
-}
-
-char *xpf_arena_buf(xpf_arena *a, xpf_buf *b)
-{
-	size_t len;
-	if (b->data == NULL)
-		xpf_buf_adds(b, "");
-	char *s = xpf_buf_detach(b, &len);
-	xpf_arena_alloc(a, 0);
-	free(a->ptrs[a->n - 1]);
-	a->ptrs[a->n - 1] = s;
-	return s;
-}
-
-void xpf_arena_release(xpf_arena *a)
-{
-	for (size_t i = 0; i < a->n; i++)
-		free(a->ptrs[i]);
-	free(a->ptrs);
-	memset(a, 0, sizeof *a);
-}
-
-/* ---- names ------------------------------------------------------------ */
-
-const char *xpf_kind_name(enum xpf_kind k)
-{
-	static const char *const names[XPF_NKINDS] = {
-		"parameter", "output", "thread-local", "constant", "temp",
-	};
-	return (unsigned)k < XPF_NKINDS ? names[k] : "?";
-}
-
-const char *xpf_role_name(enum xpf_role r)
-{
-	static const char *const names[XPF_NROLES] = {
-		"parameter", "output", "workspace", "backward", "forward", "other",
-	};
-	return (unsigned)r < XPF_NROLES ? names[r] : "?";
-}
-
-/* ---- instructions ----------------------------------------------------- */
-
-const char *xpf_plan_str(xpf_plan *p, const char *s)
-{
-	return xpf_intern_get(((plan_priv *)p->priv)->strings, s, strlen(s));
-}
 
 /* "file:line", else the innermost stack frame "file:line:col" (reference
  * §8.4, xprof's order). */
@@ -283,16 +212,6 @@ static void schedule_order(xpf_plan *p, const Xla__HloModuleProto *mod)
 	}
 }
 
-const Xla__HloInstructionProto *xpf_plan_proto(plan_src *s, const xpf_plan_instr *in)
-{
-	size_t i = (size_t)(in - s->p->instrs);
-	const Xla__HloComputationProto *cp;
-	/* it decoded in the first pass: only memory can run out now */
-	if (xpf_hlo_computation(s->hlo, s->comp[i], &cp, NULL) != XPF_OK)
-		abort();
-	return cp->instructions[s->pos[i]];
-}
-
 /* ---- the plan --------------------------------------------------------- */
 
 int xpf_plan_build_parts(xpf_hlo *hlo, const char *module, uint64_t program_id, xpf_plan **out,
@@ -327,7 +246,14 @@ int xpf_plan_build_parts(xpf_hlo *hlo, const char *module, uint64_t program_id, 
 					"or the backend does not export it)";
 			pv->buffer_by_id = xpf_plan_index_buffer_ids(p, 0, a);
 		} else {
-			rc = xpf_plan_assignment(p, &s, a, err);
+			/* buffers and allocations, then the heap, what is live at
+			 * its peak and in which role, the parameters' copies */
+			xpf_plan_assignment(p, &s, a);
+			rc = xpf_plan_simulate(p, s.ba, a, err);
+			if (rc == XPF_OK) {
+				xpf_plan_peak_roles(p);
+				xpf_plan_find_dups(p, &s, a);
+			}
 		}
 	}
 	free(s.comp);

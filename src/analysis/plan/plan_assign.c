@@ -440,42 +440,11 @@ static void params_outputs(xpf_plan *p, plan_src *s, xpf_arena *a)
 	free(taken);
 }
 
-/* ---- the peak ---------------------------------------------------------- */
-
-static int cmp_peak(const void *a, const void *b)
-{
-	const xpf_plan_peak *x = a, *y = b;
-	if (x->bytes != y->bytes)
-		return x->bytes > y->bytes ? -1 : 1;
-	const char *nx = x->buffer && x->buffer->instr ? x->buffer->instr->name : "";
-	const char *ny = y->buffer && y->buffer->instr ? y->buffer->instr->name : "";
-	int c = strcmp(nx, ny);
-	if (c)
-		return c;
-	int64_t ix = x->alloc ? x->alloc->index : -1, iy = y->alloc ? y->alloc->index : -1;
-	if (ix != iy)
-		return ix < iy ? -1 : 1;
-	int64_t bx = x->buffer ? x->buffer->id : -1, by = y->buffer ? y->buffer->id : -1;
-	return bx < by ? -1 : bx > by;
-}
-
-/* After the first pass: buffers, allocations, the heap and what is live at
- * its peak. */
-int xpf_plan_assignment(xpf_plan *p, plan_src *s, xpf_arena *a, xpf_error *err)
+/* After the first pass: buffers, allocations, parameters and outputs. */
+void xpf_plan_assignment(xpf_plan *p, plan_src *s, xpf_arena *a)
 {
 	p->has_assignment = true;
 	index_buffers(p, s, a);
 	index_allocs(p, s->mod, s->ba, a);
 	params_outputs(p, s, a);
-	int rc = xpf_plan_simulate(p, s->ba, a, err);
-	if (rc != XPF_OK)
-		return rc;
-	for (size_t i = 0; i < p->npeak; i++) {
-		xpf_plan_peak *pk = &p->peak[i];
-		pk->role = xpf_plan_role_of(p, pk->buffer, pk->kind);
-		p->role_bytes[pk->role] += pk->bytes;
-	}
-	xpf_qsort(p->peak, p->npeak, sizeof *p->peak, cmp_peak);
-	xpf_plan_find_dups(p, s, a);
-	return XPF_OK;
 }

@@ -91,3 +91,13 @@ const xpf_plan_buffer *xpf_plan_buffer_by_id(const xpf_plan *p, int64_t id)
 	size_t i = find_id(((const plan_priv *)p->priv)->buffer_by_id, p->nbuffers, id);
 	return i == SIZE_MAX ? NULL : &p->buffers[i];
 }
+
+const Xla__HloInstructionProto *xpf_plan_proto(plan_src *s, const xpf_plan_instr *in)
+{
+	size_t i = (size_t)(in - s->p->instrs);
+	const Xla__HloComputationProto *cp;
+	/* it decoded in the first pass: only memory can run out now */
+	if (xpf_hlo_computation(s->hlo, s->comp[i], &cp, NULL) != XPF_OK)
+		abort();
+	return cp->instructions[s->pos[i]];
+}

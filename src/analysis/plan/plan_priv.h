@@ -102,13 +102,17 @@ const Xla__HloInstructionProto *xpf_plan_proto(plan_src *s, const xpf_plan_instr
  * allocation's shape index, else its largest buffer's; NULL if none. */
 const Xla__ShapeProto *xpf_plan_param_shape(plan_src *s, const xpf_plan_param *x);
 
-/* Stages of xpf_plan_build. */
-int xpf_plan_assignment(xpf_plan *p, plan_src *s, xpf_arena *a,
-			xpf_error *err); /* plan_assign.c: after the instructions */
+/* Stages of xpf_plan_build, in order (plan.c runs them). */
+/* plan_assign.c, after the instructions: buffers, allocations, parameters
+ * and outputs. */
+void xpf_plan_assignment(xpf_plan *p, plan_src *s, xpf_arena *a);
+/* plan_heap.c: the heap simulation and what is live at its peak. */
 int xpf_plan_simulate(xpf_plan *p, const Xla__BufferAssignmentProto *ba, xpf_arena *a,
-		      xpf_error *err); /* plan_heap.c */
-enum xpf_role xpf_plan_role_of(const xpf_plan *p, const xpf_plan_buffer *b,
-			       enum xpf_kind kind);              /* plan_roles.c */
-void xpf_plan_find_dups(xpf_plan *p, plan_src *s, xpf_arena *a); /* plan_dups.c */
+		      xpf_error *err);
+/* plan_roles.c: the role of each buffer live at the peak, the peak sorted. */
+void xpf_plan_peak_roles(xpf_plan *p);
+enum xpf_role xpf_plan_role_of(const xpf_plan *p, const xpf_plan_buffer *b, enum xpf_kind kind);
+/* plan_dups.c: copies of the parameters (layout, dtype). */
+void xpf_plan_find_dups(xpf_plan *p, plan_src *s, xpf_arena *a);
 
 #endif

@@ -43,3 +43,32 @@ enum xpf_role xpf_plan_role_of(const xpf_plan *p, const xpf_plan_buffer *b, enum
 		r = role_of_op_name(b->aliases[i]->op_name);
 	return r < 0 ? XPF_PLAN_ROLE_OTHER : (enum xpf_role)r;
 }
+
+/* ---- the peak, by role -------------------------------------------------- */
+
+static int cmp_peak(const void *a, const void *b)
+{
+	const xpf_plan_peak *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	const char *nx = x->buffer && x->buffer->instr ? x->buffer->instr->name : "";
+	const char *ny = y->buffer && y->buffer->instr ? y->buffer->instr->name : "";
+	int c = strcmp(nx, ny);
+	if (c)
+		return c;
+	int64_t ix = x->alloc ? x->alloc->index : -1, iy = y->alloc ? y->alloc->index : -1;
+	if (ix != iy)
+		return ix < iy ? -1 : 1;
+	int64_t bx = x->buffer ? x->buffer->id : -1, by = y->buffer ? y->buffer->id : -1;
+	return bx < by ? -1 : bx > by;
+}
+
+void xpf_plan_peak_roles(xpf_plan *p)
+{
+	for (size_t i = 0; i < p->npeak; i++) {
+		xpf_plan_peak *pk = &p->peak[i];
+		pk->role = xpf_plan_role_of(p, pk->buffer, pk->kind);
+		p->role_bytes[pk->role] += pk->bytes;
+	}
+	xpf_qsort(p->peak, p->npeak, sizeof *p->peak, cmp_peak);
+}

@@ -194,7 +194,7 @@ static void *build_plans(void *arg)
 	for (size_t i = 0; i < pb->n; i++) {
 		const xpf_plan *p;
 		xpf_error e = { 0 }; /* kept by the plan's lazy for whoever asks */
-		(void)xpf_host_plan(pb->h, pb->mods[i], &p, &e);
+		(void)pb->h->plan_of(pb->h, pb->mods[i], &p, &e);
 	}
 	return NULL;
 }

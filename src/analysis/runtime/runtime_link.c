@@ -71,7 +71,7 @@ static int mod_plan_read(void *ctx, void **value, xpf_error *err)
 	xpf_error e = { 0 };
 	(void)err;
 	*value = p;
-	if (xpf_host_plan(a->h, (size_t)a->m, &pl, &e) != XPF_OK || !pl->has_assignment)
+	if (a->h->plan_of(a->h, (size_t)a->m, &pl, &e) != XPF_OK || !pl->has_assignment)
 		return XPF_OK;
 	p->plan = pl;
 	p->run = xpf_realloc_array(NULL, pl->nallocs, sizeof *p->run);

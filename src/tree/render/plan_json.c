@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tree/render.h"
-#include "tree/json_text.h"
+#include "tree/render/render.h"
+#include "tree/render/json_text.h"
 
 static json_t *jbytes(uint64_t v)
 {

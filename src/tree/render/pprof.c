@@ -7,7 +7,7 @@
 #include <zlib.h>
 
 #include "analysis/plan/plan.h"
-#include "tree/pprof.h"
+#include "tree/render/pprof.h"
 #include "analysis/runtime/runtime.h"
 #include "common/alloc.h"
 #include "common/intern.h"

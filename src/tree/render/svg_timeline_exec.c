@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tree/svg_timeline_priv.h"
+#include "tree/render/svg_timeline_priv.h"
 
 static const char *const span_color[] = { "#dbe9f6", "#fde4c8", "#dcefd6", "#ece0f1", "#f9dede" };
 #define NSPAN (sizeof span_color / sizeof span_color[0])

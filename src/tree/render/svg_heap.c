@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "analysis/plan/plan.h"
-#include "tree/svg.h"
+#include "tree/render/svg.h"
 
 #define W 1200
 #define H 700

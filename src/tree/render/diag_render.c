@@ -6,9 +6,9 @@
 
 #include <jansson.h>
 
-#include "tree/render.h"
+#include "tree/render/render.h"
 #include "common/alloc.h"
-#include "tree/json_text.h"
+#include "tree/render/json_text.h"
 
 static const char *module_name(xpf_host *h, long m)
 {

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tree/svg_timeline_priv.h"
+#include "tree/render/svg_timeline_priv.h"
 
 /* Whether allocator a is drawn after b: pools first, by device, then by name. */
 static bool draws_after(const xpf_runtime *rt, size_t a, size_t b)

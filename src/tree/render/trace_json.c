@@ -22,7 +22,7 @@
 #include <stdlib.h>
 
 #include "analysis/runtime/runtime.h"
-#include "tree/trace_json.h"
+#include "tree/render/trace_json.h"
 #include "common/alloc.h"
 
 static void put_us(xpf_buf *out, const char *key, int64_t ns)

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "analysis/runtime/runtime.h"
-#include "tree/svg.h"
+#include "tree/render/svg.h"
 
 #define W 1200
 #define H 700

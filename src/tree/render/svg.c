@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tree/svg.h"
+#include "tree/render/svg.h"
 
 void xpf_svg_begin(xpf_buf *b, int width, int height, const char *title)
 {
