@@ -4,6 +4,7 @@
 
 #include "analysis/diagnosis/diagnosis.h"
 #include "analysis/plan/plan.h"
+#include "analysis/paths.h"
 #include "tree/report.h"
 #include "analysis/runtime/runtime.h"
 
@@ -178,7 +179,7 @@ static int render_errors(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 
 void xpf_tree_capture(xpf_host *h, xpf_node *dir)
 {
-	xpf_node_file(dir, "planes.tsv", render_planes, 0);
-	xpf_node_file(dir, "devices.tsv", render_devices, 0);
-	xpf_node_file(dir, "errors.txt", render_errors, 0)->after_change = true;
+	xpf_node_file(dir, XPF_F_PLANES_TSV, render_planes, 0);
+	xpf_node_file(dir, XPF_F_DEVICES_TSV, render_devices, 0);
+	xpf_node_file(dir, XPF_F_ERRORS_TXT, render_errors, 0)->after_change = true;
 }

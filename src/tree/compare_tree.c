@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "analysis/paths.h"
 #include "tree/report.h"
 #include "analysis/compare/compare.h"
 #include "common/alloc.h"
@@ -422,11 +423,11 @@ static int render_readme(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 
 static void files(xpf_node *dir, long base_host)
 {
-	xpf_node_file(dir, "diagnosis.txt", render_txt, base_host);
-	xpf_node_file(dir, "diagnosis.json", render_json, base_host);
-	xpf_node_file(dir, "modules.tsv", render_modules, base_host);
-	xpf_node_file(dir, "peak_buffers.tsv", render_peak, base_host);
-	xpf_node_file(dir, "allocators.tsv", render_allocators, base_host);
+	xpf_node_file(dir, XPF_F_DIAGNOSIS_TXT, render_txt, base_host);
+	xpf_node_file(dir, XPF_F_DIAGNOSIS_JSON, render_json, base_host);
+	xpf_node_file(dir, XPF_F_MODULES_TSV, render_modules, base_host);
+	xpf_node_file(dir, XPF_F_PEAK_BUFFERS_TSV, render_peak, base_host);
+	xpf_node_file(dir, XPF_F_ALLOCATORS_TSV, render_allocators, base_host);
 }
 
 /* The baseline host compared with after's host i. */
@@ -444,13 +445,13 @@ static long base_host_of(xpf_report *r, size_t i)
 
 void xpf_tree_compare(xpf_report *r, xpf_node *dir)
 {
-	xpf_node_file(dir, "README", render_readme, 0);
+	xpf_node_file(dir, XPF_F_README, render_readme, 0);
 	if (xpf_report_nhosts(r) == 1) {
 		dir->host = xpf_report_host(r, 0);
 		files(dir, base_host_of(r, 0));
 		return;
 	}
-	xpf_node *hosts = xpf_node_dir(dir, "hosts", NULL, 0);
+	xpf_node *hosts = xpf_node_dir(dir, XPF_D_HOSTS, NULL, 0);
 	for (size_t i = 0; i < xpf_report_nhosts(r); i++) {
 		xpf_host *h = xpf_report_host(r, i);
 		xpf_node *d = xpf_node_dir(hosts, xpf_report_host_root(r, h)->name, NULL, 0);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/paths.h"
 #include "tree/report.h"
 #include "tree/render/render.h"
 #include "analysis/compare/hosts.h"
@@ -23,8 +24,8 @@ struct doc {
 };
 
 static const struct doc docs[] = {
-	{ "README", "this file: what every file below holds (generated from the tree itself)" },
-	{ "diagnosis.txt",
+	{ XPF_F_README, "this file: what every file below holds (generated from the tree itself)" },
+	{ XPF_F_DIAGNOSIS_TXT,
 	  "the findings, most important first: `[tag] code: the sentence that matters` on an unindented line,\n"
 	  "its further figures and `-> evidence paths` on indented lines below;\n"
 	  "what failed and why first (plan-exceeds-pool, unexplained-oom, foreign-live-arrays, growth-per-execution,\n"
@@ -60,14 +61,14 @@ static const struct doc docs[] = {
 	  "  fits                 neither plan-exceeds-pool nor near-fit: need, capacity, headroom\n"
 	  "  missing-plan         no buffer assignment (or no heap-simulator trace): what is missing and why\n"
 	  "  missing-runtime      no allocator events (or no executions): what is missing and how to capture it" },
-	{ "diagnosis.json",
+	{ XPF_F_DIAGNOSIS_JSON,
 	  "the same findings: {\"capture\",\"module\",\"program_id\" (string),\"capacity_bytes\",\"capacity_tag\",\"capacity_source\",\n"
 	  "\"findings\":[{\"code\",\"tag\",\"module\",\"text\",\"figures\":{...},\"evidence\":[paths],\"fixes\":[{\"text\",\"saving_bytes\",\n"
 	  "\"saving_max_bytes\" (a range's upper end, when there is one),\"cost\",\"tag\"}]}]};\n"
 	  "keys sorted, indent 2; *_bytes and *_ns figures are integers, *_pct and ratio figures strings" },
-	{ "summary.txt",
+	{ XPF_F_SUMMARY_TXT,
 	  "host, devices (name, vendor, HBM), allocators (capacity, peaks), capacity with its source, modules by need (up to --top), executions, focus" },
-	{ "checks.txt",
+	{ XPF_F_CHECKS_TXT,
 	  "self-consistency checks, one per line: STATUS<TAB>name<TAB>figures; STATUS is PASS, WARN (explained in the\n"
 	  "figures) or FAIL (a bug or a broken capture). Checks: kinds-sum-to-total, peak-rows-sum-to-heap-peak,\n"
 	  "temp-block-vs-simulated-peak (simulated-peak-within-temp when one exceeds its block), capacity-constant,\n"
@@ -77,63 +78,64 @@ static const struct doc docs[] = {
 	  "symlink to modules/<dir>, the module the diagnosis breaks down: the one whose last execution never\n"
 	  "launched, else the biggest (by need) that ran, else the biggest; --module overrides; modules/ itself\n"
 	  "when the capture has no module" },
-	{ "capture", "what the capture itself holds" },
-	{ "capture/planes.tsv",
+	{ XPF_D_CAPTURE, "what the capture itself holds" },
+	{ XPF_D_CAPTURE "/" XPF_F_PLANES_TSV,
 	  "every plane: index, id, name, lines, events, event_metadata, stat_metadata, bytes; in file order" },
-	{ "capture/devices.tsv",
+	{ XPF_D_CAPTURE "/" XPF_F_DEVICES_TSV,
 	  "device planes: plane, name, device_name, vendor, memory_bytes, memory_human, cores, compute_capability; in file order" },
-	{ "capture/errors.txt",
+	{ XPF_D_CAPTURE "/" XPF_F_ERRORS_TXT,
 	  "the capture's own errors and warnings, and every decoder warning or late error" },
-	{ "modules", "one directory per compiled module (names made safe, see SPEC)" },
-	{ "modules/index.tsv",
+	{ XPF_D_MODULES, "one directory per compiled module (names made safe, see SPEC)" },
+	{ XPF_D_MODULES "/" XPF_F_INDEX_TSV,
 	  "one row per module: dir, name, program_id, parameters_bytes, donated_bytes, outputs_bytes,\n"
 	  "non_aliased_outputs_bytes, temp_bytes, heap_peak_bytes, need_bytes, executions; in metadata order" },
-	{ "modules/<dir>",
+	{ XPF_D_MODULES "/<dir>",
 	  "one module's plan (compile time). Without buffer assignment (or, for heap.tsv, without a\n"
 	  "heap-simulator trace) a module's .tsv files hold only their header line; its summary.txt says why" },
-	{ "modules/<dir>/plan.json",
+	{ XPF_D_MODULES "/<dir>/" XPF_F_PLAN_JSON,
 	  "the module's plan: parameters, outputs, constants, temp, heap peak with roles, need, remat, peak buffers (bytes integers, ids strings)" },
-	{ "modules/<dir>/summary.txt", "the plan for people" },
-	{ "modules/<dir>/peak_buffers.tsv",
+	{ XPF_D_MODULES "/<dir>/" XPF_F_SUMMARY_TXT, "the plan for people" },
+	{ XPF_D_MODULES "/<dir>/" XPF_F_PEAK_BUFFERS_TSV,
 	  "every buffer live at the heap peak: rank bytes human share_pct kind role dtype shape instruction opcode op_name\n"
 	  "source allocation offset logical_buffer; largest first, ties by instruction; rows sum to the heap peak" },
-	{ "modules/<dir>/buffers.tsv",
+	{ XPF_D_MODULES "/<dir>/" XPF_F_BUFFERS_TSV,
 	  "every logical buffer with its allocation, offset and lifetime in program order: logical_buffer (id), bytes,\n"
 	  "unpadded_bytes, color, allocation (index), offset (in it), kind (of the allocation), instruction, shape_index,\n"
 	  "opcode, dtype, shape, start_step end_step (heap.tsv steps; empty if not in the heap trace), op_name, source;\n"
 	  "in the buffer assignment's order (logical buffer protos)" },
-	{ "modules/<dir>/allocations.tsv",
+	{ XPF_D_MODULES "/<dir>/" XPF_F_ALLOCATIONS_TSV,
 	  "every buffer allocation: index, bytes, human, kind (parameter, output, thread-local, constant, temp), color,\n"
 	  "parameter_number, parameter_shape_index, donated and donor_only (yes/no, parameters only), maybe_live_out,\n"
 	  "is_tuple, logical_buffers (count), largest_instruction (of its largest buffer); by index" },
-	{ "modules/<dir>/heap.tsv",
+	{ XPF_D_MODULES "/<dir>/" XPF_F_HEAP_TSV,
 	  "the simulated heap over program order: step, instruction, bytes, unpadded_bytes (in use after that step); by step" },
-	{ "modules/<dir>/heap.svg", "the heap curve as a picture, peak marked, stacked by role" },
-	{ "modules/<dir>/by_source.tsv",
+	{ XPF_D_MODULES "/<dir>/" XPF_F_HEAP_SVG,
+	  "the heap curve as a picture, peak marked, stacked by role" },
+	{ XPF_D_MODULES "/<dir>/" XPF_F_BY_SOURCE_TSV,
 	  "bytes at the heap peak rolled up by Python source line: source, bytes, human, share_pct (of the heap peak),\n"
 	  "buffers (rows of peak_buffers.tsv); largest first, ties by source" },
-	{ "modules/<dir>/instructions.tsv",
+	{ XPF_D_MODULES "/<dir>/" XPF_F_INSTRUCTIONS_TSV,
 	  "every instruction: computation, id, name, opcode, shape, op_name, source; in the HLO module's order" },
-	{ "modules/<dir>/peak.pb.gz",
+	{ XPF_D_MODULES "/<dir>/" XPF_F_PEAK_PB_GZ,
 	  "the rows of peak_buffers.tsv as a gzip'd pprof profile (pprof -top, go tool pprof -http=:): sample types\n"
 	  "space/bytes and objects/count, one sample per row; stack = the instruction's Python frames (else its op_name\n"
 	  "split on '/'); labels role, kind, dtype, shape, instruction; the bytes sum to the heap peak" },
-	{ "runtime",
+	{ XPF_D_RUNTIME,
 	  "what the allocator really did (MemoryAllocation/MemoryDeallocation events on /host:CPU)" },
-	{ "runtime/summary.txt",
+	{ XPF_D_RUNTIME "/" XPF_F_SUMMARY_TXT,
 	  "allocators, capacity, peak, executions, retries, what is live at the end (or why there are no events)" },
-	{ "runtime/allocators.tsv",
+	{ XPF_D_RUNTIME "/" XPF_F_ALLOCATORS_TSV,
 	  "allocator, capacity_bytes, peak_in_window_bytes, lifetime_peak_bytes, allocations, deallocations,\n"
 	  "unmatched_deallocations, live_at_end_bytes, device (ordinal), pool (yes: a device allocator, GPU_<d>_bfc or\n"
 	  "tpu:<d>), keyed_by (allocator_name, or index_on_host on TPU), peak_in_window_human, peak_ns (when the\n"
 	  "in-window peak happened), seen_live_at_end_bytes and seen_live_at_end_blocks (seen allocations never freed); by name" },
-	{ "runtime/events.tsv",
+	{ XPF_D_RUNTIME "/" XPF_F_EVENTS_TSV,
 	  "every allocator event in time order: time_ns, allocator, kind (alloc/free), bytes, requested_bytes, addr,\n"
 	  "in_use_after_bytes, thread, host_event (the enclosing host event), execution (n), role (temp, output, or\n"
 	  "execution: inside one but not matched to its plan), buffer_allocation (matched index in allocations.tsv), shape" },
-	{ "runtime/timeline.svg",
+	{ XPF_D_RUNTIME "/" XPF_F_TIMELINE_SVG,
 	  "bytes in use over time per allocator, capacity line, execution spans" },
-	{ "runtime/memory.trace.json",
+	{ XPF_D_RUNTIME "/" XPF_F_MEMORY_TRACE_JSON,
 	  "memory over time as Chrome trace-event JSON (open it in ui.perfetto.dev): a counter per allocator (in_use_bytes\n"
 	  "after each event of events.tsv that changes it), a span per execution (args module, n, launched, device), an\n"
 	  "instant event per AllocatorRetry wait; ts and dur in microseconds from the profile start. Past 1,048,576\n"
@@ -141,27 +143,27 @@ static const struct doc docs[] = {
 	  "point (otherData says so), so that a capture of millions of events still opens; past 65,536 executions\n"
 	  "those of one device that start in one interval of its time range are one span (args executions, n to\n"
 	  "last_n, never_launched; named \"N executions\" when of several modules)" },
-	{ "runtime/executions.tsv",
+	{ XPF_D_RUNTIME "/" XPF_F_EXECUTIONS_TSV,
 	  "n, device, module, module_execution, start_ns, end_ns, launched, in_use_at_start_bytes, peak_during_bytes,\n"
 	  "allocations, deallocations, in_use_at_start_human, growth_bytes (since the module's previous execution on\n"
 	  "the device), link (how it was tied to its module: name, requested_bytes, pjit, program_id, kernels, or\n"
 	  "ambiguous), host_name (the module name the host side gave), temp_bytes and output_bytes (the chunks\n"
 	  "handed out for its allocations matched to the plan: BFC may hand out more than was asked), allocator, event (the execute event); by n (start, device, line)" },
-	{ "runtime/executions", "one directory per execution n" },
-	{ "runtime/executions/<n>", "one execution" },
-	{ "runtime/executions/<n>/live.tsv",
+	{ XPF_D_RUNTIME "/" XPF_D_EXECUTIONS, "one directory per execution n" },
+	{ XPF_D_RUNTIME "/" XPF_D_EXECUTIONS "/<n>", "one execution" },
+	{ XPF_D_RUNTIME "/" XPF_D_EXECUTIONS "/<n>/" XPF_F_LIVE_TSV,
 	  "blocks live when execution n started: origin, bytes, human, requested_bytes, addr, allocated_ns,\n"
 	  "host_event (that allocated it), shape; by origin, then bytes (largest first); in-use bytes no seen\n"
 	  "allocation explains are one row 'allocated before the capture started' (on TPU, whose in use counts\n"
 	  "bytes_reserved, 'reserved ... or allocated before the capture started')" },
-	{ "runtime/executions/<n>/summary.txt", "the execution for people" },
-	{ "runtime/executions/<n>/live.pb.gz",
+	{ XPF_D_RUNTIME "/" XPF_D_EXECUTIONS "/<n>/" XPF_F_SUMMARY_TXT, "the execution for people" },
+	{ XPF_D_RUNTIME "/" XPF_D_EXECUTIONS "/<n>/" XPF_F_LIVE_PB_GZ,
 	  "the rows of live.tsv as a gzip'd pprof profile: sample types space/bytes and objects/count, one sample per\n"
 	  "block; stack = the allocating host event inside the origin; labels origin, module; the bytes sum to the live bytes" },
-	{ "runtime/retries.tsv",
+	{ XPF_D_RUNTIME "/" XPF_F_RETRIES_TSV,
 	  "every AllocatorRetry::AllocateRaw wait: time_ns, duration_ns, allocator, thread, execution (n), module,\n"
 	  "launched (of that execution); in time order" },
-	{ "runtime/compiles.tsv",
+	{ XPF_D_RUNTIME "/" XPF_F_COMPILES_TSV,
 	  "every compilation seen in the window (XLA's GEMM autotuner runs candidate kernels while it compiles: those\n"
 	  "runs and their allocations belong here, never to the executions): function (from CompileAndLoad(<f>) or\n"
 	  "the PjitFunction around it; empty when only autotuner runs show it), module (the one it made; empty when\n"
@@ -169,11 +171,11 @@ static const struct doc docs[] = {
 	  "allocator (the device pool), peak_in_use_bytes (on it while compiling), largest_request_bytes (its largest\n"
 	  "allocation outside every execution), in_use_at_end_bytes, retried (an AllocatorRetry wait inside),\n"
 	  "thread; by start" },
-	{ "runtime/between.tsv",
+	{ XPF_D_RUNTIME "/" XPF_F_BETWEEN_TSV,
 	  "host events between the focus module's last two executions on its device: name, count, total_ns; by total_ns, largest first" },
-	{ "hosts", "one directory per host, each a full tree as described here" },
-	{ "base", "(with --base) the baseline capture's own tree, described by base/README" },
-	{ "compare",
+	{ XPF_D_HOSTS, "one directory per host, each a full tree as described here" },
+	{ XPF_D_BASE, "(with --base) the baseline capture's own tree, described by base/README" },
+	{ XPF_D_COMPARE,
 	  "(with --base) what changed against the baseline, module matched to module by name without\n"
 	  "the program id: diagnosis.txt and diagnosis.json (the changes that matter, most important first:\n"
 	  "need against capacity before and after, codes gone and new, roles at the heap peak, temp,\n"
@@ -305,11 +307,11 @@ static int render_focus(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error 
 void xpf_tree_root(xpf_host *h, xpf_node *root)
 {
 	(void)h;
-	xpf_node_file(root, "README", render_readme, 0);
-	xpf_node_file_of(root, "diagnosis.txt", xpf_render_diagnosis_txt, 0);
-	xpf_node_file_of(root, "diagnosis.json", xpf_render_diagnosis_json, 0);
-	xpf_node_file_of(root, "summary.txt", xpf_render_summary, 0);
-	xpf_node_file_of(root, "checks.txt", xpf_render_checks, 0);
+	xpf_node_file(root, XPF_F_README, render_readme, 0);
+	xpf_node_file_of(root, XPF_F_DIAGNOSIS_TXT, xpf_render_diagnosis_txt, 0);
+	xpf_node_file_of(root, XPF_F_DIAGNOSIS_JSON, xpf_render_diagnosis_json, 0);
+	xpf_node_file_of(root, XPF_F_SUMMARY_TXT, xpf_render_summary, 0);
+	xpf_node_file_of(root, XPF_F_CHECKS_TXT, xpf_render_checks, 0);
 	xpf_node_link_lazy(root, "focus", render_focus, 0);
 }
 
@@ -547,9 +549,9 @@ static int render_hosts_tsv(xpf_host *unused, const xpf_node *n, xpf_buf *out, x
 void xpf_tree_cross(xpf_report *r, xpf_node *root)
 {
 	(void)r;
-	xpf_node_file(root, "README", render_cross_readme, 0);
-	xpf_node_file(root, "diagnosis.txt", render_cross_txt, 0);
-	xpf_node_file(root, "diagnosis.json", render_cross_json, 0);
-	xpf_node_file(root, "summary.txt", render_cross_summary, 0);
-	xpf_node_file(root, "hosts.tsv", render_hosts_tsv, 0);
+	xpf_node_file(root, XPF_F_README, render_cross_readme, 0);
+	xpf_node_file(root, XPF_F_DIAGNOSIS_TXT, render_cross_txt, 0);
+	xpf_node_file(root, XPF_F_DIAGNOSIS_JSON, render_cross_json, 0);
+	xpf_node_file(root, XPF_F_SUMMARY_TXT, render_cross_summary, 0);
+	xpf_node_file(root, XPF_F_HOSTS_TSV, render_hosts_tsv, 0);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/paths.h"
 #include "tree/report.h"
 #include "analysis/plan/plan.h"
 #include "tree/render/render.h"
@@ -383,13 +384,18 @@ void xpf_tree_modules(xpf_host *h, xpf_node *dir)
 		const char *name;
 		xpf_content_fn fn;
 	} files[] = {
-		{ "plan.json", render_json },          { "summary.txt", render_summary },
-		{ "peak_buffers.tsv", render_peak },   { "buffers.tsv", render_buffers },
-		{ "allocations.tsv", render_allocs },  { "heap.tsv", render_heap },
-		{ "heap.svg", render_heap_svg },       { "by_source.tsv", render_by_source },
-		{ "instructions.tsv", render_instrs }, { "peak.pb.gz", xpf_render_peak_pprof },
+		{ XPF_F_PLAN_JSON, render_json },
+		{ XPF_F_SUMMARY_TXT, render_summary },
+		{ XPF_F_PEAK_BUFFERS_TSV, render_peak },
+		{ XPF_F_BUFFERS_TSV, render_buffers },
+		{ XPF_F_ALLOCATIONS_TSV, render_allocs },
+		{ XPF_F_HEAP_TSV, render_heap },
+		{ XPF_F_HEAP_SVG, render_heap_svg },
+		{ XPF_F_BY_SOURCE_TSV, render_by_source },
+		{ XPF_F_INSTRUCTIONS_TSV, render_instrs },
+		{ XPF_F_PEAK_PB_GZ, xpf_render_peak_pprof },
 	};
-	xpf_node_file_of(dir, "index.tsv", render_index, 0);
+	xpf_node_file_of(dir, XPF_F_INDEX_TSV, render_index, 0);
 	for (size_t m = 0; m < h->nmodules; m++) {
 		xpf_node *d = xpf_node_dir(dir, h->module_dirs[m], NULL, (long)m);
 		for (size_t f = 0; f < sizeof files / sizeof files[0]; f++)

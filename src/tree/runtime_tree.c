@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/paths.h"
 #include "tree/report.h"
 #include "analysis/diagnosis/diagnosis.h"
 #include "tree/render/pprof.h"
@@ -580,9 +581,9 @@ static int populate_executions(xpf_host *h, xpf_node *dir, xpf_error *err)
 		char name[32];
 		snprintf(name, sizeof name, "%u", rt->executions[i].n);
 		xpf_node *d = xpf_node_dir(dir, name, NULL, (long)i);
-		xpf_node_file(d, "live.tsv", render_live, (long)i);
-		xpf_node_file(d, "summary.txt", render_exec_summary, (long)i);
-		xpf_node_file_of(d, "live.pb.gz", xpf_render_live_pprof, (long)i);
+		xpf_node_file(d, XPF_F_LIVE_TSV, render_live, (long)i);
+		xpf_node_file(d, XPF_F_SUMMARY_TXT, render_exec_summary, (long)i);
+		xpf_node_file_of(d, XPF_F_LIVE_PB_GZ, xpf_render_live_pprof, (long)i);
 	}
 	return XPF_OK;
 }
@@ -605,14 +606,14 @@ static int render_timeline_svg(xpf_host *h, long arg, xpf_buf *out, xpf_error *e
 void xpf_tree_runtime(xpf_host *h, xpf_node *dir)
 {
 	(void)h;
-	xpf_node_file(dir, "summary.txt", render_summary, 0);
-	xpf_node_file(dir, "allocators.tsv", render_allocators, 0);
-	xpf_node_file(dir, "events.tsv", render_events, 0);
-	xpf_node_file(dir, "executions.tsv", render_executions, 0);
-	xpf_node_dir(dir, "executions", populate_executions, 0);
-	xpf_node_file(dir, "retries.tsv", render_retries, 0);
-	xpf_node_file(dir, "compiles.tsv", render_compiles, 0);
-	xpf_node_file(dir, "between.tsv", render_between, 0);
-	xpf_node_file_of(dir, "timeline.svg", render_timeline_svg, 0);
-	xpf_node_file_of(dir, "memory.trace.json", xpf_render_trace_json, 0);
+	xpf_node_file(dir, XPF_F_SUMMARY_TXT, render_summary, 0);
+	xpf_node_file(dir, XPF_F_ALLOCATORS_TSV, render_allocators, 0);
+	xpf_node_file(dir, XPF_F_EVENTS_TSV, render_events, 0);
+	xpf_node_file(dir, XPF_F_EXECUTIONS_TSV, render_executions, 0);
+	xpf_node_dir(dir, XPF_D_EXECUTIONS, populate_executions, 0);
+	xpf_node_file(dir, XPF_F_RETRIES_TSV, render_retries, 0);
+	xpf_node_file(dir, XPF_F_COMPILES_TSV, render_compiles, 0);
+	xpf_node_file(dir, XPF_F_BETWEEN_TSV, render_between, 0);
+	xpf_node_file_of(dir, XPF_F_TIMELINE_SVG, render_timeline_svg, 0);
+	xpf_node_file_of(dir, XPF_F_MEMORY_TRACE_JSON, xpf_render_trace_json, 0);
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/paths.h"
 #include "tree/report_priv.h"
 #include "common/alloc.h"
 
@@ -28,9 +29,9 @@ static void host_build(xpf_report *r, size_t i, xpf_node *root)
 	r->host_roots[i] = root;
 	root->host = h;
 	xpf_tree_root(h, root);
-	xpf_tree_capture(h, xpf_node_dir(root, "capture", NULL, 0));
-	xpf_tree_modules(h, xpf_node_dir(root, "modules", NULL, 0));
-	xpf_tree_runtime(h, xpf_node_dir(root, "runtime", NULL, 0));
+	xpf_tree_capture(h, xpf_node_dir(root, XPF_D_CAPTURE, NULL, 0));
+	xpf_tree_modules(h, xpf_node_dir(root, XPF_D_MODULES, NULL, 0));
+	xpf_tree_runtime(h, xpf_node_dir(root, XPF_D_RUNTIME, NULL, 0));
 }
 
 /* The hosts of in and their trees under root (a report's own root, or
@@ -47,7 +48,7 @@ static void report_build(xpf_report *r, xpf_input *in, const xpf_options *opt, x
 		host_build(r, 0, root);
 		return;
 	}
-	xpf_node *hosts = xpf_node_dir(root, "hosts", NULL, 0);
+	xpf_node *hosts = xpf_node_dir(root, XPF_D_HOSTS, NULL, 0);
 	hosts->host = NULL;
 	const char **names = xpf_malloc((in->nhosts ? in->nhosts : 1) * sizeof *names);
 	for (size_t i = 0; i < in->nhosts; i++)
@@ -91,7 +92,7 @@ int xpf_report_open_compare(xpf_input *in, xpf_input *base, const xpf_options *o
 		xpf_node *broot = xpf_node_new(r->base, root, XPF_NODE_DIR, "base");
 		broot->host = NULL;
 		report_build(r->base, base, opt, broot);
-		xpf_node *cmp = xpf_node_dir(root, "compare", NULL, 0);
+		xpf_node *cmp = xpf_node_dir(root, XPF_D_COMPARE, NULL, 0);
 		cmp->host = NULL;
 		xpf_tree_compare(r, cmp);
 	}

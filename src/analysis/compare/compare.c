@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "analysis/compare/compare.h"
+#include "analysis/paths.h"
 #include "common/alloc.h"
 
 const char *const xpf_cmp_fig_names[XPF_CMP_NFIGS] = {
@@ -491,7 +492,7 @@ static void growth_change(xpf_compare *c)
 	ch->signed_figs = true;
 	ch->before = (uint64_t)gb;
 	ch->after = (uint64_t)ga;
-	both_evidence(ch, c, "runtime/executions.tsv", false);
+	both_evidence(ch, c, XPF_EV_RUNTIME(XPF_F_EXECUTIONS_TSV), false);
 }
 
 static bool has_code(const xpf_diagnosis *d, const char *code)
@@ -740,12 +741,14 @@ static void find_changes(xpf_compare *c)
 	if (b->has_in_use && a->has_in_use)
 		figure_change(c, "in-use-at-start", XPF_TAG_MEASURED,
 			      "in use at the start of the focus module's last execution",
-			      b->in_use_bytes, a->in_use_bytes, "runtime/executions.tsv", false);
+			      b->in_use_bytes, a->in_use_bytes,
+			      XPF_EV_RUNTIME(XPF_F_EXECUTIONS_TSV), false);
 	growth_change(c);
 	if (b->has_pool && a->has_pool)
 		figure_change(c, "pool-peak", XPF_TAG_MEASURED,
-			      "the pool's peak in use (in the window)", b->pool->peak_in_window_bytes,
-			      a->pool->peak_in_window_bytes, "runtime/allocators.tsv", false);
+			      "the pool's peak in use (in the window)",
+			      b->pool->peak_in_window_bytes, a->pool->peak_in_window_bytes,
+			      XPF_EV_RUNTIME(XPF_F_ALLOCATORS_TSV), false);
 	modules_change(c);
 	other_modules_change(c);
 	if (nothing_changed(c)) {

@@ -13,6 +13,7 @@
 
 #include "analysis/diagnosis/diag_priv.h"
 #include "analysis/compare/hosts.h"
+#include "analysis/paths.h"
 #include "common/alloc.h"
 
 #define SKEW_MIN_BYTES (256ull * XPF_MIB)
@@ -224,7 +225,7 @@ static const char *module_of(const host_row *w)
 static void execution_evidence(const host_row *w, xpf_finding *f)
 {
 	if (w->rt && w->d->execution >= 0)
-		xpf_diag_evidence(f, "hosts/%s/runtime/executions/%u/live.tsv", w->dir,
+		xpf_diag_evidence(f, XPF_EV_HOST(XPF_EV_EXECUTION(XPF_F_LIVE_TSV)), w->dir,
 				  w->rt->executions[w->d->execution].n);
 }
 
@@ -311,10 +312,10 @@ static void need_differs(const host_row *s, const host_row *m, xpf_finding *f, x
 			       xpf_human(pm->non_aliased_outputs_bytes, h[3]),
 			       xpf_human(ps->temp_bytes, h[4]), xpf_human(pm->temp_bytes, h[5]));
 	if (s->d->module >= 0)
-		xpf_diag_evidence(f, "hosts/%s/modules/%s/plan.json", s->dir,
+		xpf_diag_evidence(f, XPF_EV_HOST(XPF_EV_MODULE(XPF_F_PLAN_JSON)), s->dir,
 				  s->h->module_dirs[s->d->module]);
 	if (m->d->module >= 0)
-		xpf_diag_evidence(f, "hosts/%s/modules/%s/plan.json", m->dir,
+		xpf_diag_evidence(f, XPF_EV_HOST(XPF_EV_MODULE(XPF_F_PLAN_JSON)), m->dir,
 				  m->h->module_dirs[m->d->module]);
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analysis/diagnosis/diag_priv.h"
+#include "analysis/paths.h"
 #include "common/alloc.h"
 
 /* The module of the same function that ran most (an earlier compile of it
@@ -242,7 +243,7 @@ void xpf_rule_compile_oom(xpf_diag_ctx *c)
 		xpf_diag_num(f, "in_use_at_start_bytes", k->in_use_at_start_bytes);
 	xpf_diag_num(f, "autotuner_runs", k->autotuner_runs);
 	xpf_diag_str(f, "function", "%s", fn);
-	xpf_diag_evidence(f, "runtime/compiles.tsv");
-	xpf_diag_evidence(f, "runtime/events.tsv");
+	xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_COMPILES_TSV));
+	xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_EVENTS_TSV));
 	compile_fixes(c, f, k, em);
 }

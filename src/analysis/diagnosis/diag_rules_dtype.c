@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "analysis/diagnosis/diag_priv.h"
+#include "analysis/paths.h"
 #include "common/alloc.h"
 
 static bool is_temp(const xpf_plan_peak *r)
@@ -153,8 +154,8 @@ void xpf_rule_upcast(xpf_diag_ctx *c)
 	xpf_diag_num(f, "f32_all_count", all_n);
 	xpf_diag_str(f, "source", "%.63s", src);
 	xpf_diag_str(f, "parameters_dtype", "%s", dt);
-	xpf_diag_evidence(f, "modules/%s/peak_buffers.tsv", c->dir);
-	xpf_diag_evidence(f, "modules/%s/instructions.tsv", c->dir);
+	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PEAK_BUFFERS_TSV), c->dir);
+	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_INSTRUCTIONS_TSV), c->dir);
 	xpf_diag_addfix_range(c, f, bytes / 2, all / 2, p->need_bytes,
 			      "none in memory; check that the computation is accurate enough in the lower precision",
 			      "keep that line in %s: scale by a Python float or a value of x's dtype (x / math.sqrt(d), x * jnp.asarray(d ** -0.5, x.dtype)), not a NumPy float64 or an f32 array, saving %s to %s: its f32 buffers at the peak halve (%s -> %s), and so does what the promotion spread to after it",

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analysis/diagnosis/diag_priv.h"
+#include "analysis/paths.h"
 #include "common/alloc.h"
 
 /* "parameter 12.0% (1.5 GiB), temp ..." the roles at the heap peak, largest
@@ -102,8 +103,8 @@ static void rule_plan_only(xpf_diag_ctx *c)
 	xpf_diag_num(f, "heap_peak_bytes", p->heap_peak_bytes);
 	for (int r = 0; r < XPF_NROLES; r++)
 		xpf_diag_num(f, role_fig[r], p->role_bytes[r]);
-	xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
-	xpf_diag_evidence(f, "modules/%s/peak_buffers.tsv", c->dir);
+	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PLAN_JSON), c->dir);
+	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PEAK_BUFFERS_TSV), c->dir);
 }
 
 /* The exceeds text: the need against the capacity, what it is made of, the
@@ -165,10 +166,10 @@ static void rule_exceeds(xpf_diag_ctx *c)
 	}
 	for (int r = 0; r < XPF_NROLES; r++)
 		xpf_diag_num(f, role_fig[r], p->role_bytes[r]);
-	xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
-	xpf_diag_evidence(f, "modules/%s/peak_buffers.tsv", c->dir);
+	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PLAN_JSON), c->dir);
+	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PEAK_BUFFERS_TSV), c->dir);
 	if (d->allocator >= 0)
-		xpf_diag_evidence(f, "runtime/allocators.tsv");
+		xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_ALLOCATORS_TSV));
 	offer_fraction(c, f, need);
 }
 
@@ -189,9 +190,9 @@ static void rule_near_fit(xpf_diag_ctx *c)
 	xpf_diag_num(f, "need_bytes", need);
 	xpf_diag_num(f, "capacity_bytes", cap);
 	xpf_diag_num(f, "margin_bytes", cap - need);
-	xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
+	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PLAN_JSON), c->dir);
 	if (d->allocator >= 0)
-		xpf_diag_evidence(f, "runtime/allocators.tsv");
+		xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_ALLOCATORS_TSV));
 	offer_fraction(c, f, need);
 }
 
@@ -214,9 +215,9 @@ static void rule_fits(xpf_diag_ctx *c)
 	xpf_diag_num(f, "need_bytes", need);
 	xpf_diag_num(f, "capacity_bytes", cap);
 	xpf_diag_num(f, "headroom_bytes", cap - need);
-	xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
+	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PLAN_JSON), c->dir);
 	if (d->allocator >= 0)
-		xpf_diag_evidence(f, "runtime/allocators.tsv");
+		xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_ALLOCATORS_TSV));
 }
 
 void xpf_rule_fit(xpf_diag_ctx *c)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "analysis/diagnosis/diag_priv.h"
+#include "analysis/paths.h"
 #include "common/alloc.h"
 
 /* Does the capture hold a TPU device plane? */
@@ -49,13 +50,13 @@ void xpf_rule_missing(xpf_diag_ctx *c)
 		}
 		xpf_diag_text(f, &b);
 		xpf_diag_num(f, "modules", 0);
-		xpf_diag_evidence(f, "capture/planes.tsv");
+		xpf_diag_evidence(f, XPF_EV_CAPTURE(XPF_F_PLANES_TSV));
 		if (d->allocator >= 0) {
 			xpf_diag_num(f, "peak_in_window_bytes",
 				     rt->allocators[d->allocator].peak_in_window_bytes);
 			xpf_diag_num(f, "capacity_bytes",
 				     rt->allocators[d->allocator].capacity_bytes);
-			xpf_diag_evidence(f, "runtime/allocators.tsv");
+			xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_ALLOCATORS_TSV));
 		}
 	} else if (c->p == NULL || !c->p->has_assignment) {
 		xpf_finding *f = xpf_diag_add(c, "missing-plan", XPF_TAG_READ, d->module);
@@ -66,7 +67,7 @@ void xpf_rule_missing(xpf_diag_ctx *c)
 				       c->p->missing :
 				       "its plan could not be read (see capture/errors.txt)");
 		xpf_diag_text(f, &b);
-		xpf_diag_evidence(f, "modules/%s/summary.txt", c->dir);
+		xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_SUMMARY_TXT), c->dir);
 	} else if (!c->p->simulated) {
 		xpf_finding *f = xpf_diag_add(c, "missing-plan", XPF_TAG_READ, d->module);
 		xpf_buf_printf(&b,
@@ -74,7 +75,7 @@ void xpf_rule_missing(xpf_diag_ctx *c)
 			       c->p->module, on_tpu(h) ? " (usual on TPU)" : "",
 			       xpf_human(c->p->heap_peak_bytes, h1));
 		xpf_diag_text(f, &b);
-		xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
+		xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PLAN_JSON), c->dir);
 	}
 
 	if (xpf_capture_is_hlo_only(h->cap)) {
@@ -82,7 +83,7 @@ void xpf_rule_missing(xpf_diag_ctx *c)
 		xpf_buf_adds(&b,
 			     "a bare HloProto: the plan only, no allocator events, executions or device; give the pool size with --capacity, or capture with jax.profiler.trace to see the runtime");
 		xpf_diag_text(f, &b);
-		xpf_diag_evidence(f, "runtime/summary.txt");
+		xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_SUMMARY_TXT));
 		return;
 	}
 	bool pool = false; /* a device allocator has events */
@@ -106,8 +107,8 @@ void xpf_rule_missing(xpf_diag_ctx *c)
 			xpf_buf_printf(&b, "; capacity taken from %s: %s", d->capacity_source,
 				       xpf_human(d->capacity_bytes, h1));
 		xpf_diag_text(f, &b);
-		xpf_diag_evidence(f, d->runtime_error.code ? "capture/errors.txt" :
-							     "runtime/summary.txt");
+		xpf_diag_evidence(f, d->runtime_error.code ? XPF_EV_CAPTURE(XPF_F_ERRORS_TXT) :
+							     XPF_EV_RUNTIME(XPF_F_SUMMARY_TXT));
 	} else if (rt->nexecutions == 0 && h->nmodules > 0) {
 		xpf_finding *f = xpf_diag_add(c, "missing-runtime", XPF_TAG_MEASURED, -1);
 		xpf_buf_printf(&b,
@@ -115,6 +116,6 @@ void xpf_rule_missing(xpf_diag_ctx *c)
 			       rt->nevents);
 		xpf_diag_text(f, &b);
 		xpf_diag_num(f, "events", rt->nevents);
-		xpf_diag_evidence(f, "runtime/allocators.tsv");
+		xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_ALLOCATORS_TSV));
 	}
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analysis/diagnosis/diag_priv.h"
+#include "analysis/paths.h"
 #include "common/alloc.h"
 
 /* ---- allocator-retry, never-launched -------------------------------------- */
@@ -61,9 +62,9 @@ void xpf_rule_retry(xpf_diag_ctx *c)
 	xpf_diag_num(f, "count", rt->nretries);
 	xpf_diag_num(f, "longest_ns", (uint64_t)r->duration_ns);
 	xpf_diag_num(f, "total_ns", (uint64_t)total);
-	xpf_diag_evidence(f, "runtime/retries.tsv");
+	xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_RETRIES_TSV));
 	if (r->execution >= 0)
-		xpf_diag_evidence(f, "runtime/executions/%u/summary.txt",
+		xpf_diag_evidence(f, XPF_EV_EXECUTION(XPF_F_SUMMARY_TXT),
 				  rt->executions[r->execution].n);
 }
 
@@ -141,7 +142,7 @@ static void never_ambiguous(xpf_diag_ctx *c)
 	xpf_diag_text(f, &b);
 	xpf_diag_num(f, "count", count);
 	xpf_diag_num(f, "execution", x->n);
-	xpf_diag_evidence(f, "runtime/executions/%u/summary.txt", x->n);
+	xpf_diag_evidence(f, XPF_EV_EXECUTION(XPF_F_SUMMARY_TXT), x->n);
 }
 
 void xpf_rule_never(xpf_diag_ctx *c)
@@ -173,8 +174,8 @@ void xpf_rule_never(xpf_diag_ctx *c)
 		xpf_diag_num(f, "count", count);
 		xpf_diag_num(f, "execution", x->n);
 		xpf_diag_num(f, "module_execution", x->module_execution);
-		xpf_diag_evidence(f, "runtime/executions.tsv");
-		xpf_diag_evidence(f, "runtime/executions/%u/summary.txt", x->n);
+		xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_EXECUTIONS_TSV));
+		xpf_diag_evidence(f, XPF_EV_EXECUTION(XPF_F_SUMMARY_TXT), x->n);
 	}
 	never_ambiguous(c);
 }
@@ -256,13 +257,13 @@ void xpf_rule_unexplained_oom(xpf_diag_ctx *c)
 				xpf_buf_adds(&b, "none named by the host events");
 		}
 		xpf_diag_num(f, "execution", e->n);
-		xpf_diag_evidence(f, "runtime/executions/%u/summary.txt", e->n);
+		xpf_diag_evidence(f, XPF_EV_EXECUTION(XPF_F_SUMMARY_TXT), e->n);
 	}
 	xpf_buf_adds(&b,
 		     "; what would say more: the module's buffer assignment (profile from before the first call), the allocator events of the device (the BFC allocator), the device's kernels");
 	xpf_diag_text(f, &b);
 	if (d->capacity_bytes)
 		xpf_diag_num(f, "capacity_bytes", d->capacity_bytes);
-	xpf_diag_evidence(f, "runtime/executions.tsv");
-	xpf_diag_evidence(f, "runtime/retries.tsv");
+	xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_EXECUTIONS_TSV));
+	xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_RETRIES_TSV));
 }

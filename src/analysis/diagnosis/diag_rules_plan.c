@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analysis/diagnosis/diag_priv.h"
+#include "analysis/paths.h"
 #include "common/alloc.h"
 
 /* ---- no-donation ------------------------------------------------------------ */
@@ -141,8 +142,8 @@ void xpf_rule_donation(xpf_diag_ctx *c)
 	xpf_diag_num(f, "donated_bytes", 0);
 	xpf_diag_num(f, "saving_bytes", p->matching_output_bytes);
 	xpf_diag_num(f, "matching_outputs", nmatch);
-	xpf_diag_evidence(f, "modules/%s/allocations.tsv", c->dir);
-	xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
+	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_ALLOCATIONS_TSV), c->dir);
+	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PLAN_JSON), c->dir);
 
 	uint64_t s = p->matching_output_bytes;
 	const char *cost =
@@ -350,8 +351,8 @@ void xpf_rule_param_copies(xpf_diag_ctx *c, enum xpf_dup_kind kind)
 	xpf_diag_num(f, "count", s.count);
 	xpf_diag_num(f, "parameters", s.nparams);
 	xpf_diag_num(f, "parameters_bytes", s.pbytes);
-	xpf_diag_evidence(f, "modules/%s/peak_buffers.tsv", c->dir);
-	xpf_diag_evidence(f, "modules/%s/instructions.tsv", c->dir);
+	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PEAK_BUFFERS_TSV), c->dir);
+	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_INSTRUCTIONS_TSV), c->dir);
 	xpf_diag_num(f, "borrowed_bytes", s.borrowed);
 	if (layout)
 		layout_fixes(c, f, s.bytes - s.borrowed, loop);
@@ -377,7 +378,7 @@ void xpf_rule_remat_frag(xpf_diag_ctx *c)
 			       p->remat_instructions, p->module);
 		xpf_diag_text(f, &b);
 		xpf_diag_num(f, "count", p->remat_instructions);
-		xpf_diag_evidence(f, "modules/%s/instructions.tsv", c->dir);
+		xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_INSTRUCTIONS_TSV), c->dir);
 	}
 	if (!p->has_assignment || !p->simulated)
 		return;
@@ -394,8 +395,8 @@ void xpf_rule_remat_frag(xpf_diag_ctx *c)
 		xpf_diag_num(f, "simulated_peak_bytes", p->simulated_peak_bytes);
 		xpf_diag_num(f, "fragmentation_bytes", frag);
 		xpf_diag_str(f, "fragmentation_pct", "%s", xpf_pct(frag, p->temp_bytes, h1));
-		xpf_diag_evidence(f, "modules/%s/heap.tsv", c->dir);
-		xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
+		xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_HEAP_TSV), c->dir);
+		xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PLAN_JSON), c->dir);
 		xpf_diag_addfix(c, f, frag, xpf_sub0(p->need_bytes, frag),
 				"experiments with the model's largest buffers; no guarantee",
 				"shrink or split the largest short-lived temp buffers (they decide how the block packs): up to %s of packing loss",
@@ -483,7 +484,7 @@ void xpf_rule_retrace(xpf_diag_ctx *c)
 			xpf_diag_str(f, "other_shape", "%s", qa ? qa->shape : "");
 			xpf_diag_str(f, "shape", "%s", pa ? pa->shape : "");
 		}
-		xpf_diag_evidence(f, "modules/%s/plan.json", h->module_dirs[m]);
+		xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PLAN_JSON), h->module_dirs[m]);
 	}
 	if (f == NULL)
 		return;
@@ -491,7 +492,7 @@ void xpf_rule_retrace(xpf_diag_ctx *c)
 	xpf_diag_text(f, &b);
 	xpf_diag_num(f, "need_bytes", p->need_bytes);
 	xpf_diag_num(f, "modules", others + 1);
-	xpf_diag_evidence(f, "modules/%s/plan.json", c->dir);
+	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PLAN_JSON), c->dir);
 	if (smaller >= 0)
 		xpf_diag_addfix(c, f, p->need_bytes - small_need, small_need,
 				"more steps for the same data, or a padded batch computes on the padding",

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analysis/diagnosis/diag_priv.h"
+#include "analysis/paths.h"
 #include "common/alloc.h"
 
 static const char *peak_shape(const xpf_plan_peak *r)
@@ -302,8 +303,8 @@ void xpf_rule_roles(xpf_diag_ctx *c)
 	xpf_finding *f = xpf_diag_add(c, codes[best], XPF_TAG_INFERRED, c->d->module);
 	uint64_t sq = square_seq_bytes(p, role);
 	mostly_text(c, f, role, sq);
-	xpf_diag_evidence(f, "modules/%s/peak_buffers.tsv", c->dir);
-	xpf_diag_evidence(f, "modules/%s/by_source.tsv", c->dir);
+	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PEAK_BUFFERS_TSV), c->dir);
+	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_BY_SOURCE_TSV), c->dir);
 	if (role == XPF_PLAN_ROLE_FORWARD)
 		forward_fixes(c, f, rb, sq);
 	else if (role == XPF_PLAN_ROLE_BACKWARD)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analysis/diagnosis/diag_priv.h"
+#include "analysis/paths.h"
 #include "common/alloc.h"
 #include "common/buf.h"
 
@@ -215,9 +216,9 @@ static void growth_finding(xpf_diag_ctx *c, size_t m, const size_t *idx, size_t 
 	xpf_diag_num(f, "last_in_use_bytes", last->in_use_at_start_bytes);
 	xpf_diag_num(f, "kept_bytes", kept);
 	xpf_diag_num(f, "executions", n);
-	xpf_diag_evidence(f, "runtime/executions.tsv");
-	xpf_diag_evidence(f, "runtime/between.tsv");
-	xpf_diag_evidence(f, "runtime/executions/%u/live.tsv", last->n);
+	xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_EXECUTIONS_TSV));
+	xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_BETWEEN_TSV));
+	xpf_diag_evidence(f, XPF_EV_EXECUTION(XPF_F_LIVE_TSV), last->n);
 	growth_fixes(c, f, kept, mean);
 }
 
@@ -501,8 +502,8 @@ static void foreign_finding(xpf_diag_ctx *c, const struct holders *w, const stru
 		xpf_diag_num(f, "other_modules_outputs_bytes", w->mod_out);
 		xpf_diag_num(f, "other_modules_count", w->nmods);
 	}
-	xpf_diag_evidence(f, "runtime/executions/%u/live.tsv", c->rt->executions[d->execution].n);
-	xpf_diag_evidence(f, "runtime/executions.tsv");
+	xpf_diag_evidence(f, XPF_EV_EXECUTION(XPF_F_LIVE_TSV), c->rt->executions[d->execution].n);
+	xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_EXECUTIONS_TSV));
 	foreign_fixes(c, f, w, fo, before);
 }
 
@@ -577,6 +578,6 @@ void xpf_rule_compile_peak(xpf_diag_ctx *c)
 	xpf_diag_num(f, "peak_in_window_bytes", a->peak_in_window_bytes);
 	xpf_diag_num(f, "executions_peak_bytes", later);
 	xpf_diag_num(f, "peak_ns", (uint64_t)a->peak_ns);
-	xpf_diag_evidence(f, "runtime/allocators.tsv");
-	xpf_diag_evidence(f, "runtime/events.tsv");
+	xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_ALLOCATORS_TSV));
+	xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_EVENTS_TSV));
 }
