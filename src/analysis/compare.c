@@ -100,12 +100,25 @@ static void module_figs(xpf_host *h, long m, const size_t *execs, xpf_cmp_figs *
 	}
 }
 
+/* Whether a device pool has allocator events (as diag_rules_missing.c). */
+static bool has_pool_events(const xpf_runtime *rt)
+{
+	bool pool = false;
+	for (size_t a = 0; rt && a < rt->nallocators; a++)
+		pool |= rt->allocators[a].is_pool;
+	return rt && rt->has_events && pool;
+}
+
 /* In use at the start of the focus module's executions on the device the
  * diagnosis read: the last one's, and the mean rise from the first. */
 static void side_runtime(xpf_cmp_side *s)
 {
 	const xpf_runtime *rt = s->rt;
 	const xpf_diagnosis *d = s->d;
+	if (s->focus >= 0 && rt == NULL)
+		s->in_use_unknown = xpf_capture_is_hlo_only(s->h->cap) ?
+					    "a bare HloProto, no allocator events" :
+					    "its runtime cannot be read";
 	if (rt == NULL || d == NULL)
 		return;
 	if (d->allocator >= 0 && (size_t)d->allocator < rt->nallocators) {
@@ -114,6 +127,7 @@ static void side_runtime(xpf_cmp_side *s)
 	}
 	if (s->focus < 0)
 		return;
+	s->in_use_unknown = has_pool_events(rt) ? "it did not run" : "no allocator events";
 	long first = -1, last = -1;
 	size_t k = 0;
 	for (size_t i = 0; i < rt->nexecutions; i++) {
@@ -128,6 +142,7 @@ static void side_runtime(xpf_cmp_side *s)
 	}
 	if (last < 0)
 		return;
+	s->in_use_unknown = NULL;
 	s->has_in_use = true;
 	s->in_use_bytes = rt->executions[last].in_use_at_start_bytes;
 	if (k >= 2) {
@@ -539,20 +554,46 @@ static void put_signed(xpf_buf *b, bool neg, uint64_t u)
 	xpf_buf_printf(b, "%s%s", neg ? "-" : u ? "+" : "", xpf_human(u, hb));
 }
 
+/* The mean rise of in use from one execution of the focus module to the
+ * next, on both sides: 0 for a side where it ran once.  A side where in
+ * use is not known at all (no allocator events, a bare HloProto, a runtime
+ * that cannot be read, a module that did not run) gives no change: a
+ * rise on the other side is said beside "unknown", with no figures. */
 static void growth_change(xpf_compare *c)
 {
 	const xpf_cmp_side *b = &c->side[0], *a = &c->side[1];
-	if (!b->has_growth && !a->has_growth)
-		return;
-	int64_t gb = b->has_growth ? b->growth_bytes : 0, ga = a->has_growth ? a->growth_bytes : 0;
-	if (gb == ga)
+	if (!b->has_in_use && !a->has_in_use)
 		return;
 	size_t sl;
 	const char *stem = focus_stem(c, &sl);
-	xpf_cmp_change *ch = change_new(c, "growth-per-execution", XPF_TAG_MEASURED);
 	xpf_buf t = XPF_BUF_INIT;
 	xpf_buf_printf(&t, "in use at the start of %.*s's executions, mean rise per execution: ",
 		       (int)sl, stem);
+	if (!b->has_in_use || !a->has_in_use) {
+		const xpf_cmp_side *known = b->has_in_use ? b : a, *other = b->has_in_use ? a : b;
+		int64_t g = known->has_growth ? known->growth_bytes : 0;
+		if (g == 0 || other->in_use_unknown == NULL) {
+			xpf_buf_release(&t);
+			return;
+		}
+		for (int s = 0; s < 2; s++) {
+			if (&c->side[s] == known)
+				put_signed(&t, g < 0, xpf_abs_i64(g));
+			else
+				xpf_buf_printf(&t, "unknown (%s)", other->in_use_unknown);
+			xpf_buf_adds(&t, s ? "" : " -> ");
+		}
+		xpf_cmp_change *ch = change_new(c, "growth-per-execution", XPF_TAG_MEASURED);
+		ch->text = xpf_buf_detach(&t, NULL);
+		both_evidence(ch, c, "runtime/executions.tsv", false);
+		return;
+	}
+	int64_t gb = b->has_growth ? b->growth_bytes : 0, ga = a->has_growth ? a->growth_bytes : 0;
+	if (gb == ga) {
+		xpf_buf_release(&t);
+		return;
+	}
+	xpf_cmp_change *ch = change_new(c, "growth-per-execution", XPF_TAG_MEASURED);
 	put_signed(&t, gb < 0, xpf_abs_i64(gb));
 	xpf_buf_adds(&t, b->has_growth ? "" : " (it ran once)");
 	xpf_buf_adds(&t, " -> ");
@@ -662,6 +703,24 @@ static void fit_change(xpf_compare *c)
 		xpf_buf_adds(&t, "; capacity ");
 		xpf_cmp_delta_text(cb, ca, &t);
 	}
+	/* A capacity that is not a pool's, because the runtime cannot be read
+	 * or has no pool's events, says so: else a change of capacity would
+	 * read as the job's. */
+	bool broken[2] = { false, false };
+	for (int s = 0; s < 2; s++) {
+		const xpf_cmp_side *sd = &c->side[s];
+		const xpf_diagnosis *d = sd->d;
+		if (d == NULL || d->capacity_bytes == 0 || xpf_capture_is_hlo_only(sd->h->cap))
+			continue;
+		broken[s] = d->runtime_error.code != 0;
+		if (broken[s] || !has_pool_events(sd->rt))
+			xpf_buf_printf(&t, "; %s %s, so its capacity is from %s",
+				       s ? "this capture" : "the baseline",
+				       broken[s] ?
+					       "has a runtime that cannot be read (capture/errors.txt)" :
+					       "has no allocator events of a device pool",
+				       d->capacity_source);
+	}
 	enum xpf_tag tag = a->d && a->d->capacity_bytes ? a->d->capacity_tag : XPF_TAG_READ;
 	xpf_cmp_change *ch = change_new(c, code, tag);
 	ch->text = xpf_buf_detach(&t, NULL);
@@ -670,6 +729,9 @@ static void fit_change(xpf_compare *c)
 	ch->after = na;
 	both_evidence(ch, c, "plan.json", true);
 	evidence(ch, a, "diagnosis.txt", -1);
+	for (int s = 0; s < 2; s++)
+		if (broken[s])
+			evidence(ch, &c->side[s], "capture/errors.txt", -1);
 }
 
 /* A file of compare/ for this pair, from the report root. */

@@ -67,7 +67,11 @@ typedef struct xpf_cmp_side {
 	uint64_t in_use_bytes;
 	bool has_growth;      /* at least two executions with in use known */
 	int64_t growth_bytes; /* mean rise per execution (rounded toward 0) */
-	bool has_pool;        /* the pool allocator is known */
+	/* Why in use is not known (has_in_use false) while a module is
+	 * compared: "no allocator events", "its runtime cannot be read", ...;
+	 * NULL otherwise.  Static. */
+	const char *in_use_unknown;
+	bool has_pool; /* the pool allocator is known */
 	const xpf_rt_allocator *pool;
 } xpf_cmp_side;
 

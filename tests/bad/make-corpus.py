@@ -471,6 +471,15 @@ def cases():
         event(1, 2_500_000, 0, in_use_u(2**63 - 1, 0x8000)),
         event(3, 3_000_000, 1_000_000, []),
         event(2, 4_500_000, 0, in_use_u(0, 0x8000))]))
+    # jit_f(1) run twice, in use at its starts 1024 then 3072 bytes: a
+    # growth of 2048 a run, for compare against a baseline whose growth is
+    # unknown (a bare HloProto, a broken runtime: issue 38).
+    c['ok-grows.xplane.pb'] = base(cpu=cpu_plane(events=[
+        event(1, 500_000, 0, alloc_stats(1024, 1024, 0x7000)),
+        event(3, 1_000_000, 1_000_000, []),
+        event(1, 2_500_000, 0, alloc_stats(3072, 2048, 0x8000)),
+        event(3, 3_000_000, 1_000_000, []),
+        event(2, 4_500_000, 0, alloc_stats(1024, 2048, 0x8000))]))
     c['alloc-no-allocator.xplane.pb'] = base(cpu=cpu_plane(events=[
         event(1, 1_000_000, 0, alloc_stats(1024, 1024, 0x7000)[1:]),
         event(2, 2_000_000, 0, alloc_stats(0, 1024, 0x7000)[1:])]))

@@ -249,6 +249,34 @@ out=$("$XPF" --base "$big" --cat compare/diagnosis.json "$okb" 2>"$tmp/err" |
 grep -qF 'mean rise per execution: 0 B (it ran once) -> -6 B: -6 B (-6 bytes)' "$tmp/big.txt" && [ ! -s "$tmp/err" ] &&
 	ok "in use past 2^63: growth 0 -> -6" || fail "in use past 2^63: $(head -c 300 "$tmp/err") $(cat "$tmp/big.txt")"
 
+# 7c. A side whose growth is unknown (issue 38: it read "0 B (it ran once)"):
+#     a bare HloProto, a runtime that cannot be read, no allocator events;
+#     ok-grows' jit_f(1) runs twice, in use 1024 then 3072 bytes at its
+#     starts (+2048 a run).  No change with figures from unknown; a capacity
+#     that is not a pool's says why.
+okg="$here/bad/cases/ok-grows.xplane.pb" hlo="$here/bad/cases/ok-hlo.hlo.pb"
+broken="$here/bad/cases/flip-0.xplane.pb" nopool="$here/bad/cases/alloc-no-allocator.xplane.pb"
+grow_line() { "$XPF" --base "$1" --cat compare/diagnosis.txt "$2" 2>/dev/null | grep '^\[measured\] growth-per-execution: '; }
+for c in "$hlo|$okg|unknown (a bare HloProto, no allocator events) -> +2.0 KiB" \
+	"$okg|$hlo|+2.0 KiB -> unknown (a bare HloProto, no allocator events)" \
+	"$broken|$okg|unknown (its runtime cannot be read) -> +2.0 KiB" \
+	"$nopool|$okg|unknown (no allocator events) -> +2.0 KiB"; do
+	IFS='|' read -r b a want <<<"$c"
+	got=$(grow_line "$b" "$a")
+	[ "$got" = "[measured] growth-per-execution: in use at the start of jit_f's executions, mean rise per execution: $want -> base/runtime/executions.tsv, runtime/executions.tsv" ] &&
+		ok "growth from $(basename "$b") to $(basename "$a"): $want" ||
+		fail "growth from $(basename "$b") to $(basename "$a"): '$got', want '... $want'"
+done
+out=$("$XPF" --base "$hlo" --cat compare/diagnosis.json "$okg" | jq -c '.changes[] | select(.code == "growth-per-execution") | .figures')
+[ "$out" = "{}" ] && ok "growth from unknown: no figures" || fail "growth from unknown: figures $out"
+out=$(grow_line "$(cap no-runtime)" "$(cap grads-kept)")
+[ -z "$out" ] && ok "no growth line against a baseline without allocator events and no matched module" ||
+	fail "a growth line from unknown: $out"
+out=$("$XPF" --base "$broken" --cat compare/diagnosis.txt "$okg" 2>/dev/null | sed -n 2p)
+printf '%s' "$out" | grep -qF "capacity -79.00 GiB (-84825601024 bytes, -98.7%); the baseline has a runtime that cannot be read (capture/errors.txt), so its capacity is from the device plane's memory_size" &&
+	printf '%s' "$out" | grep -qF -- "-> base/modules/jit_f(1)/plan.json, modules/jit_f(1)/plan.json, diagnosis.txt, base/capture/errors.txt" &&
+	ok "a broken baseline runtime: its capacity change says why" || fail "a broken baseline runtime: $out"
+
 # 8. The mount: the same files, exact sizes (skipped without FUSE).
 if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null && "$XPF" --help >/dev/null; then
 	mkdir "$tmp/mnt"
