@@ -239,6 +239,55 @@ static void test_rewritten_in_place(void **state)
 	rmdir(dir);
 }
 
+/* SPEC §6 (issue 38): a capture replaced while mounted (another file
+ * renamed over its path) is "the capture changed" too: the files not made
+ * before give EIO saying so rather than show the file that is gone, and
+ * those made before keep their bytes. */
+static void test_replaced(void **state)
+{
+	(void)state;
+	const char *build = getenv("XPF_BUILD");
+	char gen[4096], dir[] = "/tmp/xpf-test-report-XXXXXX", path[4200], other[4200], cmd[17000];
+	snprintf(gen, sizeof gen, "%s/tests/mkcapture/xplane-mkcapture", build ? build : ".");
+	if (access(gen, X_OK) != 0) {
+		fprintf(stderr, "skip: %s is not built\n", gen);
+		skip();
+	}
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/c.xplane.pb", dir);
+	snprintf(other, sizeof other, "%s/new.xplane.pb", dir);
+	snprintf(cmd, sizeof cmd, "'%s' grads-kept '%s' >/dev/null && '%s' grads-kept '%s' >/dev/null",
+		 gen, path, gen, other);
+	assert_int_equal(system(cmd), 0);
+	xpf_input *in;
+	xpf_report *r;
+	xpf_error err = { 0 };
+	xpf_options opt = XPF_OPTIONS_INIT;
+	assert_int_equal(xpf_input_open(path, NULL, &in, &err), XPF_OK);
+	assert_int_equal(xpf_report_open(in, &opt, &r, &err), XPF_OK);
+	xpf_node *planes, *events;
+	assert_int_equal(xpf_report_resolve(r, "capture/planes.tsv", &planes, &err), XPF_OK);
+	assert_int_equal(xpf_report_resolve(r, "runtime/events.tsv", &events, &err), XPF_OK);
+	const char *data;
+	size_t len;
+	assert_int_equal(xpf_node_content(planes, &data, &len, &err), XPF_OK);
+	char *before = strndup(data, len);
+
+	/* the same bytes, even: only the file at the path is another */
+	assert_int_equal(rename(other, path), 0);
+	xpf_error e2 = { 0 };
+	assert_int_equal(xpf_node_content(events, &data, &len, &e2), XPF_EIO);
+	assert_non_null(strstr(e2.msg, "changed while mounted"));
+	assert_int_equal(xpf_node_content(planes, &data, &len, &err), XPF_OK);
+	assert_int_equal(len, strlen(before));
+	assert_memory_equal(data, before, len);
+	free(before);
+	xpf_report_free(r);
+	xpf_input_free(in);
+	unlink(path);
+	rmdir(dir);
+}
+
 /* compare/ (issue 38): the comparison of a pair of hosts is made by the
  * first compare/ file read and kept by the host compared; every other file
  * of the pair reads the same one (each file matched the modules again, and
@@ -308,6 +357,7 @@ int main(void)
 		cmocka_unit_test(test_many_of_one_name),
 		cmocka_unit_test(test_cache_bounded),
 		cmocka_unit_test(test_rewritten_in_place),
+		cmocka_unit_test(test_replaced),
 		cmocka_unit_test(test_compare_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
