@@ -245,6 +245,8 @@ static int index_instrs(xpf_plan *p, plan_src *s, xpf_arena *a, xpf_error *err)
 	ip.comp_name = xpf_calloc(nc, sizeof *ip.comp_name);
 	ip.comp_fused = xpf_calloc(nc, sizeof *ip.comp_fused);
 	int rc = pass_computations(p, s, &ip, err);
+	if (rc == XPF_OK && p->ninstrs && p->ninstrs < ip.cap) /* the plan keeps it: no room to spare */
+		p->instrs = xpf_realloc_array(p->instrs, p->ninstrs, sizeof *p->instrs);
 	if (rc == XPF_OK) {
 		int64_t entry = entry_id(s, &ip);
 		if (ip.ncallees)

@@ -417,6 +417,17 @@ def cases():
         schedule=[3, 2, 1, 999, -5]))])
     c['hlo-garbage.xplane.pb'] = base(modules=[('jit_f(1)', 1, b'\xff\xff\xff\xff\x0f' * 8)])
     c['hlo-empty.xplane.pb'] = base(modules=[('jit_f(1)', 1, b'')])
+    # Messages of no bytes (issue 38): protobuf-c makes a struct for each
+    # (176 bytes for an instruction of 2 bytes on the wire); a 10 MB
+    # HloProto of them took 1.5 GB.  A part that would take more than 16
+    # times its bytes is refused: a computation, and the head (empty
+    # logical buffers, 56 bytes each).
+    c['hlo-empty-instrs.xplane.pb'] = base(modules=[('jit_f(1)', 1, hlo_proto(
+        extra_instr=[b''] * 40_000))])
+    c['hlo-empty-instrs.hlo.pb'] = hlo_proto(extra_instr=[b''] * 40_000)
+    c['hlo-empty-buffers.xplane.pb'] = base(modules=[('jit_f(1)', 1, hlo_proto(
+        lbs=[logical_buffer(0, 1024, 'p0', 1), logical_buffer(1, 1024, 't0', 2),
+             logical_buffer(2, 1024, 'add', 3)] + [b''] * 40_000))])
     c['hlo-deep-shape-100.xplane.pb'] = base(modules=[('jit_f(1)', 1, hlo_proto(
         shp=nested_shape(100)))])
     c['hlo-deep-shape-60.xplane.pb'] = base(modules=[('jit_f(1)', 1, hlo_proto(
