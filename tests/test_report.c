@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/compare/compare.h"
 #include "capture/input.h"
 #include "tree/report.h"
 
@@ -238,6 +239,114 @@ static void test_rewritten_in_place(void **state)
 	rmdir(dir);
 }
 
+/* SPEC §6 (issue 38): a capture replaced while mounted (another file
+ * renamed over its path) is "the capture changed" too: the files not made
+ * before give EIO saying so rather than show the file that is gone, and
+ * those made before keep their bytes. */
+static void test_replaced(void **state)
+{
+	(void)state;
+	const char *build = getenv("XPF_BUILD");
+	char gen[4096], dir[] = "/tmp/xpf-test-report-XXXXXX", path[4200], other[4200], cmd[17000];
+	snprintf(gen, sizeof gen, "%s/tests/mkcapture/xplane-mkcapture", build ? build : ".");
+	if (access(gen, X_OK) != 0) {
+		fprintf(stderr, "skip: %s is not built\n", gen);
+		skip();
+	}
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/c.xplane.pb", dir);
+	snprintf(other, sizeof other, "%s/new.xplane.pb", dir);
+	snprintf(cmd, sizeof cmd, "'%s' grads-kept '%s' >/dev/null && '%s' grads-kept '%s' >/dev/null",
+		 gen, path, gen, other);
+	assert_int_equal(system(cmd), 0);
+	xpf_input *in;
+	xpf_report *r;
+	xpf_error err = { 0 };
+	xpf_options opt = XPF_OPTIONS_INIT;
+	assert_int_equal(xpf_input_open(path, NULL, &in, &err), XPF_OK);
+	assert_int_equal(xpf_report_open(in, &opt, &r, &err), XPF_OK);
+	xpf_node *planes, *events;
+	assert_int_equal(xpf_report_resolve(r, "capture/planes.tsv", &planes, &err), XPF_OK);
+	assert_int_equal(xpf_report_resolve(r, "runtime/events.tsv", &events, &err), XPF_OK);
+	const char *data;
+	size_t len;
+	assert_int_equal(xpf_node_content(planes, &data, &len, &err), XPF_OK);
+	char *before = strndup(data, len);
+
+	/* the same bytes, even: only the file at the path is another */
+	assert_int_equal(rename(other, path), 0);
+	xpf_error e2 = { 0 };
+	assert_int_equal(xpf_node_content(events, &data, &len, &e2), XPF_EIO);
+	assert_non_null(strstr(e2.msg, "changed while mounted"));
+	assert_int_equal(xpf_node_content(planes, &data, &len, &err), XPF_OK);
+	assert_int_equal(len, strlen(before));
+	assert_memory_equal(data, before, len);
+	free(before);
+	xpf_report_free(r);
+	xpf_input_free(in);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* compare/ (issue 38): the comparison of a pair of hosts is made by the
+ * first compare/ file read and kept by the host compared; every other file
+ * of the pair reads the same one (each file matched the modules again, and
+ * `ls -l compare/` made it five times). */
+static void test_compare_once(void **state)
+{
+	(void)state;
+	const char *build = getenv("XPF_BUILD");
+	char gen[4096], dir[] = "/tmp/xpf-test-report-XXXXXX", a[4200], b[4200], cmd[17000];
+	snprintf(gen, sizeof gen, "%s/tests/mkcapture/xplane-mkcapture", build ? build : ".");
+	if (access(gen, X_OK) != 0) {
+		fprintf(stderr, "skip: %s is not built\n", gen);
+		skip();
+	}
+	assert_non_null(mkdtemp(dir));
+	snprintf(b, sizeof b, "%s/b.xplane.pb", dir);
+	snprintf(a, sizeof a, "%s/a.xplane.pb", dir);
+	snprintf(cmd, sizeof cmd,
+		 "'%s' eager --modules 20 '%s' >/dev/null && '%s' grads-kept '%s' >/dev/null", gen,
+		 b, gen, a);
+	assert_int_equal(system(cmd), 0);
+	xpf_input *in, *base;
+	xpf_report *r;
+	xpf_error err = { 0 };
+	xpf_options opt = XPF_OPTIONS_INIT;
+	assert_int_equal(xpf_input_open(a, NULL, &in, &err), XPF_OK);
+	assert_int_equal(xpf_input_open(b, NULL, &base, &err), XPF_OK);
+	assert_int_equal(xpf_report_open_compare(in, base, &opt, &r, &err), XPF_OK);
+	xpf_host *h = xpf_report_host(r, 0);
+	assert_int_equal(xpf_lazy_state(&h->compare), XPF_LAZY_NOT_YET);
+	static const char *const files[] = { "compare/modules.tsv", "compare/diagnosis.txt",
+					     "compare/diagnosis.json", "compare/peak_buffers.tsv",
+					     "compare/allocators.tsv" };
+	const xpf_compare *first = NULL, *c;
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		xpf_node *n;
+		const char *data;
+		size_t len;
+		assert_int_equal(xpf_report_resolve(r, files[i], &n, &err), XPF_OK);
+		assert_non_null(n);
+		assert_int_equal(xpf_node_content(n, &data, &len, &err), XPF_OK);
+		assert_int_equal(xpf_lazy_state(&h->compare), XPF_LAZY_DONE);
+		assert_int_equal(xpf_host_compare(h, &c, &err), XPF_OK);
+		if (first == NULL)
+			first = c;
+		assert_ptr_equal(c, first);
+	}
+	assert_ptr_equal(first->side[0].h, xpf_report_host(xpf_report_base(r), 0));
+	assert_ptr_equal(first->side[1].h, h);
+	assert_int_equal(first->nnew, 1);   /* jit_step */
+	assert_int_equal(first->ngone, 60); /* eager's 40, its 20 jit_many */
+	xpf_report_free(r);
+	xpf_input_free(in);
+	xpf_input_free(base);
+	unlink(a);
+	unlink(b);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -248,6 +357,8 @@ int main(void)
 		cmocka_unit_test(test_many_of_one_name),
 		cmocka_unit_test(test_cache_bounded),
 		cmocka_unit_test(test_rewritten_in_place),
+		cmocka_unit_test(test_replaced),
+		cmocka_unit_test(test_compare_once),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@
 #include "analysis/diagnosis/diagnosis.h"
 #include "analysis/plan/plan.h"
 #include "analysis/runtime/runtime.h"
+#include "analysis/compare/compare.h"
 #include "common/alloc.h"
 
 #include <stdlib.h>
@@ -24,11 +25,16 @@ void xpf_host_init(xpf_host *h, const char *name, xpf_capture *cap, const xpf_op
 		xpf_lazy_init(&h->plans[m]);
 	xpf_lazy_init(&h->runtime);
 	xpf_lazy_init(&h->diagnosis);
+	xpf_lazy_init(&h->compare);
 	pthread_mutex_init(&h->err_mu, NULL);
 }
 
 void xpf_host_release(xpf_host *h)
 {
+	/* the comparison borrows this host's analyses (and the baseline's,
+	 * which it never reads when freed): it goes first */
+	xpf_lazy_release(&h->compare, xpf_compare_free);
+	free(h->compare_dir);
 	for (size_t m = 0; m < h->nmodules; m++) {
 		xpf_lazy_release(&h->plans[m], xpf_plan_free);
 		if (h->module_dirs)
@@ -112,6 +118,34 @@ int xpf_host_diagnosis(xpf_host *h, const xpf_diagnosis **out, xpf_error *err)
 {
 	void *v = NULL;
 	int rc = xpf_lazy_get(&h->diagnosis, make_diagnosis, h, &v, err);
+	if (rc == XPF_OK)
+		*out = v;
+	return rc;
+}
+
+void xpf_host_set_base(xpf_host *h, xpf_host *base, const char *dir)
+{
+	h->base = base;
+	free(h->compare_dir);
+	h->compare_dir = xpf_strdup(dir);
+}
+
+static int make_compare(void *ctx, void **value, xpf_error *err)
+{
+	xpf_host *h = ctx;
+	xpf_compare *c = xpf_malloc(sizeof *c);
+	xpf_compare_build(h->base, h, h->compare_dir, c);
+	*value = c;
+	(void)err;
+	return XPF_OK;
+}
+
+int xpf_host_compare(xpf_host *h, const xpf_compare **out, xpf_error *err)
+{
+	if (h->base == NULL)
+		return xpf_fail(err, XPF_EUSAGE, "no baseline to compare with");
+	void *v = NULL;
+	int rc = xpf_lazy_get(&h->compare, make_compare, h, &v, err);
 	if (rc == XPF_OK)
 		*out = v;
 	return rc;

@@ -6,6 +6,7 @@
  *   xpf_host_plan(h, m)     the plan of module m (plan.h)
  *   xpf_host_runtime(h)     what the allocator did (runtime.h)
  *   xpf_host_diagnosis(h)   the findings (diagnosis.h)
+ *   xpf_host_compare(h)     what changed against its baseline host (compare.h)
  *
  * Each result is immutable once made and lives until xpf_host_release();
  * any number of threads may ask for it (the first one computes it). */
@@ -58,9 +59,16 @@ typedef struct xpf_host {
 	 * which runs them. */
 	int (*plan_of)(struct xpf_host *h, size_t m, const struct xpf_plan **out, xpf_error *err);
 	/* private: the analyses, each made once (host.c) */
-	xpf_lazy *plans;        /* nmodules slots: struct xpf_plan * */
-	xpf_lazy runtime;       /* struct xpf_runtime * */
-	xpf_lazy diagnosis;     /* struct xpf_diagnosis * */
+	xpf_lazy *plans;    /* nmodules slots: struct xpf_plan * */
+	xpf_lazy runtime;   /* struct xpf_runtime * */
+	xpf_lazy diagnosis; /* struct xpf_diagnosis * */
+	/* --base: the baseline host this one is compared with and where that
+	 * comparison's files are, from the report root ("compare/"), given by
+	 * the tree (xpf_host_set_base; base NULL: none); the comparison, made
+	 * once for all of those files */
+	struct xpf_host *base;
+	char *compare_dir;
+	xpf_lazy compare;       /* struct xpf_compare * */
 	pthread_mutex_t err_mu; /* guards first_late */
 	xpf_error first_late;   /* the first error found late (code 0: none) */
 } xpf_host;

@@ -413,8 +413,11 @@ bool xpf_capture_changed(xpf_capture *c)
 		return true;
 	if (c->fd < 0 || fstat(c->fd, &sb) != 0)
 		return false;
+	struct stat pb; /* the path: a file absent now is no change of ours */
 	if ((uint64_t)sb.st_size != c->size || sb.st_mtim.tv_sec != c->opened_mtime.tv_sec ||
-	    sb.st_mtim.tv_nsec != c->opened_mtime.tv_nsec) {
+	    sb.st_mtim.tv_nsec != c->opened_mtime.tv_nsec ||
+	    (c->real_path && stat(c->real_path, &pb) == 0 &&
+	     (pb.st_dev != c->dev || pb.st_ino != c->ino))) {
 		atomic_store(&c->changed, true);
 		return true;
 	}
@@ -440,6 +443,9 @@ int xpf_cap_map_file(const char *path, xpf_capture *c, xpf_error *err)
 	}
 	c->size = (size_t)sb.st_size;
 	c->opened_mtime = sb.st_mtim;
+	c->dev = sb.st_dev;
+	c->ino = sb.st_ino;
+	c->real_path = realpath(path, NULL);
 	if (c->size > 0) {
 		void *m = mmap(NULL, c->size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (m == MAP_FAILED) {
@@ -524,6 +530,7 @@ void xpf_capture_free(xpf_capture *c)
 	}
 	if (c->fd >= 0)
 		close(c->fd);
+	free(c->real_path);
 	free(c->label);
 	free(c);
 }

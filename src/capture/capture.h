@@ -276,8 +276,10 @@ unsigned xpf_capture_shrunk(xpf_capture *c);
 /* Whether the file changed since it was opened (SPEC §6): it shrank under
  * us (above), or its size or modification time is no longer what it was
  * (rewritten in place, with no read past its end: its bytes are another
- * capture's, which decode as garbage).  Looks at the file (fstat) until it
- * finds a change, then stays true.  False for captures opened from memory. */
+ * capture's, which decode as garbage), or its path names another file now
+ * (replaced: what the mount shows is no longer what is there).  Looks at
+ * the file (fstat, stat of its path) until it finds a change, then stays
+ * true.  False for captures opened from memory. */
 bool xpf_capture_changed(xpf_capture *c);
 /* The same without looking at the file: a change found before. */
 bool xpf_capture_changed_seen(xpf_capture *c);

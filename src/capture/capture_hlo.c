@@ -166,23 +166,56 @@ static int hlo_checked(xpf_hlo *h, xpf_error *err)
 	return rc;
 }
 
+/* What one part of an HloProto (its head, or a computation) of n bytes
+ * may take unpacked: UNPACK_TIMES times its bytes, and UNPACK_ROOM more
+ * for a small one (a computation of a few instructions takes a few KiB
+ * of structs).  The real HloProtos we have take at most 8.8 times their
+ * bytes for a part of over a KiB (8 times plus 1.8 KiB for any part); a
+ * part of empty messages (instructions of 2 bytes on the wire, each a
+ * 176-byte struct) would take ~90 times, and the plan ~130 bytes more an
+ * instruction: such a part is refused. */
+enum { UNPACK_TIMES = 16, UNPACK_ROOM = 64 << 10 };
+
+static int budget_fail(const xpf_hlo *h, const ProtobufCMessageDescriptor *d, const uint8_t *p,
+		       size_t n, xpf_error *err)
+{
+	return xpf_fail(err, XPF_EMALFORMED,
+			"%s: malformed capture: %s: %s of %zu bytes would take more than %d times its size in memory (parts of no bytes, such as empty instructions): refused (byte %llu)",
+			h->c->label, h->what,
+			d == &xla__hlo_computation_proto__descriptor ?
+				"a computation" :
+				"its HloProto less the computations",
+			n, UNPACK_TIMES,
+			(unsigned long long)off_of(h->c, d == &xla__hlo_computation_proto__descriptor ?
+								 p :
+								 h->at));
+}
+
 /* The message of descriptor d in [p, p + n) into *out, its parts in
- * *blocks: read by the quick reader, or where it does not vouch for it
- * (pb_quick.h) by protobuf-c, after the check.  On an error *blocks are
- * freed. */
+ * *blocks, within its budget: read by the quick reader, or where it does
+ * not vouch for it (pb_quick.h) by protobuf-c, after the check.  On an
+ * error *blocks are freed. */
 static int unpack(xpf_hlo *h, const ProtobufCMessageDescriptor *d, xpf_pb_blocks **blocks,
 		  const uint8_t *p, size_t n, ProtobufCMessage **out, xpf_error *err)
 {
-	ProtobufCAllocator a = xpf_pb_blocks_allocator(blocks);
+	size_t limit = n > (SIZE_MAX - UNPACK_ROOM) / UNPACK_TIMES ? SIZE_MAX :
+								     n * UNPACK_TIMES + UNPACK_ROOM;
+	xpf_pb_budget b = { blocks, limit, false };
+	ProtobufCAllocator a = xpf_pb_budget_allocator(&b);
 	if ((*out = xpf_pb_quick(d, &a, p, n)) != NULL)
 		return XPF_OK;
 	xpf_pb_blocks_free(blocks);
+	if (b.over && h->c)
+		return budget_fail(h, d, p, n, err);
 	int rc = hlo_checked(h, err);
 	if (rc != XPF_OK)
 		return rc;
+	b = (xpf_pb_budget){ blocks, limit, false };
 	if ((*out = protobuf_c_message_unpack(d, &a, n, p)) != NULL)
 		return XPF_OK;
 	xpf_pb_blocks_free(blocks);
+	if (b.over && h->c)
+		return budget_fail(h, d, p, n, err);
 	return hlo_fail(h, err);
 }
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <sys/types.h>
 
 #include "capture/capture.h"
 #include "capture/wire.h"
@@ -26,6 +27,12 @@ struct xpf_capture {
 	atomic_uint shrunk;           /* faults past the file's new end (SIGBUS) */
 	atomic_bool changed;          /* its size or mtime changed (xpf_capture_changed) */
 	struct timespec opened_mtime; /* the file's mtime when it was opened */
+	/* The file's absolute path (a daemon leaves its folder) and its device
+	 * and inode when it was opened: another file there now (replaced,
+	 * renamed over) is a change too.  NULL: not looked at. */
+	char *real_path;
+	dev_t dev;
+	ino_t ino;
 	bool hlo_only;
 
 	size_t nplanes;

@@ -58,6 +58,22 @@ ProtobufCAllocator xpf_pb_blocks_allocator(xpf_pb_blocks **blocks)
 	return (ProtobufCAllocator){ blocks_alloc, blocks_keep, blocks };
 }
 
+static void *budget_alloc(void *ctx, size_t n)
+{
+	xpf_pb_budget *b = ctx;
+	if (n > b->left) {
+		b->over = true;
+		return NULL;
+	}
+	b->left -= n;
+	return blocks_alloc(b->blocks, n);
+}
+
+ProtobufCAllocator xpf_pb_budget_allocator(xpf_pb_budget *b)
+{
+	return (ProtobufCAllocator){ budget_alloc, blocks_keep, b };
+}
+
 void xpf_pb_blocks_free(xpf_pb_blocks **blocks)
 {
 	while (*blocks) {

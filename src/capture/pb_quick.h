@@ -30,6 +30,18 @@ typedef struct xpf_pb_blocks xpf_pb_blocks;
 ProtobufCAllocator xpf_pb_blocks_allocator(xpf_pb_blocks **blocks);
 void xpf_pb_blocks_free(xpf_pb_blocks **blocks); /* every block; *blocks NULL */
 
+/* The same blocks, with a bound on what one unpack may take from them:
+ * past `left` bytes an allocation fails (the unpack with it) and `over`
+ * says so.  protobuf-c allocates a whole struct for a message of no bytes
+ * (176 for an empty instruction, 2 bytes on the wire): without a bound a
+ * hostile HloProto takes ~90 times its size. */
+typedef struct xpf_pb_budget {
+	xpf_pb_blocks **blocks;
+	size_t left;
+	bool over;
+} xpf_pb_budget;
+ProtobufCAllocator xpf_pb_budget_allocator(xpf_pb_budget *b);
+
 /* The message of descriptor d in [p, p + n) (p may be NULL when n is 0),
  * its parts from a, or NULL (whatever it took from a is not given back:
  * a's blocks go whole). */

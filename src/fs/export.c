@@ -82,6 +82,40 @@ bool xpf_input_folder(const xpf_input *in, const char *path)
 	return held;
 }
 
+/* Whether the folder sb is one that holds folder (an absolute path) or
+ * holds one that does: a mount there would hide it. */
+static bool above(const char *folder, const struct stat *sb)
+{
+	char *c = xpf_strdup(folder);
+	bool found = false;
+	while (!found && strcmp(c, "/") != 0 && strcmp(c, ".") != 0) {
+		char *up = xpf_strdup(dirname(c));
+		struct stat ub;
+		found = stat(up, &ub) == 0 && ub.st_dev == sb->st_dev && ub.st_ino == sb->st_ino;
+		free(c);
+		c = up;
+	}
+	free(c);
+	return found;
+}
+
+bool xpf_input_above(const xpf_input *in, const char *path)
+{
+	struct stat sb;
+	char real[PATH_MAX], folder[PATH_MAX];
+	if (in == NULL || stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+		return false;
+	if (realpath(in->path, real) && above(real, &sb))
+		return true;
+	for (size_t i = 0; i < in->nhosts; i++)
+		if (in->hosts[i].path && realpath(in->hosts[i].path, real)) {
+			snprintf(folder, sizeof folder, "%s", real);
+			if (above(folder, &sb))
+				return true;
+		}
+	return false;
+}
+
 /* ---- where DIR may be ------------------------------------------------- */
 
 /* The absolute form of path, which need not exist yet (its folder must). */

@@ -13,6 +13,9 @@
  * folder that holds one of in's captures, or the run directory or logdir
  * given as in. */
 bool xpf_input_folder(const xpf_input *in, const char *path);
+/* Whether path names a folder above one of in's captures' (their folders'
+ * parent, its parent, ... up to /): a mount there hides them as well. */
+bool xpf_input_above(const xpf_input *in, const char *path);
 
 /* Files --export could not make (EIO in the mount): how many, the first. */
 typedef struct xpf_export_soft {

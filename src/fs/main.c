@@ -488,8 +488,8 @@ static int run_export(xpf_report *r, const char *dir, const xpf_input *in, const
 }
 
 /* MOUNTPOINT as given: anywhere but a folder that holds the capture or,
- * with --base, the baseline (the mount would hide it from the daemon that
- * reads it, and from the user). */
+ * with --base, the baseline, or holds such a folder (the mount would hide
+ * it from the daemon that reads it, and from the user). */
 static int check_mountpoint(const xpf_input *in, const xpf_input *base, const char *mountpoint,
 			    xpf_error *err)
 {
@@ -501,6 +501,11 @@ static int check_mountpoint(const xpf_input *in, const xpf_input *base, const ch
 		return xpf_fail(err, XPF_EUSAGE,
 				"%s: the baseline's own folder: a mount there would hide it; give another MOUNTPOINT",
 				mountpoint);
+	for (int k = 0; k < 2; k++)
+		if (xpf_input_above(k ? base : in, mountpoint))
+			return xpf_fail(err, XPF_EUSAGE,
+					"%s: holds the %s's folder: a mount there would hide it; give another MOUNTPOINT",
+					mountpoint, k ? "baseline" : "capture");
 	return XPF_OK;
 }
 

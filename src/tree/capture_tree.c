@@ -97,7 +97,7 @@ static int changed_errors(xpf_capture *c, xpf_buf *out)
 			  "capture changed: ");
 	xpf_buf_text(out, xpf_capture_label(c));
 	xpf_buf_adds(out,
-		     " changed while mounted (rewritten, truncated or touched); files made before keep their bytes, the others give EIO; unmount and mount it again\n");
+		     " changed while mounted (rewritten, truncated, touched or replaced); files made before keep their bytes, the others give EIO; unmount and mount it again\n");
 	return XPF_OK;
 }
 

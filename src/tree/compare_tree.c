@@ -3,8 +3,9 @@
  * One after-host makes compare/ hold the files; several make
  * compare/hosts/<host>/ for each, compared with the baseline's host of
  * the same name (else of the same position, else its first).  A file's
- * node carries its after-host (n->host) and the baseline host's index
- * (n->arg); each file builds the comparison (compare.c) and releases it. */
+ * node carries its after-host (n->host), which keeps the comparison
+ * (compare.c, xpf_host_compare): made by the first file read, shared by
+ * the others. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,14 +18,10 @@
 #include "common/alloc.h"
 #include "tree/render/json_text.h"
 
-static void build(xpf_host *h, const xpf_node *n, xpf_compare *c)
+/* The pair's comparison, made once (xpf_tree_compare gave h its baseline). */
+static int get(xpf_host *h, const xpf_compare **c, xpf_error *err)
 {
-	xpf_report *base = xpf_report_base(n->report);
-	xpf_buf dir = XPF_BUF_INIT;
-	xpf_node_path(n->parent, &dir);
-	xpf_buf_addc(&dir, '/');
-	xpf_compare_build(xpf_report_host(base, (size_t)n->arg), h, dir.data, c);
-	xpf_buf_release(&dir);
+	return xpf_host_compare(h, c, err);
 }
 
 static const char *mod_name(const xpf_cmp_side *s, long m)
@@ -65,15 +62,16 @@ static void nothing_line(const xpf_compare *c, xpf_buf *out)
 
 static int render_txt(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
-	xpf_compare c;
+	const xpf_compare *c;
 	char h1[32], h2[32];
-	build(h, n, &c);
-	if (c.nchanges == 0) {
-		nothing_line(&c, out);
-		xpf_compare_release(&c);
+	int rc = get(h, &c, err);
+	if (rc != XPF_OK)
+		return rc;
+	if (c->nchanges == 0) {
+		nothing_line(c, out);
 		return XPF_OK;
 	}
-	const xpf_cmp_side *b = &c.side[0], *a = &c.side[1];
+	const xpf_cmp_side *b = &c->side[0], *a = &c->side[1];
 	xpf_buf n1 = XPF_BUF_INIT, n2 = XPF_BUF_INIT;
 	xpf_buf_printf(out, "# %s against the baseline %s",
 		       xpf_text_of(&n1, xpf_capture_label(a->h->cap)),
@@ -84,17 +82,17 @@ static int render_txt(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *e
 			       b->focus >= 0 ? xpf_text_of(&n2, mod_name(b, b->focus)) : "(none)");
 	xpf_buf_release(&n1);
 	xpf_buf_release(&n2);
-	if (c.focus_pair >= 0 && c.modules[c.focus_pair].base >= 0 &&
-	    c.modules[c.focus_pair].after >= 0)
+	if (c->focus_pair >= 0 && c->modules[c->focus_pair].base >= 0 &&
+	    c->modules[c->focus_pair].after >= 0)
 		xpf_buf_printf(out, " (matched by %s)",
-			       xpf_cmp_how_name(c.modules[c.focus_pair].how));
+			       xpf_cmp_how_name(c->modules[c->focus_pair].how));
 	if (a->d && b->d && (a->d->capacity_bytes || b->d->capacity_bytes))
 		xpf_buf_printf(out, "; capacity %s -> %s", xpf_human(b->d->capacity_bytes, h1),
 			       xpf_human(a->d->capacity_bytes, h2));
-	xpf_buf_printf(out, "; %zu modules matched, %zu new, %zu gone\n", c.nmatched, c.nnew,
-		       c.ngone);
-	for (size_t i = 0; i < c.nchanges; i++) {
-		const xpf_cmp_change *ch = &c.changes[i];
+	xpf_buf_printf(out, "; %zu modules matched, %zu new, %zu gone\n", c->nmatched, c->nnew,
+		       c->ngone);
+	for (size_t i = 0; i < c->nchanges; i++) {
+		const xpf_cmp_change *ch = &c->changes[i];
 		xpf_buf_printf(out, "[%s] %s: ", xpf_tag_name(ch->tag), ch->code);
 		xpf_buf_text(out, ch->text);
 		for (size_t j = 0; j < ch->nevidence; j++) {
@@ -103,8 +101,6 @@ static int render_txt(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *e
 		}
 		xpf_buf_addc(out, '\n');
 	}
-	xpf_compare_release(&c);
-	(void)err;
 	return XPF_OK;
 }
 
@@ -141,24 +137,26 @@ static json_t *jside(const xpf_cmp_side *s)
 
 static int render_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
-	xpf_compare c;
-	build(h, n, &c);
+	const xpf_compare *c;
+	int rc = get(h, &c, err);
+	if (rc != XPF_OK)
+		return rc;
 	json_t *root = json_object(), *arr = json_array(), *mods = json_object();
 	json_t *nw = json_array(), *gone = json_array();
-	json_object_set_new(root, "base", jside(&c.side[0]));
-	json_object_set_new(root, "after", jside(&c.side[1]));
-	json_object_set_new(root, "capture", xpf_json_text(xpf_capture_label(c.side[1].h->cap)));
+	json_object_set_new(root, "base", jside(&c->side[0]));
+	json_object_set_new(root, "after", jside(&c->side[1]));
+	json_object_set_new(root, "capture", xpf_json_text(xpf_capture_label(c->side[1].h->cap)));
 	json_object_set_new(root, "module",
-			    c.side[1].focus >= 0 ?
-				    xpf_json_text(mod_name(&c.side[1], c.side[1].focus)) :
+			    c->side[1].focus >= 0 ?
+				    xpf_json_text(mod_name(&c->side[1], c->side[1].focus)) :
 				    json_null());
 	json_object_set_new(root, "match",
-			    c.focus_pair >= 0 ?
-				    xpf_json_text(xpf_cmp_how_name(c.modules[c.focus_pair].how)) :
+			    c->focus_pair >= 0 ?
+				    xpf_json_text(xpf_cmp_how_name(c->modules[c->focus_pair].how)) :
 				    json_null());
-	json_object_set_new(root, "nothing_changed", json_boolean(c.nchanges == 0));
-	for (size_t i = 0; i < c.nchanges; i++) {
-		const xpf_cmp_change *ch = &c.changes[i];
+	json_object_set_new(root, "nothing_changed", json_boolean(c->nchanges == 0));
+	for (size_t i = 0; i < c->nchanges; i++) {
+		const xpf_cmp_change *ch = &c->changes[i];
 		json_t *o = json_object(), *figs = json_object(), *ev = json_array();
 		json_object_set_new(o, "code", xpf_json_text(ch->code));
 		json_object_set_new(o, "tag", xpf_json_text(xpf_tag_name(ch->tag)));
@@ -185,18 +183,17 @@ static int render_json(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 		json_array_append_new(arr, o);
 	}
 	json_object_set_new(root, "changes", arr);
-	for (size_t i = 0; i < c.nmodules; i++) {
-		const xpf_cmp_module *m = &c.modules[i];
+	for (size_t i = 0; i < c->nmodules; i++) {
+		const xpf_cmp_module *m = &c->modules[i];
 		if (m->how == XPF_CMP_NEW)
-			json_array_append_new(nw, xpf_json_text(mod_name(&c.side[1], m->after)));
+			json_array_append_new(nw, xpf_json_text(mod_name(&c->side[1], m->after)));
 		else if (m->how == XPF_CMP_GONE)
-			json_array_append_new(gone, xpf_json_text(mod_name(&c.side[0], m->base)));
+			json_array_append_new(gone, xpf_json_text(mod_name(&c->side[0], m->base)));
 	}
-	json_object_set_new(mods, "matched", jint(c.nmatched));
+	json_object_set_new(mods, "matched", jint(c->nmatched));
 	json_object_set_new(mods, "new", nw);
 	json_object_set_new(mods, "gone", gone);
 	json_object_set_new(root, "modules", mods);
-	xpf_compare_release(&c);
 	char *s = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
 	json_decref(root);
 	if (s == NULL)
@@ -247,31 +244,33 @@ static int module_row_cmp(const void *x, const void *y)
 
 static int render_modules(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
-	xpf_compare c;
-	build(h, n, &c);
+	const xpf_compare *c;
+	int rc = get(h, &c, err);
+	if (rc != XPF_OK)
+		return rc;
 	xpf_buf_adds(out, "name\tmatch\tbase_dir\tdir");
 	for (int f = 0; f < XPF_CMP_NFIGS; f++)
 		xpf_buf_printf(out, "\tbase_%s\t%s\tdelta_%s", xpf_cmp_fig_names[f],
 			       xpf_cmp_fig_names[f], xpf_cmp_fig_names[f]);
 	xpf_buf_addc(out, '\n');
-	struct module_row *rows = xpf_malloc((c.nmodules ? c.nmodules : 1) * sizeof *rows);
-	for (size_t i = 0; i < c.nmodules; i++) {
-		const xpf_cmp_module *m = &c.modules[i];
+	struct module_row *rows = xpf_malloc((c->nmodules ? c->nmodules : 1) * sizeof *rows);
+	for (size_t i = 0; i < c->nmodules; i++) {
+		const xpf_cmp_module *m = &c->modules[i];
 		rows[i].m = m;
-		rows[i].name = m->after >= 0 ? mod_name(&c.side[1], m->after) :
-					       mod_name(&c.side[0], m->base);
+		rows[i].name = m->after >= 0 ? mod_name(&c->side[1], m->after) :
+					       mod_name(&c->side[0], m->base);
 	}
-	xpf_qsort(rows, c.nmodules, sizeof *rows, module_row_cmp);
-	for (size_t i = 0; i < c.nmodules; i++) {
+	xpf_qsort(rows, c->nmodules, sizeof *rows, module_row_cmp);
+	for (size_t i = 0; i < c->nmodules; i++) {
 		const xpf_cmp_module *m = rows[i].m;
 		const char *name = rows[i].name;
 		xpf_buf_tsvn(out, name, xpf_cmp_stem_len(name));
 		xpf_buf_printf(out, "\t%s\t", xpf_cmp_how_name(m->how));
 		if (m->base >= 0)
-			xpf_buf_tsv(out, c.side[0].h->module_dirs[m->base]);
+			xpf_buf_tsv(out, c->side[0].h->module_dirs[m->base]);
 		xpf_buf_addc(out, '\t');
 		if (m->after >= 0)
-			xpf_buf_tsv(out, c.side[1].h->module_dirs[m->after]);
+			xpf_buf_tsv(out, c->side[1].h->module_dirs[m->after]);
 		for (int f = 0; f < XPF_CMP_NFIGS; f++) {
 			bool hb = f == XPF_CMP_EXECUTIONS ? m->fb.has_executions : m->fb.has_plan;
 			bool ha = f == XPF_CMP_EXECUTIONS ? m->fa.has_executions : m->fa.has_plan;
@@ -288,8 +287,6 @@ static int render_modules(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 		xpf_buf_addc(out, '\n');
 	}
 	free(rows);
-	xpf_compare_release(&c);
-	(void)err;
 	return XPF_OK;
 }
 
@@ -297,14 +294,16 @@ static int render_modules(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 
 static int render_peak(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
-	xpf_compare c;
+	const xpf_compare *c;
 	char hb[32];
-	build(h, n, &c);
+	int rc = get(h, &c, err);
+	if (rc != XPF_OK)
+		return rc;
 	xpf_buf_adds(out,
 		     "role\tdtype\tshape\tsource\tbase_count\tcount\tdelta_count\tbase_bytes\tbytes"
 		     "\tdelta_bytes\tdelta_human\n");
-	for (size_t i = 0; i < c.ngroups; i++) {
-		const xpf_cmp_group *g = &c.groups[i];
+	for (size_t i = 0; i < c->ngroups; i++) {
+		const xpf_cmp_group *g = &c->groups[i];
 		xpf_buf_printf(out, "%s\t", xpf_role_name(g->role));
 		xpf_buf_tsv(out, g->dtype);
 		xpf_buf_addc(out, '\t');
@@ -325,8 +324,6 @@ static int render_peak(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 							   "-",
 			       xpf_human(d, hb));
 	}
-	xpf_compare_release(&c);
-	(void)err;
 	return XPF_OK;
 }
 
@@ -334,14 +331,16 @@ static int render_allocators(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_e
 {
 	static const char *const cols[] = { "capacity_bytes", "peak_in_window_bytes",
 					    "lifetime_peak_bytes", "live_at_end_bytes" };
-	xpf_compare c;
-	build(h, n, &c);
+	const xpf_compare *c;
+	int rc = get(h, &c, err);
+	if (rc != XPF_OK)
+		return rc;
 	xpf_buf_adds(out, "allocator");
 	for (size_t k = 0; k < 4; k++)
 		xpf_buf_printf(out, "\tbase_%s\t%s\tdelta_%s", cols[k], cols[k], cols[k]);
 	xpf_buf_addc(out, '\n');
-	for (size_t i = 0; i < c.nallocs; i++) {
-		const xpf_cmp_alloc *a = &c.allocs[i];
+	for (size_t i = 0; i < c->nallocs; i++) {
+		const xpf_cmp_alloc *a = &c->allocs[i];
 		xpf_buf_tsv(out, a->name);
 		for (size_t k = 0; k < 4; k++) {
 			uint64_t v[2] = { 0, 0 };
@@ -363,8 +362,6 @@ static int render_allocators(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_e
 		}
 		xpf_buf_addc(out, '\n');
 	}
-	xpf_compare_release(&c);
-	(void)err;
 	return XPF_OK;
 }
 
@@ -384,13 +381,17 @@ static const char readme[] =
 	"    line (`# ...`) names both captures, the compared modules and the capacities.  Identical\n"
 	"    captures give one line: `[read] nothing-changed: ...`.  Codes (stable):\n"
 	"      fits-now / still-short / short-now / still-fits   the focus module's need against the capacity\n"
-	"                           before and after (`fits now, 788.0 MiB <= 2.79 GiB`, `still short by N`)\n"
+	"                           before and after (`fits now, 788.0 MiB <= 2.79 GiB`, `still short by N`);\n"
+	"                           a capacity that is not a pool's (no allocator events, a runtime that\n"
+	"                           cannot be read) says where it is from\n"
 	"      need                 the same without a capacity on one side\n"
 	"      codes-gone / codes-new   diagnosis codes that went away / appeared\n"
 	"      peak-role            bytes of one role at the heap peak (forward-kept, backward, ...)\n"
 	"      heap-peak, temp, non-aliased-outputs, parameters, donated   the focus module's plan figures\n"
 	"      in-use-at-start      in use when the focus module's last execution started\n"
-	"      growth-per-execution the mean rise of that in use from one execution to the next\n"
+	"      growth-per-execution the mean rise of that in use from one execution to the next (0 where it\n"
+	"                           ran once); on a side where in use is not known (no allocator events, a\n"
+	"                           runtime that cannot be read) `unknown (why)`, with no figures\n"
 	"      pool-peak            the pool allocator's peak in use in the window\n"
 	"      modules-new / modules-gone / modules-changed   modules only after / only before / whose need changed\n"
 	"    Each figure line: before -> after: delta human (delta bytes, delta %).\n"
@@ -421,8 +422,15 @@ static int render_readme(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error
 	return XPF_OK;
 }
 
-static void files(xpf_node *dir, long base_host)
+/* dir's files compare after-host h with the baseline's host base_host. */
+static void files(xpf_report *r, xpf_node *dir, xpf_host *h, long base_host)
 {
+	xpf_buf path = XPF_BUF_INIT;
+	xpf_node_path(dir, &path);
+	xpf_buf_addc(&path, '/');
+	xpf_host_set_base(h, xpf_report_host(xpf_report_base(r), (size_t)base_host), path.data);
+	xpf_buf_release(&path);
+	dir->host = h;
 	xpf_node_file(dir, XPF_F_DIAGNOSIS_TXT, render_txt, base_host);
 	xpf_node_file(dir, XPF_F_DIAGNOSIS_JSON, render_json, base_host);
 	xpf_node_file(dir, XPF_F_MODULES_TSV, render_modules, base_host);
@@ -447,15 +455,13 @@ void xpf_tree_compare(xpf_report *r, xpf_node *dir)
 {
 	xpf_node_file(dir, XPF_F_README, render_readme, 0);
 	if (xpf_report_nhosts(r) == 1) {
-		dir->host = xpf_report_host(r, 0);
-		files(dir, base_host_of(r, 0));
+		files(r, dir, xpf_report_host(r, 0), base_host_of(r, 0));
 		return;
 	}
 	xpf_node *hosts = xpf_node_dir(dir, XPF_D_HOSTS, NULL, 0);
 	for (size_t i = 0; i < xpf_report_nhosts(r); i++) {
 		xpf_host *h = xpf_report_host(r, i);
-		xpf_node *d = xpf_node_dir(hosts, xpf_report_host_root(r, h)->name, NULL, 0);
-		d->host = h;
-		files(d, base_host_of(r, i));
+		files(r, xpf_node_dir(hosts, xpf_report_host_root(r, h)->name, NULL, 0), h,
+		      base_host_of(r, i));
 	}
 }

@@ -116,7 +116,7 @@ int xpf_node_lookup(xpf_node *dir, const char *name, xpf_node **out, xpf_error *
 static int changed_fail(const xpf_node *f, xpf_error *err)
 {
 	return xpf_fail(err, XPF_EIO,
-			"%s: the capture %s changed while mounted (rewritten, truncated or touched): files not read before give EIO; unmount and mount it again",
+			"%s: the capture %s changed while mounted (rewritten, truncated, touched or replaced): files not read before give EIO; unmount and mount it again",
 			f->name, xpf_capture_label(f->host->cap));
 }
 

@@ -417,6 +417,17 @@ def cases():
         schedule=[3, 2, 1, 999, -5]))])
     c['hlo-garbage.xplane.pb'] = base(modules=[('jit_f(1)', 1, b'\xff\xff\xff\xff\x0f' * 8)])
     c['hlo-empty.xplane.pb'] = base(modules=[('jit_f(1)', 1, b'')])
+    # Messages of no bytes (issue 38): protobuf-c makes a struct for each
+    # (176 bytes for an instruction of 2 bytes on the wire); a 10 MB
+    # HloProto of them took 1.5 GB.  A part that would take more than 16
+    # times its bytes is refused: a computation, and the head (empty
+    # logical buffers, 56 bytes each).
+    c['hlo-empty-instrs.xplane.pb'] = base(modules=[('jit_f(1)', 1, hlo_proto(
+        extra_instr=[b''] * 40_000))])
+    c['hlo-empty-instrs.hlo.pb'] = hlo_proto(extra_instr=[b''] * 40_000)
+    c['hlo-empty-buffers.xplane.pb'] = base(modules=[('jit_f(1)', 1, hlo_proto(
+        lbs=[logical_buffer(0, 1024, 'p0', 1), logical_buffer(1, 1024, 't0', 2),
+             logical_buffer(2, 1024, 'add', 3)] + [b''] * 40_000))])
     c['hlo-deep-shape-100.xplane.pb'] = base(modules=[('jit_f(1)', 1, hlo_proto(
         shp=nested_shape(100)))])
     c['hlo-deep-shape-60.xplane.pb'] = base(modules=[('jit_f(1)', 1, hlo_proto(
@@ -471,6 +482,15 @@ def cases():
         event(1, 2_500_000, 0, in_use_u(2**63 - 1, 0x8000)),
         event(3, 3_000_000, 1_000_000, []),
         event(2, 4_500_000, 0, in_use_u(0, 0x8000))]))
+    # jit_f(1) run twice, in use at its starts 1024 then 3072 bytes: a
+    # growth of 2048 a run, for compare against a baseline whose growth is
+    # unknown (a bare HloProto, a broken runtime: issue 38).
+    c['ok-grows.xplane.pb'] = base(cpu=cpu_plane(events=[
+        event(1, 500_000, 0, alloc_stats(1024, 1024, 0x7000)),
+        event(3, 1_000_000, 1_000_000, []),
+        event(1, 2_500_000, 0, alloc_stats(3072, 2048, 0x8000)),
+        event(3, 3_000_000, 1_000_000, []),
+        event(2, 4_500_000, 0, alloc_stats(1024, 2048, 0x8000))]))
     c['alloc-no-allocator.xplane.pb'] = base(cpu=cpu_plane(events=[
         event(1, 1_000_000, 0, alloc_stats(1024, 1024, 0x7000)[1:]),
         event(2, 2_000_000, 0, alloc_stats(0, 1024, 0x7000)[1:])]))

@@ -100,6 +100,21 @@ else
 		echo "FAIL: a mount over the baseline's folder: exit $rc: $(head -c 300 "$tmp/err")"
 		fails=$((fails + 1))
 	fi
+	# nor a folder above either's (issue 38): the mount hides what is below
+	mkdir -p "$tmp/up/bdir/sub"
+	cp "$here/bad/cases/ok-base.xplane.pb" "$tmp/up/bdir/sub/b.xplane.pb"
+	for c in "$tmp/up|$tmp/up/bdir/sub/b.xplane.pb|capture" "$tmp/up/bdir|$tmp/after/a.xplane.pb --base $tmp/up/bdir/sub/b.xplane.pb|baseline"; do
+		IFS='|' read -r mp args who <<<"$c"
+		# shellcheck disable=SC2086 # args: the words of CAPTURE or --base BASE CAPTURE
+		timeout 20 "$XPF" -f $args "$mp" 2>"$tmp/err"
+		rc=$?
+		if [ "$rc" -eq 1 ] && grep -qxF "xplanefs: $mp: holds the $who's folder: a mount there would hide it; give another MOUNTPOINT" "$tmp/err"; then
+			echo "ok: no mount above the $who's folder"
+		else
+			echo "FAIL: a mount above the $who's folder: exit $rc: $(head -c 300 "$tmp/err")"
+			fails=$((fails + 1))
+		fi
+	done
 	for c in ...xplane.pb ..xplane.pb; do
 		(cd "$tmp/dots/here" && timeout 20 "$XPF" -f "../$c" >"$tmp/out" 2>"$tmp/err")
 		rc=$?

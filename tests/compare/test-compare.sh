@@ -180,6 +180,48 @@ printf '%s' "$out" | grep -q '^\[read\] modules-new: 1 module new (only after): 
 [ "$(cat "$tmp/m")" = "$(printf 'jit_step\tnew\t\tjit_step(2811)\njit_mlp_step\tgone\tjit_mlp_step(901)\t')" ] &&
 	ok "modules.tsv: new then gone" || fail "modules.tsv new/gone: $(cat "$tmp/m")"
 
+# 6b. Several modules of one name (issue 38): by parameter shapes, then in
+#     order.  The baseline's jit_many(1101..1150) take f32[1]..f32[50], those
+#     of ids 1110, 1120, ..., 1150 unreadable (their HloProto cut short);
+#     after's jit_many(1101..1150) take f32[75]..f32[26], id 1176 - d holding
+#     f32[d].  By hand: after's f32[d], d = 26..50 but 30, 40, 50, pairs by
+#     shapes with the baseline's 1100 + d (22 pairs); the rest in order: after's
+#     1101..1125 with the baseline's 1101..1125, then 1126, 1136, 1146 with
+#     1130, 1140, 1150.  Eager's 39 op modules (13 of each of three names, all
+#     of one shape) pair by shapes with themselves, jit_einsum by name.
+"$MK" eager --modules 50,broken=10 "$tmp/caps/many-base" >/dev/null &&
+	"$MK" eager --modules 50,from=25,reverse "$tmp/caps/many-after" >/dev/null ||
+	{ echo "cannot build the --modules captures"; exit 1; }
+{
+	for d in $(seq 26 50); do
+		case $d in 30 | 40 | 50) ;; *) echo "jit_many($((1100 + d))) jit_many($((1176 - d))) shapes" ;; esac
+	done
+	for i in $(seq 1101 1125); do echo "jit_many($i) jit_many($i) order"; done
+	echo "jit_many(1130) jit_many(1126) order"
+	echo "jit_many(1140) jit_many(1136) order"
+	echo "jit_many(1150) jit_many(1146) order"
+} | sort >"$tmp/want"
+"$XPF" --base "$(cap many-base)" --cat compare/modules.tsv "$(cap many-after)" 2>/dev/null >"$tmp/m"
+awk -F'\t' '$1 == "jit_many" { print $3, $4, $2 }' "$tmp/m" | sort >"$tmp/got"
+cmp -s "$tmp/want" "$tmp/got" && ok "jit_many: 22 pairs by shapes, 28 in order, as derived" ||
+	fail "jit_many pairs: $(diff "$tmp/want" "$tmp/got" | head -c 600)"
+got=$(awk -F'\t' 'NR > 1 && $1 != "jit_many" { n[$2]++; if ($2 != "name" && $3 != $4) bad++ }
+	END { printf "%d shapes, %d name, %d new, %d gone, %d crossed", n["shapes"], n["name"], n["new"], n["gone"], bad }' "$tmp/m")
+[ "$got" = "39 shapes, 1 name, 0 new, 0 gone, 0 crossed" ] && ok "eager's modules: $got" || fail "eager's modules: $got"
+
+# 6c. Thousands of modules of one name (a retracing loop, eager op-by-op
+#     programs) are matched in time linear in them: every pair was compared
+#     before (30,000 reversed took minutes), now seconds.  A hang guard, not
+#     a measure (bench/README has the figures).
+"$MK" eager --modules 30000 "$tmp/caps/many30k-base" >/dev/null &&
+	"$MK" eager --modules 30000,reverse "$tmp/caps/many30k-after" >/dev/null ||
+	{ echo "cannot build the 30,000-module captures"; exit 1; }
+out=$(timeout 120 "$XPF" --base "$(cap many30k-base)" --cat compare/modules.tsv "$(cap many30k-after)" |
+	awk -F'\t' 'NR > 1 { n[$2]++ } END { printf "%d shapes, %d name, %d order", n["shapes"], n["name"], n["order"] }')
+[ "$out" = "30039 shapes, 1 name, 0 order" ] && ok "30,000 modules of one name, reversed: $out" ||
+	fail "30,000 modules of one name: '$out' (timed out?)"
+rm -f "$tmp/caps/many30k-"*
+
 # 7. The generated README says what base/ and compare/ are; compare/README
 #    describes every file of compare/; none of it without --base.
 d="$tmp/out/attention-too-big-grads-kept"
@@ -206,6 +248,34 @@ out=$("$XPF" --base "$big" --cat compare/diagnosis.json "$okb" 2>"$tmp/err" |
 "$XPF" --base "$okb" --cat compare/diagnosis.txt "$big" >"$tmp/big.txt" 2>"$tmp/err"
 grep -qF 'mean rise per execution: 0 B (it ran once) -> -6 B: -6 B (-6 bytes)' "$tmp/big.txt" && [ ! -s "$tmp/err" ] &&
 	ok "in use past 2^63: growth 0 -> -6" || fail "in use past 2^63: $(head -c 300 "$tmp/err") $(cat "$tmp/big.txt")"
+
+# 7c. A side whose growth is unknown (issue 38: it read "0 B (it ran once)"):
+#     a bare HloProto, a runtime that cannot be read, no allocator events;
+#     ok-grows' jit_f(1) runs twice, in use 1024 then 3072 bytes at its
+#     starts (+2048 a run).  No change with figures from unknown; a capacity
+#     that is not a pool's says why.
+okg="$here/bad/cases/ok-grows.xplane.pb" hlo="$here/bad/cases/ok-hlo.hlo.pb"
+broken="$here/bad/cases/flip-0.xplane.pb" nopool="$here/bad/cases/alloc-no-allocator.xplane.pb"
+grow_line() { "$XPF" --base "$1" --cat compare/diagnosis.txt "$2" 2>/dev/null | grep '^\[measured\] growth-per-execution: '; }
+for c in "$hlo|$okg|unknown (a bare HloProto, no allocator events) -> +2.0 KiB" \
+	"$okg|$hlo|+2.0 KiB -> unknown (a bare HloProto, no allocator events)" \
+	"$broken|$okg|unknown (its runtime cannot be read) -> +2.0 KiB" \
+	"$nopool|$okg|unknown (no allocator events) -> +2.0 KiB"; do
+	IFS='|' read -r b a want <<<"$c"
+	got=$(grow_line "$b" "$a")
+	[ "$got" = "[measured] growth-per-execution: in use at the start of jit_f's executions, mean rise per execution: $want -> base/runtime/executions.tsv, runtime/executions.tsv" ] &&
+		ok "growth from $(basename "$b") to $(basename "$a"): $want" ||
+		fail "growth from $(basename "$b") to $(basename "$a"): '$got', want '... $want'"
+done
+out=$("$XPF" --base "$hlo" --cat compare/diagnosis.json "$okg" | jq -c '.changes[] | select(.code == "growth-per-execution") | .figures')
+[ "$out" = "{}" ] && ok "growth from unknown: no figures" || fail "growth from unknown: figures $out"
+out=$(grow_line "$(cap no-runtime)" "$(cap grads-kept)")
+[ -z "$out" ] && ok "no growth line against a baseline without allocator events and no matched module" ||
+	fail "a growth line from unknown: $out"
+out=$("$XPF" --base "$broken" --cat compare/diagnosis.txt "$okg" 2>/dev/null | sed -n 2p)
+printf '%s' "$out" | grep -qF "capacity -79.00 GiB (-84825601024 bytes, -98.7%); the baseline has a runtime that cannot be read (capture/errors.txt), so its capacity is from the device plane's memory_size" &&
+	printf '%s' "$out" | grep -qF -- "-> base/modules/jit_f(1)/plan.json, modules/jit_f(1)/plan.json, diagnosis.txt, base/capture/errors.txt" &&
+	ok "a broken baseline runtime: its capacity change says why" || fail "a broken baseline runtime: $out"
 
 # 8. The mount: the same files, exact sizes (skipped without FUSE).
 if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null && "$XPF" --help >/dev/null; then

@@ -1,4 +1,4 @@
-/* xplane-mkcapture SCENARIO [--scale N] [--big-module N] [--big-step N] [--variant V[,V...]] OUT
+/* xplane-mkcapture SCENARIO [--scale N] [--big-module N] [--big-step N] [--modules N[,...]] [--variant V[,V...]] OUT
  * xplane-mkcapture --job N (--steps S | --size BYTES) [--variant V,...] OUT
  * xplane-mkcapture --lm SPEC [-v] OUT
  *
@@ -13,6 +13,9 @@
  * --big-module N adds a never-executed module of about N instructions;
  * --big-step N a module of about N instructions that runs and is the focus
  * (runtime.c, mk_add_big_step).
+ * --modules N[,unique][,reverse][,from=K][,broken=B][,stem=NAME] adds N small
+ * modules that never run, all of one name unless unique (runtime.h,
+ * mk_add_many_modules): matching many modules in compare/.
  * --variant writes the same scenario in another shape (runtime.h, MK_V_*):
  * the figures stay, the event names, nesting, stats and order change.
  * --job N writes no scenario but the shape of a big real job (job.c): S
@@ -33,13 +36,16 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: xplane-mkcapture SCENARIO [--scale N] [--big-module N] [--big-step N] [--variant V[,V...]] [-v] OUT\n"
+	fprintf(f, "usage: xplane-mkcapture SCENARIO [--scale N] [--big-module N] [--big-step N] [--modules N[,...]] [--variant V[,V...]] [-v] OUT\n"
 		   "       xplane-mkcapture --job N (--steps S | --size BYTES) [--variant V,...] OUT\n"
 		   "       xplane-mkcapture --lm SPEC [-v] OUT\n"
 		   "       xplane-mkcapture --list | --list-variants\n"
 		   "--scale N: about N times the scale-1 size (more steps, events, kernels)\n"
 		   "--big-module N: add a compiled, never executed module of about N instructions\n"
 		   "--big-step N: add a module of about N instructions that runs once and is the focus\n"
+		   "--modules N[,unique][,reverse][,from=K][,broken=B][,stem=NAME]: add N small modules\n"
+		   "  that never run, of one name, parameters f32[K+1..K+N] (unique: STEM_<k>;\n"
+		   "  reverse: f32[K+N..K+1]; every B-th HloProto cut short)\n"
 		   "--variant V,...: the same figures in another shape of the events (--list-variants)\n"
 		   "--job N: the shape of a big real job: S steps of a focus of about N instructions\n"
 		   "  on one GPU among small executions, with Python-tracer events (--size: S for BYTES)\n"
@@ -72,7 +78,7 @@ static void calibrate(const mk_scenario *sc, int host, int scale, mk_scn *s)
 }
 
 static int write_host(const mk_scenario *sc, int host, int scale, int64_t big, int64_t step,
-	const char *path, int verbose, unsigned variants)
+	const char *many, const char *path, int verbose, unsigned variants)
 {
 	mk_scn *s = calloc(1, sizeof *s); /* megabytes: never on the stack */
 	uint64_t bytes = 0, events = 0;
@@ -88,6 +94,13 @@ static int write_host(const mk_scenario *sc, int host, int scale, int64_t big, i
 		mk_add_big_step(s, step);
 	if (scale > 1)
 		calibrate(sc, host, scale, s);
+	char bad[128];
+	if (many && mk_add_many_modules(s, many, bad, sizeof bad) != 0) {
+		fprintf(stderr, "xplane-mkcapture: --modules: bad '%s'\n", bad);
+		mk_scn_release(s);
+		free(s);
+		return 1;
+	}
 	f = fopen(path, "wb");
 	if (!f) {
 		fprintf(stderr, "xplane-mkcapture: %s: %s\n", path, strerror(errno));
@@ -223,7 +236,7 @@ int main(int argc, char **argv)
 	int scale = 1, verbose = 0;
 	unsigned variants = 0;
 	int64_t big = 0, step = 0, job = 0, steps = -1, size = 0;
-	const char *lm = NULL;
+	const char *lm = NULL, *many = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		int64_t v;
@@ -258,6 +271,8 @@ int main(int argc, char **argv)
 				fprintf(stderr, "xplane-mkcapture: bad --size '%s' (bytes, or with K, M or G)\n", argv[i]);
 				return 1;
 			}
+		} else if (strcmp(argv[i], "--modules") == 0 && i + 1 < argc) {
+			many = argv[++i];
 		} else if (strcmp(argv[i], "--lm") == 0 && i + 1 < argc) {
 			lm = argv[++i];
 		} else if (strcmp(argv[i], "-v") == 0) {
@@ -312,7 +327,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (sc->hosts == 1)
-		return write_host(sc, 0, scale, big, step, out, verbose, variants);
+		return write_host(sc, 0, scale, big, step, many, out, verbose, variants);
 	if (mkdir(out, 0777) != 0 && errno != EEXIST) {
 		fprintf(stderr, "xplane-mkcapture: %s: %s\n", out, strerror(errno));
 		return 2;
@@ -323,7 +338,7 @@ int main(int argc, char **argv)
 		sc->build(&probe, h, 1);
 		snprintf(path, sizeof path, "%s/%s.xplane.pb", out, probe.host);
 		mk_scn_release(&probe);
-		int rc = write_host(sc, h, scale, big, step, path, verbose, variants);
+		int rc = write_host(sc, h, scale, big, step, many, path, verbose, variants);
 		if (rc)
 			return rc;
 	}

@@ -83,6 +83,9 @@ void mk_scn_release(mk_scn *s)
 		xpf_buf_release(&s->mods[i].hlo);
 		free(s->mods[i].kthunks);
 	}
+	for (int i = 0; i < s->nmany; i++)
+		xpf_buf_release(&s->many[i].hlo);
+	free(s->many);
 	free(s->acts);
 	free(s->tmpl);
 	memset(s, 0, sizeof *s);
@@ -413,6 +416,77 @@ void mk_add_big_module(mk_scn *s, int64_t n)
 	int64_t r = hb_root_tuple(m, &out, 1);
 	hb_alloc_output(m, hb_buffer(m, r, -1, HB_OUTPUT));
 	mk_add_module(s, m, "big_model", 0);
+}
+
+int mk_add_many_modules(mk_scn *s, const char *spec, char *bad, size_t nbad)
+{
+	char *end;
+	long long n = strtoll(spec, &end, 10);
+	int unique = 0, reverse = 0;
+	long long from = 0, broken = 0;
+	char stem[64] = "jit_many";
+	if (end == spec || n < 1 || n > 1000000) {
+		snprintf(bad, nbad, "%s", spec);
+		return -1;
+	}
+	for (const char *p = end; *p;) {
+		if (*p++ != ',') {
+			snprintf(bad, nbad, "%s", p - 1);
+			return -1;
+		}
+		size_t k = strcspn(p, ",");
+		if (k == 6 && strncmp(p, "unique", 6) == 0)
+			unique = 1;
+		else if (k == 7 && strncmp(p, "reverse", 7) == 0)
+			reverse = 1;
+		else if (k > 5 && strncmp(p, "from=", 5) == 0 && (from = strtoll(p + 5, NULL, 10)) >= 0 &&
+			 from <= 1000000)
+			;
+		else if (k > 7 && strncmp(p, "broken=", 7) == 0 &&
+			 (broken = strtoll(p + 7, NULL, 10)) >= 1 && broken <= 1000000)
+			;
+		else if (k > 5 && k - 5 < sizeof stem && strncmp(p, "stem=", 5) == 0)
+			snprintf(stem, sizeof stem, "%.*s", (int)(k - 5), p + 5);
+		else {
+			snprintf(bad, nbad, "%.*s", (int)k, p);
+			return -1;
+		}
+		p += k;
+	}
+	uint64_t pid = 1;
+	for (int i = 0; i < s->nmods; i++)
+		if (hb_program_id(s->mods[i].hb) >= pid)
+			pid = hb_program_id(s->mods[i].hb) + 1;
+	s->many = calloc((size_t)n, sizeof *s->many);
+	if (s->many == NULL)
+		abort();
+	for (long long k = 0; k < n; k++) {
+		long long dim = from + (reverse ? n - 1 - k : k) + 1;
+		char nm[96];
+		if (unique)
+			snprintf(nm, sizeof nm, "%s_%lld", stem, k);
+		else
+			snprintf(nm, sizeof nm, "%s", stem);
+		hb_module *m = hb_new(nm, pid + (uint64_t)k);
+		hb_meta md = { NULL, "x", NULL, NULL, 0 };
+		int64_t x = hb_param(m, "Arg_0.1", hb_a(ET_F32, 1, dim), &md);
+		hb_alloc_param(m, hb_buffer(m, x, -1, HB_PARAM));
+		hb_meta mo = { "add", "jit(many)/add", "many.py", "f", 10 };
+		int64_t out = hb_fusion(m, "loop_add_fusion", "kLoop", "add", NULL, hb_a(ET_F32, 1, dim),
+			&x, 1, &mo);
+		hb_alloc_output(m, hb_buffer(m, out, -1, HB_OUTPUT));
+		int64_t r = hb_root_tuple(m, &out, 1);
+		hb_alloc_output(m, hb_buffer(m, r, -1, HB_OUTPUT));
+		mk_many *e = &s->many[s->nmany++];
+		hb_stats st;
+		snprintf(e->name, sizeof e->name, "%s(%llu)", nm, (unsigned long long)(pid + (uint64_t)k));
+		e->program_id = pid + (uint64_t)k;
+		hb_encode(m, 0, &e->hlo, &st);
+		hb_free(m);
+		if (broken && k % broken == broken - 1)
+			e->hlo.len /= 2; /* a field cut short: its plan cannot be read */
+	}
+	return 0;
 }
 
 /* --big-step: the step of a big real job is one module of hundreds of
@@ -1285,6 +1359,8 @@ static void write_metadata(mk_scn *s, w_sink *out)
 			(unsigned long long)hb_program_id(s->mods[i].hb));
 		xp_plane_hlo_proto(&p, nm, &s->mods[i].hlo, hb_program_id(s->mods[i].hb));
 	}
+	for (int i = 0; i < s->nmany; i++)
+		xp_plane_hlo_proto(&p, s->many[i].name, &s->many[i].hlo, s->many[i].program_id);
 	xp_write_plane(out, &p, NULL, 0);
 	xp_plane_release(&p);
 }

@@ -76,6 +76,13 @@ typedef struct mk_act {
 	char name[96];  /* PY: event name; PUT: shape; COMPILE: the function (jit_f) */
 } mk_act;
 
+/* One of --modules' modules: its metadata name and HloProto. */
+typedef struct mk_many {
+	char name[128];
+	uint64_t program_id;
+	xpf_buf hlo;
+} mk_many;
+
 typedef struct mk_scn {
 	unsigned variants; /* MK_V_*: kept by mk_scn_init, so set it before the build */
 	const char *host;
@@ -100,12 +107,25 @@ typedef struct mk_scn {
 	int ntmpl;
 	int64_t prefix_steps, step_ns, prefix_ns, base_t;
 	int step_handles, base_handles;
+	/* --modules: small compiled modules that never run, beyond the
+	 * MK_MAX_MODULES the script knows (mk_add_many_modules) */
+	mk_many *many;
+	int nmany;
 } mk_scn;
 
 void mk_scn_init(mk_scn *s, const char *host, int ndev, uint64_t memory_size, int64_t capacity);
 void mk_scn_release(mk_scn *s);
 /* Encode module m (temp block temp_size, 0 = placement extent) and register it. */
 int mk_add_module(mk_scn *s, hb_module *m, const char *fn, int64_t temp_size);
+
+/* --modules N[,unique][,reverse][,from=K][,broken=B][,stem=NAME]: n small
+ * modules that never run, for matching modules (compare/): each one
+ * parameter f32[K+k+1] (k = 0..n-1, or n-1..0 with reverse) and an output of
+ * that shape; all named STEM(<id>) (default jit_many: several of one name,
+ * paired by their parameter shapes), or with unique STEM_<k>(<id>); every
+ * B-th one's HloProto cut in half (its plan cannot be read).
+ * Returns 0, or -1 (*bad set) on a bad spec. */
+int mk_add_many_modules(mk_scn *s, const char *spec, char *bad, size_t nbad);
 
 /* Script.  Times advance a cursor; each call returns the action index. */
 void mk_gap(mk_scn *s, int64_t ns);

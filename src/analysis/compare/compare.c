@@ -6,6 +6,8 @@
 #include "analysis/compare/compare.h"
 #include "analysis/paths.h"
 #include "common/alloc.h"
+#include "common/intern.h"
+#include "common/map.h"
 
 const char *const xpf_cmp_fig_names[XPF_CMP_NFIGS] = {
 	"parameters_bytes", "non_aliased_outputs_bytes",
@@ -99,12 +101,25 @@ static void module_figs(xpf_host *h, long m, const size_t *execs, xpf_cmp_figs *
 	}
 }
 
+/* Whether a device pool has allocator events (as diag_rules_missing.c). */
+static bool has_pool_events(const xpf_runtime *rt)
+{
+	bool pool = false;
+	for (size_t a = 0; rt && a < rt->nallocators; a++)
+		pool |= rt->allocators[a].is_pool;
+	return rt && rt->has_events && pool;
+}
+
 /* In use at the start of the focus module's executions on the device the
  * diagnosis read: the last one's, and the mean rise from the first. */
 static void side_runtime(xpf_cmp_side *s)
 {
 	const xpf_runtime *rt = s->rt;
 	const xpf_diagnosis *d = s->d;
+	if (s->focus >= 0 && rt == NULL)
+		s->in_use_unknown = xpf_capture_is_hlo_only(s->h->cap) ?
+					    "a bare HloProto, no allocator events" :
+					    "its runtime cannot be read";
 	if (rt == NULL || d == NULL)
 		return;
 	if (d->allocator >= 0 && (size_t)d->allocator < rt->nallocators) {
@@ -113,6 +128,7 @@ static void side_runtime(xpf_cmp_side *s)
 	}
 	if (s->focus < 0)
 		return;
+	s->in_use_unknown = has_pool_events(rt) ? "it did not run" : "no allocator events";
 	long first = -1, last = -1;
 	size_t k = 0;
 	for (size_t i = 0; i < rt->nexecutions; i++) {
@@ -127,6 +143,7 @@ static void side_runtime(xpf_cmp_side *s)
 	}
 	if (last < 0)
 		return;
+	s->in_use_unknown = NULL;
 	s->has_in_use = true;
 	s->in_use_bytes = rt->executions[last].in_use_at_start_bytes;
 	if (k >= 2) {
@@ -160,34 +177,20 @@ static const char *mod_name(const xpf_host *h, long m)
 	return xpf_capture_module(h->cap, (size_t)m)->name;
 }
 
-static bool same_stem(const xpf_host *ha, long a, const xpf_host *hb, long b)
-{
-	const char *x = mod_name(ha, a), *y = mod_name(hb, b);
-	size_t nx = xpf_cmp_stem_len(x), ny = xpf_cmp_stem_len(y);
-	return nx == ny && memcmp(x, y, nx) == 0;
-}
-
-/* The entry parameter shapes ("f32[8,128]{1,0};s32[]"), or NULL when the
- * plan cannot be read. */
-static char *param_shapes(xpf_host *h, long m)
+/* The entry parameter shapes ("f32[8,128]{1,0};s32[]"), interned, or NULL
+ * when the plan cannot be read.  The plan is the one every figure of the
+ * comparison reads (module_figs), made once per module and kept by its host:
+ * the shapes cost no decoding of their own. */
+static const char *param_shapes(xpf_host *h, long m, xpf_intern *set, xpf_buf *b)
 {
 	const xpf_plan *p;
 	xpf_error e = { 0 };
 	if (xpf_host_plan(h, (size_t)m, &p, &e) != XPF_OK)
 		return NULL;
-	xpf_buf b = XPF_BUF_INIT;
+	b->len = 0;
 	for (size_t i = 0; i < p->nparams; i++)
-		xpf_buf_printf(&b, "%s%s", i ? ";" : "", p->params[i].shape);
-	xpf_buf_addc(&b, '\0');
-	return xpf_buf_detach(&b, NULL);
-}
-
-static size_t count_stem(const xpf_host *h, long m)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < h->nmodules; i++)
-		n += same_stem(h, (long)i, h, m);
-	return n;
+		xpf_buf_printf(b, "%s%s", i ? ";" : "", p->params[i].shape);
+	return xpf_intern_get(set, b->data, b->len);
 }
 
 static void add_pair(xpf_compare *c, long b, long a, enum xpf_cmp_how how)
@@ -198,59 +201,139 @@ static void add_pair(xpf_compare *c, long b, long a, enum xpf_cmp_how how)
 	p->how = how;
 }
 
+/* Each side's modules by stem: group g's modules of side s are
+ * at[s][first[s][g] .. first[s][g + 1]), in module order. */
+struct stem_groups {
+	size_t ngroups;
+	size_t *first[2];
+	long *at[2];
+};
+
+static void group_by_stem(xpf_host *const h[2], struct stem_groups *sg)
+{
+	xpf_intern *stems = xpf_intern_new();
+	xpf_map of_stem;
+	size_t *group[2];
+	xpf_map_init(&of_stem, 2 * (h[0]->nmodules + h[1]->nmodules) + 2);
+	sg->ngroups = 0;
+	for (int s = 0; s < 2; s++) {
+		group[s] = xpf_malloc((h[s]->nmodules ? h[s]->nmodules : 1) * sizeof *group[s]);
+		for (size_t m = 0; m < h[s]->nmodules; m++) {
+			const char *name = xpf_capture_module(h[s]->cap, m)->name;
+			const char *stem = xpf_intern_get(stems, name, xpf_cmp_stem_len(name));
+			int64_t g = of_stem.s[xpf_map_find(&of_stem, (uintptr_t)stem, 0)].val;
+			if (g < 0) {
+				g = (int64_t)sg->ngroups++;
+				xpf_map_put(&of_stem, (uintptr_t)stem, 0, g);
+			}
+			group[s][m] = (size_t)g;
+		}
+	}
+	for (int s = 0; s < 2; s++) { /* a counting sort: module order kept in a group */
+		sg->first[s] = xpf_calloc(sg->ngroups + 1, sizeof *sg->first[s]);
+		sg->at[s] = xpf_malloc((h[s]->nmodules ? h[s]->nmodules : 1) * sizeof *sg->at[s]);
+		for (size_t m = 0; m < h[s]->nmodules; m++)
+			sg->first[s][group[s][m] + 1]++;
+		for (size_t g = 0; g < sg->ngroups; g++)
+			sg->first[s][g + 1] += sg->first[s][g];
+		size_t *next = xpf_malloc((sg->ngroups ? sg->ngroups : 1) * sizeof *next);
+		memcpy(next, sg->first[s], sg->ngroups * sizeof *next);
+		for (size_t m = 0; m < h[s]->nmodules; m++)
+			sg->at[s][next[group[s][m]]++] = (long)m;
+		free(next);
+		free(group[s]);
+	}
+	xpf_map_free(&of_stem);
+	xpf_intern_free(stems);
+}
+
+/* One group's pairs: one module on each side pairs by name; else by equal
+ * parameter shapes (each after module, in order, with the first baseline
+ * module of its shapes not taken), then in order (with the first not
+ * taken).  A baseline module is taken in the shapes pass only by that pass,
+ * so a list per shape, taken from its front, gives the first one not taken. */
+static void match_group(xpf_host *const h[2], size_t g, const long *b, size_t nb, const long *a,
+			size_t na, long *of_after, enum xpf_cmp_how *how, bool *taken,
+			xpf_intern *shapes, xpf_map *by_shape, long *next_same, xpf_buf *scratch)
+{
+	if (na == 0 || nb == 0)
+		return;
+	if (na == 1 && nb == 1) {
+		of_after[a[0]] = b[0];
+		how[a[0]] = XPF_CMP_NAME;
+		taken[b[0]] = true;
+		return;
+	}
+	/* baseline modules by (shapes, group): the first in by_shape, the next
+	 * in next_same */
+	for (size_t k = nb; k-- > 0;) {
+		const char *sb = param_shapes(h[0], b[k], shapes, scratch);
+		if (sb == NULL)
+			continue;
+		int64_t old = xpf_map_put(by_shape, (uintptr_t)sb, g, b[k]);
+		next_same[b[k]] = old;
+	}
+	for (size_t k = 0; k < na; k++) {
+		const char *sa = param_shapes(h[1], a[k], shapes, scratch);
+		if (sa == NULL)
+			continue;
+		size_t i = xpf_map_find(by_shape, (uintptr_t)sa, g);
+		if (by_shape->s[i].val < 0)
+			continue;
+		long m = (long)by_shape->s[i].val;
+		of_after[a[k]] = m;
+		how[a[k]] = XPF_CMP_SHAPES;
+		taken[m] = true;
+		if (next_same[m] >= 0)
+			by_shape->s[i].val = next_same[m];
+		else
+			xpf_map_del(by_shape, i);
+	}
+	size_t j = 0;
+	for (size_t k = 0; k < na; k++) {
+		if (of_after[a[k]] >= 0)
+			continue;
+		while (j < nb && taken[b[j]])
+			j++;
+		if (j == nb)
+			break;
+		of_after[a[k]] = b[j];
+		how[a[k]] = XPF_CMP_ORDER;
+		taken[b[j]] = true;
+	}
+}
+
+/* Matching in time linear in the modules (SPEC §8): modules grouped by
+ * stem once, each module's shapes made at most once; a capture of
+ * thousands of modules of one name (a retracing loop, eager op-by-op
+ * programs) would otherwise compare every pair. */
 static void match_modules(xpf_compare *c)
 {
-	xpf_host *hb = c->side[0].h, *ha = c->side[1].h;
-	size_t nb = hb->nmodules, na = ha->nmodules;
+	xpf_host *h[2] = { c->side[0].h, c->side[1].h };
+	size_t nb = h[0]->nmodules, na = h[1]->nmodules;
 	long *of_after = xpf_malloc((na ? na : 1) * sizeof *of_after);
 	enum xpf_cmp_how *how = xpf_malloc((na ? na : 1) * sizeof *how);
 	bool *taken = xpf_calloc(nb ? nb : 1, sizeof *taken);
+	long *next_same = xpf_malloc((nb ? nb : 1) * sizeof *next_same);
 	for (size_t a = 0; a < na; a++)
 		of_after[a] = -1;
-	/* one of a name on each side */
-	for (size_t a = 0; a < na; a++) {
-		if (count_stem(ha, (long)a) != 1)
-			continue;
-		for (size_t b = 0; b < nb; b++)
-			if (!taken[b] && same_stem(ha, (long)a, hb, (long)b)) {
-				if (count_stem(hb, (long)b) == 1) {
-					of_after[a] = (long)b;
-					how[a] = XPF_CMP_NAME;
-					taken[b] = true;
-				}
-				break;
-			}
+	struct stem_groups sg;
+	group_by_stem(h, &sg);
+	xpf_intern *shapes = xpf_intern_new();
+	xpf_buf scratch = XPF_BUF_INIT;
+	xpf_map by_shape;
+	xpf_map_init(&by_shape, 2 * nb + 2);
+	for (size_t g = 0; g < sg.ngroups; g++)
+		match_group(h, g, sg.at[0] + sg.first[0][g], sg.first[0][g + 1] - sg.first[0][g],
+			    sg.at[1] + sg.first[1][g], sg.first[1][g + 1] - sg.first[1][g],
+			    of_after, how, taken, shapes, &by_shape, next_same, &scratch);
+	xpf_map_free(&by_shape);
+	xpf_buf_release(&scratch);
+	xpf_intern_free(shapes);
+	for (int s = 0; s < 2; s++) {
+		free(sg.first[s]);
+		free(sg.at[s]);
 	}
-	/* several: by parameter shapes, then in order */
-	for (int pass = 0; pass < 2; pass++)
-		for (size_t a = 0; a < na; a++) {
-			if (of_after[a] >= 0)
-				continue;
-			char *sa = pass == 0 ? param_shapes(ha, (long)a) : NULL;
-			if (pass == 0 && sa == NULL)
-				continue;
-			for (size_t b = 0; b < nb; b++) {
-				if (taken[b] || !same_stem(ha, (long)a, hb, (long)b))
-					continue;
-				bool ok = true;
-				if (pass == 0) {
-					char *sb = param_shapes(hb, (long)b);
-					ok = sb && strcmp(sa, sb) == 0;
-					free(sb);
-				}
-				if (ok) {
-					of_after[a] = (long)b;
-					how[a] = pass == 0 && (count_stem(ha, (long)a) > 1 ||
-							       count_stem(hb, (long)b) > 1) ?
-							 XPF_CMP_SHAPES :
-						 pass == 0 ? XPF_CMP_NAME :
-							     XPF_CMP_ORDER;
-					taken[b] = true;
-					break;
-				}
-			}
-			free(sa);
-		}
 	c->modules = xpf_calloc(na + nb + 1, sizeof *c->modules);
 	for (size_t a = 0; a < na; a++)
 		if (of_after[a] >= 0)
@@ -267,6 +350,7 @@ static void match_modules(xpf_compare *c)
 	free(of_after);
 	free(how);
 	free(taken);
+	free(next_same);
 }
 
 /* The compared modules: after's focus and its match; else the baseline's
@@ -332,33 +416,45 @@ static int group_cmp(const void *a, const void *b)
 	return group_key_cmp(x, y);
 }
 
+static int group_key_qcmp(const void *a, const void *b) { return group_key_cmp(a, b); }
+
+/* Each peak buffer of both sides as a group of its own, sorted by key and
+ * merged: a focus module may have thousands of distinct keys. */
 static void group_peaks(xpf_compare *c)
 {
-	size_t cap = 0;
+	size_t n = 0;
 	for (int s = 0; s < 2; s++)
-		cap += c->side[s].plan ? c->side[s].plan->npeak : 0;
-	c->groups = xpf_calloc(cap + 1, sizeof *c->groups);
+		n += c->side[s].plan ? c->side[s].plan->npeak : 0;
+	xpf_cmp_group *one = xpf_calloc(n + 1, sizeof *one);
+	size_t k = 0;
 	for (int s = 0; s < 2; s++) {
 		const xpf_plan *p = c->side[s].plan;
 		for (size_t i = 0; p && i < p->npeak; i++) {
 			const xpf_plan_peak *r = &p->peak[i];
 			const xpf_plan_buffer *b = r->buffer;
-			xpf_cmp_group key = { .role = r->role,
+			xpf_cmp_group *g = &one[k++];
+			*g = (xpf_cmp_group){ .role = r->role,
 					      .dtype = b ? b->dtype : "",
 					      .shape = b ? b->shape : "",
 					      .source = b && b->instr ? b->instr->source : "" };
-			xpf_cmp_group *g = NULL;
-			for (size_t k = 0; k < c->ngroups && g == NULL; k++) /* few distinct keys */
-				if (group_key_cmp(&c->groups[k], &key) == 0)
-					g = &c->groups[k];
-			if (g == NULL) {
-				g = &c->groups[c->ngroups++];
-				*g = key;
-			}
-			g->count[s]++;
-			g->bytes[s] += r->bytes;
+			g->count[s] = 1;
+			g->bytes[s] = r->bytes;
 		}
 	}
+	xpf_qsort(one, n, sizeof *one, group_key_qcmp);
+	c->groups = xpf_calloc(n + 1, sizeof *c->groups);
+	for (size_t i = 0; i < n; i++) {
+		xpf_cmp_group *g = c->ngroups ? &c->groups[c->ngroups - 1] : NULL;
+		if (g == NULL || group_key_cmp(g, &one[i]) != 0) {
+			c->groups[c->ngroups++] = one[i];
+			continue;
+		}
+		for (int s = 0; s < 2; s++) {
+			g->count[s] += one[i].count[s];
+			g->bytes[s] += one[i].bytes[s];
+		}
+	}
+	free(one);
 	xpf_qsort(c->groups, c->ngroups, sizeof *c->groups, group_cmp);
 }
 
@@ -459,20 +555,46 @@ static void put_signed(xpf_buf *b, bool neg, uint64_t u)
 	xpf_buf_printf(b, "%s%s", neg ? "-" : u ? "+" : "", xpf_human(u, hb));
 }
 
+/* The mean rise of in use from one execution of the focus module to the
+ * next, on both sides: 0 for a side where it ran once.  A side where in
+ * use is not known at all (no allocator events, a bare HloProto, a runtime
+ * that cannot be read, a module that did not run) gives no change: a
+ * rise on the other side is said beside "unknown", with no figures. */
 static void growth_change(xpf_compare *c)
 {
 	const xpf_cmp_side *b = &c->side[0], *a = &c->side[1];
-	if (!b->has_growth && !a->has_growth)
-		return;
-	int64_t gb = b->has_growth ? b->growth_bytes : 0, ga = a->has_growth ? a->growth_bytes : 0;
-	if (gb == ga)
+	if (!b->has_in_use && !a->has_in_use)
 		return;
 	size_t sl;
 	const char *stem = focus_stem(c, &sl);
-	xpf_cmp_change *ch = change_new(c, "growth-per-execution", XPF_TAG_MEASURED);
 	xpf_buf t = XPF_BUF_INIT;
 	xpf_buf_printf(&t, "in use at the start of %.*s's executions, mean rise per execution: ",
 		       (int)sl, stem);
+	if (!b->has_in_use || !a->has_in_use) {
+		const xpf_cmp_side *known = b->has_in_use ? b : a, *other = b->has_in_use ? a : b;
+		int64_t g = known->has_growth ? known->growth_bytes : 0;
+		if (g == 0 || other->in_use_unknown == NULL) {
+			xpf_buf_release(&t);
+			return;
+		}
+		for (int s = 0; s < 2; s++) {
+			if (&c->side[s] == known)
+				put_signed(&t, g < 0, xpf_abs_i64(g));
+			else
+				xpf_buf_printf(&t, "unknown (%s)", other->in_use_unknown);
+			xpf_buf_adds(&t, s ? "" : " -> ");
+		}
+		xpf_cmp_change *ch = change_new(c, "growth-per-execution", XPF_TAG_MEASURED);
+		ch->text = xpf_buf_detach(&t, NULL);
+		both_evidence(ch, c, "runtime/executions.tsv", false);
+		return;
+	}
+	int64_t gb = b->has_growth ? b->growth_bytes : 0, ga = a->has_growth ? a->growth_bytes : 0;
+	if (gb == ga) {
+		xpf_buf_release(&t);
+		return;
+	}
+	xpf_cmp_change *ch = change_new(c, "growth-per-execution", XPF_TAG_MEASURED);
 	put_signed(&t, gb < 0, xpf_abs_i64(gb));
 	xpf_buf_adds(&t, b->has_growth ? "" : " (it ran once)");
 	xpf_buf_adds(&t, " -> ");
@@ -582,6 +704,24 @@ static void fit_change(xpf_compare *c)
 		xpf_buf_adds(&t, "; capacity ");
 		xpf_cmp_delta_text(cb, ca, &t);
 	}
+	/* A capacity that is not a pool's, because the runtime cannot be read
+	 * or has no pool's events, says so: else a change of capacity would
+	 * read as the job's. */
+	bool broken[2] = { false, false };
+	for (int s = 0; s < 2; s++) {
+		const xpf_cmp_side *sd = &c->side[s];
+		const xpf_diagnosis *d = sd->d;
+		if (d == NULL || d->capacity_bytes == 0 || xpf_capture_is_hlo_only(sd->h->cap))
+			continue;
+		broken[s] = d->runtime_error.code != 0;
+		if (broken[s] || !has_pool_events(sd->rt))
+			xpf_buf_printf(&t, "; %s %s, so its capacity is from %s",
+				       s ? "this capture" : "the baseline",
+				       broken[s] ?
+					       "has a runtime that cannot be read (capture/errors.txt)" :
+					       "has no allocator events of a device pool",
+				       d->capacity_source);
+	}
 	enum xpf_tag tag = a->d && a->d->capacity_bytes ? a->d->capacity_tag : XPF_TAG_READ;
 	xpf_cmp_change *ch = change_new(c, code, tag);
 	ch->text = xpf_buf_detach(&t, NULL);
@@ -590,6 +730,9 @@ static void fit_change(xpf_compare *c)
 	ch->after = na;
 	both_evidence(ch, c, "plan.json", true);
 	evidence(ch, a, "diagnosis.txt", -1);
+	for (int s = 0; s < 2; s++)
+		if (broken[s])
+			evidence(ch, &c->side[s], "capture/errors.txt", -1);
 }
 
 /* A file of compare/ for this pair, from the report root. */
@@ -799,4 +942,12 @@ void xpf_compare_release(xpf_compare *c)
 	}
 	free(c->changes);
 	memset(c, 0, sizeof *c);
+}
+
+void xpf_compare_free(void *c)
+{
+	if (c == NULL)
+		return;
+	xpf_compare_release(c);
+	free(c);
 }

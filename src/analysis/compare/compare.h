@@ -3,15 +3,16 @@
  * changes.  Owned by compare.c (matching, figures, the changes that
  * matter) and compare_tree.c (compare/ and its files).
  *
- * A comparison is built by each compare/ renderer from the two hosts'
- * plans, runtimes and diagnoses (each cached in its host, so a rebuild
- * costs little) and released by it: nothing here is kept between files.
- * Pointers inside borrow from the hosts and live until xpf_host_release().
+ * A comparison is built once per pair of hosts, from the two hosts' plans,
+ * runtimes and diagnoses, and kept by the host compared (xpf_host_compare):
+ * every compare/ file of the pair reads the same one.  Pointers inside
+ * borrow from the hosts and live until xpf_host_release().
  *
  * Matching: a module's name without its program id (`jit_step(2811)` and
  * `jit_step(3020)` are both `jit_step`); several of one name on a side are
  * paired by their entry parameter shapes, then in module order; the rest
- * are new (only after) or gone (only in the baseline). */
+ * are new (only after) or gone (only in the baseline).  In time linear in
+ * the modules (grouped by that name once), each module's shapes made once. */
 #ifndef XPF_COMPARE_H
 #define XPF_COMPARE_H
 
@@ -66,7 +67,11 @@ typedef struct xpf_cmp_side {
 	uint64_t in_use_bytes;
 	bool has_growth;      /* at least two executions with in use known */
 	int64_t growth_bytes; /* mean rise per execution (rounded toward 0) */
-	bool has_pool;        /* the pool allocator is known */
+	/* Why in use is not known (has_in_use false) while a module is
+	 * compared: "no allocator events", "its runtime cannot be read", ...;
+	 * NULL otherwise.  Static. */
+	const char *in_use_unknown;
+	bool has_pool; /* the pool allocator is known */
 	const xpf_rt_allocator *pool;
 } xpf_cmp_side;
 
@@ -117,6 +122,16 @@ typedef struct xpf_compare {
  * evidence paths. */
 void xpf_compare_build(xpf_host *base, xpf_host *after, const char *dir, xpf_compare *out);
 void xpf_compare_release(xpf_compare *c);
+/* Release and free a comparison xpf_host_compare made (an xpf_lazy's value). */
+void xpf_compare_free(void *c);
+
+/* Compare h with base from now on; dir as for xpf_compare_build.  The
+ * tree's, before any file asks (not thread-safe). */
+void xpf_host_set_base(xpf_host *h, xpf_host *base, const char *dir);
+/* h compared with its baseline, made on the first call and kept until
+ * xpf_host_release(h) (any number of threads may ask); fails only when
+ * h has no baseline. */
+int xpf_host_compare(xpf_host *h, const xpf_compare **out, xpf_error *err);
 
 /* A module's name without its program id: the length of "jit_step" in
  * "jit_step(2811)" (the whole name when it has no "(digits)" suffix). */

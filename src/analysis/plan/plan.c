@@ -91,12 +91,6 @@ static void add_instr(xpf_plan *p, plan_src *s, instr_pass *ip, const Xla__HloCo
 {
 	const Xla__HloInstructionProto *in = cp->instructions[i];
 	const Xla__OpMetadata *md = in->metadata;
-	if (p->ninstrs == ip->cap) {
-		ip->cap = ip->cap ? 2 * ip->cap : 1024;
-		p->instrs = xpf_realloc_array(p->instrs, ip->cap, sizeof *p->instrs);
-		s->comp = xpf_realloc_array(s->comp, ip->cap, sizeof *s->comp);
-		s->pos = xpf_realloc_array(s->pos, ip->cap, sizeof *s->pos);
-	}
 	s->comp[p->ninstrs] = (uint32_t)k;
 	s->pos[p->ninstrs] = (uint32_t)i;
 	xpf_plan_instr *x = &p->instrs[p->ninstrs++];
@@ -151,6 +145,18 @@ static int pass_computations(xpf_plan *p, plan_src *s, instr_pass *ip, xpf_error
 		ip->comp_fused[k] = cp->is_fusion_computation;
 		s->comp_id[k] = cp->id;
 		s->root_id[k] = cp->root_id;
+		/* room for this computation's instructions, doubling: a plan keeps
+		 * its instructions, and a module of a few (most of a capture's
+		 * modules) should not keep room for a thousand */
+		if (cp->n_instructions > ip->cap - p->ninstrs) {
+			size_t cap = ip->cap ? ip->cap : 16;
+			while (cap - p->ninstrs < cp->n_instructions)
+				cap *= 2;
+			ip->cap = cap;
+			p->instrs = xpf_realloc_array(p->instrs, cap, sizeof *p->instrs);
+			s->comp = xpf_realloc_array(s->comp, cap, sizeof *s->comp);
+			s->pos = xpf_realloc_array(s->pos, cap, sizeof *s->pos);
+		}
 		for (size_t i = 0; i < cp->n_instructions; i++)
 			add_instr(p, s, ip, cp, k, i);
 		xpf_hlo_drop(s->hlo, k);
@@ -168,6 +174,8 @@ static int index_instrs(xpf_plan *p, plan_src *s, xpf_arena *a, xpf_error *err)
 	ip.comp_name = xpf_calloc(nc, sizeof *ip.comp_name);
 	ip.comp_fused = xpf_calloc(nc, sizeof *ip.comp_fused);
 	int rc = pass_computations(p, s, &ip, err);
+	if (rc == XPF_OK && p->ninstrs && p->ninstrs < ip.cap) /* the plan keeps it: no room to spare */
+		p->instrs = xpf_realloc_array(p->instrs, p->ninstrs, sizeof *p->instrs);
 	if (rc == XPF_OK) {
 		int64_t entry = entry_id(s, &ip);
 		if (ip.ncallees)
