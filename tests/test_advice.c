@@ -28,82 +28,11 @@
 #include "tree/report.h"
 #include "jax_h200.h"
 #include "test_group.h"
+#include "test_util.h"
 
 #define MIB (1024ll * 1024)
 
 /* ---- a capture's report ------------------------------------------------- */
-
-struct rep {
-	xpf_input *in;
-	xpf_report *r;
-	xpf_options opt;
-	json_t *diag;
-};
-
-static void open_rep(struct rep *p, const char *path, uint64_t capacity)
-{
-	xpf_error err = { 0 };
-	xpf_options opt = XPF_OPTIONS_INIT;
-	memset(p, 0, sizeof *p);
-	p->opt = opt;
-	p->opt.capacity = capacity;
-	if (xpf_input_open(path, NULL, &p->in, &err) != XPF_OK)
-		fail_msg("%s: %s", path, err.msg);
-	if (xpf_report_open(p->in, &p->opt, &p->r, &err) != XPF_OK)
-		fail_msg("%s: %s", path, err.msg);
-}
-
-static void close_rep(struct rep *p)
-{
-	json_decref(p->diag);
-	xpf_report_free(p->r);
-	xpf_input_free(p->in);
-}
-
-/* A file of the report, NUL-terminated (owned by the report). */
-static const char *cat(struct rep *p, const char *path)
-{
-	xpf_node *n = NULL;
-	xpf_error err = { 0 };
-	const char *data;
-	size_t len;
-	assert_int_equal(xpf_report_resolve(p->r, path, &n, &err), XPF_OK);
-	if (n == NULL)
-		fail_msg("%s: not in the tree", path);
-	assert_int_equal(xpf_node_content(n, &data, &len, &err), XPF_OK);
-	return data;
-}
-
-static json_t *finding(struct rep *p, const char *code)
-{
-	json_error_t je;
-	if (p->diag == NULL && (p->diag = json_loads(cat(p, "diagnosis.json"), 0, &je)) == NULL)
-		fail_msg("diagnosis.json: %s", je.text);
-	json_t *f;
-	size_t i;
-	json_array_foreach(json_object_get(p->diag, "findings"), i, f)
-		if (strcmp(json_string_value(json_object_get(f, "code")), code) == 0)
-			return f;
-	return NULL;
-}
-
-static json_t *need_finding(struct rep *p, const char *code)
-{
-	json_t *f = finding(p, code);
-	if (f == NULL)
-		fail_msg("no %s finding in:\n%s", code, cat(p, "diagnosis.txt"));
-	return f;
-}
-
-static long long fig(json_t *f, const char *key)
-{
-	json_t *v = json_object_get(json_object_get(f, "figures"), key);
-	if (!json_is_integer(v))
-		fail_msg("figure %s missing or not an integer", key);
-	return json_integer_value(v);
-}
-
-static const char *text(json_t *f) { return json_string_value(json_object_get(f, "text")); }
 
 /* The fix of f whose text has needle. */
 static json_t *fix_with(json_t *f, const char *needle)
@@ -145,16 +74,7 @@ static void assert_verdict(const char *what, json_t *x, long long fixed, long lo
 	assert_true(fits || short_ || strstr(t, "it may fit"));
 }
 
-static void assert_contains(const char *hay, const char *needle)
-{
-	if (strstr(hay, needle) == NULL)
-		fail_msg("'%s' not in: %s", needle, hay);
-}
-
 /* ---- steps of other shapes (xplane-mkcapture --lm) ---------------------- */
-
-static char tmpdir[] = "/tmp/xpf-advice-XXXXXX";
-static bool have_tmp;
 
 /* Build the step SPEC asks for into the temporary directory: its path,
  * and the builder's own need and heap peak (NULL and a skip line without
@@ -163,19 +83,12 @@ static const char *lm(const char *spec, long long *need, long long *peak)
 {
 	static char path[8][4200];
 	static int next;
-	char exe[4096], cmd[8192], line[256];
-	const char *build = getenv("XPF_BUILD");
-	snprintf(exe, sizeof exe, "%s/tests/mkcapture/xplane-mkcapture", build ? build : "build");
-	if (access(exe, X_OK) != 0) {
-		fprintf(stderr, "skip: %s is absent (set XPF_BUILD)\n", exe);
+	char cmd[8192], line[256];
+	const char *exe = xpf_t_mkcapture();
+	if (exe == NULL)
 		return NULL;
-	}
-	if (!have_tmp) {
-		assert_non_null(mkdtemp(tmpdir));
-		have_tmp = true;
-	}
 	char *out = path[next & 7];
-	snprintf(out, sizeof path[0], "%s/lm%d.xplane.pb", tmpdir, next++);
+	snprintf(out, sizeof path[0], "%s/lm%d.xplane.pb", xpf_t_tmpdir(), next++);
 	snprintf(cmd, sizeof cmd, "'%s' --lm '%s' -v '%s'", exe, spec, out);
 	FILE *f = popen(cmd, "r");
 	assert_non_null(f);
@@ -519,12 +432,6 @@ static void test_real_upcast(void **state)
 static int cleanup(void **state)
 {
 	(void)state;
-	if (have_tmp) {
-		char cmd[4200];
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", tmpdir);
-	}
 	xpf_h200_cleanup();
 	return 0;
 }

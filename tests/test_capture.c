@@ -18,23 +18,15 @@
 #include "hlo.pb-c.h"
 #include "host_events.h"
 #include "test_group.h"
+#include "test_util.h"
 
-static char path_buf[4096];
 
-static const char *shared_path(const char *rel)
-{
-	const char *s = getenv("XPF_SHARED");
-	snprintf(path_buf, sizeof path_buf, "%s/%s", s ? s : "../shared", rel);
-	return path_buf;
-}
 
 static xpf_capture *open_or_skip(const char *rel)
 {
-	const char *p = shared_path(rel);
-	if (access(p, R_OK) != 0) {
-		fprintf(stderr, "skipping: %s is absent\n", p);
+	const char *p = xpf_t_shared(rel);
+	if (p == NULL)
 		skip();
-	}
 	xpf_capture *c = NULL;
 	xpf_error err = { 0 };
 	int rc = xpf_capture_open(p, &c, &err);
@@ -280,11 +272,9 @@ static void test_tpu(void **state)
 
 static void test_conv_run(void **state)
 {
-	const char *p = shared_path("captures/mi300x-conv-run");
-	if (access(p, R_OK) != 0) {
-		fprintf(stderr, "skipping: %s is absent\n", p);
+	const char *p = xpf_t_shared("captures/mi300x-conv-run");
+	if (p == NULL)
 		skip();
-	}
 	xpf_input *in;
 	xpf_error err = { 0 };
 	assert_int_equal(xpf_input_open(p, NULL, &in, &err), XPF_OK);
@@ -311,7 +301,7 @@ static void test_conv_run(void **state)
 	xpf_input_free(in);
 
 	/* The sidecar is a bare HloProto of the same module. */
-	p = shared_path("captures/mi300x-conv-run/jit_forward_3d_conv_15_.hlo_proto.pb");
+	p = xpf_t_shared("captures/mi300x-conv-run/jit_forward_3d_conv_15_.hlo_proto.pb");
 	assert_int_equal(xpf_input_open(p, NULL, &in, &err), XPF_OK);
 	assert_int_equal(in->kind, XPF_INPUT_HLO);
 	assert_int_equal(module_total(in->hosts[0].cap, "jit_forward_3d_conv(15)", NULL),
@@ -408,11 +398,9 @@ static void test_want(void **state)
 
 static void test_bare_hlo(void **state)
 {
-	const char *p = shared_path("captures/hlo/h100-maxtext-jit_train_step.hlo.pb");
-	if (access(p, R_OK) != 0) {
-		fprintf(stderr, "skipping: %s is absent\n", p);
+	const char *p = xpf_t_shared("captures/hlo/h100-maxtext-jit_train_step.hlo.pb");
+	if (p == NULL)
 		skip();
-	}
 	xpf_input *in;
 	xpf_error err = { 0 };
 	assert_int_equal(xpf_input_open(p, NULL, &in, &err), XPF_OK);
@@ -437,11 +425,9 @@ static void test_bare_hlo(void **state)
 
 static void expect_refused(const char *rel, int code, const char *needle)
 {
-	const char *p = shared_path(rel);
-	if (access(p, R_OK) != 0) {
-		fprintf(stderr, "skipping: %s is absent\n", p);
+	const char *p = xpf_t_shared(rel);
+	if (p == NULL)
 		skip();
-	}
 	xpf_input *in = NULL;
 	xpf_error err = { 0 };
 	assert_int_equal(xpf_input_open(p, NULL, &in, &err), code);
@@ -933,13 +919,11 @@ static void test_pb_quick_real(void **state)
 	};
 	size_t checked = 0;
 	for (size_t i = 0; i < sizeof caps / sizeof *caps; i++) {
-		const char *p = shared_path(caps[i].file);
+		const char *p = xpf_t_shared(caps[i].file);
 		xpf_input *in = NULL;
 		xpf_error err = { 0 };
-		if (access(p, R_OK) != 0) {
-			fprintf(stderr, "skipping: %s is absent\n", p);
+		if (p == NULL)
 			continue;
-		}
 		assert_int_equal(xpf_input_open(p, NULL, &in, &err), XPF_OK);
 		xpf_capture *c = in->hosts[0].cap;
 		size_t n = 0;

@@ -20,113 +20,7 @@
 #include "capture/input.h"
 #include "common/buf.h"
 #include "test_group.h"
-
-struct rep {
-	xpf_input *in;
-	xpf_report *r;
-	xpf_options opt;
-	json_t *diag;
-	char prefix[256]; /* "hosts/<host>/" to read one host of a run directory */
-};
-
-static char tmpdir[] = "/tmp/xpf-diag-XXXXXX";
-static bool have_tmp;
-
-static bool open_rep(struct rep *p, const char *path, uint64_t capacity)
-{
-	xpf_error err = { 0 };
-	xpf_options opt = XPF_OPTIONS_INIT;
-
-	memset(p, 0, sizeof *p);
-	p->opt = opt;
-	p->opt.capacity = capacity;
-	if (access(path, R_OK) != 0)
-		return false;
-	assert_int_equal(xpf_input_open(path, NULL, &p->in, &err), XPF_OK);
-	assert_int_equal(xpf_report_open(p->in, &p->opt, &p->r, &err), XPF_OK);
-	return true;
-}
-
-static void close_rep(struct rep *p)
-{
-	json_decref(p->diag);
-	xpf_report_free(p->r);
-	xpf_input_free(p->in);
-}
-
-/* The bytes of a file of the report, NUL-terminated (in the report). */
-static const char *cat(struct rep *p, const char *path)
-{
-	xpf_node *n = NULL;
-	xpf_error err = { 0 };
-	const char *data;
-	size_t len;
-	char full[4096];
-
-	snprintf(full, sizeof full, "%s%s", p->prefix, path);
-	assert_int_equal(xpf_report_resolve(p->r, full, &n, &err), XPF_OK);
-	if (n == NULL)
-		fail_msg("%s: not in the tree", full);
-	assert_int_equal(xpf_node_content(n, &data, &len, &err), XPF_OK);
-	assert_int_equal(strlen(data), len);
-	return data;
-}
-
-static json_t *diag_json(struct rep *p)
-{
-	json_error_t je;
-	if (p->diag == NULL) {
-		p->diag = json_loads(cat(p, "diagnosis.json"), 0, &je);
-		if (p->diag == NULL)
-			fail_msg("diagnosis.json: %s (line %d)", je.text, je.line);
-	}
-	return p->diag;
-}
-
-static json_t *finding(struct rep *p, const char *code)
-{
-	json_t *fs = json_object_get(diag_json(p), "findings"), *f;
-	size_t i;
-	json_array_foreach(fs, i, f)
-		if (strcmp(json_string_value(json_object_get(f, "code")), code) == 0)
-			return f;
-	return NULL;
-}
-
-static json_t *need_finding(struct rep *p, const char *code)
-{
-	json_t *f = finding(p, code);
-	if (f == NULL)
-		fail_msg("no %s finding in:\n%s", code, cat(p, "diagnosis.txt"));
-	return f;
-}
-
-static long long fig(json_t *f, const char *key)
-{
-	json_t *v = json_object_get(json_object_get(f, "figures"), key);
-	if (!json_is_integer(v))
-		fail_msg("figure %s missing or not an integer", key);
-	return json_integer_value(v);
-}
-
-static const char *figs(json_t *f, const char *key)
-{
-	json_t *v = json_object_get(json_object_get(f, "figures"), key);
-	if (!json_is_string(v))
-		fail_msg("figure %s missing or not a string", key);
-	return json_string_value(v);
-}
-
-static const char *text(json_t *f)
-{
-	return json_string_value(json_object_get(f, "text"));
-}
-
-static void assert_contains(const char *hay, const char *needle)
-{
-	if (strstr(hay, needle) == NULL)
-		fail_msg("'%s' not in: %s", needle, hay);
-}
+#include "test_util.h"
 
 /* Exactly these codes (order aside). */
 static void assert_codes(struct rep *p, const char *const *codes, size_t n)
@@ -178,30 +72,6 @@ static void assert_well_formed(struct rep *p)
 	const char *checks = cat(p, "checks.txt");
 	if (strstr(checks, "FAIL\t"))
 		fail_msg("checks.txt has a FAIL:\n%s", checks);
-}
-
-/* Build a scenario capture; NULL (and a skip message) without the builder. */
-static const char *scenario(const char *name)
-{
-	static char path[4096];
-	char exe[4096], cmd[3 * 4096 + 64];
-	const char *build = getenv("XPF_BUILD");
-
-	snprintf(exe, sizeof exe, "%s/tests/mkcapture/xplane-mkcapture", build ? build : "build");
-	if (access(exe, X_OK) != 0) {
-		fprintf(stderr, "skip: %s is absent (set XPF_BUILD)\n", exe);
-		return NULL;
-	}
-	if (!have_tmp) {
-		assert_non_null(mkdtemp(tmpdir));
-		have_tmp = true;
-	}
-	snprintf(path, sizeof path, "%s/%s.xplane.pb", tmpdir, name);
-	if (access(path, R_OK) != 0) {
-		snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' >/dev/null", exe, name, path);
-		assert_int_equal(system(cmd), 0);
-	}
-	return path;
 }
 
 /* ---- the three reference scenarios (seeds/oom-from-a-capture-guide) ---- */
@@ -807,20 +677,10 @@ static void test_ambiguous_oom(void **state)
  * --variant); NULL without the builder. */
 static const char *scenario_variant(const char *name, const char *v)
 {
-	static char path[4096];
-	char exe[4096], cmd[3 * 4096 + 128];
-	const char *build = getenv("XPF_BUILD");
-	snprintf(exe, sizeof exe, "%s/tests/mkcapture/xplane-mkcapture", build ? build : "build");
-	if (access(exe, X_OK) != 0)
-		return NULL;
-	if (!have_tmp) {
-		assert_non_null(mkdtemp(tmpdir));
-		have_tmp = true;
-	}
-	snprintf(path, sizeof path, "%s/%s@%s.xplane.pb", tmpdir, name, v);
-	snprintf(cmd, sizeof cmd, "'%s' '%s' --variant '%s' '%s' >/dev/null", exe, name, v, path);
-	assert_int_equal(system(cmd), 0);
-	return path;
+	char out[512], args[512];
+	snprintf(out, sizeof out, "%s@%s.xplane.pb", name, v);
+	snprintf(args, sizeof args, "'%s' --variant '%s'", name, v);
+	return xpf_t_build(out, args);
 }
 
 /* The focus module, the failing execution's n and launched, as the
@@ -916,27 +776,13 @@ static void test_variants(void **state)
 		skip();
 }
 
-/* ---- the real captures --------------------------------------------------- */
-
-static const char *shared_capture(const char *name)
-{
-	static char path[4096];
-	const char *shared = getenv("XPF_SHARED");
-	snprintf(path, sizeof path, "%s/captures/%s", shared ? shared : "../shared", name);
-	if (access(path, R_OK) != 0) {
-		fprintf(stderr, "skip: %s is absent (set XPF_SHARED)\n", path);
-		return NULL;
-	}
-	return path;
-}
-
 static void test_real_healthy(void **state)
 {
 	static const char *const names[] = { "mi300x-jax08-attention.xplane.pb", "mi300x-jax08-gemm.xplane.pb",
 					     "mi300x-conv-run" };
 	size_t seen = 0;
 	for (size_t i = 0; i < 3; i++) {
-		const char *path = shared_capture(names[i]);
+		const char *path = xpf_t_capture(names[i]);
 		struct rep p;
 		if (path == NULL)
 			continue;
@@ -980,7 +826,7 @@ static void test_real_healthy(void **state)
 
 static void test_real_attention_figures(void **state)
 {
-	const char *path = shared_capture("mi300x-jax08-attention.xplane.pb");
+	const char *path = xpf_t_capture("mi300x-jax08-attention.xplane.pb");
 	struct rep p;
 	if (path == NULL)
 		skip();
@@ -997,7 +843,7 @@ static void test_real_attention_figures(void **state)
 
 static void test_real_tf(void **state)
 {
-	const char *path = shared_capture("tf-v100-multiworker.xplane.pb");
+	const char *path = xpf_t_capture("tf-v100-multiworker.xplane.pb");
 	struct rep p;
 	if (path == NULL)
 		skip();
@@ -1015,7 +861,7 @@ static void test_real_tf(void **state)
 
 static void test_real_tpu(void **state)
 {
-	const char *path = shared_capture("tpu-v6e-inference.xplane.pb");
+	const char *path = xpf_t_capture("tpu-v6e-inference.xplane.pb");
 	struct rep p;
 	if (path == NULL)
 		skip();
@@ -1050,7 +896,7 @@ static void test_real_tpu(void **state)
 
 static void test_real_hlo_only(void **state)
 {
-	const char *path = shared_capture("hlo/h100-maxtext-jit_train_step.hlo.pb");
+	const char *path = xpf_t_capture("hlo/h100-maxtext-jit_train_step.hlo.pb");
 	struct rep p;
 	if (path == NULL)
 		skip();
@@ -1141,14 +987,14 @@ static void test_line_width(void **state)
 		assert_int_equal(pclose(ls), 0);
 	}
 	for (size_t i = 0; i < sizeof real / sizeof *real; i++) {
-		const char *path = shared_capture(real[i]);
+		const char *path = xpf_t_capture(real[i]);
 		if (path) {
 			check_width(path, 0, real[i]);
 			n++;
 		}
 	}
 	/* a plan-only capture given a small pool: mostly-forward and its fixes */
-	check_width(shared_capture("hlo/h100-maxtext-jit_train_step.hlo.pb"), 4000000000ull, "maxtext --capacity");
+	check_width(xpf_t_capture("hlo/h100-maxtext-jit_train_step.hlo.pb"), 4000000000ull, "maxtext --capacity");
 	if (n == 0)
 		skip();
 }
@@ -1216,7 +1062,7 @@ static void test_remat_blocks(void **state)
 	assert_contains(json_string_value(json_object_get(x, "text")), "block_N (5 blocks keep 2.27 GiB");
 	assert_int_equal(json_integer_value(json_object_get(x, "saving_bytes")), 1946157056ll);
 	close_rep(&p);
-	path = shared_capture("hlo/h100-maxtext-jit_train_step.hlo.pb");
+	path = xpf_t_capture("hlo/h100-maxtext-jit_train_step.hlo.pb");
 	if (path == NULL)
 		return;
 	assert_true(open_rep(&p, path, 4000000000ull));
@@ -1260,18 +1106,18 @@ static void test_real_words(void **state)
 	const char *path;
 	size_t seen = 0;
 	(void)state;
-	if ((path = shared_capture("mi300x-jax08-attention.xplane.pb")) && open_rep(&p, path, 0)) {
+	if ((path = xpf_t_capture("mi300x-jax08-attention.xplane.pb")) && open_rep(&p, path, 0)) {
 		assert_null(finding(&p, "no-donation"));
 		close_rep(&p);
 		seen++;
 	}
-	if ((path = shared_capture("mi300x-conv-run/jit__normal_11_.hlo_proto.pb")) && open_rep(&p, path, 0)) {
+	if ((path = xpf_t_capture("mi300x-conv-run/jit__normal_11_.hlo_proto.pb")) && open_rep(&p, path, 0)) {
 		assert_non_null(need_finding(&p, "missing-plan"));
 		assert_null(strstr(cat(&p, "diagnosis.txt"), "TPU"));
 		close_rep(&p);
 		seen++;
 	}
-	if ((path = shared_capture("tf-v100-multiworker.xplane.pb")) && open_rep(&p, path, 0)) {
+	if ((path = xpf_t_capture("tf-v100-multiworker.xplane.pb")) && open_rep(&p, path, 0)) {
 		json_t *f = need_finding(&p, "missing-plan");
 		assert_null(strstr(text(f), "jitted function"));
 		assert_contains(text(f), "tf.function(jit_compile=True)");
@@ -1284,7 +1130,7 @@ static void test_real_words(void **state)
 
 static void test_near_fit(void **state)
 {
-	const char *path = shared_capture("hlo/h100-maxtext-jit_train_step.hlo.pb");
+	const char *path = xpf_t_capture("hlo/h100-maxtext-jit_train_step.hlo.pb");
 	struct rep p;
 	if (path == NULL)
 		skip();
@@ -1317,7 +1163,7 @@ static void test_multi_host(void **state)
 		skip();
 	snprintf(a, sizeof a, "%s", b);  /* scenario() returns a static buffer */
 	b = scenario("no-donation");
-	snprintf(dir, sizeof dir, "%s/run", tmpdir);
+	snprintf(dir, sizeof dir, "%s/run", xpf_t_tmpdir());
 	snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s' '%s/hostA.xplane.pb' && cp '%s' '%s/hostB.xplane.pb'",
 		 dir, a, dir, b, dir);
 	assert_int_equal(system(cmd), 0);
@@ -1334,17 +1180,6 @@ static void test_multi_host(void **state)
 	assert_int_equal(json_array_size(json_object_get(j, "hosts")), 2);
 	json_decref(j);
 	close_rep(&p);
-}
-
-static int cleanup(void **state)
-{
-	if (have_tmp) {
-		char cmd[4200];
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", tmpdir);
-	}
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -1377,6 +1212,6 @@ int main(int argc, char **argv)
 	int rc = xpf_test_group(argc, argv, &want_real);
 	if (rc >= 0)
 		return rc;
-	return want_real ? cmocka_run_group_tests_name("diagnosis-real", real, NULL, cleanup)
-			 : cmocka_run_group_tests_name("diagnosis", tests, NULL, cleanup);
+	return want_real ? cmocka_run_group_tests_name("diagnosis-real", real, NULL, NULL)
+			 : cmocka_run_group_tests_name("diagnosis", tests, NULL, NULL);
 }

@@ -20,50 +20,13 @@
 
 #include "tree/report.h"
 #include "capture/input.h"
+#include "test_util.h"
 
 static const char header[] =
 	"host\tfocus_module\tneed_bytes\tcapacity_bytes\tpeak_in_use_bytes\theadroom_bytes\tfindings\tallocator\n";
 static const char *const cols[] = { "host", "focus_module", "need_bytes", "capacity_bytes", "peak_in_use_bytes",
 				    "headroom_bytes", "findings", "allocator" };
 #define NCOLS (sizeof cols / sizeof cols[0])
-
-static char tmpdir[] = "/tmp/xpf-hosts-XXXXXX";
-static bool have_tmp;
-
-struct rep {
-	xpf_input *in;
-	xpf_report *r;
-	xpf_options opt;
-};
-
-static void open_rep(struct rep *p, const char *path)
-{
-	xpf_error err = { 0 };
-	xpf_options opt = XPF_OPTIONS_INIT;
-	memset(p, 0, sizeof *p);
-	p->opt = opt;
-	assert_int_equal(xpf_input_open(path, NULL, &p->in, &err), XPF_OK);
-	assert_int_equal(xpf_report_open(p->in, &p->opt, &p->r, &err), XPF_OK);
-}
-
-static void close_rep(struct rep *p)
-{
-	xpf_report_free(p->r);
-	xpf_input_free(p->in);
-}
-
-static const char *cat(struct rep *p, const char *path)
-{
-	xpf_node *n = NULL;
-	xpf_error err = { 0 };
-	const char *data;
-	size_t len;
-	assert_int_equal(xpf_report_resolve(p->r, path, &n, &err), XPF_OK);
-	if (n == NULL)
-		fail_msg("%s: not in the tree", path);
-	assert_int_equal(xpf_node_content(n, &data, &len, &err), XPF_OK);
-	return data;
-}
 
 static json_t *cat_json(struct rep *p, const char *path)
 {
@@ -110,30 +73,14 @@ static size_t count(const char *hay, const char *needle)
 	return n;
 }
 
-static const char *mkcapture(void)
-{
-	static char exe[4096];
-	const char *build = getenv("XPF_BUILD");
-	snprintf(exe, sizeof exe, "%s/tests/mkcapture/xplane-mkcapture", build ? build : "build");
-	return access(exe, X_OK) == 0 ? exe : NULL;
-}
-
-static const char *scratch(void)
-{
-	if (!have_tmp) {
-		assert_non_null(mkdtemp(tmpdir));
-		have_tmp = true;
-	}
-	return tmpdir;
-}
-
 /* Write scenario name to <tmp>/<out> (a file or a run directory). */
 static void build(const char *name, const char *out, char *path, size_t n)
 {
-	char cmd[16384];
-	snprintf(path, n, "%s/%s", scratch(), out);
-	snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' >/dev/null", mkcapture(), name, path);
-	assert_int_equal(system(cmd), 0);
+	char args[1100];
+	snprintf(args, sizeof args, "'%s'", name);
+	const char *p = xpf_t_build(out, args);
+	assert_non_null(p);
+	snprintf(path, n, "%s", p);
 }
 
 static json_t *scenario_json(const char *name)
@@ -219,11 +166,9 @@ static void test_scenarios(void **state)
 {
 	char cmd[8192], line[1024], path[4096];
 	size_t checked = 0;
-	if (mkcapture() == NULL) {
-		fprintf(stderr, "skip: xplane-mkcapture is not built\n");
+	if (xpf_t_mkcapture() == NULL)
 		skip();
-	}
-	snprintf(cmd, sizeof cmd, "'%s' --list", mkcapture());
+	snprintf(cmd, sizeof cmd, "'%s' --list", xpf_t_mkcapture());
 	FILE *ls = popen(cmd, "r");
 	assert_non_null(ls);
 	while (fgets(line, sizeof line, ls)) {
@@ -236,7 +181,7 @@ static void test_scenarios(void **state)
 		}
 		struct rep p;
 		build(line, line, path, sizeof path);
-		open_rep(&p, path);
+		assert_true(open_rep(&p, path, 0));
 		const char *tsv = cat(&p, "hosts.tsv");
 		assert_int_equal(rows(tsv), json_array_size(hosts));
 		if (json_object_get(cross, "hosts_tsv"))
@@ -265,9 +210,9 @@ static void test_need_skew(void **state)
 	static const char *const names[3] = { "grads-kept", "no-donation", "attention-too-big" };
 	char run[4096], path[4200], cmd[8800];
 	long long need[3];
-	if (mkcapture() == NULL)
+	if (xpf_t_mkcapture() == NULL)
 		skip();
-	snprintf(run, sizeof run, "%s/mixed", scratch());
+	snprintf(run, sizeof run, "%s/mixed", xpf_t_tmpdir());
 	snprintf(cmd, sizeof cmd, "mkdir -p '%s'", run);
 	assert_int_equal(system(cmd), 0);
 	for (int i = 0; i < 3; i++) {
@@ -279,7 +224,7 @@ static void test_need_skew(void **state)
 		json_decref(sj);
 	}
 	struct rep p;
-	open_rep(&p, run);
+	assert_true(open_rep(&p, run, 0));
 	const char *tsv = cat(&p, "hosts.tsv");
 	char got[512], exp[64];
 	assert_int_equal(rows(tsv), 3);
@@ -314,21 +259,18 @@ static void test_need_skew(void **state)
  * hosts.  Rows alike, need as its README reads it, no host-skew. */
 static void test_even_real(void **state)
 {
-	const char *shared = getenv("XPF_SHARED");
-	char src[4096], run[4096], cmd[5 * 4096 + 128];
-	snprintf(src, sizeof src, "%s/captures/mi300x-conv-run/chi-mi300x-013.ord.vultr.cpe.ice.amd.com.xplane.pb",
-		 shared ? shared : "../shared");
-	if (access(src, R_OK) != 0) {
-		fprintf(stderr, "skip: %s is absent\n", src);
+	char run[4096], cmd[5 * 4096 + 128];
+	const char *src =
+		xpf_t_capture("mi300x-conv-run/chi-mi300x-013.ord.vultr.cpe.ice.amd.com.xplane.pb");
+	if (src == NULL)
 		skip();
-	}
-	snprintf(run, sizeof run, "%s/even", scratch());
+	snprintf(run, sizeof run, "%s/even", xpf_t_tmpdir());
 	/* links: the captures are third-party data, not to be copied */
 	snprintf(cmd, sizeof cmd, "mkdir -p '%s' && ln -sf '%s' '%s/a.xplane.pb' && ln -sf '%s' '%s/b.xplane.pb'",
 		 run, src, run, src, run);
 	assert_int_equal(system(cmd), 0);
 	struct rep p;
-	open_rep(&p, run);
+	assert_true(open_rep(&p, run, 0));
 	const char *tsv = cat(&p, "hosts.tsv");
 	char a[512], b[512];
 	assert_int_equal(rows(tsv), 2);
@@ -349,17 +291,6 @@ static void test_even_real(void **state)
 	close_rep(&p);
 }
 
-static int cleanup(void **state)
-{
-	if (have_tmp) {
-		char cmd[4200];
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", tmpdir);
-	}
-	return 0;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -367,5 +298,5 @@ int main(void)
 		cmocka_unit_test(test_need_skew),
 		cmocka_unit_test(test_even_real),
 	};
-	return cmocka_run_group_tests_name("hosts", tests, NULL, cleanup);
+	return cmocka_run_group_tests_name("hosts", tests, NULL, NULL);
 }

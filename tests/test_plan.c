@@ -22,6 +22,7 @@
 #include "common/buf.h"
 #include "jax_h200.h"
 #include "test_group.h"
+#include "test_util.h"
 
 /* ---- a small allocator for hand-built protos -------------------------- */
 
@@ -544,14 +545,7 @@ static void test_no_assignment_files(void **state)
 
 /* ---- real captures ----------------------------------------------------- */
 
-static char path_buf[4096];
 
-static const char *shared_path(const char *rel)
-{
-	const char *s = getenv("XPF_SHARED");
-	snprintf(path_buf, sizeof path_buf, "%s/captures/%s", s ? s : "../shared", rel);
-	return path_buf;
-}
 
 typedef struct opened {
 	xpf_input *in;
@@ -562,12 +556,10 @@ typedef struct opened {
 static void open_or_skip(const char *rel, opened *o)
 {
 	static const xpf_options opt = XPF_OPTIONS_INIT;
-	const char *p = shared_path(rel);
+	const char *p = xpf_t_capture(rel);
 	xpf_error err = { 0 };
-	if (access(p, R_OK) != 0) {
-		fprintf(stderr, "skipping: %s is absent\n", p);
+	if (p == NULL)
 		skip();
-	}
 	if (xpf_input_open(p, NULL, &o->in, &err) != XPF_OK)
 		fail_msg("%s", err.msg);
 	if (xpf_report_open(o->in, &opt, &o->r, &err) != XPF_OK)
@@ -648,7 +640,7 @@ static void test_conv_run(void **state)
 		assert_int_equal(p->allocs[i].bytes, sizes[i]);
 
 	/* each sidecar is the same module: the same plan */
-	const char *dir = shared_path("mi300x-conv-run");
+	const char *dir = xpf_t_capture("mi300x-conv-run");
 	char dirpath[4096];
 	snprintf(dirpath, sizeof dirpath, "%s", dir);
 	DIR *d = opendir(dirpath);

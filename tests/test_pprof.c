@@ -21,20 +21,13 @@
 #include <zlib.h>
 
 #include "tree/report.h"
+#include "test_util.h"
 #include "capture/input.h"
 #include "profile.pb-c.h"
 
 typedef Perftools__Profiles__Profile profile;
 
-static char tmpdir[] = "/tmp/xpf-test-pprof-XXXXXX";
 
-static const char *gen_path(void)
-{
-	static char gen[4096];
-	const char *build = getenv("XPF_BUILD");
-	snprintf(gen, sizeof gen, "%s/tests/mkcapture/xplane-mkcapture", build ? build : ".");
-	return access(gen, X_OK) == 0 ? gen : NULL;
-}
 
 static xpf_node *child(xpf_node *dir, const char *name)
 {
@@ -260,12 +253,9 @@ static void check_host(xpf_report *r, xpf_host *h, const char *scenario, size_t 
 static void test_scenarios(void **state)
 {
 	(void)state;
-	const char *gen = gen_path();
-	if (gen == NULL) {
-		fprintf(stderr, "skip: xplane-mkcapture is not built (set XPF_BUILD)\n");
+	const char *gen = xpf_t_mkcapture();
+	if (gen == NULL)
 		skip();
-	}
-	assert_non_null(mkdtemp(tmpdir));
 	char cmd[16384], name[256];
 	snprintf(cmd, sizeof cmd, "'%s' --list", gen);
 	FILE *list = popen(cmd, "r");
@@ -273,7 +263,7 @@ static void test_scenarios(void **state)
 	size_t nscn = 0;
 	while (fscanf(list, "%255s%*[^\n]", name) == 1) {
 		char path[4096], in_path[4200];
-		snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+		snprintf(path, sizeof path, "%s/%s", xpf_t_tmpdir(), name);
 		snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' >/dev/null", gen, name, path);
 		assert_int_equal(system(cmd), 0);
 		snprintf(in_path, sizeof in_path, "%s.xplane.pb", path);
@@ -298,7 +288,6 @@ static void test_scenarios(void **state)
 		nscn++;
 	}
 	pclose(list);
-	rmdir(tmpdir);
 	assert_true(nscn >= 10);
 }
 
@@ -309,7 +298,7 @@ int main(void)
 	};
 	/* its one test needs the generator: without it nothing runs, and meson
 	 * must say SKIP (77), not OK */
-	if (gen_path() == NULL) {
+	if (xpf_t_mkcapture() == NULL) {
 		printf("SKIP: xplane-mkcapture is not built (set XPF_BUILD)\n");
 		return 77;
 	}

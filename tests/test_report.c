@@ -19,6 +19,7 @@
 #include "analysis/compare/compare.h"
 #include "capture/input.h"
 #include "tree/report.h"
+#include "test_util.h"
 
 static void free_names(char **out, size_t n)
 {
@@ -116,23 +117,26 @@ static size_t all_files(xpf_node *dir, xpf_node **out, size_t max)
 	return n;
 }
 
+/* xplane-mkcapture ARGS into the temporary folder as OUT, its path into
+ * path; false (and a skip line) without the builder. */
+static bool build_to(char *path, size_t n, const char *out, const char *args)
+{
+	const char *p = xpf_t_build(out, args);
+	if (p == NULL)
+		return false;
+	snprintf(path, n, "%s", p);
+	return true;
+}
+
 /* SPEC §6: read through pins (as the mount reads), a report keeps no more
  * rendered bytes than its cache's limit once nobody holds them, and a file
  * dropped renders again the same bytes. */
 static void test_cache_bounded(void **state)
 {
 	(void)state;
-	const char *build = getenv("XPF_BUILD");
-	char gen[4096], dir[] = "/tmp/xpf-test-report-XXXXXX", path[4200], cmd[9000];
-	snprintf(gen, sizeof gen, "%s/tests/mkcapture/xplane-mkcapture", build ? build : ".");
-	if (access(gen, X_OK) != 0) {
-		fprintf(stderr, "skip: %s is not built\n", gen);
+	char path[4200];
+	if (!build_to(path, sizeof path, "cache.xplane.pb", "grads-kept"))
 		skip();
-	}
-	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof path, "%s/grads-kept.xplane.pb", dir);
-	snprintf(cmd, sizeof cmd, "'%s' grads-kept '%s' >/dev/null", gen, path);
-	assert_int_equal(system(cmd), 0);
 	xpf_input *in;
 	xpf_report *r;
 	xpf_error err = { 0 };
@@ -171,8 +175,6 @@ static void test_cache_bounded(void **state)
 	free(flen);
 	xpf_report_free(r);
 	xpf_input_free(in);
-	unlink(path);
-	rmdir(dir);
 }
 
 /* SPEC §6 (issue 38): a capture rewritten in place while mounted, its size
@@ -183,17 +185,9 @@ static void test_cache_bounded(void **state)
 static void test_rewritten_in_place(void **state)
 {
 	(void)state;
-	const char *build = getenv("XPF_BUILD");
-	char gen[4096], dir[] = "/tmp/xpf-test-report-XXXXXX", path[4200], cmd[9000];
-	snprintf(gen, sizeof gen, "%s/tests/mkcapture/xplane-mkcapture", build ? build : ".");
-	if (access(gen, X_OK) != 0) {
-		fprintf(stderr, "skip: %s is not built\n", gen);
+	char path[4200];
+	if (!build_to(path, sizeof path, "rewritten.xplane.pb", "grads-kept"))
 		skip();
-	}
-	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof path, "%s/grads-kept.xplane.pb", dir);
-	snprintf(cmd, sizeof cmd, "'%s' grads-kept '%s' >/dev/null", gen, path);
-	assert_int_equal(system(cmd), 0);
 	xpf_input *in;
 	xpf_report *r;
 	xpf_error err = { 0 };
@@ -235,8 +229,6 @@ static void test_rewritten_in_place(void **state)
 	free(before);
 	xpf_report_free(r);
 	xpf_input_free(in);
-	unlink(path);
-	rmdir(dir);
 }
 
 /* SPEC §6 (issue 38): a capture replaced while mounted (another file
@@ -246,19 +238,11 @@ static void test_rewritten_in_place(void **state)
 static void test_replaced(void **state)
 {
 	(void)state;
-	const char *build = getenv("XPF_BUILD");
-	char gen[4096], dir[] = "/tmp/xpf-test-report-XXXXXX", path[4200], other[4200], cmd[17000];
-	snprintf(gen, sizeof gen, "%s/tests/mkcapture/xplane-mkcapture", build ? build : ".");
-	if (access(gen, X_OK) != 0) {
-		fprintf(stderr, "skip: %s is not built\n", gen);
+	char path[4200], other[4200];
+	if (!build_to(path, sizeof path, "replaced.xplane.pb", "grads-kept"))
 		skip();
-	}
-	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof path, "%s/c.xplane.pb", dir);
-	snprintf(other, sizeof other, "%s/new.xplane.pb", dir);
-	snprintf(cmd, sizeof cmd, "'%s' grads-kept '%s' >/dev/null && '%s' grads-kept '%s' >/dev/null",
-		 gen, path, gen, other);
-	assert_int_equal(system(cmd), 0);
+	if (!build_to(other, sizeof other, "replaced-new.xplane.pb", "grads-kept"))
+		skip();
 	xpf_input *in;
 	xpf_report *r;
 	xpf_error err = { 0 };
@@ -284,8 +268,6 @@ static void test_replaced(void **state)
 	free(before);
 	xpf_report_free(r);
 	xpf_input_free(in);
-	unlink(path);
-	rmdir(dir);
 }
 
 /* compare/ (issue 38): the comparison of a pair of hosts is made by the
@@ -295,20 +277,11 @@ static void test_replaced(void **state)
 static void test_compare_once(void **state)
 {
 	(void)state;
-	const char *build = getenv("XPF_BUILD");
-	char gen[4096], dir[] = "/tmp/xpf-test-report-XXXXXX", a[4200], b[4200], cmd[17000];
-	snprintf(gen, sizeof gen, "%s/tests/mkcapture/xplane-mkcapture", build ? build : ".");
-	if (access(gen, X_OK) != 0) {
-		fprintf(stderr, "skip: %s is not built\n", gen);
+	char a[4200], b[4200];
+	if (!build_to(b, sizeof b, "once-b.xplane.pb", "eager --modules 20"))
 		skip();
-	}
-	assert_non_null(mkdtemp(dir));
-	snprintf(b, sizeof b, "%s/b.xplane.pb", dir);
-	snprintf(a, sizeof a, "%s/a.xplane.pb", dir);
-	snprintf(cmd, sizeof cmd,
-		 "'%s' eager --modules 20 '%s' >/dev/null && '%s' grads-kept '%s' >/dev/null", gen,
-		 b, gen, a);
-	assert_int_equal(system(cmd), 0);
+	if (!build_to(a, sizeof a, "once-a.xplane.pb", "grads-kept"))
+		skip();
 	xpf_input *in, *base;
 	xpf_report *r;
 	xpf_error err = { 0 };
@@ -342,9 +315,6 @@ static void test_compare_once(void **state)
 	xpf_report_free(r);
 	xpf_input_free(in);
 	xpf_input_free(base);
-	unlink(a);
-	unlink(b);
-	rmdir(dir);
 }
 
 int main(void)

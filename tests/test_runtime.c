@@ -25,6 +25,7 @@
 #include "capture/input.h"
 #include "host_events.h"
 #include "test_group.h"
+#include "test_util.h"
 
 /* The runtime options every report of this test builds with (XPF_THREADS). */
 static xpf_rt_options rt_options = XPF_RT_OPTIONS_INIT;
@@ -65,42 +66,23 @@ static void open_path(struct fixture *f, const char *path)
 /* Open a capture of the shared folder; false (and a skip message) if absent. */
 static bool open_capture(struct fixture *f, const char *name)
 {
-	const char *shared = getenv("XPF_SHARED");
-	char path[4096];
-	snprintf(path, sizeof path, "%s/captures/%s", shared ? shared : "../shared", name);
-	if (access(path, R_OK) != 0) {
-		fprintf(stderr, "skip: %s is absent (set XPF_SHARED)\n", path);
+	const char *path = xpf_t_capture(name);
+	if (path == NULL)
 		return false;
-	}
 	open_path(f, path);
 	return true;
 }
 
-/* Build a scenario capture with xplane-mkcapture into a temporary folder;
- * false (and a skip message) where the generator is not built. */
-static char scn_dir[4096];
-
 /* `xplane-mkcapture ARGS PATH` into the temporary folder as NAME.xplane.pb
- * (path); false (and a skip message) where it cannot. */
+ * (path); false (and a skip message) where the builder is not built. */
 static bool make_capture(const char *args, const char *name, char *path, size_t n)
 {
-	const char *build = getenv("XPF_BUILD");
-	char gen[4096], cmd[16384];
-	snprintf(gen, sizeof gen, "%s/tests/mkcapture/xplane-mkcapture", build ? build : ".");
-	if (access(gen, X_OK) != 0) {
-		fprintf(stderr, "skip: %s is not built\n", gen);
+	char out[512];
+	snprintf(out, sizeof out, "%s.xplane.pb", name);
+	const char *p = xpf_t_build(out, args);
+	if (p == NULL)
 		return false;
-	}
-	if (!scn_dir[0]) {
-		snprintf(scn_dir, sizeof scn_dir, "/tmp/xpf-test-runtime-XXXXXX");
-		assert_non_null(mkdtemp(scn_dir));
-	}
-	snprintf(path, n, "%s/%s.xplane.pb", scn_dir, name);
-	snprintf(cmd, sizeof cmd, "'%s' %s '%s' >/dev/null 2>&1", gen, args, path);
-	if (system(cmd) != 0 || access(path, R_OK) != 0) {
-		fprintf(stderr, "skip: xplane-mkcapture %s did not write a capture\n", args);
-		return false;
-	}
+	snprintf(path, n, "%s", p);
 	return true;
 }
 
@@ -895,7 +877,5 @@ int main(int argc, char **argv)
 		if (threads && atoi(threads) >= 2)
 			rc += cmocka_run_group_tests_name("runtime-merged", merged, NULL, NULL);
 	}
-	if (scn_dir[0])
-		rmdir(scn_dir);
 	return rc;
 }

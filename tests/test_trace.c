@@ -19,6 +19,7 @@
 #include "analysis/runtime/runtime.h"
 #include "tree/render/trace_json.h"
 #include "tree/report.h"
+#include "test_util.h"
 
 /* Push pts through a thinner of the given budget; the points written. */
 static size_t thin_all(const xpf_trace_point *pts, size_t n, size_t budget, xpf_trace_point *out)
@@ -109,17 +110,14 @@ static void test_same_time(void **state)
  * execution, as executions.tsv. */
 static void spans_of(const char *scenario, const char *scale, size_t max, size_t want_devices)
 {
-	const char *build = getenv("XPF_BUILD");
-	char gen[4096], dir[] = "/tmp/xpf-test-trace-XXXXXX", path[4200], cmd[9000];
-	snprintf(gen, sizeof gen, "%s/tests/mkcapture/xplane-mkcapture", build ? build : ".");
-	if (access(gen, X_OK) != 0) {
-		fprintf(stderr, "skip: %s is not built\n", gen);
+	char out[512], args[512];
+	snprintf(out, sizeof out, "%s%s.xplane.pb", scenario, scale);
+	for (char *c = out; *c; c++)
+		*c = *c == ' ' ? '_' : *c;
+	snprintf(args, sizeof args, "%s %s", scenario, scale);
+	const char *path = xpf_t_build(out, args);
+	if (path == NULL)
 		skip();
-	}
-	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof path, "%s/%s.xplane.pb", dir, scenario);
-	snprintf(cmd, sizeof cmd, "'%s' %s %s '%s' >/dev/null", gen, scenario, scale, path);
-	assert_int_equal(system(cmd), 0);
 	xpf_input *in;
 	xpf_report *r;
 	xpf_error err = { 0 };
@@ -182,8 +180,6 @@ static void spans_of(const char *scenario, const char *scale, size_t max, size_t
 	xpf_buf_release(&b);
 	xpf_report_free(r);
 	xpf_input_free(in);
-	unlink(path);
-	rmdir(dir);
 }
 
 static void test_spans_merged(void **state)

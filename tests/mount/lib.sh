@@ -1,9 +1,32 @@
 # shellcheck shell=bash
 # Shared by the mount tests (test-mount.sh, test-mount-user.sh,
 # tests/stress/tsan-mount.sh): what they mount goes in `mounts`, the
-# daemons they start in `pids`.
+# daemons they start in `pids`; $T (seconds any single check may take) is
+# the caller's.
 pids=()
 mounts=()
+
+to() { timeout -k 5 "$T" "$@"; }
+
+# A child that has exited but not been waited for is a zombie: not alive.
+alive() {
+	local s
+	s=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+	case $s in Z*) return 1 ;; esac
+	return 0
+}
+
+# xpf_wait_mounted MOUNTPOINT PID: until MOUNTPOINT is mounted, PID dies or
+# $T seconds pass; 0 when it is mounted.
+xpf_wait_mounted() {
+	local i
+	for ((i = 0; i < T * 10; i++)); do
+		mountpoint -q "$1" && return 0
+		alive "$2" || break
+		sleep 0.1
+	done
+	mountpoint -q "$1"
+}
 
 # Leave nothing mounted or running: unmount (lazily), kill the daemons,
 # then detach whatever a dead daemon left (root only; silent otherwise).

@@ -24,13 +24,7 @@ set -u
 
 T=60                    # seconds any single check may take
 skip() { echo "SKIP: $*"; exit 77; }
-to() { timeout -k 5 "$T" "$@"; }
-alive() {
-	local s
-	s=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
-	case $s in Z*) return 1 ;; esac
-	return 0
-}
+. "$(dirname "$0")/lib.sh" # to, alive, xpf_wait_mounted, xpf_mount_cleanup
 
 # ---- the checks, run as the unprivileged user ------------------------------
 # test-mount-user.sh --as-user XPLANEFS CAPTURE DIR: mount points under DIR
@@ -41,7 +35,6 @@ if [ "${1:-}" = --as-user ]; then
 	fails=0
 	fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 	ok() { echo "ok: $*"; }
-	. "$(dirname "$0")/lib.sh"
 	trap xpf_mount_cleanup EXIT
 	trap 'exit 1' INT TERM
 	caps=$(awk '/^CapEff:/ { print $2 }' /proc/self/status)
@@ -63,12 +56,7 @@ if [ "${1:-}" = --as-user ]; then
 		"$XPF" -f "$CAP" "$mp" >"$log" 2>&1 &
 		daemon=$!
 		pids+=("$daemon")
-		for ((i = 0; i < T * 10; i++)); do
-			mountpoint -q "$mp" && break
-			alive "$daemon" || break
-			sleep 0.1
-		done
-		if ! mountpoint -q "$mp"; then
+		if ! xpf_wait_mounted "$mp" "$daemon"; then
 			fail "$how: not mounted as uid $uid: $(head -c 400 "$log")"
 			continue
 		fi

@@ -36,15 +36,6 @@ trap 'exit 1' INT TERM
 
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
-to() { timeout -k 5 "$T" "$@"; }
-
-# A child that has exited but not been waited for is a zombie: not alive.
-alive() {
-	local s
-	s=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
-	case $s in Z*) return 1 ;; esac
-	return 0
-}
 
 # start_fg MOUNTPOINT LOG ARGS... : run `xplanefs -f ARGS MOUNTPOINT` in the
 # background; wait until mounted.  Sets $daemon.  Returns 1 if the daemon

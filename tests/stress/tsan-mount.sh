@@ -43,13 +43,6 @@ trap 'exit 1' INT TERM
 fails=0
 fail() { echo "tsan-mount: FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "tsan-mount: ok: $*"; }
-to() { timeout -k 5 "$T" "$@"; }
-alive() {
-	local s
-	s=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
-	case $s in Z*) return 1 ;; esac
-	return 0
-}
 tsan_reports() { grep -c "WARNING: ThreadSanitizer\|ERROR: ThreadSanitizer" "$@" 2>/dev/null | awk -F: '{ n += $NF } END { print n + 0 }'; }
 
 if "${run[@]}" "$XPF" -u "$tmp" 2>&1 | grep -q "built without FUSE"; then
@@ -104,12 +97,7 @@ for cap in "$@"; do
 		XPF_CACHE_MB=$((r > 1 ? 1 : 0)) XPF_THREADS=3 "${run[@]}" "$XPF" -f "$cap" "$m" >"$log" 2>&1 &
 		daemon=$!
 		pids+=("$daemon")
-		for ((i = 0; i < T * 10; i++)); do
-			mountpoint -q "$m" && break
-			alive "$daemon" || break
-			sleep 0.1
-		done
-		if ! mountpoint -q "$m"; then
+		if ! xpf_wait_mounted "$m" "$daemon"; then
 			fail "$cap: round $r: not mounted: $(head -c 300 "$log")"
 			continue
 		fi
