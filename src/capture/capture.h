@@ -224,7 +224,17 @@ typedef struct xpf_stat_iter {
 	const char *where; /* for error messages */
 	long line, event;  /* for error messages; -1 when not an event's stats */
 	size_t next_index;
+	bool scope_tree; /* the stats of XPF_SCOPE_TREE_PLANE */
 } xpf_stat_iter;
+
+/* The plane where the GPU tracer keeps its tree of scope ranges (tsl's
+ * kScopeRangeIdTreePlaneName).  It writes each edge as a plane-level stat
+ * whose metadata_id is the child scope's id and whose integer value is
+ * the parent's, with no stat metadata for those ids: such a stat is read
+ * with the name XPF_STAT_SCOPE_PARENT, not refused as dangling.  A stat of
+ * that plane whose id has metadata (process_id) reads as any other. */
+#define XPF_SCOPE_TREE_PLANE "/host:__ScopeRangeCallStack__"
+#define XPF_STAT_SCOPE_PARENT "scope parent id"
 
 /* With want, only the stats it wants are given: the others are checked as
  * bytes, not for a known metadata id (SPEC §6: a fault fails only what
