@@ -214,30 +214,25 @@ static int default_mountpoint(const xpf_input *in, char **out, xpf_error *err)
 		return xpf_fail(err, XPF_EUSAGE, "cannot resolve %s", in->path);
 	const char *base = strrchr(real_cap, '/');
 	base = base ? base + 1 : real_cap;
-	char name[PATH_MAX];
-	snprintf(name, sizeof name, "%s", base);
-	const char *sfx[] = { ".xplane.pb", ".hlo_proto.pb", ".hlo.pb", ".pb" };
-	for (size_t i = 0; i < 4; i++) {
-		size_t n = strlen(name), m = strlen(sfx[i]);
-		if (n > m && strcmp(name + n - m, sfx[i]) == 0) {
-			name[n - m] = '\0';
-			break;
-		}
-	}
 	char cwd[PATH_MAX];
 	if (getcwd(cwd, sizeof cwd) == NULL || xpf_input_folder(in, cwd))
 		return xpf_fail(err, XPF_EUSAGE,
 				"the current directory holds the capture, and xplanefs never writes there: give a MOUNTPOINT");
+	char *name = xpf_input_stem(base);
 	/* "...xplane.pb" would name "..": a mount over the parent folder */
-	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-		return xpf_fail(err, XPF_EUSAGE,
-				"%s: its name gives no mount point ('%s'): give a MOUNTPOINT", base,
-				name);
-	*out = xpf_strdup(name);
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+		int rc = xpf_fail(err, XPF_EUSAGE,
+				  "%s: its name gives no mount point ('%s'): give a MOUNTPOINT",
+				  base, name);
+		free(name);
+		return rc;
+	}
+	*out = name;
 	return XPF_OK;
 }
 
-/* Each capture keeps its file open (big planes are read with pread): a run
+/* Each capture keeps its file open (big planes are read with pread; a
+ * gzip'd one its decompressed copy, and itself to be watched): a run
  * directory of a thousand hosts needs more than the usual soft limit of
  * 1024 descriptors, so take the hard limit.  A hint: failure is ignored. */
 static void raise_fd_limit(void)
