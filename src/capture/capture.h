@@ -1,6 +1,7 @@
 /* Reading a profiler capture (an XSpace protobuf, reference §1–§4).
  *
- * The model: the file is mapped read-only and never copied.  Opening scans
+ * The model: the file is mapped read-only and never copied (a gzip'd one
+ * is decompressed once, into an anonymous file mapped the same way).  Opening scans
  * only the XSpace framing (where each plane starts and ends, its id and name)
  * and indexes the `/host:metadata` plane's modules, so that the tree's shape
  * is known at once even for GBs.  Everything else is decoded on demand:
@@ -270,7 +271,9 @@ typedef struct xpf_module_ref {
 
 /* Open a `.xplane.pb` (kind XSPACE) read-only.  Validates the XSpace framing,
  * every plane's framing and name, and the metadata plane's modules; refuses a
- * protobuf that is not an XSpace (exit 3). */
+ * protobuf that is not an XSpace (exit 3).  A gzip'd file (by its first
+ * bytes) is decompressed once into an anonymous file, which is mapped
+ * instead: read as the file it decompresses to, its label without .gz. */
 int xpf_capture_open(const char *path, xpf_capture **out, xpf_error *err);
 /* Open a bare xla.HloProto file as a capture with no planes and one module. */
 int xpf_capture_open_hlo(const char *path, xpf_capture **out, xpf_error *err);
@@ -287,7 +290,8 @@ unsigned xpf_capture_shrunk(xpf_capture *c);
  * us (above), or its size or modification time is no longer what it was
  * (rewritten in place, with no read past its end: its bytes are another
  * capture's, which decode as garbage).  Looks at the file (fstat) until it
- * finds a change, then stays true.  False for captures opened from memory. */
+ * finds a change, then stays true: for a gzip'd one, the .gz itself (its
+ * copy never changes).  False for captures opened from memory. */
 bool xpf_capture_changed(xpf_capture *c);
 /* The same without looking at the file: a change found before. */
 bool xpf_capture_changed_seen(xpf_capture *c);
