@@ -944,6 +944,182 @@ static void test_pb_quick_real(void **state)
 	fprintf(stderr, "%zu HloProtos read alike\n", checked);
 }
 
+/* ---- the scope-range tree's plane ----------------------------------------- */
+
+/* An XSpace of one plane named name whose stats are a process_id (stat
+ * metadata id 1) and two scope edges (child id -> parent id, no metadata
+ * for either), as the GPU tracer writes /host:__ScopeRangeCallStack__;
+ * text: the second edge holds a string, not the parent's id. */
+static void scope_capture(wbuf *out, const char *name, bool text)
+{
+	static const int64_t edges[2][2] = { { 3096224743817890, 3096224743817889 },
+					     { 3096224743817889, 1407374883553702 } };
+	wbuf pl = { .n = 0 }, md = { .n = 0 }, entry = { .n = 0 }, st = { .n = 0 };
+	w_bytes(&pl, 2, name, strlen(name));
+	w_int(&md, 1, 1);
+	w_bytes(&md, 2, "process_id", 10);
+	w_int(&entry, 1, 1);
+	w_msg(&entry, 2, &md);
+	w_msg(&pl, 5, &entry);
+	w_int(&st, 1, 1);
+	w_int(&st, 4, 5734);
+	w_msg(&pl, 6, &st);
+	for (int i = 0; i < 2; i++) {
+		st.n = 0;
+		w_int(&st, 1, (uint64_t)edges[i][0]);
+		if (text && i == 1)
+			w_bytes(&st, 5, "x", 1);
+		else
+			w_int(&st, 4, (uint64_t)edges[i][1]);
+		w_msg(&pl, 6, &st);
+	}
+	out->n = 0;
+	w_msg(out, 1, &pl);
+}
+
+/* Its stats read as edges, not as dangling ids; the same stats in another
+ * plane, or an edge without a number, are still dangling. */
+static void test_scope_tree(void **state)
+{
+	(void)state;
+	static wbuf b;
+	xpf_capture *c = NULL;
+	xpf_error err = { 0 };
+	scope_capture(&b, XPF_SCOPE_TREE_PLANE, false);
+	if (xpf_capture_open_mem(b.b, b.n, "scope.xplane.pb", &c, &err) != XPF_OK ||
+	    xpf_capture_validate(c, &err) != XPF_OK)
+		fail_msg("%s", err.msg);
+	const xpf_plane *p;
+	assert_int_equal(xpf_capture_plane(c, 0, &p, &err), XPF_OK);
+	xpf_stat_iter it;
+	xpf_stat st;
+	xpf_stats_of_plane(p, &it);
+	assert_int_equal(xpf_stats_next(&it, &st, &err), 1);
+	assert_string_equal(st.name, "process_id");
+	assert_int_equal(xpf_stats_next(&it, &st, &err), 1);
+	assert_string_equal(st.name, XPF_STAT_SCOPE_PARENT);
+	assert_int_equal(st.metadata_id, 3096224743817890);
+	assert_int_equal(st.i, 3096224743817889);
+	assert_int_equal(xpf_stats_next(&it, &st, &err), 1);
+	assert_int_equal(st.i, 1407374883553702);
+	assert_int_equal(xpf_stats_next(&it, &st, &err), 0);
+	xpf_capture_free(c);
+
+	static const struct {
+		const char *plane;
+		bool text;
+		const char *needle;
+	} bad[] = {
+		{ "/host:CPU", false, "plane 0 '/host:CPU', plane stats, stat 1: dangling stat metadata id 3096224743817890" },
+		{ XPF_SCOPE_TREE_PLANE, true, "stat 2: dangling stat metadata id 3096224743817889" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		scope_capture(&b, bad[i].plane, bad[i].text);
+		memset(&err, 0, sizeof err);
+		assert_int_equal(xpf_capture_open_mem(b.b, b.n, "scope.xplane.pb", &c, &err), XPF_OK);
+		assert_int_equal(xpf_capture_validate(c, &err), XPF_EMALFORMED);
+		if (strstr(err.msg, bad[i].needle) == NULL)
+			fail_msg("'%s' lacks '%s'", err.msg, bad[i].needle);
+		xpf_capture_free(c);
+	}
+}
+
+/* ---- gzip'd captures (SPEC §2) -------------------------------------------- */
+
+static void copy_file(const char *from, const char *to)
+{
+	FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+	assert_non_null(in);
+	assert_non_null(out);
+	static char buf[1 << 16];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+		assert_int_equal(fwrite(buf, 1, n, out), n);
+	fclose(in);
+	assert_int_equal(fclose(out), 0);
+}
+
+static const char *bad_case(const char *name)
+{
+	static char p[4096];
+	const char *src = getenv("XPF_SOURCE");
+	snprintf(p, sizeof p, "%s/tests/bad/cases/%s", src ? src : "..", name);
+	return p;
+}
+
+/* A .gz reads as the file it decompresses to (its size, its name without
+ * .gz), and what is watched for changes is the .gz itself. */
+static void test_gzip(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/xpf-gz.XXXXXX", gzp[4200];
+	assert_non_null(mkdtemp(dir));
+	snprintf(gzp, sizeof gzp, "%s/h.xplane.pb.gz", dir);
+	copy_file(bad_case("gz-ok-base.xplane.pb.gz"), gzp);
+	xpf_capture *plain = NULL, *c = NULL;
+	xpf_error err = { 0 };
+	if (xpf_capture_open(bad_case("ok-base.xplane.pb"), &plain, &err) != XPF_OK ||
+	    xpf_capture_open(gzp, &c, &err) != XPF_OK || xpf_capture_validate(c, &err) != XPF_OK)
+		fail_msg("%s", err.msg);
+	assert_string_equal(xpf_capture_label(c), "h.xplane.pb");
+	assert_int_equal(xpf_capture_size(c), xpf_capture_size(plain));
+	assert_int_equal(xpf_capture_nplanes(c), xpf_capture_nplanes(plain));
+	assert_int_equal(xpf_capture_nmodules(c), xpf_capture_nmodules(plain));
+	assert_false(xpf_capture_changed(c));
+	FILE *f = fopen(gzp, "ab"); /* the .gz changes: its copy cannot */
+	assert_non_null(f);
+	fputc(0, f);
+	fclose(f);
+	assert_true(xpf_capture_changed(c));
+	xpf_capture_free(c);
+	xpf_capture_free(plain);
+	unlink(gzp);
+	rmdir(dir);
+}
+
+/* Run directories find <host>.xplane.pb.gz; a host kept both ways is one
+ * host; a .hlo.pb.gz is a bare HloProto; names lose their suffixes. */
+static void test_gzip_inputs(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/xpf-gzrun.XXXXXX", p[3][4200];
+	assert_non_null(mkdtemp(dir));
+	snprintf(p[0], sizeof p[0], "%s/a.xplane.pb.gz", dir);
+	snprintf(p[1], sizeof p[1], "%s/a.xplane.pb", dir);
+	snprintf(p[2], sizeof p[2], "%s/b.xplane.pb.gz", dir);
+	copy_file(bad_case("gz-ok-base.xplane.pb.gz"), p[0]);
+	copy_file(bad_case("ok-base.xplane.pb"), p[1]);
+	copy_file(bad_case("gz-ok-base.xplane.pb.gz"), p[2]);
+	xpf_input *in = NULL;
+	xpf_error err = { 0 };
+	if (xpf_input_open(dir, NULL, &in, &err) != XPF_OK)
+		fail_msg("%s", err.msg);
+	assert_int_equal(in->nhosts, 2);
+	assert_string_equal(in->hosts[0].name, "a");
+	assert_string_equal(in->hosts[0].path, p[1]); /* the plain one */
+	assert_string_equal(in->hosts[1].name, "b");
+	assert_string_equal(xpf_capture_label(in->hosts[1].cap), "b.xplane.pb");
+	xpf_input_free(in);
+	if (xpf_input_open(bad_case("gz-ok-hlo.hlo.pb.gz"), NULL, &in, &err) != XPF_OK)
+		fail_msg("%s", err.msg);
+	assert_int_equal(in->kind, XPF_INPUT_HLO);
+	assert_string_equal(in->hosts[0].name, "gz-ok-hlo");
+	xpf_input_free(in);
+	static const char *const stems[][2] = {
+		{ "x/run.xplane.pb.gz", "run" }, { "run.xplane.pb", "run" },
+		{ "m.hlo_proto.pb.gz", "m" },    { "m.hlo.pb.gz", "m" },
+		{ "c.gz", "c" },                 { ".gz", ".gz" },
+	};
+	for (size_t i = 0; i < sizeof stems / sizeof *stems; i++) {
+		char *s = xpf_input_stem(stems[i][0]);
+		assert_string_equal(s, stems[i][1]);
+		free(s);
+	}
+	for (int i = 0; i < 3; i++)
+		unlink(p[i]);
+	rmdir(dir);
+}
+
 /* SPEC §6 (issue 38): a capture that shrinks under its mapping is caught
  * whichever of many mapped captures it is, not only the first 64 (a run
  * directory of 100 hosts whose 65th shrank killed the daemon with SIGBUS);
@@ -1008,6 +1184,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_line_marks),
 		cmocka_unit_test(test_pb_quick),
 		cmocka_unit_test(test_shrink_many),
+		cmocka_unit_test(test_scope_tree),
+		cmocka_unit_test(test_gzip),
+		cmocka_unit_test(test_gzip_inputs),
 	};
 	const struct CMUnitTest real[] = {
 		cmocka_unit_test(test_attention),  cmocka_unit_test(test_gemm),

@@ -1171,6 +1171,37 @@ static int line_sorted(const Tensorflow__Profiler__XLine *l)
 	return 1;
 }
 
+/* scope-tree: the plane after /host:metadata, each of its stats but
+ * process_id an edge whose id (the child scope's) no stat metadata has and
+ * whose int64 value is another scope's id (the root's parent aside). */
+static void scope_tree_plane(const vcap *c, int want)
+{
+	const Tensorflow__Profiler__XPlane *p = plane(c->xs, "/host:__ScopeRangeCallStack__");
+	if (!want) {
+		assert_null(p);
+		return;
+	}
+	assert_non_null(p);
+	assert_ptr_equal(c->xs->planes[1], p);
+	size_t edges = 0, roots = 0;
+	for (size_t i = 0; i < p->n_stats; i++) {
+		const Tensorflow__Profiler__XStat *st = p->stats[i];
+		int named = 0, parent_known = 0;
+		for (size_t k = 0; k < p->n_stat_metadata; k++)
+			named += p->stat_metadata[k]->key == st->metadata_id;
+		if (named)
+			continue;
+		assert_int_equal(st->value_case, TENSORFLOW__PROFILER__XSTAT__VALUE_INT64_VALUE);
+		for (size_t k = 0; k < p->n_stats; k++)
+			parent_known += p->stats[k]->metadata_id == st->int64_value;
+		roots += !parent_known;
+		edges++;
+	}
+	assert_true(edges >= 8);
+	assert_int_equal(roots, 1);
+	assert_int_equal(p->n_stats, edges + 1);
+}
+
 static void test_variant(void **state)
 {
 	const char *spec = *state; /* "<scenario> <variant,...>" */
@@ -1387,7 +1418,10 @@ static void test_variant(void **state)
 	for (size_t p = 0; p < b.xs->n_planes; p++)
 		if (strncmp(b.xs->planes[p]->name, "/device:GPU:", 12) == 0)
 			assert_string_equal(plane_text(b.xs->planes[p], "device_vendor"),
-					    V("nvidia") ? "Nvidia" : plane_text(a.xs->planes[p], "device_vendor"));
+					    V("nvidia") ? "Nvidia" :
+							  plane_text(plane(a.xs, b.xs->planes[p]->name),
+								     "device_vendor"));
+	scope_tree_plane(&b, V("scope-tree"));
 #undef V
 	vcap_free(&a);
 	vcap_free(&b);

@@ -50,12 +50,17 @@ static bool known_plane(const char *name)
 
 static int index_modules(xpf_capture *c, xpf_error *err);
 
-/* What a file whose first bytes do not decode as protobuf looks like, or
- * NULL: nothing we know. */
-static const char *first_bytes_kind(const uint8_t *p, size_t n)
+/* What a capture whose first bytes do not decode as protobuf looks like,
+ * or NULL: nothing we know.  (A gzip file is decompressed before: gzip
+ * here is gzip inside gzip, or bytes given in memory.) */
+static const char *first_bytes_kind(const xpf_capture *c)
 {
+	const uint8_t *p = c->data;
+	size_t n = c->size;
 	if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b)
-		return "a gzip file (*.trace.json.gz is the trace viewer's copy; give the .xplane.pb beside it)";
+		return c->gz_fd >= 0 ?
+			       "gzip'd twice: what it decompresses to is gzip again (zcat it once, and give that)" :
+			       "a gzip file (*.trace.json.gz is the trace viewer's copy; give the .xplane.pb beside it)";
 	/* (JSON after white space decodes as a field or two first: white
 	 * space is tag bytes) */
 	if (n >= 1 && (p[0] == '{' || p[0] == '['))
@@ -78,7 +83,7 @@ static int xspace_error(const xpf_capture *c, int rc, const wire_field *f, const
 	 * warnings, hostnames): another kind of file */
 	if (at == c->data && c->data[0] != TAG_XSPACE_PLANES && c->data[0] != TAG_XSPACE_ERRORS &&
 	    c->data[0] != TAG_XSPACE_WARNINGS && c->data[0] != TAG_XSPACE_HOSTNAMES) {
-		const char *kind = first_bytes_kind(c->data, c->size);
+		const char *kind = first_bytes_kind(c);
 		if (kind)
 			return xpf_fail(err, XPF_EMALFORMED, "%s: not a capture: %s", c->label, kind);
 		return xpf_fail(err, XPF_EMALFORMED,
@@ -411,10 +416,11 @@ bool xpf_capture_changed(xpf_capture *c)
 	struct stat sb;
 	if (xpf_capture_changed_seen(c))
 		return true;
-	if (c->fd < 0 || fstat(c->fd, &sb) != 0)
+	int fd = c->gz_fd >= 0 ? c->gz_fd : c->fd; /* the file given, not its copy */
+	if (fd < 0 || fstat(fd, &sb) != 0)
 		return false;
 	struct stat pb; /* the path: a file absent now is no change of ours */
-	if ((uint64_t)sb.st_size != c->size || sb.st_mtim.tv_sec != c->opened_mtime.tv_sec ||
+	if ((uint64_t)sb.st_size != c->file_size || sb.st_mtim.tv_sec != c->opened_mtime.tv_sec ||
 	    sb.st_mtim.tv_nsec != c->opened_mtime.tv_nsec ||
 	    (c->real_path && stat(c->real_path, &pb) == 0 &&
 	     (pb.st_dev != c->dev || pb.st_ino != c->ino))) {
@@ -422,6 +428,53 @@ bool xpf_capture_changed(xpf_capture *c)
 		return true;
 	}
 	return false;
+}
+
+/* Map fd's first size bytes into c, fd kept for window reads: the file
+ * itself, or the copy a gzip'd file decompressed to, by one path. */
+static int map_fd(xpf_capture *c, int fd, uint64_t size, const char *path, xpf_error *err)
+{
+	c->size = (size_t)size;
+	if (c->size > 0) {
+		void *m = mmap(NULL, c->size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m == MAP_FAILED)
+			return xpf_fail(err, XPF_EIO, "%s: cannot map: %s", path, strerror(errno));
+		c->map = m;
+		c->map_len = c->size;
+		c->data = m;
+		mapping_add(c);
+	} else {
+		c->data = (const uint8_t *)"";
+	}
+	c->fd = fd;
+	return XPF_OK;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* A gzip'd capture (by its first bytes, whatever its name): *fd becomes
+ * its decompressed copy (gunzip.c), the file itself is kept in c->gz_fd to
+ * be watched, and its label loses .gz: the report, and the byte offsets
+ * of the decoder's messages, are those of the file it decompresses to. */
+static int open_gzip(xpf_capture *c, int *fd, uint64_t *size, xpf_error *err)
+{
+	if (ends_with(c->label, ".json.gz"))
+		return xpf_fail(err, XPF_EMALFORMED,
+				"%s: not a capture: a gzip file (*.trace.json.gz is the trace viewer's copy; give the .xplane.pb beside it)",
+				c->label);
+	int copy;
+	int rc = xpf_cap_gunzip(*fd, c->label, &copy, size, err);
+	if (rc != XPF_OK)
+		return rc;
+	c->gz_fd = *fd;
+	*fd = copy;
+	if (ends_with(c->label, ".gz") && strlen(c->label) > 3)
+		c->label[strlen(c->label) - 3] = '\0';
+	return XPF_OK;
 }
 
 int xpf_cap_map_file(const char *path, xpf_capture *c, xpf_error *err)
@@ -441,27 +494,27 @@ int xpf_cap_map_file(const char *path, xpf_capture *c, xpf_error *err)
 		close(fd);
 		return xpf_fail(err, XPF_EIO, "%s: not a regular file", path);
 	}
-	c->size = (size_t)sb.st_size;
+	c->file_size = (uint64_t)sb.st_size;
 	c->opened_mtime = sb.st_mtim;
 	c->dev = sb.st_dev;
 	c->ino = sb.st_ino;
 	c->real_path = realpath(path, NULL);
-	if (c->size > 0) {
-		void *m = mmap(NULL, c->size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (m == MAP_FAILED) {
-			int e = errno;
-			close(fd);
-			return xpf_fail(err, XPF_EIO, "%s: cannot map: %s", path, strerror(e));
-		}
-		c->map = m;
-		c->map_len = c->size;
-		c->data = m;
-		mapping_add(c);
-	} else {
-		c->data = (const uint8_t *)"";
-	}
-	c->fd = fd;
-	return XPF_OK;
+	uint64_t size = c->file_size;
+	int rc = xpf_cap_is_gzip(fd) ? open_gzip(c, &fd, &size, err) : XPF_OK;
+	if (rc == XPF_OK)
+		rc = map_fd(c, fd, size, path, err);
+	if (rc != XPF_OK)
+		close(fd); /* (a gzip'd file's own: xpf_capture_free) */
+	return rc;
+}
+
+xpf_capture *xpf_cap_new(const char *label)
+{
+	xpf_capture *c = xpf_calloc(1, sizeof *c);
+	c->fd = -1;
+	c->gz_fd = -1;
+	c->label = xpf_strdup(label);
+	return c;
 }
 
 const char *xpf_cap_base_name(const char *path)
@@ -473,9 +526,7 @@ const char *xpf_cap_base_name(const char *path)
 int xpf_capture_open_mem(const void *data, size_t len, const char *label, xpf_capture **out,
 			 xpf_error *err)
 {
-	xpf_capture *c = xpf_calloc(1, sizeof *c);
-	c->fd = -1;
-	c->label = xpf_strndup(label, strlen(label));
+	xpf_capture *c = xpf_cap_new(label);
 	c->data = len ? data : (const uint8_t *)"";
 	c->size = len;
 	int rc = open_xspace(c, err);
@@ -489,9 +540,7 @@ int xpf_capture_open_mem(const void *data, size_t len, const char *label, xpf_ca
 
 int xpf_capture_open(const char *path, xpf_capture **out, xpf_error *err)
 {
-	xpf_capture *c = xpf_calloc(1, sizeof *c);
-	c->fd = -1;
-	c->label = xpf_strndup(xpf_cap_base_name(path), strlen(xpf_cap_base_name(path)));
+	xpf_capture *c = xpf_cap_new(xpf_cap_base_name(path));
 	int rc = xpf_cap_map_file(path, c, err);
 	if (rc == XPF_OK)
 		rc = open_xspace(c, err);
@@ -531,6 +580,8 @@ void xpf_capture_free(xpf_capture *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->real_path);
+	if (c->gz_fd >= 0)
+		close(c->gz_fd);
 	free(c->label);
 	free(c);
 }

@@ -1,6 +1,7 @@
 /* Reading a profiler capture (an XSpace protobuf, reference §1–§4).
  *
- * The model: the file is mapped read-only and never copied.  Opening scans
+ * The model: the file is mapped read-only and never copied (a gzip'd one
+ * is decompressed once, into an anonymous file mapped the same way).  Opening scans
  * only the XSpace framing (where each plane starts and ends, its id and name)
  * and indexes the `/host:metadata` plane's modules, so that the tree's shape
  * is known at once even for GBs.  Everything else is decoded on demand:
@@ -224,7 +225,17 @@ typedef struct xpf_stat_iter {
 	const char *where; /* for error messages */
 	long line, event;  /* for error messages; -1 when not an event's stats */
 	size_t next_index;
+	bool scope_tree; /* the stats of XPF_SCOPE_TREE_PLANE */
 } xpf_stat_iter;
+
+/* The plane where the GPU tracer keeps its tree of scope ranges (tsl's
+ * kScopeRangeIdTreePlaneName).  It writes each edge as a plane-level stat
+ * whose metadata_id is the child scope's id and whose integer value is
+ * the parent's, with no stat metadata for those ids: such a stat is read
+ * with the name XPF_STAT_SCOPE_PARENT, not refused as dangling.  A stat of
+ * that plane whose id has metadata (process_id) reads as any other. */
+#define XPF_SCOPE_TREE_PLANE "/host:__ScopeRangeCallStack__"
+#define XPF_STAT_SCOPE_PARENT "scope parent id"
 
 /* With want, only the stats it wants are given: the others are checked as
  * bytes, not for a known metadata id (SPEC §6: a fault fails only what
@@ -260,7 +271,9 @@ typedef struct xpf_module_ref {
 
 /* Open a `.xplane.pb` (kind XSPACE) read-only.  Validates the XSpace framing,
  * every plane's framing and name, and the metadata plane's modules; refuses a
- * protobuf that is not an XSpace (exit 3). */
+ * protobuf that is not an XSpace (exit 3).  A gzip'd file (by its first
+ * bytes) is decompressed once into an anonymous file, which is mapped
+ * instead: read as the file it decompresses to, its label without .gz. */
 int xpf_capture_open(const char *path, xpf_capture **out, xpf_error *err);
 /* Open a bare xla.HloProto file as a capture with no planes and one module. */
 int xpf_capture_open_hlo(const char *path, xpf_capture **out, xpf_error *err);
@@ -279,7 +292,8 @@ unsigned xpf_capture_shrunk(xpf_capture *c);
  * capture's, which decode as garbage), or its path names another file now
  * (replaced: what the mount shows is no longer what is there).  Looks at
  * the file (fstat, stat of its path) until it finds a change, then stays
- * true.  False for captures opened from memory. */
+ * true: for a gzip'd one, the .gz itself (its copy never changes).  False
+ * for captures opened from memory. */
 bool xpf_capture_changed(xpf_capture *c);
 /* The same without looking at the file: a change found before. */
 bool xpf_capture_changed_seen(xpf_capture *c);

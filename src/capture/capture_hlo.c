@@ -339,17 +339,20 @@ int xpf_capture_module_check(xpf_capture *c, size_t i, xpf_error *err)
 
 int xpf_capture_open_hlo(const char *path, xpf_capture **out, xpf_error *err)
 {
-	xpf_capture *c = xpf_calloc(1, sizeof *c);
-	c->fd = -1;
-	c->label = xpf_strndup(xpf_cap_base_name(path), strlen(xpf_cap_base_name(path)));
+	xpf_capture *c = xpf_cap_new(xpf_cap_base_name(path));
 	c->hlo_only = true;
 	int rc = xpf_cap_map_file(path, c, err);
 	if (rc != XPF_OK)
 		goto fail;
-	/* no plane is read through a window: the mapping is enough */
+	/* no plane is read through a window: the mapping is enough (nor is
+	 * a bare HloProto's file watched) */
 	if (c->fd >= 0) {
 		close(c->fd);
 		c->fd = -1;
+	}
+	if (c->gz_fd >= 0) {
+		close(c->gz_fd);
+		c->gz_fd = -1;
 	}
 	if (c->size == 0) {
 		rc = xpf_fail(err, XPF_EMALFORMED, "%s: not an HloProto: empty file", c->label);

@@ -23,9 +23,12 @@ struct xpf_capture {
 	size_t size;
 	void *map; /* non-NULL when we mapped the file */
 	size_t map_len;
-	int fd;                       /* the file, for xpf_window reads; -1: none */
+	int fd;                       /* the bytes (the file, or the copy a gzip'd one
+					 decompressed to), for xpf_window reads; -1: none */
+	int gz_fd;                    /* a gzip'd capture's own file, watched; -1: fd is */
 	atomic_uint shrunk;           /* faults past the file's new end (SIGBUS) */
 	atomic_bool changed;          /* its size or mtime changed (xpf_capture_changed) */
+	uint64_t file_size;           /* the file's size when it was opened */
 	struct timespec opened_mtime; /* the file's mtime when it was opened */
 	/* The file's absolute path (a daemon leaves its folder) and its device
 	 * and inode when it was opened: another file there now (replaced,
@@ -271,7 +274,14 @@ static inline int64_t floor_div1000(int64_t a)
 /* Between the files (capture_*.c). */
 void xpf_cap_plane_free(void *plane);
 int xpf_cap_map_file(const char *path, xpf_capture *c, xpf_error *err);
+/* gunzip.c: whether fd's file begins as gzip does; its stream decompressed
+ * into a new anonymous file *out of *size bytes (label names it in
+ * messages). */
+bool xpf_cap_is_gzip(int fd);
+int xpf_cap_gunzip(int in, const char *label, int *out, uint64_t *size, xpf_error *err);
 const char *xpf_cap_base_name(const char *path);
+/* A capture with no file yet, its label a copy of label. */
+xpf_capture *xpf_cap_new(const char *label);
 const uint8_t *xpf_cap_window_at(const xpf_capture *c, xpf_window *w, uint64_t off, size_t n,
 				 uint64_t end);
 

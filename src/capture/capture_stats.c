@@ -101,6 +101,7 @@ static void stat_iter_init(const xpf_plane *p, const uint8_t *msg, uint64_t off,
 	it->where = NULL;
 	it->line = it->event = -1;
 	it->next_index = 0;
+	it->scope_tree = false;
 }
 
 void xpf_stats_of_event(const xpf_plane *p, const xpf_event *ev, const xpf_stat_want *want,
@@ -117,6 +118,7 @@ void xpf_stats_of_plane(const xpf_plane *p, xpf_stat_iter *it)
 {
 	stat_iter_init(p, p->cap->data + p->offset, p->offset, (size_t)p->length, XPLANE_STATS, it);
 	it->where = "plane stats";
+	it->scope_tree = strcmp(p->name, XPF_SCOPE_TREE_PLANE) == 0;
 }
 
 void xpf_stats_of_event_md(const xpf_plane *p, const xpf_event_md *md, xpf_stat_iter *it)
@@ -124,6 +126,14 @@ void xpf_stats_of_event_md(const xpf_plane *p, const xpf_event_md *md, xpf_stat_
 	stat_iter_init(p, p->cap->data + md->offset, md->offset, (size_t)md->length,
 		       XEVENT_MD_STATS, it);
 	it->where = "event metadata";
+}
+
+/* Whether a stat whose id names no stat metadata is an edge of the scope
+ * tree (capture.h, XPF_SCOPE_TREE_PLANE): one of that plane's own stats,
+ * with a number (the parent's id) for its value. */
+static inline bool scope_edge(const xpf_stat_iter *it, enum xpf_stat_kind kind)
+{
+	return it->scope_tree && (kind == XPF_STAT_I64 || kind == XPF_STAT_U64);
 }
 
 /* ---- the reference decoder -------------------------------------------- */
@@ -203,6 +213,8 @@ static bool stat_names(xpf_stat_iter *it, size_t idx, const wire_field *f, xpf_s
 	const xpf_capture *c = pl->cap;
 	char where[600];
 	const char *nm = stat_name(pl, st->metadata_id);
+	if (nm == NULL && scope_edge(it, st->kind))
+		nm = XPF_STAT_SCOPE_PARENT;
 	if (nm == NULL) {
 		stat_where(it, idx, where, sizeof where);
 		xpf_fail(err, XPF_EMALFORMED,
@@ -404,9 +416,12 @@ static bool tagged_stat(const uint8_t *q, const uint8_t *e, struct raw_stat *r)
 
 /* r as the reference decoder gives it: false when an id names no stat
  * metadata (the reference decoder then words it). */
-static inline bool stat_resolve(const xpf_plane *pl, const struct raw_stat *r, xpf_stat *st)
+static inline bool stat_resolve(const xpf_stat_iter *it, const struct raw_stat *r, xpf_stat *st)
 {
+	const xpf_plane *pl = it->plane;
 	const char *nm = stat_name(pl, r->metadata_id), *rv = NULL;
+	if (nm == NULL && scope_edge(it, r->kind))
+		nm = XPF_STAT_SCOPE_PARENT;
 	if (r->kind == XPF_STAT_REF)
 		rv = r->u <= INT64_MAX ? stat_name(pl, (int64_t)r->u) : NULL;
 	if (nm == NULL || (r->kind == XPF_STAT_REF && rv == NULL))
@@ -445,7 +460,7 @@ int xpf_stats_next(xpf_stat_iter *it, xpf_stat *st, xpf_error *err)
 				it->next_index++;
 				continue;
 			}
-			if (stat_resolve(it->plane, &r, st)) {
+			if (stat_resolve(it, &r, st)) {
 				it->p = p;
 				it->next_index++;
 				return 1;

@@ -83,21 +83,42 @@ static void free_list(char **v, size_t n)
 	free(v);
 }
 
+/* The kinds' suffixes, the longest of a kind first: what a name loses to
+ * become a host's or a mount point's (xpf_input_stem). */
+static const char *const capture_suffixes[] = {
+	".xplane.pb.gz", ".hlo_proto.pb.gz", ".hlo.pb.gz", ".pb.gz", ".gz",
+	".xplane.pb",    ".hlo_proto.pb",    ".hlo.pb",    ".pb",
+};
+
+char *xpf_input_stem(const char *file)
+{
+	const char *base = strrchr(file, '/');
+	char *s = xpf_strdup(base ? base + 1 : file);
+	size_t n = strlen(s);
+	for (size_t i = 0; i < sizeof capture_suffixes / sizeof *capture_suffixes; i++) {
+		size_t m = strlen(capture_suffixes[i]);
+		if (n > m && strcmp(s + n - m, capture_suffixes[i]) == 0) {
+			s[n - m] = '\0';
+			break;
+		}
+	}
+	return s;
+}
+
+/* A bare HloProto, by its name (gzip'd or not). */
+static bool hlo_name(const char *path)
+{
+	return ends_with(path, ".hlo_proto.pb") || ends_with(path, ".hlo.pb") ||
+	       ends_with(path, ".hlo_proto.pb.gz") || ends_with(path, ".hlo.pb.gz");
+}
+
 static int open_host(xpf_input *in, const char *path, const char *file, bool hlo, xpf_error *err)
 {
 	in->hosts = xpf_realloc_array(in->hosts, in->nhosts + 1, sizeof *in->hosts);
 	xpf_input_host *h = &in->hosts[in->nhosts];
 	memset(h, 0, sizeof *h);
 	h->path = xpf_strdup(path);
-	const char *base = strrchr(file, '/');
-	base = base ? base + 1 : file;
-	h->name = xpf_strdup(base);
-	const char *sfx[] = { ".xplane.pb", ".hlo_proto.pb", ".hlo.pb", ".pb" };
-	for (size_t i = 0; i < sizeof sfx / sizeof *sfx; i++)
-		if (ends_with(h->name, sfx[i]) && strlen(h->name) > strlen(sfx[i])) {
-			h->name[strlen(h->name) - strlen(sfx[i])] = '\0';
-			break;
-		}
+	h->name = xpf_input_stem(file);
 	int rc = hlo ? xpf_capture_open_hlo(path, &h->cap, err) :
 		       xpf_capture_open(path, &h->cap, err);
 	if (rc != XPF_OK) {
@@ -109,11 +130,42 @@ static int open_host(xpf_input *in, const char *path, const char *file, bool hlo
 	return XPF_OK;
 }
 
+/* A run directory's host files, sorted: `<host>.xplane.pb` and
+ * `<host>.xplane.pb.gz`; of a host with both (gzip -k), the plain one. */
+static int list_hosts(const char *dir, char ***out, size_t *n, xpf_error *err)
+{
+	char **gz;
+	size_t ngz;
+	int rc = list_dir(dir, ".xplane.pb", false, out, n, err);
+	if (rc != XPF_OK)
+		return rc;
+	if ((rc = list_dir(dir, ".xplane.pb.gz", false, &gz, &ngz, err)) != XPF_OK) {
+		free_list(*out, *n);
+		return rc;
+	}
+	size_t plain = *n;
+	for (size_t i = 0; i < ngz; i++) {
+		char *stem = xpf_strndup(gz[i], strlen(gz[i]) - 3);
+		bool both = plain && bsearch(&stem, *out, plain, sizeof **out, cmp_str);
+		free(stem);
+		if (both) {
+			free(gz[i]);
+			continue;
+		}
+		*out = xpf_realloc_array(*out, *n + 1, sizeof **out);
+		(*out)[(*n)++] = gz[i];
+	}
+	free(gz);
+	if (*n)
+		qsort(*out, *n, sizeof **out, cmp_str);
+	return XPF_OK;
+}
+
 static int open_run_dir(xpf_input *in, const char *dir, xpf_error *err)
 {
 	char **files;
 	size_t n;
-	int rc = list_dir(dir, ".xplane.pb", false, &files, &n, err);
+	int rc = list_hosts(dir, &files, &n, err);
 	if (rc != XPF_OK)
 		return rc;
 	if (n == 0) {
@@ -135,7 +187,8 @@ static int open_run_dir(xpf_input *in, const char *dir, xpf_error *err)
 		else if (ends_with_dirs(dir, "plugins"))
 			hint = " (a logdir's plugins: give the logdir, one level up)";
 		return xpf_fail(err, XPF_EMALFORMED,
-				"%s: not a capture: no *.xplane.pb in this directory%s", dir, hint);
+				"%s: not a capture: no *.xplane.pb (or .xplane.pb.gz) in this directory%s",
+				dir, hint);
 	}
 	in->kind = XPF_INPUT_RUNDIR;
 	in->run_dir = xpf_strdup(dir);
@@ -237,7 +290,7 @@ int xpf_input_open_run(const char *path, const char *run, const char *before, xp
 		rc = xpf_fail(err, XPF_EUNSUPPORTED,
 			      "%s: not supported: .xplane.riegeli captures (continuous profiling) are Riegeli record files; capture with jax.profiler.trace to get .xplane.pb",
 			      path);
-	} else if (ends_with(path, ".hlo_proto.pb") || ends_with(path, ".hlo.pb")) {
+	} else if (hlo_name(path)) {
 		in->kind = XPF_INPUT_HLO;
 		rc = open_host(in, path, path, true, err);
 	} else {

@@ -3,7 +3,9 @@
  *  - a `.xplane.pb` file                     → one host;
  *  - a run directory of `<host>.xplane.pb`   → one host per file (sorted);
  *  - a logdir with `plugins/profile/<run>/`  → the newest run, or `run`;
- *  - a bare `xla.HloProto` file              → one plan-only "host".
+ *  - a bare `xla.HloProto` file              → one plan-only "host";
+ *  - any of these files gzip'd (`.xplane.pb.gz`, `.hlo.pb.gz`; told by
+ *    their first bytes, read as the file they decompress to: capture.c).
  * `.xplane.riegeli` gives XPF_EUNSUPPORTED. */
 #ifndef XPF_INPUT_H
 #define XPF_INPUT_H
@@ -19,7 +21,7 @@ enum xpf_input_kind {
 };
 
 typedef struct xpf_input_host {
-	char *name; /* host name: the file name without .xplane.pb */
+	char *name; /* host name: the file name without .xplane.pb(.gz) */
 	char *path;
 	xpf_capture *cap;
 } xpf_input_host;
@@ -41,5 +43,9 @@ int xpf_input_open(const char *path, const char *run, xpf_input **out, xpf_error
 int xpf_input_open_run(const char *path, const char *run, const char *before, xpf_input **out,
 		       xpf_error *err);
 void xpf_input_free(xpf_input *in);
+/* A capture file's name without its folder and its kind's suffix
+ * (`.xplane.pb.gz`, `.xplane.pb`, `.hlo.pb`, ...): a host's name, a mount
+ * point's; malloc'd. */
+char *xpf_input_stem(const char *file);
 
 #endif

@@ -37,6 +37,8 @@ static const char usage_text[] =
 	"  a run directory                several HOST.xplane.pb: hosts/HOST/... plus a cross-host summary\n"
 	"  a logdir                       with plugins/profile/RUN/: the newest run (or --run NAME)\n"
 	"  NAME.hlo_proto.pb / NAME.hlo.pb  a bare xla.HloProto (--xla_dump_hlo_as_proto): plan only\n"
+	"  any of these gzip'd              HOST.xplane.pb.gz, NAME.hlo.pb.gz: read as the file they\n"
+	"                                   decompress to (told by their first bytes, not the name)\n"
 	"\n"
 	"Options:\n"
 	"  -f                 stay in the foreground\n"
@@ -60,7 +62,7 @@ static const char usage_text[] =
 	"  -V, --version      print the version\n"
 	"\n"
 	"Without MOUNTPOINT the report is mounted on ./NAME (NAME = the capture's name\n"
-	"without .xplane.pb), created now and removed at unmount.\n"
+	"without .xplane.pb or .xplane.pb.gz), created now and removed at unmount.\n"
 	"\n"
 	"Files to read first: diagnosis.txt, focus/peak_buffers.tsv, runtime/summary.txt,\n"
 	"README (what every file holds).  Also: summary.txt (devices, allocators, modules),\n"
@@ -80,7 +82,7 @@ static const char usage_text[] =
 	"Exit status:\n"
 	"  0  ok\n"
 	"  1  usage error\n"
-	"  2  the capture cannot be read (I/O, permissions)\n"
+	"  2  the capture cannot be read (I/O, permissions; no room to decompress a .gz)\n"
 	"  3  not a capture, or malformed (--cat/--export: also when a part needed\n"
 	"     was found broken; the line says which, capture/errors.txt lists all)\n"
 	"  4  a capture kind that is not supported (e.g. .xplane.riegeli)\n"
@@ -214,30 +216,25 @@ static int default_mountpoint(const xpf_input *in, char **out, xpf_error *err)
 		return xpf_fail(err, XPF_EUSAGE, "cannot resolve %s", in->path);
 	const char *base = strrchr(real_cap, '/');
 	base = base ? base + 1 : real_cap;
-	char name[PATH_MAX];
-	snprintf(name, sizeof name, "%s", base);
-	const char *sfx[] = { ".xplane.pb", ".hlo_proto.pb", ".hlo.pb", ".pb" };
-	for (size_t i = 0; i < 4; i++) {
-		size_t n = strlen(name), m = strlen(sfx[i]);
-		if (n > m && strcmp(name + n - m, sfx[i]) == 0) {
-			name[n - m] = '\0';
-			break;
-		}
-	}
 	char cwd[PATH_MAX];
 	if (getcwd(cwd, sizeof cwd) == NULL || xpf_input_folder(in, cwd))
 		return xpf_fail(err, XPF_EUSAGE,
 				"the current directory holds the capture, and xplanefs never writes there: give a MOUNTPOINT");
+	char *name = xpf_input_stem(base);
 	/* "...xplane.pb" would name "..": a mount over the parent folder */
-	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-		return xpf_fail(err, XPF_EUSAGE,
-				"%s: its name gives no mount point ('%s'): give a MOUNTPOINT", base,
-				name);
-	*out = xpf_strdup(name);
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+		int rc = xpf_fail(err, XPF_EUSAGE,
+				  "%s: its name gives no mount point ('%s'): give a MOUNTPOINT",
+				  base, name);
+		free(name);
+		return rc;
+	}
+	*out = name;
 	return XPF_OK;
 }
 
-/* Each capture keeps its file open (big planes are read with pread): a run
+/* Each capture keeps its file open (big planes are read with pread; a
+ * gzip'd one its decompressed copy, and itself to be watched): a run
  * directory of a thousand hosts needs more than the usual soft limit of
  * 1024 descriptors, so take the hard limit.  A hint: failure is ignored. */
 static void raise_fd_limit(void)

@@ -12,6 +12,7 @@ import os
 import random
 import struct
 import sys
+import zlib
 
 # ---- wire encoder ---------------------------------------------------------
 
@@ -229,6 +230,46 @@ def nested_shape(depth):
 def cut_inner(outer_builder, inner, cut):
     """The inner message cut to `cut` bytes, framed consistently outside."""
     return outer_builder(inner[:cut])
+
+# ---- gzip -------------------------------------------------------------------
+
+def gz(data):
+    """One gzip member (RFC 1952) with a fixed header (no name, mtime 0, OS
+    unknown), so that the bytes depend on zlib's deflate alone."""
+    z = zlib.compressobj(9, zlib.DEFLATED, -15)
+    body = z.compress(data) + z.flush()
+    return (b'\x1f\x8b\x08\x00' + b'\x00' * 4 + b'\x02\xff' + body +
+            struct.pack('<II', zlib.crc32(data), len(data) & 0xFFFFFFFF))
+
+def gz_cases(c, good, hlo):
+    """gzip'd captures (SPEC §2), read as the file they decompress to:
+    good ones under either name, and streams cut, corrupt, of the wrong
+    content or followed by junk."""
+    z = gz(good)
+    c['gz-ok-base.xplane.pb.gz'] = z
+    c['gz-ok-noext.xplane.pb'] = z  # told by its first bytes, not its name
+    c['gz-ok-hlo.hlo.pb.gz'] = gz(hlo)
+    half = len(good) // 2
+    c['gz-two-members.xplane.pb.gz'] = gz(good[:half]) + gz(good[half:]) + b'\x00' * 8
+    c['gz-trunc-half.xplane.pb.gz'] = z[:len(z) // 2]
+    c['gz-trunc-trailer.xplane.pb.gz'] = z[:-4]
+    c['gz-trunc-hlo.hlo.pb.gz'] = gz(hlo)[:40]
+    c['gz-magic-only.xplane.pb.gz'] = z[:2]
+    b = bytearray(z)
+    b[-8] ^= 0x01  # the CRC's first byte
+    c['gz-bad-crc.xplane.pb.gz'] = bytes(b)
+    b = bytearray(z)
+    b[2] = 7  # compression method: not deflate
+    c['gz-bad-method.xplane.pb.gz'] = bytes(b)
+    c['gz-trailing-junk.xplane.pb.gz'] = z + b'junk'
+    rnd = random.Random(5)
+    c['gz-garbage.xplane.pb.gz'] = gz(bytes(rnd.randrange(256) for _ in range(4096)))
+    c['gz-empty.xplane.pb.gz'] = gz(b'')
+    c['gz-twice.xplane.pb.gz'] = gz(z)
+    c['gz-json.xplane.pb.gz'] = gz(b'{"displayTimeUnit": "ns", "traceEvents": []}')
+    c['gz-viewer.trace.json.gz'] = gz(b'{"displayTimeUnit": "ns", "traceEvents": []}')
+    # 32 MiB of zeros in 32 KiB: decompressed, then refused at its first byte
+    c['gz-zeros-32m.xplane.pb.gz'] = gz(b'\x00' * (32 << 20))
 
 # ---- the cases ----------------------------------------------------------------
 
@@ -543,6 +584,7 @@ def cases():
     c['not-unknown-planes.xplane.pb'] = xspace([plane(1, 'hello'), plane(2, 'world')])
     c['not-text.xplane.pb'] = b'this is not a protobuf at all\n'
     c['unsupported.xplane.riegeli'] = b'\x83\xaf\x70\xd1\x0d\x88\x4a\x3f' + b'\x00' * 16
+    gz_cases(c, good, hlo_proto())
     return c
 
 def main():

@@ -7,9 +7,11 @@
  * mount), but it must never crash, hang, leak or trip a sanitizer.
  *
  * The first byte selects how the rest is opened, so one corpus exercises
- * both entry points: odd → a bare HloProto (plan-only tree), even → an
- * XSpace.  (The quick HloProto reader against protobuf-c has a target of
- * its own, fuzz_pb_quick.c.)  Build with -Dfuzz=true (clang,
+ * every entry point: odd → a bare HloProto (plan-only tree), even → an
+ * XSpace; an XSpace with bit 1 set (mode 2) is opened from a file, as the
+ * HloProto is, so that a gzip'd one is decompressed first (gunzip.c).
+ * (The quick HloProto reader against protobuf-c has a target of its own,
+ * fuzz_pb_quick.c.)  Build with -Dfuzz=true (clang,
  * -fsanitize=fuzzer); run with scripts/fuzz. */
 #include <stdint.h>
 #include <stdio.h>
@@ -48,18 +50,20 @@ static void walk(xpf_node *dir, int depth)
 	}
 }
 
-/* A bare HloProto is only opened from a path (it is mapped): go through a
- * memfd so no file is written. */
-static int open_hlo_bytes(const uint8_t *p, size_t n, xpf_capture **out, xpf_error *err)
+/* A bare HloProto is only opened from a path (it is mapped), and a gzip'd
+ * capture is decompressed only when read from one: go through a memfd so
+ * no file is written. */
+static int open_file_bytes(const uint8_t *p, size_t n, bool hlo, xpf_capture **out,
+			   xpf_error *err)
 {
 	static int fd = -1;
 	char path[64];
 	if (fd < 0)
-		fd = memfd_create("fuzz.hlo.pb", 0);
+		fd = memfd_create("fuzz.pb", 0);
 	if (fd < 0 || ftruncate(fd, 0) < 0 || pwrite(fd, p, n, 0) != (ssize_t)n)
 		return xpf_fail(err, XPF_EIO, "memfd");
 	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-	return xpf_capture_open_hlo(path, out, err);
+	return hlo ? xpf_capture_open_hlo(path, out, err) : xpf_capture_open(path, out, err);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -68,7 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	bool hlo = data[0] & 1;
+	bool hlo = data[0] & 1, file = hlo || (data[0] & 2);
 	/* The capture keeps pointers into the bytes: give it its own copy so
 	 * ASan catches reads one past the end. */
 	uint8_t *copy = malloc(size - 1 ? size - 1 : 1);
@@ -79,8 +83,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	xpf_error err = { 0 };
 	xpf_capture *cap = NULL;
 	int rc;
-	if (hlo)
-		rc = open_hlo_bytes(copy, size - 1, &cap, &err);
+	if (file)
+		rc = open_file_bytes(copy, size - 1, hlo, &cap, &err);
 	else
 		rc = xpf_capture_open_mem(copy, size - 1, "fuzz.xplane.pb", &cap, &err);
 	if (rc != XPF_OK) {

@@ -7,7 +7,10 @@
 #   - executions are the program's calls of the step (autotuner runs are the
 #     compilation's): steps that ran, plus the call that failed;
 #   - each capture's codes are the README table's, and a program that failed
-#     gets no `fits` line.
+#     gets no `fits` line;
+#   - the captures are read as they are kept, gzip'd: each checks clean
+#     (--check exits 0: no false error), and the tree of a .gz is the tree
+#     of the file it decompresses to, byte for byte (SPEC §2).
 # Exit 77 (SKIP) when the captures are absent; in CI (CI=true) that is an error.
 set -u
 XPF=$1
@@ -29,10 +32,9 @@ fail() {
 	return 1
 }
 
-# The capture (and XLA's dump of the step) uncompressed.
-cap() { # NAME -> path of the plain capture
-	[ -f "$tmp/$1.xplane.pb" ] || zcat "$S/$1.xplane.pb.gz" >"$tmp/$1.xplane.pb"
-	echo "$tmp/$1.xplane.pb"
+# The capture as it is kept: gzip'd, read as such.
+cap() { # NAME -> path of the capture
+	echo "$S/$1.xplane.pb.gz"
 }
 
 # plan NAME: the step's plan (XLA's dump, the same module as in the capture)
@@ -42,10 +44,9 @@ plan() {
 	want=$(jq -c ".memory_analysis | to_entries[0].value | [.argument_size_in_bytes, .output_size_in_bytes,
 		.alias_size_in_bytes, .temp_size_in_bytes, .peak_memory_in_bytes,
 		.total_allocation_bytes]" "$S/$n.facts.json")
-	zcat "$S/$n.hlo.pb.gz" >"$tmp/$n.hlo.pb"
 	# the step's name: XLA's dump names its module (jit_train_step)
-	fn=$("$XPF" --cat focus/plan.json "$tmp/$n.hlo.pb" | jq -r '.module | sub("\\(.*"; "")')
-	got=$("$XPF" --cat focus/plan.json "$tmp/$n.hlo.pb" | jq -c '[.parameters.bytes,
+	fn=$("$XPF" --cat focus/plan.json "$S/$n.hlo.pb.gz" | jq -r '.module | sub("\\(.*"; "")')
+	got=$("$XPF" --cat focus/plan.json "$S/$n.hlo.pb.gz" | jq -c '[.parameters.bytes,
 		.outputs.bytes, .parameters.donated_bytes, .temp.bytes, .heap_peak.bytes, .total_bytes]')
 	[ "$got" = "$want" ] || { fail "$n: plan of $fn [params, outputs, aliased, temp, peak, total] $got, XLA says $want"; return; }
 	# the capture's own module of the step: the same figures (index.tsv)
@@ -99,11 +100,51 @@ codes() {
 	echo "ok: $n: codes $have"
 }
 
+# check NAME: decodes clean, gzip'd as it is (its
+# /host:__ScopeRangeCallStack__ plane's scope ids are no dangling ids)
+check() {
+	local n=$1 out
+	if ! out=$("$XPF" --check "$(cap "$n")" 2>&1 >/dev/null); then
+		fail "$n: --check of the .gz fails: $out"
+		return
+	fi
+	if ! "$XPF" --cat capture/errors.txt "$(cap "$n")" | grep -q '^decoder: every plane'; then
+		fail "$n: capture/errors.txt names a decoder error"
+		return
+	fi
+	echo "ok: $n: --check of the .gz exits 0; errors.txt: every plane decodes"
+}
+
+# same NAME: the tree of the .gz is the tree of the file zcat makes of it
+same() {
+	local n=$1
+	mkdir -p "$tmp/plain"
+	zcat "$(cap "$n")" >"$tmp/plain/$n.xplane.pb"
+	"$XPF" --export "$tmp/gz-$n" "$(cap "$n")" &&
+		"$XPF" --export "$tmp/plain-$n" "$tmp/plain/$n.xplane.pb" || {
+		fail "$n: --export failed"
+		return
+	}
+	if ! diff -r "$tmp/gz-$n" "$tmp/plain-$n" >"$tmp/diff"; then
+		fail "$n: the .gz's tree differs from the plain file's: $(head -c 300 "$tmp/diff")"
+		return
+	fi
+	echo "ok: $n: the .gz's tree is the plain file's ($(find "$tmp/gz-$n" -type f | wc -l) files)"
+	rm -rf "$tmp/gz-$n" "$tmp/plain-$n" "$tmp/plain/$n.xplane.pb"
+}
+
+ncap=0
 for f in "$S"/*.facts.json; do
 	n=$(basename "$f" .facts.json)
 	[ -f "$S/$n.hlo.pb.gz" ] && plan "$n"
 	calls "$n"
+	check "$n"
+	ncap=$((ncap + 1))
 done
+[ "$ncap" -ge 16 ] || fail "$ncap captures in $S, the README lists 16"
+same fits
+same leak
+same attn
 
 # The README's table, code by code.
 codes attn plan-exceeds-pool never-launched mostly-forward

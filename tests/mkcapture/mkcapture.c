@@ -24,15 +24,44 @@
  * of about BYTES (steps counted, not written).
  * --lm SPEC writes the train step of a small transformer LM of the shape
  * SPEC asks for (lm.c): layers, batch, sequence, a Python loop, a scan or
- * Flax blocks, dtypes, remat. */
+ * Flax blocks, dtypes, remat.
+ *
+ * An OUT file whose name ends in .gz is written gzip'd, as users keep
+ * captures. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
+#include <zlib.h>
 
 #include "scenarios.h"
+
+static ssize_t gz_cookie_write(void *g, const char *p, size_t n)
+{
+	return n == 0 ? 0 : gzwrite(g, p, (unsigned)n) == (int)n ? (ssize_t)n : -1;
+}
+
+static int gz_cookie_close(void *g) { return gzclose(g) == Z_OK ? 0 : EOF; }
+
+/* OUT for writing: through zlib when its name ends in .gz (the writer
+ * writes in blocks far below gzwrite's unsigned limit). */
+static FILE *open_out(const char *path)
+{
+	size_t n = strlen(path);
+	if (n < 3 || strcmp(path + n - 3, ".gz") != 0)
+		return fopen(path, "wb");
+	gzFile g = gzopen(path, "wb9");
+	if (g == NULL)
+		return NULL;
+	cookie_io_functions_t io = { .write = gz_cookie_write, .close = gz_cookie_close };
+	FILE *f = fopencookie(g, "w", io);
+	if (f == NULL)
+		gzclose(g);
+	return f;
+}
 
 static void usage(FILE *f)
 {
@@ -53,7 +82,7 @@ static void usage(FILE *f)
 		   "  capacity=BYTES, loop|scan|flax, dtype=f32|bf16, upcast, remat, foreign=BYTES, pre\n"
 		   "  (tests/mkcapture/lm.c)\n"
 		   "Writes a synthetic JAX GPU capture (OUT.xplane.pb, or a run directory OUT/\n"
-		   "of <host>.xplane.pb for multi-host scenarios).\n");
+		   "of <host>.xplane.pb for multi-host scenarios); an OUT ending in .gz gzip'd.\n");
 }
 
 /* Steps of the scale prefix that bring the capture to about scale x the
@@ -101,7 +130,7 @@ static int write_host(const mk_scenario *sc, int host, int scale, int64_t big, i
 		free(s);
 		return 1;
 	}
-	f = fopen(path, "wb");
+	f = open_out(path);
 	if (!f) {
 		fprintf(stderr, "xplane-mkcapture: %s: %s\n", path, strerror(errno));
 		mk_scn_release(s);
@@ -139,7 +168,7 @@ static int write_lm(const mk_lm_opt *o, const char *path, int verbose)
 	FILE *f;
 	memset(&s, 0, sizeof s);
 	mk_build_lm(&s, o);
-	if ((f = fopen(path, "wb")) == NULL) {
+	if ((f = open_out(path)) == NULL) {
 		fprintf(stderr, "xplane-mkcapture: %s: %s\n", path, strerror(errno));
 		mk_scn_release(&s);
 		return 2;
@@ -186,7 +215,7 @@ static int write_job(int64_t n, int64_t steps, int64_t size, const char *path, i
 		}
 	}
 	mk_job_script(s, steps);
-	FILE *f = fopen(path, "wb");
+	FILE *f = open_out(path);
 	int rc = f ? 0 : -1;
 	if (f) {
 		setvbuf(f, NULL, _IONBF, 0); /* the writer buffers */

@@ -33,6 +33,9 @@ const mk_variant mk_variants[] = {
 	{ "autotune", MK_V_AUTOTUNE,
 	  "today's JAX's compilations: before each module's first call, a compile event on a python3 line and "
 	  "3 autotuner runs (bare [0] GpuExecutable::ExecuteThunks) on a tf_pjrt_compile_thread_pool line" },
+	{ "scope-tree", MK_V_SCOPE_TREE,
+	  "a /host:__ScopeRangeCallStack__ plane after /host:metadata, as today's GPU tracer writes it: "
+	  "plane stats whose metadata_id is a scope's id (no stat metadata) and whose value its parent's" },
 	{ "python-main", MK_V_PY_MAIN,
 	  "--job: the Python tracer's call tree on the main thread's line, its calls between the host "
 	  "events (post-processing merges /host:python-tracer into /host:CPU by thread)" },
@@ -1365,6 +1368,24 @@ static void write_metadata(mk_scn *s, w_sink *out)
 	xp_plane_release(&p);
 }
 
+/* The plane where the GPU tracer keeps its tree of scope ranges: each
+ * edge a plane stat whose metadata_id is the child scope's id and whose
+ * int64 value the parent's (ids of the size jax-h200's captures hold, a
+ * thread's number in the high bits), and no stat metadata for them; beside
+ * them a process_id with its metadata, as the real plane has. */
+static void write_scope_tree(w_sink *out)
+{
+	enum { SCOPES = 40 };
+	const int64_t base = 3096224743817856ll;
+	xp_plane p;
+	xp_plane_init(&p, 0, "/host:__ScopeRangeCallStack__");
+	for (int64_t k = 1; k < SCOPES; k++) /* a chain, and a few siblings */
+		xp_plane_stat_raw_i64(&p, base + k, base + (k % 7 == 0 ? k - 3 : k - 1));
+	xp_plane_stat_i64(&p, "process_id", 5734);
+	xp_write_plane(out, &p, NULL, 0);
+	xp_plane_release(&p);
+}
+
 int mk_write_xspace(mk_scn *s, FILE *f, uint64_t *bytes, uint64_t *events)
 {
 	w_sink out = { 0 };
@@ -1380,6 +1401,8 @@ int mk_write_xspace(mk_scn *s, FILE *f, uint64_t *bytes, uint64_t *events)
 
 	out.f = f;
 	write_metadata(s, &out);
+	if (s->variants & MK_V_SCOPE_TREE)
+		write_scope_tree(&out);
 
 	for (int d = 0; d < s->ndev; d++) {
 		xp_plane p;

@@ -50,6 +50,7 @@ enum {
 	MK_V_NVIDIA = 1u << 6,            /* the GPU planes an NVIDIA device's (vendor, name, compute cap) */
 	MK_V_PY_MAIN = 1u << 7,           /* --job: the Python tracer's events on the main thread's line */
 	MK_V_AUTOTUNE = 1u << 8,          /* each module compiled before its first call, with autotuner runs */
+	MK_V_SCOPE_TREE = 1u << 9,        /* a /host:__ScopeRangeCallStack__ plane of scope-id stats */
 };
 typedef struct mk_variant {
 	const char *name;

@@ -108,6 +108,15 @@ void xp_plane_stat_str(xp_plane *p, const char *name, const char *v)
 	xpf_buf_release(&m);
 }
 
+void xp_plane_stat_raw_i64(xp_plane *p, int64_t id, int64_t v)
+{
+	xpf_buf m = XPF_BUF_INIT;
+	w_i64(&m, 1, id);
+	w_i64(&m, 4, v);
+	w_msg(&p->stats, 6, &m);
+	xpf_buf_release(&m);
+}
+
 void xp_plane_hlo_proto(xp_plane *p, const char *name, const xpf_buf *hlo, uint64_t program_id)
 {
 	int64_t id = xp_intern_id(&p->ev, name);

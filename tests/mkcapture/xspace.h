@@ -39,6 +39,9 @@ void xp_plane_release(xp_plane *p);
 void xp_plane_stat_u64(xp_plane *p, const char *name, uint64_t v);
 void xp_plane_stat_i64(xp_plane *p, const char *name, int64_t v);
 void xp_plane_stat_str(xp_plane *p, const char *name, const char *v);
+/* A plane-level stat whose metadata_id is id itself, with no stat metadata
+ * (the scope-range tree's edges: child scope id -> parent scope id). */
+void xp_plane_stat_raw_i64(xp_plane *p, int64_t id, int64_t v);
 /* An XEventMetadata with stats `Hlo Proto` (bytes) and `program_id`
  * (uint64), as MetadataXPlaneBuilder writes it.  Call before any event. */
 void xp_plane_hlo_proto(xp_plane *p, const char *name, const xpf_buf *hlo, uint64_t program_id);

@@ -691,6 +691,51 @@ if [ -n "${XPF_SOURCE:-}" ] && [ -f "$XPF_SOURCE/tests/bad/cases/ok-base.xplane.
 	fi
 fi
 
+# --- a gzip'd capture (SPEC §2) -----------------------------------------------
+# It mounts as the file it decompresses to: diagnosis.txt and the listing
+# are the plain file's (named alike: the report names a .gz without .gz).
+# Its copy cannot change; the .gz itself rewritten under the mount is seen
+# as the capture changing, never as malformed.
+gz_src=$S/jax-h200/fits.xplane.pb.gz
+if [ ! -f "$gz_src" ] && [ -n "${shrink_src:-}" ]; then
+	gzip -c "$shrink_src" >"$tmp/made.xplane.pb.gz"
+	gz_src=$tmp/made.xplane.pb.gz
+fi
+if [ -f "$gz_src" ]; then
+	mkdir -p "$tmp/gz/plain"
+	cp "$gz_src" "$tmp/gz/c.xplane.pb.gz"
+	zcat "$gz_src" >"$tmp/gz/plain/c.xplane.pb"
+	"$XPF" --cat diagnosis.txt "$tmp/gz/plain/c.xplane.pb" >"$tmp/gz/diag-plain.txt"
+	"$XPF" --export "$tmp/gz/x-plain" "$tmp/gz/plain/c.xplane.pb"
+	mg=$tmp/mnt-gz
+	if start_fg "$mg" "$tmp/gz.log" "$tmp/gz/c.xplane.pb.gz"; then
+		to cat "$mg/diagnosis.txt" >"$tmp/gz/diag.txt"
+		cmp -s "$tmp/gz/diag.txt" "$tmp/gz/diag-plain.txt" &&
+			ok "gzip: diagnosis.txt of the mounted .gz is the plain file's" ||
+			fail "gzip: diagnosis.txt differs from the plain file's: $(diff "$tmp/gz/diag.txt" "$tmp/gz/diag-plain.txt" | head -c 300)"
+		[ "$(listing "$mg")" = "$(listing "$tmp/gz/x-plain")" ] &&
+			ok "gzip: the mount's tree is the plain file's" ||
+			fail "gzip: the mount's tree differs from the plain file's export"
+		cp "$tmp/gz/c.xplane.pb.gz" "$tmp/gz/new.gz"
+		printf '\0\0\0\0' >>"$tmp/gz/new.gz" # (trailing zeros: still the same capture)
+		cat "$tmp/gz/new.gz" >"$tmp/gz/c.xplane.pb.gz"
+		to cat "$mg/runtime/events.tsv" >/dev/null 2>"$tmp/gz/err"
+		if ! alive "$daemon"; then
+			fail "gzip: the daemon died when the .gz changed: $(tail -c 300 "$tmp/gz.log")"
+		elif ! grep -q "Input/output error" "$tmp/gz/err" ||
+			! to grep -q "changed while mounted" "$mg/capture/errors.txt" ||
+			to grep -q "malformed" "$mg/capture/errors.txt" ||
+			! to cmp -s "$mg/diagnosis.txt" "$tmp/gz/diag-plain.txt"; then
+			fail "gzip: the .gz rewritten: want EIO, errors.txt saying it changed, diagnosis.txt kept: $(to head -c 300 "$mg/capture/errors.txt")"
+		else
+			ok "gzip: the .gz rewritten: EIO on files not made, errors.txt says it changed"
+		fi
+		stop "$daemon" "$mg" fusermount3
+	else
+		fail "gzip: could not mount $gz_src"
+	fi
+fi
+
 # --- broken captures never mount ---------------------------------------------
 for c in "$S"/bad/*; do
 	[ -f "$c" ] || continue

@@ -67,6 +67,10 @@ $B/ba-negative-sizes.xplane.pb 0
 $B/name-collide.xplane.pb 0
 $B/hlo-deep-shape-100.xplane.pb 3
 $B/trunc-file-half.xplane.pb 3
+$B/gz-ok-base.xplane.pb.gz 0
+$B/gz-ok-hlo.hlo.pb.gz 0
+$B/gz-trunc-half.xplane.pb.gz 3
+$B/gz-bad-crc.xplane.pb.gz 3
 $S/mi300x-jax08-gemm.xplane.pb 0
 $S/mi300x-conv-run/jit_forward_3d_conv_15_.hlo_proto.pb 0
 $S/bad/op-stats-not-xspace.pb 3
