@@ -30,6 +30,10 @@ xpf_node *xpf_node_new(xpf_report *r, xpf_node *parent, enum xpf_node_type type,
 	n->ino = t->nnodes;
 	pthread_mutex_unlock(&t->ino_mu);
 	if (parent) {
+		/* lookups search the children sorted once (populate_fn): a
+		 * directory is complete before anybody looks in it */
+		if (xpf_lazy_state(&parent->content) != XPF_LAZY_NOT_YET)
+			abort();
 		if (parent->nkids == parent->capkids) {
 			parent->capkids = parent->capkids ? parent->capkids * 2 : 8;
 			parent->kids = xpf_realloc_array(parent->kids, parent->capkids,
@@ -72,13 +76,28 @@ xpf_node *xpf_node_link_lazy(xpf_node *parent, const char *name, xpf_render_fn r
 	return n;
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp((*(xpf_node *const *)a)->name, (*(xpf_node *const *)b)->name);
+}
+
+/* A directory's children (its populate function's, else those it was
+ * built with), and their index by name: runtime/executions/ holds one
+ * folder per execution, and a walk looks up every one. */
 static int populate_fn(void *ctx, void **value, xpf_error *err)
 {
 	xpf_node *dir = ctx;
 	*value = dir;
-	if (dir->populate == NULL)
-		return XPF_OK;
-	return dir->populate(dir->host, dir, err);
+	if (dir->populate != NULL) {
+		int rc = dir->populate(dir->host, dir, err);
+		if (rc != XPF_OK)
+			return rc;
+	}
+	dir->by_name = xpf_malloc((dir->nkids ? dir->nkids : 1) * sizeof *dir->by_name);
+	if (dir->nkids)
+		memcpy(dir->by_name, dir->kids, dir->nkids * sizeof *dir->kids);
+	xpf_qsort(dir->by_name, dir->nkids, sizeof *dir->by_name, name_cmp);
+	return XPF_OK;
 }
 
 int xpf_node_children(xpf_node *dir, xpf_node ***kids, size_t *n, xpf_error *err)
@@ -101,11 +120,19 @@ int xpf_node_lookup(xpf_node *dir, const char *name, xpf_node **out, xpf_error *
 	int rc = xpf_node_children(dir, &kids, &n, err);
 	if (rc != XPF_OK)
 		return rc;
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(kids[i]->name, name) == 0) {
-			*out = kids[i];
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(dir->by_name[mid]->name, name);
+		if (c == 0) {
+			*out = dir->by_name[mid];
 			break;
 		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return XPF_OK;
 }
 
@@ -490,6 +517,7 @@ void xpf_report_free(xpf_report *r)
 			xpf_lazy_release(&n->content, NULL);
 		free(n->name);
 		free(n->kids);
+		free(n->by_name);
 		free(n);
 	}
 	free(r->nodes);

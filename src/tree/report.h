@@ -58,7 +58,8 @@ struct xpf_node {
 	xpf_report *report;
 	size_t nkids, capkids;
 	xpf_node **kids;
-	xpf_lazy content; /* rendered bytes (files) / populated (dirs) */
+	xpf_node **by_name; /* kids sorted by name, made once they are all there */
+	xpf_lazy content;   /* rendered bytes (files) / populated (dirs) */
 	size_t content_len;
 	/* the cache of rendered files (report.c; under the report's cache lock) */
 	unsigned pins; /* readers holding the bytes (xpf_node_pin) */
