@@ -61,18 +61,32 @@ void xpf_buf_printf(xpf_buf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
+/* v's digits at p; returns the end. */
+static char *put_u64(char *p, uint64_t v)
+{
+	char t[20];
+	size_t k = sizeof t;
+	do {
+		t[--k] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	memcpy(p, t + k, sizeof t - k);
+	return p + (sizeof t - k);
+}
+
 void xpf_buf_add_i64(xpf_buf *b, int64_t v)
 {
-	char t[24];
-	size_t k = sizeof t;
-	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
-	do {
-		t[--k] = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
+	char t[24], *p = t;
 	if (v < 0)
-		t[--k] = '-';
-	xpf_buf_add(b, t + k, sizeof t - k);
+		*p++ = '-';
+	p = put_u64(p, v < 0 ? -(uint64_t)v : (uint64_t)v);
+	xpf_buf_add(b, t, (size_t)(p - t));
+}
+
+void xpf_buf_add_u64(xpf_buf *b, uint64_t v)
+{
+	char t[24];
+	xpf_buf_add(b, t, (size_t)(put_u64(t, v) - t));
 }
 
 void xpf_buf_reset(xpf_buf *b)
@@ -255,7 +269,7 @@ char *xpf_human(uint64_t v, char out[32])
 {
 	static const char *units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
 	if (v < 1024) {
-		snprintf(out, 32, "%llu B", (unsigned long long)v);
+		memcpy(put_u64(out, v), " B", 3);
 		return out;
 	}
 	/* Integer arithmetic so rounding is the same everywhere. */
@@ -278,7 +292,15 @@ char *xpf_human(uint64_t v, char out[32])
 		num = (unsigned __int128)v * scale + div / 2;
 		q = (unsigned long long)(num / div);
 	}
-	snprintf(out, 32, "%llu.%0*llu %s", q / scale, decimals, q % scale, units[u]);
+	/* "%llu.%0*llu %s" without printf, which costs many times the
+	 * digits: a walk writes this for every live block */
+	char *p = put_u64(out, q / scale);
+	*p++ = '.';
+	if (decimals == 2)
+		*p++ = (char)('0' + q % scale / 10);
+	*p++ = (char)('0' + q % 10);
+	*p++ = ' ';
+	memcpy(p, units[u], 4);
 	return out;
 }
 

@@ -30,6 +30,7 @@ void xpf_buf_printf(xpf_buf *b, const char *fmt, ...) __attribute__((format(prin
  * that write millions of numbers (a shape's dimensions), where printf's
  * parsing of its format costs many times the digits. */
 void xpf_buf_add_i64(xpf_buf *b, int64_t v);
+void xpf_buf_add_u64(xpf_buf *b, uint64_t v);
 void xpf_buf_reset(xpf_buf *b);
 void xpf_buf_release(xpf_buf *b);
 /* Hand the bytes to the caller (free() them); b is left empty. */

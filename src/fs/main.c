@@ -76,7 +76,7 @@ static const char usage_text[] =
 	"Environment: XPF_THREADS=N  threads for the big scans (default: the CPUs, at most 8).\n"
 	"             XPF_PHASES=1  print how long each phase of reading the runtime took,\n"
 	"                           and the memory held, on stderr (see bench/README.md).\n"
-	"             XPF_CACHE_MB=N  the mount's cache of rendered files (default 256 MiB;\n"
+	"             XPF_CACHE_MB=N  the mount's cache of rendered files (default 64 MiB;\n"
 	"                           0: no limit); a file dropped is made again when read.\n"
 	"\n"
 	"Exit status:\n"
@@ -533,7 +533,7 @@ static int run_mount(struct cli *a, xpf_report *r, const xpf_input *in, const xp
 {
 	char *made = NULL;
 	int rc;
-	/* XPF_CACHE_MB: the cache of rendered files (default 256 MiB; tests
+	/* XPF_CACHE_MB: the cache of rendered files (default 64 MiB; tests
 	 * make it small to see files dropped and made again) */
 	const char *cache = getenv("XPF_CACHE_MB");
 	if (cache && *cache)

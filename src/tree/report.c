@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 xpf_node *xpf_node_new(xpf_report *r, xpf_node *parent, enum xpf_node_type type, const char *name)
 {
@@ -30,6 +33,10 @@ xpf_node *xpf_node_new(xpf_report *r, xpf_node *parent, enum xpf_node_type type,
 	n->ino = t->nnodes;
 	pthread_mutex_unlock(&t->ino_mu);
 	if (parent) {
+		/* lookups search the children sorted once (populate_fn): a
+		 * directory is complete before anybody looks in it */
+		if (xpf_lazy_state(&parent->content) != XPF_LAZY_NOT_YET)
+			abort();
 		if (parent->nkids == parent->capkids) {
 			parent->capkids = parent->capkids ? parent->capkids * 2 : 8;
 			parent->kids = xpf_realloc_array(parent->kids, parent->capkids,
@@ -72,13 +79,28 @@ xpf_node *xpf_node_link_lazy(xpf_node *parent, const char *name, xpf_render_fn r
 	return n;
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp((*(xpf_node *const *)a)->name, (*(xpf_node *const *)b)->name);
+}
+
+/* A directory's children (its populate function's, else those it was
+ * built with), and their index by name: runtime/executions/ holds one
+ * folder per execution, and a walk looks up every one. */
 static int populate_fn(void *ctx, void **value, xpf_error *err)
 {
 	xpf_node *dir = ctx;
 	*value = dir;
-	if (dir->populate == NULL)
-		return XPF_OK;
-	return dir->populate(dir->host, dir, err);
+	if (dir->populate != NULL) {
+		int rc = dir->populate(dir->host, dir, err);
+		if (rc != XPF_OK)
+			return rc;
+	}
+	dir->by_name = xpf_malloc((dir->nkids ? dir->nkids : 1) * sizeof *dir->by_name);
+	if (dir->nkids)
+		memcpy(dir->by_name, dir->kids, dir->nkids * sizeof *dir->kids);
+	xpf_qsort(dir->by_name, dir->nkids, sizeof *dir->by_name, name_cmp);
+	return XPF_OK;
 }
 
 int xpf_node_children(xpf_node *dir, xpf_node ***kids, size_t *n, xpf_error *err)
@@ -101,11 +123,19 @@ int xpf_node_lookup(xpf_node *dir, const char *name, xpf_node **out, xpf_error *
 	int rc = xpf_node_children(dir, &kids, &n, err);
 	if (rc != XPF_OK)
 		return rc;
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(kids[i]->name, name) == 0) {
-			*out = kids[i];
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(dir->by_name[mid]->name, name);
+		if (c == 0) {
+			*out = dir->by_name[mid];
 			break;
 		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return XPF_OK;
 }
 
@@ -142,8 +172,11 @@ static int render_fn(void *ctx, void **value, xpf_error *err)
 			xpf_host_note_error(f->host, err);
 		return rc;
 	}
+	/* the cache counts content_len: hold no more than that (a buffer
+	 * grows by doubling, and a walk's files would take up to twice the
+	 * cache's limit) */
 	f->content_len = b.len;
-	*value = xpf_buf_detach(&b, NULL);
+	*value = xpf_realloc_array(xpf_buf_detach(&b, NULL), f->content_len + 1, 1);
 	return XPF_OK;
 }
 
@@ -213,19 +246,38 @@ static bool evictable(const xpf_node *n)
 }
 
 /* Drop least recently used files while over the limit (cache_mu held).
- * A pinned file is skipped: its reader holds the bytes. */
-static void evict(xpf_report *t)
+ * A pinned file is skipped: its reader holds the bytes.  So is the most
+ * recently used, even alone over the limit: a file is read a piece at a
+ * time, and it would be made again for every piece.  True when enough was
+ * dropped since the last time to give memory back (give_back, once
+ * unlocked). */
+static bool evict(xpf_report *t)
 {
 	xpf_node *n = t->lru_tail;
-	while (n && t->cache_limit && t->cache_bytes > t->cache_limit) {
+	while (n && n != t->lru_head && t->cache_limit && t->cache_bytes > t->cache_limit) {
 		xpf_node *prev = n->lru_prev;
 		if (evictable(n)) {
+			t->evicted_bytes += n->content_len;
 			lru_unlink(t, n);
 			if (xpf_lazy_forget(&n->content, free))
 				n->content_len = 0;
 		}
 		n = prev;
 	}
+	if (t->cache_limit == 0 || t->evicted_bytes < t->cache_limit / 4)
+		return false;
+	t->evicted_bytes = 0;
+	return true;
+}
+
+/* glibc keeps what a thread's arena freed for that arena, and the mount's
+ * threads take turns: a walk's files, made and dropped across them, would
+ * leave the arenas holding about the cache's limit again, beside it. */
+static void give_back(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
 }
 
 int xpf_node_pin(xpf_node *f, const char **data, size_t *len, xpf_error *err)
@@ -252,16 +304,20 @@ void xpf_node_unpin(xpf_node *f)
 	xpf_report *t = f->report->top;
 	pthread_mutex_lock(&t->cache_mu);
 	f->pins--;
-	evict(t);
+	bool trim = evict(t);
 	pthread_mutex_unlock(&t->cache_mu);
+	if (trim)
+		give_back();
 }
 
 void xpf_report_set_cache_limit(xpf_report *r, size_t bytes)
 {
 	pthread_mutex_lock(&r->top->cache_mu);
 	r->top->cache_limit = bytes;
-	evict(r->top);
+	bool trim = evict(r->top);
 	pthread_mutex_unlock(&r->top->cache_mu);
+	if (trim)
+		give_back();
 }
 
 size_t xpf_report_cache_bytes(xpf_report *r)
@@ -490,6 +546,7 @@ void xpf_report_free(xpf_report *r)
 			xpf_lazy_release(&n->content, NULL);
 		free(n->name);
 		free(n->kids);
+		free(n->by_name);
 		free(n);
 	}
 	free(r->nodes);

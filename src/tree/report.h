@@ -58,7 +58,8 @@ struct xpf_node {
 	xpf_report *report;
 	size_t nkids, capkids;
 	xpf_node **kids;
-	xpf_lazy content; /* rendered bytes (files) / populated (dirs) */
+	xpf_node **by_name; /* kids sorted by name, made once they are all there */
+	xpf_lazy content;   /* rendered bytes (files) / populated (dirs) */
 	size_t content_len;
 	/* the cache of rendered files (report.c; under the report's cache lock) */
 	unsigned pins; /* readers holding the bytes (xpf_node_pin) */
@@ -109,11 +110,12 @@ int xpf_report_resolve_target(xpf_report *r, const char *path, xpf_node **out, x
 int xpf_node_content(xpf_node *file, const char **data, size_t *len, xpf_error *err);
 /* The mount's reads (SPEC §6: memory stays bounded): the file's bytes,
  * rendered if they are not in the cache, held until xpf_node_unpin.  An
- * unpin drops the least recently used unpinned files while the cache holds
- * more than its limit (they render again, the same bytes, when asked). */
+ * unpin drops the least recently used unpinned files, but the most recent,
+ * while the cache holds more than its limit (they render again, the same
+ * bytes, when asked). */
 int xpf_node_pin(xpf_node *file, const char **data, size_t *len, xpf_error *err);
 void xpf_node_unpin(xpf_node *file);
-/* The cache's limit in bytes (default 256 MiB; 0: no limit) and what it
+/* The cache's limit in bytes (default 64 MiB; 0: no limit) and what it
  * holds now. */
 void xpf_report_set_cache_limit(xpf_report *r, size_t bytes);
 size_t xpf_report_cache_bytes(xpf_report *r);

@@ -26,10 +26,15 @@ struct xpf_report {
 	 * report's: a baseline's nodes use it too). */
 	pthread_mutex_t cache_mu;
 	size_t cache_bytes, cache_limit;
+	size_t evicted_bytes; /* since memory was last given back */
 	xpf_node *lru_head, *lru_tail;
 };
 
-#define CACHE_LIMIT_DEFAULT ((size_t)256 << 20)
+/* The kernel keeps the pages it read of a file (keep_cache): the daemon's
+ * copy serves a file's lookup, open and reads, which come together, and
+ * the pieces of a big one; what a walk reads once need not stay.  The
+ * limit is beside the runtime and the plans, which stay (SPEC §6). */
+#define CACHE_LIMIT_DEFAULT ((size_t)64 << 20)
 
 /* A node of r under parent (NULL: the root), with the next inode number. */
 xpf_node *xpf_node_new(xpf_report *r, xpf_node *parent, enum xpf_node_type type, const char *name);

@@ -432,6 +432,26 @@ static int render_between(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_erro
 
 /* ---- executions/<n>/ ------------------------------------------------------ */
 
+/* A TSV field repeated row after row (the blocks of one origin, of one
+ * host event): escaped once while the name stays the same. */
+struct tsv_memo {
+	const char *name;
+	xpf_buf escaped;
+};
+
+static void put_tsv_memo(xpf_buf *out, struct tsv_memo *m, const char *name)
+{
+	if (name != m->name || m->escaped.data == NULL) {
+		xpf_buf_reset(&m->escaped);
+		xpf_buf_add(&m->escaped, "", 0);
+		xpf_buf_tsv(&m->escaped, name);
+		m->name = name;
+	}
+	xpf_buf_add(out, m->escaped.data, m->escaped.len);
+}
+
+/* One row per live block: a walk of the tree writes millions of them, so
+ * numbers go in without printf. */
 static int render_live(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *err)
 {
 	const xpf_runtime *rt;
@@ -443,25 +463,34 @@ static int render_live(xpf_host *h, const xpf_node *n, xpf_buf *out, xpf_error *
 	rc = xpf_runtime_live_at(rt, (size_t)n->arg, &b, &nb, err);
 	if (rc != XPF_OK)
 		return rc;
+	struct tsv_memo origin = { NULL, XPF_BUF_INIT }, event = { NULL, XPF_BUF_INIT };
 	xpf_buf_adds(out,
 		     "origin\tbytes\thuman\trequested_bytes\taddr\tallocated_ns\thost_event\tshape\n");
 	for (size_t i = 0; i < nb; i++) {
 		char hb[32];
-		xpf_buf_tsv(out, b[i].origin_text);
-		xpf_buf_printf(out, "\t%" PRIu64 "\t%s\t", b[i].bytes, xpf_human(b[i].bytes, hb));
+		put_tsv_memo(out, &origin, b[i].origin_text);
+		xpf_buf_addc(out, '\t');
+		xpf_buf_add_u64(out, b[i].bytes);
+		xpf_buf_addc(out, '\t');
+		xpf_buf_adds(out, xpf_human(b[i].bytes, hb));
+		xpf_buf_addc(out, '\t');
 		if (b[i].event >= 0) {
 			if (b[i].has_requested)
-				xpf_buf_printf(out, "%" PRIu64, b[i].requested_bytes);
-			xpf_buf_printf(out, "\t%" PRIu64 "\t%" PRId64, b[i].addr,
-				       xpf_rt_ev_ns(&rt->events[b[i].event]));
+				xpf_buf_add_u64(out, b[i].requested_bytes);
+			xpf_buf_addc(out, '\t');
+			xpf_buf_add_u64(out, b[i].addr);
+			xpf_buf_addc(out, '\t');
+			xpf_buf_add_i64(out, xpf_rt_ev_ns(&rt->events[b[i].event]));
 		} else
 			xpf_buf_adds(out, "\t\t");
 		xpf_buf_addc(out, '\t');
-		xpf_buf_tsv(out, b[i].host_event);
+		put_tsv_memo(out, &event, b[i].host_event);
 		xpf_buf_addc(out, '\t');
 		xpf_buf_tsv(out, b[i].shape);
 		xpf_buf_addc(out, '\n');
 	}
+	xpf_buf_release(&origin.escaped);
+	xpf_buf_release(&event.escaped);
 	xpf_rt_blocks_free(b, nb);
 	return XPF_OK;
 }

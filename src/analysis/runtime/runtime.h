@@ -386,8 +386,8 @@ enum xpf_origin {
 
 typedef struct xpf_rt_block {
 	enum xpf_origin origin;
-	char *origin_text; /* e.g. "outputs of jit_f(1) execution 2" */
-	uint64_t addr;     /* 0 for the "before" remainder */
+	const char *origin_text; /* e.g. "outputs of jit_f(1) execution 2" */
+	uint64_t addr;           /* 0 for the "before" remainder */
 	uint64_t bytes;
 	uint64_t requested_bytes;
 	bool has_requested;     /* its event carried requested_bytes */

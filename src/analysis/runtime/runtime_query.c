@@ -181,41 +181,95 @@ void xpf_rt_between_release(xpf_rt_between *b)
 static int block_cmp(const void *a, const void *b)
 {
 	const xpf_rt_block *x = a, *y = b;
-	int c = strcmp(x->origin_text, y->origin_text);
-	if (c)
-		return c;
+	if (x->origin_text != y->origin_text) { /* one origin shares one text */
+		int c = strcmp(x->origin_text, y->origin_text);
+		if (c)
+			return c;
+	}
 	if (x->bytes != y->bytes)
 		return x->bytes > y->bytes ? -1 : 1;
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-static void origin_of(const xpf_runtime *rt, const xpf_rt_event *e, xpf_rt_block *blk, xpf_buf *t)
+/* The origin texts of one query, each written once: a live set holds
+ * hundreds of blocks of a few origins (the outputs of the last steps), and
+ * formatting a text per block was most of the query.  Texts are kept by
+ * offset in `text` until the blocks are final (it moves as it grows). */
+struct origins {
+	xpf_map of_execution; /* (execution, is outputs) -> offset */
+	xpf_map of_event;     /* (transfer or host event name, shape) -> offset */
+	xpf_buf text;         /* the texts, each NUL-terminated */
+	size_t *at;           /* the offset of each block's text */
+	size_t nat, capat;
+};
+
+/* Block blk's origin (its kind and execution; its text's offset pushed on
+ * o->at), from its allocation event e. */
+static void origin_of(const xpf_runtime *rt, const xpf_rt_event *e, xpf_rt_block *blk,
+		      struct origins *o)
 {
 	const struct xpf_rt_priv *pv = rt->priv;
-	xpf_buf_reset(t);
+	xpf_map *m;
+	uint64_t ka, kb;
 	blk->execution = -1;
 	if (e->execution >= 0) {
-		const xpf_rt_execution *x = &rt->executions[e->execution];
 		bool out = e->role == XPF_RT_ROLE_OUTPUT ||
 			   (e->role != XPF_RT_ROLE_TEMP && !e->in_build);
 		blk->origin = out ? XPF_ORIGIN_OUTPUTS : XPF_ORIGIN_TEMP;
 		blk->execution = e->execution;
-		if (x->module >= 0)
-			xpf_buf_printf(t, "%s of %s execution %u", out ? "outputs" : "temp",
-				       pv->module_names[x->module], x->module_execution);
-		else
-			xpf_buf_printf(t, "%s of %s execution %u", out ? "outputs" : "temp",
-				       x->host_name ? x->host_name : "an ambiguous module", x->n);
+		m = &o->of_execution;
+		ka = (uint64_t)e->execution;
+		kb = out;
 	} else {
 		/* the transfer around it, else the host event, then its shape */
 		const char *tr = xpf_rt_ev_transfer(rt, e), *in = xpf_rt_ev_enclosing(rt, e);
-		const char *shape = xpf_rt_ev_shape(rt, e);
 		blk->origin = tr ? XPF_ORIGIN_TRANSFER : XPF_ORIGIN_HOST_EVENT;
-		xpf_buf_adds(t, tr ? tr : in ? in : "outside any host event");
-		if (shape)
-			xpf_buf_printf(t, "(%s)", shape);
+		m = &o->of_event;
+		ka = (uint64_t)(uintptr_t)(tr ? tr : in);
+		kb = (uint64_t)(uintptr_t)xpf_rt_ev_shape(rt, e);
 	}
-	blk->origin_text = xpf_strdup(t->data ? t->data : "");
+	size_t slot = xpf_map_find(m, ka, kb);
+	int64_t at = m->s[slot].val;
+	if (at < 0) {
+		at = (int64_t)o->text.len;
+		xpf_buf *t = &o->text;
+		if (e->execution >= 0) {
+			const xpf_rt_execution *x = &rt->executions[e->execution];
+			const char *what = blk->origin == XPF_ORIGIN_OUTPUTS ? "outputs" : "temp";
+			if (x->module >= 0)
+				xpf_buf_printf(t, "%s of %s execution %u", what,
+					       pv->module_names[x->module], x->module_execution);
+			else
+				xpf_buf_printf(t, "%s of %s execution %u", what,
+					       x->host_name ? x->host_name : "an ambiguous module",
+					       x->n);
+		} else {
+			const char *name = (const char *)(uintptr_t)ka,
+				   *shape = xpf_rt_ev_shape(rt, e);
+			xpf_buf_adds(t, name ? name : "outside any host event");
+			if (shape)
+				xpf_buf_printf(t, "(%s)", shape);
+		}
+		xpf_buf_add(t, "", 1); /* its NUL, kept */
+		xpf_map_put(m, ka, kb, at);
+	}
+	*XPF_VEC_PUSH(o->at, o->nat, o->capat) = (size_t)at;
+}
+
+/* The blocks v[0..n) and their texts as one allocation (xpf_rt_blocks_free
+ * frees it), the texts after the blocks. */
+static xpf_rt_block *blocks_with_texts(xpf_rt_block *v, size_t n, const struct origins *o)
+{
+	size_t head = n * sizeof *v;
+	char *all = xpf_malloc(head + o->text.len + 1);
+	if (n)
+		memcpy(all, v, head);
+	if (o->text.len)
+		memcpy(all + head, o->text.data, o->text.len);
+	xpf_rt_block *b = (xpf_rt_block *)(void *)all;
+	for (size_t i = 0; i < o->nat; i++)
+		b[i].origin_text = all + head + o->at[i];
+	return b;
 }
 
 void xpf_runtime_live_before(const xpf_runtime *rt, int a, int64_t t_ps, bool in_use_known,
@@ -228,7 +282,9 @@ void xpf_runtime_live_before(const xpf_runtime *rt, int a, int64_t t_ps, bool in
 	xpf_rt_block *v = NULL;
 	size_t n = 0, cap = 0;
 	uint64_t sum = 0;
-	xpf_buf t = XPF_BUF_INIT;
+	struct origins o = { .text = XPF_BUF_INIT };
+	xpf_map_init(&o.of_execution, 16);
+	xpf_map_init(&o.of_event, 16);
 	/* a's allocations before the start not freed before it, in event
 	 * order, skipping the blocks of them all freed before it */
 	const struct xpf_rt_priv *pv = rt->priv;
@@ -250,7 +306,7 @@ void xpf_runtime_live_before(const xpf_runtime *rt, int a, int64_t t_ps, bool in
 			continue;
 		xpf_rt_block *b = XPF_VEC_PUSH(v, n, cap);
 		memset(b, 0, sizeof *b);
-		origin_of(rt, e, b, &t);
+		origin_of(rt, e, b, &o);
 		b->addr = e->addr;
 		b->bytes = xpf_rt_ev_bytes(rt, e);
 		b->requested_bytes = xpf_rt_ev_requested(rt, e);
@@ -260,23 +316,30 @@ void xpf_runtime_live_before(const xpf_runtime *rt, int a, int64_t t_ps, bool in
 		b->shape = xpf_rt_ev_shape(rt, e);
 		sum += xpf_rt_ev_bytes(rt, e);
 	}
-	xpf_buf_release(&t);
 	if (in_use_known && in_use > sum) {
 		xpf_rt_block *b = XPF_VEC_PUSH(v, n, cap);
 		memset(b, 0, sizeof *b);
 		b->origin = XPF_ORIGIN_BEFORE;
 		/* TPU allocators count bytes_reserved (the loaded programs'
 		 * memory) in use: that is no block either */
-		b->origin_text = xpf_strdup(
+		b->origin_text =
 			rt->allocators[a].is_pool && rt->allocators[a].keyed_by_index ?
 				"reserved (bytes_reserved: loaded programs) or allocated before the capture started" :
-				"allocated before the capture started");
+				"allocated before the capture started";
 		b->bytes = in_use - sum;
 		b->event = -1;
 		b->execution = -1;
 	}
-	if (n)
+	if (n) {
+		xpf_rt_block *b = blocks_with_texts(v, n, &o);
+		free(v);
+		v = b;
 		xpf_qsort(v, n, sizeof *v, block_cmp);
+	}
+	xpf_buf_release(&o.text);
+	free(o.at);
+	xpf_map_free(&o.of_execution);
+	xpf_map_free(&o.of_event);
 	*out = v;
 	*nout = n;
 }
@@ -297,7 +360,6 @@ int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, si
 
 void xpf_rt_blocks_free(xpf_rt_block *b, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		free(b[i].origin_text);
+	(void)n; /* the texts are in the blocks' allocation */
 	free(b);
 }
