@@ -1,9 +1,8 @@
 /* The real JAX captures of ../shared/captures/jax-h200 for the tests: each
- * `<name>.xplane.pb.gz` decompressed into a temporary directory (the
- * product reads only plain files so far), and XLA's own figures of the
- * step from `<name>.facts.json` (memory_analysis(): the truth the tests
- * hold the plan and the advice to, never xplanefs's output).  The caller
- * removes the directory with xpf_h200_cleanup. */
+ * `<name>.xplane.pb.gz` as it is kept (xplanefs reads it gzip'd), and XLA's
+ * own figures of the step from `<name>.facts.json` (memory_analysis(): the
+ * truth the tests hold the plan and the advice to, never xplanefs's
+ * output). */
 #ifndef XPF_TESTS_JAX_H200_H
 #define XPF_TESTS_JAX_H200_H
 
@@ -14,10 +13,6 @@
 #include <unistd.h>
 
 #include <jansson.h>
-#include <zlib.h>
-
-static char xpf_h200_tmp[] = "/tmp/xpf-h200-XXXXXX";
-static bool xpf_h200_have_tmp;
 
 static inline const char *xpf_h200_dir(void)
 {
@@ -27,46 +22,16 @@ static inline const char *xpf_h200_dir(void)
 	return dir;
 }
 
-/* Decompress gz into path; false on any error. */
-static inline bool xpf_h200_gunzip(const char *gz, const char *path)
-{
-	gzFile in = gzopen(gz, "rb");
-	FILE *f = in ? fopen(path, "wb") : NULL;
-	char buf[1 << 16];
-	int n = -1;
-	bool ok = f != NULL;
-	while (ok && (n = gzread(in, buf, sizeof buf)) > 0)
-		ok = fwrite(buf, 1, (size_t)n, f) == (size_t)n;
-	ok = ok && n == 0;
-	if (f && fclose(f) != 0)
-		ok = false;
-	if (in && gzclose(in) != Z_OK)
-		ok = false;
-	return ok;
-}
-
-/* The capture <name> of jax-h200 as a plain file (decompressed once), or
- * NULL with a skip line when it is absent.  The path stays valid for the
- * next 7 calls. */
+/* The capture <name> of jax-h200 (its .gz), or NULL with a skip line when
+ * it is absent.  The path stays valid for the next 7 calls. */
 static inline const char *xpf_h200(const char *name)
 {
-	static char out[8][4096];
+	static char out[8][4200];
 	static int next;
-	char gz[4200];
-	snprintf(gz, sizeof gz, "%s/%s.xplane.pb.gz", xpf_h200_dir(), name);
-	if (access(gz, R_OK) != 0) {
-		fprintf(stderr, "skip: %s is absent (set XPF_SHARED)\n", gz);
-		return NULL;
-	}
-	if (!xpf_h200_have_tmp) {
-		if (mkdtemp(xpf_h200_tmp) == NULL)
-			return NULL;
-		xpf_h200_have_tmp = true;
-	}
 	char *path = out[next++ & 7];
-	snprintf(path, sizeof out[0], "%s/%s.xplane.pb", xpf_h200_tmp, name);
-	if (access(path, R_OK) != 0 && !xpf_h200_gunzip(gz, path)) {
-		fprintf(stderr, "%s: could not decompress\n", gz);
+	snprintf(path, sizeof out[0], "%s/%s.xplane.pb.gz", xpf_h200_dir(), name);
+	if (access(path, R_OK) != 0) {
+		fprintf(stderr, "skip: %s is absent (set XPF_SHARED)\n", path);
 		return NULL;
 	}
 	return path;
@@ -121,17 +86,6 @@ static inline long long xpf_h200_sizes_peak(long long b)
 			r = json_integer_value(json_object_get(e, "peak_memory_in_bytes"));
 	json_decref(j);
 	return r;
-}
-
-static inline void xpf_h200_cleanup(void)
-{
-	if (xpf_h200_have_tmp) {
-		char cmd[4200];
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", xpf_h200_tmp);
-		if (system(cmd) != 0)
-			fprintf(stderr, "could not remove %s\n", xpf_h200_tmp);
-		xpf_h200_have_tmp = false;
-	}
 }
 
 #endif

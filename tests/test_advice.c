@@ -429,12 +429,6 @@ static void test_real_upcast(void **state)
 	close_rep(&p);
 }
 
-static int cleanup(void **state)
-{
-	(void)state;
-	xpf_h200_cleanup();
-	return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -459,11 +453,11 @@ int main(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	if (!want_real)
-		return cmocka_run_group_tests_name("advice", tests, NULL, cleanup);
+		return cmocka_run_group_tests_name("advice", tests, NULL, NULL);
 	if (access(xpf_h200_dir(), R_OK | X_OK) != 0) {
 		printf("SKIP: %s is absent (set XPF_SHARED): the tests on jax-h200 did not run\n",
 		       xpf_h200_dir());
 		return XPF_TEST_SKIP;
 	}
-	return cmocka_run_group_tests_name("advice-real", real, NULL, cleanup);
+	return cmocka_run_group_tests_name("advice-real", real, NULL, NULL);
 }

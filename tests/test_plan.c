@@ -978,7 +978,6 @@ int main(int argc, char **argv)
 		return rc;
 	if (want_real) {
 		rc = cmocka_run_group_tests_name("plan-real", real, NULL, NULL);
-		xpf_h200_cleanup();
 		return rc;
 	}
 	return cmocka_run_group_tests_name("plan", tests, NULL, NULL);
