@@ -637,13 +637,43 @@ static void test_compile_oom_scaled(void **state)
 	close_rep(&p);
 }
 
+static const char *scenario_variant(const char *name, const char *v);
+
 /* retrace-oom-ambiguous: the failed execution's requested bytes are a
- * prefix of both compilations' plans, so no rule links it to one module
- * (SPEC §4.3); its candidates stay, and the focus is the one with the
- * larger need (SPEC §5.1). */
-static void test_ambiguous_oom(void **state)
+ * prefix of both compilations' plans and the host side names both; its
+ * arguments are (19)'s alone (the JSON's arithmetic: live 256, 256 and
+ * 512 MiB; (12) takes 3 x 256 MiB), so the last rule links it (SPEC §4.3,
+ * issue 37) as (19)'s first execution. */
+static void test_linked_by_parameters(void **state)
 {
 	const char *path = scenario("retrace-oom-ambiguous");
+	struct rep p;
+	(void)state;
+	if (path == NULL)
+		skip();
+	assert_true(open_rep(&p, path, 0));
+	assert_contains(cat(&p, "diagnosis.txt"), "focus jit_train_step(19) (its last execution never launched)");
+	json_t *f = need_finding(&p, "never-launched");
+	assert_int_equal(fig(f, "execution"), 4);
+	assert_int_equal(fig(f, "module_execution"), 1);
+	const char *sum = cat(&p, "runtime/executions/4/summary.txt");
+	assert_contains(sum, "execution 4: jit_train_step(19) execution 1 on device 0\n");
+	assert_contains(sum, "linked by: parameters");
+	assert_null(strstr(sum, "candidates:"));
+	/* joined to (19)'s plan: loss 4 B and the tuple table 24 B, 256 B
+	 * each as BFC rounds them */
+	assert_contains(sum, "joined to the plan: temp 0 B, outputs 512 B");
+	assert_contains(cat(&p, "checks.txt"), "PASS\tambiguous-executions\t0 of 4 executions");
+	close_rep(&p);
+}
+
+/* The same with kept-batch: the batch of 8 is still live at the failed
+ * call, so both modules' arguments are and no rule links it (SPEC §4.3);
+ * its candidates stay, and the focus is the one with the larger need
+ * (SPEC §5.1). */
+static void test_ambiguous_oom(void **state)
+{
+	const char *path = scenario_variant("retrace-oom-ambiguous", "kept-batch");
 	struct rep p;
 	char want[128];
 	(void)state;
@@ -664,6 +694,8 @@ static void test_ambiguous_oom(void **state)
 	assert_contains(sum, "jit_train_step(12): needs 1.75 GiB (1879048220 bytes)");
 	assert_contains(sum, "jit_train_step(19): needs 3.00 GiB (3221225500 bytes)");
 	assert_contains(sum, "launched: no");
+	/* the JSON's kept-batch line: 1 GiB + the kept 256 MiB batch */
+	assert_contains(sum, "in use at start: 1.25 GiB (1342177280 bytes)");
 	const char *checks = cat(&p, "checks.txt");
 	assert_contains(checks, "WARN\tambiguous-executions\t1 of 4 executions");
 	assert_contains(checks, "PASS\toom-explained\t");
@@ -1198,6 +1230,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_unexplained_oom),
 		cmocka_unit_test(test_compile_oom_scaled),
 		cmocka_unit_test(test_ambiguous_oom),
+		cmocka_unit_test(test_linked_by_parameters),
 		cmocka_unit_test(test_multi_host),
 		cmocka_unit_test(test_line_width),
 		cmocka_unit_test(test_fraction_after_program_fixes),

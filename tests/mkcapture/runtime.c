@@ -36,6 +36,9 @@ const mk_variant mk_variants[] = {
 	{ "scope-tree", MK_V_SCOPE_TREE,
 	  "a /host:__ScopeRangeCallStack__ plane after /host:metadata, as today's GPU tracer writes it: "
 	  "plane stats whose metadata_id is a scope's id (no stat metadata) and whose value its parent's" },
+	{ "kept-batch", MK_V_KEPT_BATCH,
+	  "retrace scenarios: the script still holds its last batch (an iterator's prefetch) when it calls the "
+	  "step with the new shape, so both compilations' arguments are live at that call" },
 	{ "python-main", MK_V_PY_MAIN,
 	  "--job: the Python tracer's call tree on the main thread's line, its calls between the host "
 	  "events (post-processing merges /host:python-tracer into /host:CPU by thread)" },

@@ -51,6 +51,7 @@ enum {
 	MK_V_PY_MAIN = 1u << 7,           /* --job: the Python tracer's events on the main thread's line */
 	MK_V_AUTOTUNE = 1u << 8,          /* each module compiled before its first call, with autotuner runs */
 	MK_V_SCOPE_TREE = 1u << 9,        /* a /host:__ScopeRangeCallStack__ plane of scope-id stats */
+	MK_V_KEPT_BATCH = 1u << 10,       /* retrace scenarios: the last batch still held at the new call */
 };
 typedef struct mk_variant {
 	const char *name;

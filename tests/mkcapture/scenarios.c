@@ -44,7 +44,7 @@ const mk_scenario mk_scenarios[] = {
 	{ "retrace-oom", 1, mk_build_retrace_oom,
 	  "train_step recompiled for a larger last batch: jit_train_step(19) (one host name with (12)) OOMs on its temp block" },
 	{ "retrace-oom-ambiguous", 1, mk_build_retrace_oom_ambiguous,
-	  "retrace-oom with outputs that do not depend on the batch: the failed execution is ambiguous between (12) and (19)" },
+	  "retrace-oom with outputs that do not depend on the batch: only the live arguments tell the failed execution is (19)'s" },
 	{ "compile-oom", 1, mk_build_compile_oom,
 	  "retrace-oom as today's JAX fails it: the autotuner's scratch for the new shapes fills the pool while it compiles; no module (19)" },
 };

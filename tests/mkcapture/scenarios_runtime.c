@@ -290,7 +290,8 @@ static void retrace_run(mk_scn *s, int scale, int per_example)
 		mk_py(s, "$builtins float", 20 * 1000);
 		for (int o = 0; o < nout; o++)
 			mk_free(s, r + o); /* [per-example loss,] loss */
-		mk_free(s, b);
+		if (k < 2 || !(s->variants & MK_V_KEPT_BATCH))
+			mk_free(s, b);
 	}
 	/* the last batch is larger: a new compilation, whose temp block (after
 	 * the results and the tuple table) does not fit */
@@ -312,8 +313,12 @@ void mk_build_retrace_oom(mk_scn *s, int host, int scale)
  * no output depends on the batch: both compilations allocate loss (4 B)
  * and the tuple table (24 B) before their temp blocks, and the failed
  * execution of (19), which stops at its temp block, requested a prefix of
- * both modules' sizes.  No rule links it to one module: it is ambiguous,
- * with candidates (12) and (19).  Figures: retrace-oom-ambiguous.json. */
+ * both modules' sizes, and the host side names both.  Its arguments
+ * tell: only (19)'s parameters (w1, w2, x of 512 MiB) are live at its
+ * start, so the last rule links it (SPEC §4.3, issue 37).  With
+ * --variant kept-batch the batch of 8 is live too, both modules'
+ * arguments are, and it stays ambiguous, with candidates (12) and (19).
+ * Figures: retrace-oom-ambiguous.json. */
 void mk_build_retrace_oom_ambiguous(mk_scn *s, int host, int scale);
 void mk_build_retrace_oom_ambiguous(mk_scn *s, int host, int scale)
 {

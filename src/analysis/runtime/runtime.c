@@ -39,8 +39,8 @@ const char *xpf_launched_name(enum xpf_launched l)
 
 const char *xpf_link_name(enum xpf_link l)
 {
-	static const char *names[] = { "ambiguous",       "program_id", "name",
-				       "requested_bytes", "pjit",       "kernels" };
+	static const char *names[] = { "ambiguous", "program_id", "name",      "requested_bytes",
+				       "pjit",      "kernels",    "parameters" };
 	return (unsigned)l < sizeof names / sizeof *names ? names[l] : "ambiguous";
 }
 

@@ -122,6 +122,7 @@ enum xpf_link {
 	XPF_LINK_BYTES,      /* requested_bytes in Build buffer allocations */
 	XPF_LINK_PJIT,       /* enclosing PjitFunction(<f>) names jit_<f> */
 	XPF_LINK_KERNELS,    /* program_id / hlo_module of the first kernels */
+	XPF_LINK_PARAMETERS, /* of the candidates, the one whose parameters are all live */
 };
 
 /* One run of a module on one device. */

@@ -1,5 +1,6 @@
 /* The runtime, link: executions to modules (SPEC §4.3 rule order: program
- * id, name, requested_bytes, PjitFunction, kernels), the join of their
+ * id, name, requested_bytes, PjitFunction, kernels; then, for what is left
+ * ambiguous, the arguments live at the start), the join of their
  * Build buffer allocations to the plan, numbering per module, `launched`.
  *
  * A big capture has hundreds of thousands of executions, so nothing here
@@ -337,11 +338,36 @@ void xpf_rt_kernels_wanted(xpf_host *h, xpf_runtime *rt, bool *want)
 
 /* ---- the join to the plan ------------------------------------------------ */
 
-/* evs: the execution's Build buffer allocation events; used: scratch, one
- * flag per buffer allocation of the largest plan, all false (and left so);
- * the events it matches get their buffer_allocation and role. */
+/* Scratch of join_plan: a flag per buffer allocation of the largest plan
+ * met, all false between calls. */
+struct used {
+	bool *v;
+	size_t n;
+};
+
+/* Execution xi's Build buffer allocation events (evs) and their requested
+ * sizes (req), each array of f->maxcnt + 1; their count. */
+static size_t build_events(const xpf_runtime *rt, const struct xpf_rt_finish *f, size_t xi,
+			   size_t *evs, uint64_t *req)
+{
+	const xpf_rt_execution *x = &rt->executions[xi];
+	const idx32 *mine = &f->own[xi ? f->xend[xi - 1] : 0];
+	size_t cnt = (size_t)(&f->own[f->xend[xi]] - mine), n = 0;
+	for (size_t k = 0; k < cnt; k++) {
+		const xpf_rt_event *e = &rt->events[mine[k]];
+		if (e->kind != XPF_RT_ALLOC || !e->in_build ||
+		    (x->allocator >= 0 && xpf_rt_ev_allocator(rt, e) != x->allocator))
+			continue;
+		evs[n] = mine[k];
+		req[n++] = xpf_rt_ev_requested(rt, e);
+	}
+	return n;
+}
+
+/* evs: the execution's Build buffer allocation events; the events it
+ * matches get their buffer_allocation and role. */
 static void join_plan(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, size_t xi,
-		      const size_t *evs, size_t nev, bool *used)
+		      const size_t *evs, size_t nev, struct used *u)
 {
 	xpf_rt_execution *x = &rt->executions[xi];
 	if (x->module < 0 || nev == 0)
@@ -349,6 +375,12 @@ static void join_plan(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp, size_t
 	const struct mod_plan *p = mod_plan(h, mp, x->module);
 	if (!p->plan)
 		return;
+	if (p->plan->nallocs + 1 > u->n) {
+		free(u->v);
+		u->n = p->plan->nallocs + 1;
+		u->v = xpf_calloc(u->n, sizeof *u->v);
+	}
+	bool *used = u->v;
 	size_t nmt = 0;
 	for (size_t k = 0; k < nev; k++) {
 		xpf_rt_event *e = &rt->events[evs[k]];
@@ -410,39 +442,21 @@ static void *join_range_run(void *arg)
 	struct join_range *j = arg;
 	xpf_host *h = j->h;
 	xpf_runtime *rt = j->rt;
-	size_t nm = h->nmodules, maxcnt = j->f->maxcnt, maxba = 0;
-	const idx32 *xend = j->f->xend, *own = j->f->own;
+	size_t nm = h->nmodules, maxcnt = j->f->maxcnt;
 	uint64_t *seen_v = xpf_realloc_array(NULL, maxcnt + 1, sizeof *seen_v);
 	uint64_t *seen_sorted = xpf_realloc_array(NULL, maxcnt + 1, sizeof *seen_sorted);
 	size_t *build_evs = xpf_realloc_array(NULL, maxcnt + 1, sizeof *build_evs);
 	bool *cand = xpf_calloc(nm, sizeof *cand), *hit = xpf_calloc(nm, sizeof *hit);
-	bool *used = NULL;
+	struct used used = { NULL, 0 };
 	for (size_t xi = j->from; xi < j->to; xi++) {
 		xpf_rt_execution *x = &rt->executions[xi];
-		const idx32 *mine = &own[xi ? xend[xi - 1] : 0];
-		size_t cnt = (size_t)(&own[xend[xi]] - mine);
-		size_t nseen = 0;
-		for (size_t k = 0; k < cnt; k++) {
-			const xpf_rt_event *e = &rt->events[mine[k]];
-			if (e->kind != XPF_RT_ALLOC || !e->in_build ||
-			    (x->allocator >= 0 && xpf_rt_ev_allocator(rt, e) != x->allocator))
-				continue;
-			build_evs[nseen] = mine[k];
-			seen_v[nseen++] = xpf_rt_ev_requested(rt, e);
-		}
+		size_t nseen = build_events(rt, j->f, xi, build_evs, seen_v);
 		struct seen seen = { seen_v, nseen, seen_sorted, false };
 		link_execution(h, rt, j->mp, xi, &seen, cand, hit, &j->cands);
-		if (x->module >= 0 && nseen > 0) {
-			const struct mod_plan *p = mod_plan(h, j->mp, x->module);
-			if (p->plan && p->plan->nallocs + 1 > maxba) {
-				free(used);
-				maxba = p->plan->nallocs + 1;
-				used = xpf_calloc(maxba, sizeof *used);
-			}
-			join_plan(h, rt, j->mp, xi, build_evs, nseen, used);
-		}
+		if (x->module >= 0 && nseen > 0)
+			join_plan(h, rt, j->mp, xi, build_evs, nseen, &used);
 	}
-	free(used);
+	free(used.v);
 	free(seen_v);
 	free(seen_sorted);
 	free(build_evs);
@@ -462,6 +476,93 @@ static void join_candidates(xpf_runtime *rt, struct join_range *jr)
 	if (n1)
 		memcpy(rt->candidates + n0, jr[1].cands.v, n1 * sizeof *rt->candidates);
 	free(jr[1].cands.v);
+}
+
+/* ---- the last rule: the arguments live at the start ------------------- */
+
+/* Is every entry parameter of pl (its bytes) among the live sizes (sorted;
+ * each block serves one parameter)?  used: scratch of nlive flags. */
+static bool params_live(const xpf_plan *pl, const uint64_t *live, size_t nlive, bool *used)
+{
+	memset(used, 0, nlive * sizeof *used);
+	for (size_t i = 0; i < pl->nparams; i++) {
+		uint64_t b = pl->params[i].bytes;
+		size_t k = 0;
+		if (b == 0)
+			continue;
+		while (k < nlive && (live[k] < b || (live[k] == b && used[k])))
+			k++;
+		if (k == nlive || live[k] != b)
+			return false;
+		used[k] = true;
+	}
+	return true;
+}
+
+/* Among execution xi's candidates c[0..n), the one module whose every
+ * parameter has a block of its size live on the device when xi starts, or
+ * -1 (none, several, or a candidate without a plan: it cannot be ruled
+ * out). */
+static long params_pick(xpf_host *h, const xpf_runtime *rt, struct mod_plans *mp, size_t xi,
+			const xpf_rt_candidate *c, size_t n)
+{
+	xpf_rt_block *bl;
+	size_t nb;
+	long pick = -1;
+	if (xpf_runtime_live_at(rt, xi, &bl, &nb, NULL) != XPF_OK)
+		return -1;
+	uint64_t *live = xpf_realloc_array(NULL, nb ? nb : 1, sizeof *live);
+	bool *used = xpf_calloc(nb ? nb : 1, sizeof *used);
+	for (size_t i = 0; i < nb; i++) /* the array's size, not BFC's rounding */
+		live[i] = bl[i].has_requested ? bl[i].requested_bytes : bl[i].bytes;
+	xpf_qsort(live, nb, sizeof *live, u64_cmp);
+	for (size_t k = 0; k < n; k++) {
+		const struct mod_plan *p = mod_plan(h, mp, c[k].module);
+		bool hit = !p->plan || params_live(p->plan, live, nb, used);
+		if (hit && (pick >= 0 || !p->plan)) {
+			pick = -1;
+			break;
+		}
+		if (hit)
+			pick = c[k].module;
+	}
+	free(used);
+	free(live);
+	xpf_rt_blocks_free(bl, nb);
+	return pick;
+}
+
+/* SPEC §4.3's rules leave a retrace's failed call ambiguous when what it
+ * allocated before failing is a prefix of both compilations' sizes (issue
+ * 37): then its arguments tell, as they are live on its device when it
+ * starts.  Each ambiguous execution linked so is joined to its plan and
+ * leaves the candidates. */
+static void link_by_parameters(xpf_host *h, xpf_runtime *rt, struct mod_plans *mp,
+			       const struct xpf_rt_finish *f)
+{
+	size_t w = 0, maxcnt = f->maxcnt + 1;
+	size_t *evs = xpf_realloc_array(NULL, maxcnt, sizeof *evs);
+	uint64_t *req = xpf_realloc_array(NULL, maxcnt, sizeof *req);
+	struct used used = { NULL, 0 };
+	for (size_t i = 0, j; i < rt->ncandidates; i = j) {
+		size_t xi = rt->candidates[i].execution;
+		for (j = i; j < rt->ncandidates && rt->candidates[j].execution == xi; j++)
+			;
+		long m = params_pick(h, rt, mp, xi, &rt->candidates[i], j - i);
+		if (m < 0) {
+			memmove(&rt->candidates[w], &rt->candidates[i],
+				(j - i) * sizeof *rt->candidates);
+			w += j - i;
+			continue;
+		}
+		rt->executions[xi].module = m;
+		rt->executions[xi].link = XPF_LINK_PARAMETERS;
+		join_plan(h, rt, mp, xi, evs, build_events(rt, f, xi, evs, req), &used);
+	}
+	rt->ncandidates = w;
+	free(used.v);
+	free(evs);
+	free(req);
 }
 
 /* Step 3, after the kernel scans: link to modules (the last rule reads the
@@ -486,9 +587,10 @@ int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf
 		pthread_join(tid, NULL);
 	else
 		join_range_run(&jr[1]);
+	join_candidates(rt, jr);
+	link_by_parameters(h, rt, &mp, f);
 	mod_plans_free(&mp);
 	xpf_rt_finish_release(f);
-	join_candidates(rt, jr);
 
 	/* prev: the execution before of the same module on the same device;
 	 * numbers per (module, device); growth */
