@@ -6,7 +6,8 @@
  * parts kept apart.  The merge of runs (src/common/runs.h) against a
  * sort: runs in the order of their first items (the heap takes them as
  * they fall due) and not, equal keys across runs, one run, runs of one;
- * the permutation applied in place (xpf_perm_apply) against a gather. */
+ * the permutation applied in place (xpf_perm_apply) against a gather.  The
+ * bisection (src/common/bisect.h) against a scan. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -18,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "common/bisect.h"
 #include "common/buf.h"
 #include "common/intern.h"
 #include "common/map.h"
@@ -260,6 +262,31 @@ static void test_runs_merge(void **state)
 
 /* xpf_buf_printf formats into the room it has and again when that was too
  * little: every length around the room's edge comes out whole. */
+static bool i64_below(const void *item, const void *key)
+{
+	return *(const int64_t *)item < *(const int64_t *)key;
+}
+
+/* Every key from before the first item to past the last, over sorted
+ * arrays of every length up to 40 (the empty one at NULL) that hold runs of
+ * equal keys with gaps between: the first item not below the key. */
+static void test_lower_bound(void **state)
+{
+	(void)state;
+	int64_t v[40];
+	for (size_t n = 0; n <= 40; n++) {
+		for (size_t i = 0; i < n; i++)
+			v[i] = (int64_t)(i / 3) * 2;
+		for (int64_t key = -1; key <= (int64_t)(n / 3) * 2 + 2; key++) {
+			size_t want = 0;
+			while (want < n && v[want] < key)
+				want++;
+			assert_int_equal(xpf_lower_bound(&key, n ? v : NULL, n, sizeof *v, i64_below),
+					 want);
+		}
+	}
+}
+
 static void test_buf_printf(void **state)
 {
 	(void)state;
@@ -415,6 +442,7 @@ int main(void)
 		cmocka_unit_test(test_perm_apply),   cmocka_unit_test(test_buf_printf),
 		cmocka_unit_test(test_buf_add_i64),  cmocka_unit_test(test_intern),
 		cmocka_unit_test(test_buf_escapes), cmocka_unit_test(test_signed_figures),
+		cmocka_unit_test(test_lower_bound),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 
 #include "capture/capture.h"
 #include "capture/wire.h"
+#include "common/bisect.h"
 #include "common/error.h"
 #include "common/lazy.h"
 
@@ -122,17 +123,15 @@ static inline int64_t leading_id(const void *rec)
 	return id;
 }
 
+static inline bool id_below(const void *rec, const void *id)
+{
+	return leading_id(rec) < *(const int64_t *)id;
+}
+
 static inline const void *find_id(const void *base, size_t n, size_t size, int64_t id)
 {
 	const char *v = base;
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (leading_id(v + mid * size) < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = xpf_lower_bound(&id, base, n, size, id_below);
 	return lo < n && leading_id(v + lo * size) == id ? v + lo * size : NULL;
 }
 

@@ -31,6 +31,7 @@ typedef struct host_row {
 	char *dir;
 	const xpf_diagnosis *d; /* NULL: its diagnosis failed */
 	const xpf_runtime *rt;  /* NULL: no runtime */
+	const char *allocator;  /* the focus allocator's name; NULL: none */
 	bool known[NFIGS];
 	uint64_t fig[NFIGS];
 } host_row;
@@ -73,7 +74,9 @@ static void row_fill(xpf_host *h, host_row *w)
 		w->known[FIG_NEED] = w->fig[FIG_NEED] > 0;
 	}
 	if (w->d->allocator >= 0 && xpf_host_runtime(h, &w->rt, &e) == XPF_OK) {
-		w->fig[FIG_PEAK] = w->rt->allocators[w->d->allocator].peak_in_window_bytes;
+		const xpf_rt_allocator *a = &w->rt->allocators[w->d->allocator];
+		w->allocator = a->name;
+		w->fig[FIG_PEAK] = a->peak_in_window_bytes;
 		w->known[FIG_PEAK] = true;
 	} else {
 		w->rt = NULL;
@@ -229,6 +232,13 @@ static void execution_evidence(const host_row *w, xpf_finding *f)
 				  w->rt->executions[w->d->execution].n);
 }
 
+static void plan_evidence(const host_row *w, xpf_finding *f)
+{
+	if (w->d->module >= 0)
+		xpf_diag_evidence(f, XPF_EV_HOST(XPF_EV_MODULE(XPF_F_PLAN_JSON)), w->dir,
+				  w->h->module_dirs[w->d->module]);
+}
+
 /* "jit_f(1) execution 3" when both hosts' focus executions are that,
  * else each with its host. */
 static void focus_executions(const host_row *s, const host_row *m, xpf_buf *b)
@@ -311,12 +321,8 @@ static void need_differs(const host_row *s, const host_row *m, xpf_finding *f, x
 			       xpf_human(ps->non_aliased_outputs_bytes, h[2]),
 			       xpf_human(pm->non_aliased_outputs_bytes, h[3]),
 			       xpf_human(ps->temp_bytes, h[4]), xpf_human(pm->temp_bytes, h[5]));
-	if (s->d->module >= 0)
-		xpf_diag_evidence(f, XPF_EV_HOST(XPF_EV_MODULE(XPF_F_PLAN_JSON)), s->dir,
-				  s->h->module_dirs[s->d->module]);
-	if (m->d->module >= 0)
-		xpf_diag_evidence(f, XPF_EV_HOST(XPF_EV_MODULE(XPF_F_PLAN_JSON)), m->dir,
-				  m->h->module_dirs[m->d->module]);
+	plan_evidence(s, f);
+	plan_evidence(m, f);
 }
 
 static void skew_finding(const host_row *w, const skew *k, xpf_finding *f)
@@ -373,9 +379,7 @@ void xpf_hosts_analyse(xpf_host *hosts, size_t n, xpf_hosts *out)
 		r->need_bytes = w[i].fig[FIG_NEED];
 		r->peak_known = w[i].known[FIG_PEAK];
 		r->peak_in_use_bytes = w[i].fig[FIG_PEAK];
-		r->allocator = w[i].rt && w[i].d->allocator >= 0 ?
-				       w[i].rt->allocators[w[i].d->allocator].name :
-				       NULL;
+		r->allocator = w[i].allocator;
 	}
 	out->skews = xpf_calloc(nk ? nk : 1, sizeof *out->skews);
 	out->nskews = nk;

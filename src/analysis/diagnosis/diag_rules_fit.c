@@ -42,6 +42,41 @@ static enum xpf_tag verdict_tag(const xpf_diag_ctx *c)
 	return c->d->capacity_tag == XPF_TAG_MEASURED ? XPF_TAG_MEASURED : XPF_TAG_READ;
 }
 
+/* What every verdict against a capacity ends with, so that the three read
+ * alike: the need, the capacity and the gap between them (gap_key: short
+ * by or to spare), the plan, its peak rows where the text splits the peak
+ * by role (peak_rows), and the allocators where the pool was seen. */
+static void verdict_tail(xpf_diag_ctx *c, xpf_finding *f, const char *gap_key, bool peak_rows)
+{
+	uint64_t need = c->p->need_bytes, cap = c->d->capacity_bytes;
+	xpf_diag_num(f, "need_bytes", need);
+	xpf_diag_num(f, "capacity_bytes", cap);
+	xpf_diag_num(f, gap_key, need > cap ? need - cap : cap - need);
+	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PLAN_JSON), c->dir);
+	if (peak_rows)
+		xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PEAK_BUFFERS_TSV), c->dir);
+	if (c->d->allocator >= 0)
+		xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_ALLOCATORS_TSV));
+}
+
+/* What the need is made of, as figures: its parts, the heap peak, the
+ * request that failed (fr, or NULL) and the roles at the peak, in the
+ * order the texts of plan and plan-exceeds-pool give them. */
+static void make_up_figures(xpf_finding *f, const xpf_plan *p, const xpf_plan_alloc *fr)
+{
+	xpf_diag_num(f, "parameters_bytes", p->parameters_bytes);
+	xpf_diag_num(f, "non_aliased_outputs_bytes", p->non_aliased_outputs_bytes);
+	xpf_diag_num(f, "temp_bytes", p->temp_bytes);
+	xpf_diag_num(f, "constants_bytes", p->constants_bytes);
+	xpf_diag_num(f, "heap_peak_bytes", p->heap_peak_bytes);
+	if (fr) {
+		xpf_diag_num(f, "failed_request_bytes", fr->bytes);
+		xpf_diag_num(f, "failed_allocation", (uint64_t)fr->index);
+	}
+	for (int r = 0; r < XPF_NROLES; r++)
+		xpf_diag_num(f, role_fig[r], p->role_bytes[r]);
+}
+
 /* The memory fraction that would fit the step, as a fix after the program
  * fixes, when the device has the memory for it. */
 static void offer_fraction(xpf_diag_ctx *c, xpf_finding *f, uint64_t need)
@@ -96,13 +131,7 @@ static void rule_plan_only(xpf_diag_ctx *c)
 		     "; no capacity is known: give the pool with --capacity BYTES (JAX's GPU pool is 75% of the device memory by default)");
 	xpf_diag_text(f, &b);
 	xpf_diag_num(f, "need_bytes", p->need_bytes);
-	xpf_diag_num(f, "parameters_bytes", p->parameters_bytes);
-	xpf_diag_num(f, "non_aliased_outputs_bytes", p->non_aliased_outputs_bytes);
-	xpf_diag_num(f, "temp_bytes", p->temp_bytes);
-	xpf_diag_num(f, "constants_bytes", p->constants_bytes);
-	xpf_diag_num(f, "heap_peak_bytes", p->heap_peak_bytes);
-	for (int r = 0; r < XPF_NROLES; r++)
-		xpf_diag_num(f, role_fig[r], p->role_bytes[r]);
+	make_up_figures(f, p, NULL);
 	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PLAN_JSON), c->dir);
 	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PEAK_BUFFERS_TSV), c->dir);
 }
@@ -143,34 +172,15 @@ static void exceeds_text(const xpf_diag_ctx *c, const xpf_plan_alloc *fr, xpf_bu
 
 static void rule_exceeds(xpf_diag_ctx *c)
 {
-	const xpf_plan *p = c->p;
-	const xpf_diagnosis *d = c->d;
-	uint64_t need = p->need_bytes, cap = d->capacity_bytes;
 	xpf_buf b = XPF_BUF_INIT;
-	xpf_finding *f = xpf_diag_add(c, "plan-exceeds-pool", verdict_tag(c), d->module);
+	xpf_finding *f = xpf_diag_add(c, "plan-exceeds-pool", verdict_tag(c), c->d->module);
 	const xpf_plan_alloc *fr = xpf_diag_failed_request(c);
 	exceeds_text(c, fr, &b);
 	xpf_diag_what_fits(c, f, &b);
 	xpf_diag_text(f, &b);
-	xpf_diag_num(f, "need_bytes", need);
-	xpf_diag_num(f, "capacity_bytes", cap);
-	xpf_diag_num(f, "excess_bytes", need - cap);
-	xpf_diag_num(f, "parameters_bytes", p->parameters_bytes);
-	xpf_diag_num(f, "non_aliased_outputs_bytes", p->non_aliased_outputs_bytes);
-	xpf_diag_num(f, "temp_bytes", p->temp_bytes);
-	xpf_diag_num(f, "constants_bytes", p->constants_bytes);
-	xpf_diag_num(f, "heap_peak_bytes", p->heap_peak_bytes);
-	if (fr) {
-		xpf_diag_num(f, "failed_request_bytes", fr->bytes);
-		xpf_diag_num(f, "failed_allocation", (uint64_t)fr->index);
-	}
-	for (int r = 0; r < XPF_NROLES; r++)
-		xpf_diag_num(f, role_fig[r], p->role_bytes[r]);
-	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PLAN_JSON), c->dir);
-	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PEAK_BUFFERS_TSV), c->dir);
-	if (d->allocator >= 0)
-		xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_ALLOCATORS_TSV));
-	offer_fraction(c, f, need);
+	verdict_tail(c, f, "excess_bytes", true);
+	make_up_figures(f, c->p, fr);
+	offer_fraction(c, f, c->p->need_bytes);
 }
 
 static void rule_near_fit(xpf_diag_ctx *c)
@@ -187,12 +197,7 @@ static void rule_near_fit(xpf_diag_ctx *c)
 		       xpf_human(cap - need, h3), xpf_pct(cap - need, cap, h4));
 	xpf_diag_frag_text(c, f, 0, &b);
 	xpf_diag_text(f, &b);
-	xpf_diag_num(f, "need_bytes", need);
-	xpf_diag_num(f, "capacity_bytes", cap);
-	xpf_diag_num(f, "margin_bytes", cap - need);
-	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PLAN_JSON), c->dir);
-	if (d->allocator >= 0)
-		xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_ALLOCATORS_TSV));
+	verdict_tail(c, f, "margin_bytes", false);
 	offer_fraction(c, f, need);
 }
 
@@ -212,12 +217,7 @@ static void rule_fits(xpf_diag_ctx *c)
 			       " (capacity = the device's memory_size; JAX's GPU pool is 75%% of it by default: %s)",
 			       xpf_human(cap / 4 * 3, h5));
 	xpf_diag_text(f, &b);
-	xpf_diag_num(f, "need_bytes", need);
-	xpf_diag_num(f, "capacity_bytes", cap);
-	xpf_diag_num(f, "headroom_bytes", cap - need);
-	xpf_diag_evidence(f, XPF_EV_MODULE(XPF_F_PLAN_JSON), c->dir);
-	if (d->allocator >= 0)
-		xpf_diag_evidence(f, XPF_EV_RUNTIME(XPF_F_ALLOCATORS_TSV));
+	verdict_tail(c, f, "headroom_bytes", false);
 }
 
 void xpf_rule_fit(xpf_diag_ctx *c)

@@ -203,18 +203,20 @@ void xpf_diag_evidence(xpf_finding *f, const char *fmt, ...)
 }
 
 /* A fix saving lo to hi bytes (hi > lo: a range) of a step that needs
- * need (0: no verdict); the verdict against the capacity is "fits" or
- * "not enough" only where the whole range agrees, else "may fit". */
+ * need (0: no verdict), its text fmt with ap; the verdict against the
+ * capacity is "fits" or "not enough" only where the whole range agrees,
+ * else "may fit". */
 static void add_fix(xpf_diag_ctx *c, xpf_finding *f, uint64_t lo, uint64_t hi, uint64_t need,
-		    const char *cost, const char *text)
+		    const char *cost, const char *fmt, va_list ap)
 {
 	xpf_buf b = XPF_BUF_INIT, cb = XPF_BUF_INIT;
-	char h1[32], h2[32], h3[32];
+	char h1[32], h2[32], h3[32], text[2048];
 	uint64_t cap = c->d->capacity_bytes;
 	uint64_t most = xpf_sub0(need, lo), least = xpf_sub0(need, hi > lo ? hi : lo);
 
 	if (f->nfixes == XPF_DIAG_MAX_FIXES)
 		return;
+	vsnprintf(text, sizeof text, fmt, ap);
 	xpf_buf_adds(&b, text);
 	if (need != 0 && most != 0 && cap != 0) {
 		char range[80];
@@ -247,22 +249,18 @@ void xpf_diag_addfix(xpf_diag_ctx *c, xpf_finding *f, uint64_t saving, uint64_t 
 		     const char *cost, const char *fmt, ...)
 {
 	va_list ap;
-	char tmp[2048];
 	va_start(ap, fmt);
-	vsnprintf(tmp, sizeof tmp, fmt, ap);
+	add_fix(c, f, saving, saving, need_after ? need_after + saving : 0, cost, fmt, ap);
 	va_end(ap);
-	add_fix(c, f, saving, saving, need_after ? need_after + saving : 0, cost, tmp);
 }
 
 void xpf_diag_addfix_range(xpf_diag_ctx *c, xpf_finding *f, uint64_t lo, uint64_t hi, uint64_t need,
 			   const char *cost, const char *fmt, ...)
 {
 	va_list ap;
-	char tmp[2048];
 	va_start(ap, fmt);
-	vsnprintf(tmp, sizeof tmp, fmt, ap);
+	add_fix(c, f, lo, hi, need, cost, fmt, ap);
 	va_end(ap);
-	add_fix(c, f, lo, hi, need, cost, tmp);
 }
 
 void xpf_diag_text(xpf_finding *f, xpf_buf *b)

@@ -11,6 +11,7 @@
 
 #include "analysis/plan/plan_priv.h"
 #include "common/alloc.h"
+#include "common/bisect.h"
 
 /* ---- buffers and allocations ------------------------------------------ */
 
@@ -343,17 +344,15 @@ static int cmp_candidate(const void *a, const void *b)
 	return x->param < y->param ? -1 : x->param > y->param;
 }
 
+static bool shape_below(const void *x, const void *s)
+{
+	return xpf_shape_cmp(((const candidate *)x)->shape, s) < 0;
+}
+
 /* The first candidate of shape s (the start of its run), or n. */
 static size_t shape_run(const candidate *c, size_t n, const Xla__ShapeProto *s)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (xpf_shape_cmp(c[mid].shape, s) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = xpf_lower_bound(s, c, n, sizeof *c, shape_below);
 	return lo < n && xpf_shape_cmp(c[lo].shape, s) == 0 ? lo : n;
 }
 

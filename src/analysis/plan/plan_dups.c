@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analysis/plan/plan_priv.h"
+#include "common/bisect.h"
 
 #define MAX_DEPTH 64
 
@@ -83,16 +84,14 @@ static void index_whiles(const xpf_plan *p, plan_src *s, dup_ctx *c)
 		xpf_qsort(c->whiles, c->nwhiles, sizeof *c->whiles, cmp_callee);
 }
 
+static bool callee_below(const void *x, const void *comp)
+{
+	return ((const callee *)x)->comp < *(const int64_t *)comp;
+}
+
 static const xpf_plan_instr *while_caller(const dup_ctx *c, int64_t comp)
 {
-	size_t lo = 0, hi = c->nwhiles;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (c->whiles[mid].comp < comp)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = xpf_lower_bound(&comp, c->whiles, c->nwhiles, sizeof *c->whiles, callee_below);
 	return lo < c->nwhiles && c->whiles[lo].comp == comp ? c->whiles[lo].caller : NULL;
 }
 
@@ -151,6 +150,11 @@ static void index_comps(const xpf_plan *p, const plan_src *s, dup_ctx *c)
 	xpf_qsort(c->comps, c->ncomps, sizeof *c->comps, cmp_comp_root);
 }
 
+static bool comp_root_below(const void *x, const void *comp)
+{
+	return ((const comp_root *)x)->comp < *(const int64_t *)comp;
+}
+
 /* The fused root's opcode, looking through bitcasts; NULL if none. */
 static const xpf_plan_instr *fused_root(plan_src *s, const dup_ctx *c, const xpf_plan_instr *in)
 {
@@ -158,14 +162,7 @@ static const xpf_plan_instr *fused_root(plan_src *s, const dup_ctx *c, const xpf
 	if (ip->n_called_computation_ids == 0)
 		return NULL;
 	int64_t cid = ip->called_computation_ids[0];
-	size_t lo = 0, hi = c->ncomps;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (c->comps[mid].comp < cid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = xpf_lower_bound(&cid, c->comps, c->ncomps, sizeof *c->comps, comp_root_below);
 	if (lo == c->ncomps || c->comps[lo].comp != cid)
 		return NULL;
 	const xpf_plan_instr *r = c->comps[lo].root;
@@ -174,6 +171,8 @@ static const xpf_plan_instr *fused_root(plan_src *s, const dup_ctx *c, const xpf
 	return r;
 }
 
+static bool param_below(const void *x, const void *key) { return xpf_plan_cmp_param(x, key) < 0; }
+
 /* The first parameter leaf at o (p->params is sorted by number, then shape
  * index). */
 static const xpf_plan_param *param_at(plan_src *s, const origin *o, xpf_arena *a)
@@ -181,14 +180,7 @@ static const xpf_plan_param *param_at(plan_src *s, const origin *o, xpf_arena *a
 	const xpf_plan *p = s->p;
 	xpf_plan_param key = { .number = xpf_plan_proto(s, o->param)->parameter_number,
 			       .shape_index = xpf_index_text(a, o->index, o->nindex) };
-	size_t lo = 0, hi = p->nparams;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (xpf_plan_cmp_param(&p->params[mid], &key) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = xpf_lower_bound(&key, p->params, p->nparams, sizeof *p->params, param_below);
 	if (lo < p->nparams && xpf_plan_cmp_param(&p->params[lo], &key) == 0)
 		return &p->params[lo];
 	return NULL;

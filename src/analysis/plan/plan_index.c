@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "analysis/plan/plan_priv.h"
+#include "common/bisect.h"
 
 /* Ties keep index order: a lookup finds the first of equal keys. */
 static int cmp_id_ix(const void *a, const void *b)
@@ -49,17 +50,15 @@ id_ix *xpf_plan_index_buffer_ids(const xpf_plan *p, size_t n, xpf_arena *a)
 	return ix;
 }
 
+static bool id_below(const void *x, const void *id)
+{
+	return ((const id_ix *)x)->id < *(const int64_t *)id;
+}
+
 /* The index of the first pair of key id, or SIZE_MAX. */
 static size_t find_id(const id_ix *ix, size_t n, int64_t id)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ix[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = xpf_lower_bound(&id, ix, n, sizeof *ix, id_below);
 	return lo < n && ix[lo].id == id ? ix[lo].i : SIZE_MAX;
 }
 
@@ -69,20 +68,18 @@ const xpf_plan_instr *xpf_plan_instr_by_id(const xpf_plan *p, int64_t id)
 	return i == SIZE_MAX ? NULL : &p->instrs[i];
 }
 
+static bool name_below(const void *x, const void *name)
+{
+	return strcmp(((const name_ix *)x)->name, name) < 0;
+}
+
 const xpf_plan_instr *xpf_plan_instr_by_name(xpf_plan *p, xpf_arena *a, const char *name)
 {
 	plan_priv *pv = p->priv;
 	if (pv->instr_by_name == NULL)
 		pv->instr_by_name = xpf_plan_index_instr_names(p, a);
 	const name_ix *ix = pv->instr_by_name;
-	size_t lo = 0, hi = p->ninstrs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (strcmp(ix[mid].name, name) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = xpf_lower_bound(name, ix, p->ninstrs, sizeof *ix, name_below);
 	return lo < p->ninstrs && strcmp(ix[lo].name, name) == 0 ? &p->instrs[ix[lo].i] : NULL;
 }
 

@@ -10,6 +10,7 @@
 #include "analysis/runtime/runtime.h"
 #include "analysis/runtime/runtime_priv.h"
 #include "common/alloc.h"
+#include "common/bisect.h"
 #include "common/intern.h"
 #include "common/lazy.h"
 #include "common/map.h"
@@ -47,32 +48,41 @@ static int kpair_cmp(const void *a, const void *b)
 	return x->bucket < y->bucket ? -1 : x->bucket > y->bucket;
 }
 
+static bool time_at_or_below(const void *time, const void *t)
+{
+	return *(const int64_t *)time <= *(const int64_t *)t;
+}
+
+static bool time_below(const void *time, const void *t)
+{
+	return *(const int64_t *)time < *(const int64_t *)t;
+}
+
 /* Index of the last time <= t, or -1. */
 static long bucket_of(const struct xpf_rt_priv *pv, int64_t t)
 {
-	size_t lo = 0, hi = pv->ntimes;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (pv->times[mid] <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return (long)lo - 1;
+	size_t after =
+		xpf_lower_bound(&t, pv->times, pv->ntimes, sizeof *pv->times, time_at_or_below);
+	return (long)after - 1;
 }
 
 /* Index of the first time >= t (ntimes if none). */
 static size_t time_index(const struct xpf_rt_priv *pv, int64_t t)
 {
-	size_t lo = 0, hi = pv->ntimes;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (pv->times[mid] < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return xpf_lower_bound(&t, pv->times, pv->ntimes, sizeof *pv->times, time_below);
+}
+
+/* A (module, bucket) pair to look up, in the caller's own types. */
+struct kpair_key {
+	long module;
+	size_t bucket;
+};
+
+static bool kpair_below(const void *pair, const void *key)
+{
+	const struct xpf_rt_kpair *q = pair;
+	const struct kpair_key *k = key;
+	return q->module < k->module || (q->module == k->module && q->bucket < k->bucket);
 }
 
 /* Device dev's kernels, read on this first ask; NULL: no plane, or its
@@ -108,15 +118,8 @@ bool xpf_rt_has_kernel(struct xpf_rt_priv *pv, int dev, long module, int64_t fro
 		return false;
 	if (module < 0)
 		return k->any_before[j] > k->any_before[i];
-	size_t lo = 0, hi = k->npairs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct xpf_rt_kpair *q = &k->pairs[mid];
-		if (q->module < module || (q->module == module && q->bucket < i))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	struct kpair_key key = { module, i };
+	size_t lo = xpf_lower_bound(&key, k->pairs, k->npairs, sizeof *k->pairs, kpair_below);
 	return lo < k->npairs && k->pairs[lo].module == module && k->pairs[lo].bucket < j;
 }
 

@@ -11,34 +11,31 @@
 #include "analysis/runtime/runtime.h"
 #include "analysis/runtime/runtime_priv.h"
 #include "common/alloc.h"
+#include "common/bisect.h"
 #include "common/intern.h"
 #include "common/lazy.h"
 #include "common/map.h"
 #include "common/runs.h"
 
+static bool event_below(const void *e, const void *t_ps)
+{
+	return ((const xpf_rt_event *)e)->t_ps < *(const int64_t *)t_ps;
+}
+
 size_t xpf_rt_first_event_at(const xpf_runtime *rt, int64_t t_ps)
 {
-	size_t lo = 0, hi = rt->nevents;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (rt->events[mid].t_ps < t_ps)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return xpf_lower_bound(&t_ps, rt->events, rt->nevents, sizeof *rt->events, event_below);
+}
+
+static bool candidate_below(const void *c, const void *xi)
+{
+	return ((const xpf_rt_candidate *)c)->execution < *(const size_t *)xi;
 }
 
 size_t xpf_rt_candidates(const xpf_runtime *rt, size_t xi, const xpf_rt_candidate **first)
 {
-	size_t lo = 0, hi = rt->ncandidates;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (rt->candidates[mid].execution < xi)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = xpf_lower_bound(&xi, rt->candidates, rt->ncandidates, sizeof *rt->candidates,
+				    candidate_below);
 	size_t n = 0;
 	while (lo + n < rt->ncandidates && rt->candidates[lo + n].execution == xi)
 		n++;

@@ -165,6 +165,19 @@ void xpf_svg_rect_at(xpf_buf *b, double x, double y, double w, double h)
 	xpf_buf_addc(b, '"');
 }
 
+void xpf_svg_line_at(xpf_buf *b, double x1, double y1, double x2, double y2)
+{
+	xpf_buf_adds(b, " x1=\"");
+	xpf_svg_num(b, x1);
+	xpf_buf_adds(b, "\" x2=\"");
+	xpf_svg_num(b, x2);
+	xpf_buf_adds(b, "\" y1=\"");
+	xpf_svg_num(b, y1);
+	xpf_buf_adds(b, "\" y2=\"");
+	xpf_svg_num(b, y2);
+	xpf_buf_addc(b, '"');
+}
+
 void xpf_svg_hv(xpf_buf *b, double x, double y)
 {
 	xpf_buf_addc(b, 'H');
@@ -175,16 +188,10 @@ void xpf_svg_hv(xpf_buf *b, double x, double y)
 
 void xpf_svg_cap_line(xpf_buf *b, const char *dashes, double x0, double x1, double y)
 {
-	xpf_buf_printf(b, "<line stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"%s\" x1=\"",
+	xpf_buf_printf(b, "<line stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"%s\"",
 		       dashes);
-	xpf_svg_num(b, x0);
-	xpf_buf_adds(b, "\" x2=\"");
-	xpf_svg_num(b, x1);
-	xpf_buf_adds(b, "\" y1=\"");
-	xpf_svg_num(b, y);
-	xpf_buf_adds(b, "\" y2=\"");
-	xpf_svg_num(b, y);
-	xpf_buf_adds(b, "\"/>");
+	xpf_svg_line_at(b, x0, y, x1, y);
+	xpf_buf_adds(b, "/>");
 }
 
 void xpf_svg_message(xpf_buf *b, double x0, double y0, double x1, double y1, const char *what,
@@ -317,30 +324,18 @@ void xpf_svg_axes(xpf_buf *b, double x0, double y0, double x1, double y1, const 
 	for (int i = 0; i < yt->n; i++) {
 		double v = yt->step * i;
 		double y = y1 - (y1 - y0) * v / yt->top;
-		xpf_buf_adds(b, "<line class=\"grid\" x1=\"");
-		xpf_svg_num(b, x0);
-		xpf_buf_adds(b, "\" x2=\"");
-		xpf_svg_num(b, x1);
-		xpf_buf_adds(b, "\" y1=\"");
-		xpf_svg_num(b, y);
-		xpf_buf_adds(b, "\" y2=\"");
-		xpf_svg_num(b, y);
-		xpf_buf_adds(b, "\"/>\n");
+		xpf_buf_adds(b, "<line class=\"grid\"");
+		xpf_svg_line_at(b, x0, y, x1, y);
+		xpf_buf_adds(b, "/>\n");
 		xpf_svg_tick_label(yt, v, lab);
 		xpf_svg_text(b, x0 - 6, y + 4, "end", "ax", lab, 0);
 	}
 	for (int i = 0; i < xt->n; i++) {
 		double v = xt->step * i;
 		double x = x0 + (x1 - x0) * v / xt->top;
-		xpf_buf_adds(b, "<line stroke=\"#888\" x1=\"");
-		xpf_svg_num(b, x);
-		xpf_buf_adds(b, "\" x2=\"");
-		xpf_svg_num(b, x);
-		xpf_buf_adds(b, "\" y1=\"");
-		xpf_svg_num(b, y1);
-		xpf_buf_adds(b, "\" y2=\"");
-		xpf_svg_num(b, y1 + 4);
-		xpf_buf_adds(b, "\"/>\n");
+		xpf_buf_adds(b, "<line stroke=\"#888\"");
+		xpf_svg_line_at(b, x, y1, x, y1 + 4);
+		xpf_buf_adds(b, "/>\n");
 		xpf_svg_tick_label(xt, x_origin + v, lab);
 		xpf_svg_text(b, x, y1 + 16, "middle", "ax", lab, 0);
 	}

@@ -40,6 +40,8 @@ void xpf_svg_text(xpf_buf *b, double x, double y, const char *anchor, const char
 void xpf_svg_bytes_text(xpf_buf *b, uint64_t bytes);
 /* ` x="x" y="y" width="w" height="h"`: where a <rect> is. */
 void xpf_svg_rect_at(xpf_buf *b, double x, double y, double w, double h);
+/* ` x1="x1" x2="x2" y1="y1" y2="y2"`: where a <line> is. */
+void xpf_svg_line_at(xpf_buf *b, double x1, double y1, double x2, double y2);
 /* "H<x>V<y>": a step path's move across to x, then up or down to y. */
 void xpf_svg_hv(xpf_buf *b, double x, double y);
 /* A capacity: a red <line> from x0 to x1 at height y, dashed ("8 4"). */

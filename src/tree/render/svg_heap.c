@@ -482,15 +482,9 @@ static void draw_peak(xpf_buf *out, const heap_ctx *hc)
 	xpf_buf_printf(out, " (unpadded %llu) at step %ld, ",
 		       (unsigned long long)p->heap_peak_unpadded_bytes, p->peak_position);
 	xpf_svg_esc(out, p->peak_instruction, 200);
-	xpf_buf_adds(out, "</title><line stroke=\"#b00000\" stroke-dasharray=\"3 3\" x1=\"");
-	xpf_svg_num(out, x);
-	xpf_buf_adds(out, "\" x2=\"");
-	xpf_svg_num(out, x);
-	xpf_buf_adds(out, "\" y1=\"");
-	xpf_svg_num(out, y);
-	xpf_buf_adds(out, "\" y2=\"");
-	xpf_svg_num(out, Y1);
-	xpf_buf_adds(out, "\"/><circle r=\"4\" fill=\"#b00000\" cx=\"");
+	xpf_buf_adds(out, "</title><line stroke=\"#b00000\" stroke-dasharray=\"3 3\"");
+	xpf_svg_line_at(out, x, y, x, Y1);
+	xpf_buf_adds(out, "/><circle r=\"4\" fill=\"#b00000\" cx=\"");
 	xpf_svg_num(out, x);
 	xpf_buf_adds(out, "\" cy=\"");
 	xpf_svg_num(out, y);
