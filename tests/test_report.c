@@ -128,6 +128,65 @@ static bool build_to(char *path, size_t n, const char *out, const char *args)
 	return true;
 }
 
+/* The report of the capture at path (base's the baseline where not NULL),
+ * with the default options, as the mount opens it; its input into *in, to
+ * be freed after the report. */
+static xpf_report *open_report(const char *path, xpf_input *base, xpf_input **in)
+{
+	xpf_report *r;
+	xpf_error err = { 0 };
+	xpf_options opt = XPF_OPTIONS_INIT;
+	assert_int_equal(xpf_input_open(path, NULL, in, &err), XPF_OK);
+	assert_int_equal(xpf_report_open_compare(*in, base, &opt, &r, &err), XPF_OK);
+	return r;
+}
+
+/* A report held open while its capture changes (SPEC §6, issue 38):
+ * capture/planes.tsv made before the change (only the planes' heads, read
+ * at open), runtime/events.tsv not (the runtime is not decoded before). */
+struct held {
+	xpf_input *in;
+	xpf_report *r;
+	xpf_node *planes, *events;
+	char *before;     /* planes.tsv's bytes before the change */
+	xpf_error change; /* what reading events.tsv after it said */
+};
+
+static void hold(struct held *h, const char *path)
+{
+	xpf_error err = { 0 };
+	const char *data;
+	size_t len;
+	h->r = open_report(path, NULL, &h->in);
+	assert_int_equal(xpf_report_resolve(h->r, "capture/planes.tsv", &h->planes, &err), XPF_OK);
+	assert_int_equal(xpf_report_resolve(h->r, "runtime/events.tsv", &h->events, &err), XPF_OK);
+	assert_int_equal(xpf_node_content(h->planes, &data, &len, &err), XPF_OK);
+	h->before = strndup(data, len);
+}
+
+/* After the change: events.tsv gives EIO saying the capture changed, and
+ * planes.tsv keeps its bytes. */
+static void check_changed(struct held *h)
+{
+	xpf_error err = { 0 };
+	const char *data;
+	size_t len;
+	h->change = (xpf_error){ 0 };
+	assert_int_equal(xpf_node_content(h->events, &data, &len, &h->change), XPF_EIO);
+	assert_non_null(strstr(h->change.msg, "changed while mounted"));
+	assert_int_equal(xpf_node_content(h->planes, &data, &len, &err), XPF_OK);
+	assert_int_equal(len, strlen(h->before));
+	assert_memory_equal(data, h->before, len);
+	free(h->before);
+}
+
+/* The report and its input (the report first: it reads the input). */
+static void release(struct held *h)
+{
+	xpf_report_free(h->r);
+	xpf_input_free(h->in);
+}
+
 /* SPEC §6: read through pins (as the mount reads), a report keeps no more
  * rendered bytes than its cache's limit once nobody holds them, and a file
  * dropped renders again the same bytes. */
@@ -138,11 +197,8 @@ static void test_cache_bounded(void **state)
 	if (!build_to(path, sizeof path, "cache.xplane.pb", "grads-kept"))
 		skip();
 	xpf_input *in;
-	xpf_report *r;
+	xpf_report *r = open_report(path, NULL, &in);
 	xpf_error err = { 0 };
-	xpf_options opt = XPF_OPTIONS_INIT;
-	assert_int_equal(xpf_input_open(path, NULL, &in, &err), XPF_OK);
-	assert_int_equal(xpf_report_open(in, &opt, &r, &err), XPF_OK);
 	const size_t limit = 32 << 10;
 	xpf_report_set_cache_limit(r, limit);
 	static xpf_node *files[4096];
@@ -180,28 +236,18 @@ static void test_cache_bounded(void **state)
 /* SPEC §6 (issue 38): a capture rewritten in place while mounted, its size
  * unchanged (no read faults past its end), is "the capture changed", not
  * "malformed": the files not made before give EIO saying so, errors.txt
- * says so, and the files made before keep their bytes (planes.tsv: only
- * the planes' heads, read at open; the runtime is not decoded before). */
+ * says so, and the files made before keep their bytes. */
 static void test_rewritten_in_place(void **state)
 {
 	(void)state;
 	char path[4200];
 	if (!build_to(path, sizeof path, "rewritten.xplane.pb", "grads-kept"))
 		skip();
-	xpf_input *in;
-	xpf_report *r;
+	struct held h;
+	hold(&h, path);
+	xpf_node *errors;
 	xpf_error err = { 0 };
-	xpf_options opt = XPF_OPTIONS_INIT;
-	assert_int_equal(xpf_input_open(path, NULL, &in, &err), XPF_OK);
-	assert_int_equal(xpf_report_open(in, &opt, &r, &err), XPF_OK);
-	xpf_node *summary, *events, *errors;
-	assert_int_equal(xpf_report_resolve(r, "capture/planes.tsv", &summary, &err), XPF_OK);
-	assert_int_equal(xpf_report_resolve(r, "runtime/events.tsv", &events, &err), XPF_OK);
-	assert_int_equal(xpf_report_resolve(r, "capture/errors.txt", &errors, &err), XPF_OK);
-	const char *data;
-	size_t len;
-	assert_int_equal(xpf_node_content(summary, &data, &len, &err), XPF_OK);
-	char *before = strndup(data, len);
+	assert_int_equal(xpf_report_resolve(h.r, "capture/errors.txt", &errors, &err), XPF_OK);
 
 	/* every byte from the middle on another's, the size the same; the
 	 * modification time set apart (a write in the same clock tick as the
@@ -217,18 +263,13 @@ static void test_rewritten_in_place(void **state)
 	struct timespec t[2] = { { 0, UTIME_OMIT }, { 1000000000, 0 } };
 	assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
 
-	xpf_error e2 = { 0 };
-	assert_int_equal(xpf_node_content(events, &data, &len, &e2), XPF_EIO);
-	assert_non_null(strstr(e2.msg, "changed while mounted"));
-	assert_null(strstr(e2.msg, "malformed"));
+	check_changed(&h);
+	assert_null(strstr(h.change.msg, "malformed"));
+	const char *data;
+	size_t len;
 	assert_int_equal(xpf_node_content(errors, &data, &len, &err), XPF_OK);
 	assert_non_null(strstr(data, "changed while mounted"));
-	assert_int_equal(xpf_node_content(summary, &data, &len, &err), XPF_OK);
-	assert_int_equal(len, strlen(before));
-	assert_memory_equal(data, before, len);
-	free(before);
-	xpf_report_free(r);
-	xpf_input_free(in);
+	release(&h);
 }
 
 /* SPEC §6 (issue 38): a capture replaced while mounted (another file
@@ -243,31 +284,12 @@ static void test_replaced(void **state)
 		skip();
 	if (!build_to(other, sizeof other, "replaced-new.xplane.pb", "grads-kept"))
 		skip();
-	xpf_input *in;
-	xpf_report *r;
-	xpf_error err = { 0 };
-	xpf_options opt = XPF_OPTIONS_INIT;
-	assert_int_equal(xpf_input_open(path, NULL, &in, &err), XPF_OK);
-	assert_int_equal(xpf_report_open(in, &opt, &r, &err), XPF_OK);
-	xpf_node *planes, *events;
-	assert_int_equal(xpf_report_resolve(r, "capture/planes.tsv", &planes, &err), XPF_OK);
-	assert_int_equal(xpf_report_resolve(r, "runtime/events.tsv", &events, &err), XPF_OK);
-	const char *data;
-	size_t len;
-	assert_int_equal(xpf_node_content(planes, &data, &len, &err), XPF_OK);
-	char *before = strndup(data, len);
-
+	struct held h;
+	hold(&h, path);
 	/* the same bytes, even: only the file at the path is another */
 	assert_int_equal(rename(other, path), 0);
-	xpf_error e2 = { 0 };
-	assert_int_equal(xpf_node_content(events, &data, &len, &e2), XPF_EIO);
-	assert_non_null(strstr(e2.msg, "changed while mounted"));
-	assert_int_equal(xpf_node_content(planes, &data, &len, &err), XPF_OK);
-	assert_int_equal(len, strlen(before));
-	assert_memory_equal(data, before, len);
-	free(before);
-	xpf_report_free(r);
-	xpf_input_free(in);
+	check_changed(&h);
+	release(&h);
 }
 
 /* compare/ (issue 38): the comparison of a pair of hosts is made by the
@@ -283,12 +305,9 @@ static void test_compare_once(void **state)
 	if (!build_to(a, sizeof a, "once-a.xplane.pb", "grads-kept"))
 		skip();
 	xpf_input *in, *base;
-	xpf_report *r;
 	xpf_error err = { 0 };
-	xpf_options opt = XPF_OPTIONS_INIT;
-	assert_int_equal(xpf_input_open(a, NULL, &in, &err), XPF_OK);
 	assert_int_equal(xpf_input_open(b, NULL, &base, &err), XPF_OK);
-	assert_int_equal(xpf_report_open_compare(in, base, &opt, &r, &err), XPF_OK);
+	xpf_report *r = open_report(a, base, &in);
 	xpf_host *h = xpf_report_host(r, 0);
 	assert_int_equal(xpf_lazy_state(&h->compare), XPF_LAZY_NOT_YET);
 	static const char *const files[] = { "compare/modules.tsv", "compare/diagnosis.txt",

@@ -1,7 +1,9 @@
 /* The runtime (issue 5) against the real captures of ../shared/captures:
  * allocator counts and peaks equal the figures of its README (read there with
  * an independent decoder), executions are found and linked, and the files
- * of runtime/ are consistent with the model; the scenario captures of
+ * of runtime/ are consistent with the model; the figures the README does
+ * not give are read without xplanefs too (tests/figures/read-xspace.py, the
+ * command that gives each written beside it); the scenario captures of
  * xplane-mkcapture carry the figures of their tests/scenarios/<name>.json
  * (read from there, never restated here).  The tests on real captures run
  * as their own group (`real`, test_group.h); each test skips, saying so,
@@ -382,6 +384,37 @@ static void check_focus_between(struct fixture *f, const char *module, unsigned 
 	assert_int_equal(count, events);
 }
 
+/* jit_matmul(59)'s temp at each of its runs: every run asks for the plan's
+ * temp, BFC hands one a whole bigger chunk, and checks.txt names it.  The
+ * figures, read without xplanefs (python3 tests/figures/read-xspace.py WHAT
+ * ../shared/captures/mi300x-jax08-attention.xplane.pb):
+ *   allocations | grep 'jit_matmul(59)': its one temp allocation (no flag),
+ *     134217728 bytes (the README's max requested_bytes of GPU_0_bfc), the
+ *     only allocation of that size of any module;
+ *   events | awk -F'\t' '$4 == "PJRT_LoadedExecutable_Execute" { print ++n, $2, $3 }':
+ *     the 81 execute events; the three MemoryAllocation with
+ *     requested_bytes=134217728 (events | grep
+ *     'MemoryAllocation.*requested_bytes=134217728 ') fall in the 14th, 41st
+ *     and 68th, with allocation_bytes 134217728, 251658240 and 134217728,
+ *     and the kernels launched in each carry program_id=59 (events | awk
+ *     -F'\t' '$2 >= START && $3 <= END' | grep -o 'program_id=[0-9]*'). */
+static void check_attention_temp(struct fixture *f)
+{
+	static const struct {
+		const char *n, *temp;
+	} run[] = { { "14", "134217728" }, { "41", "251658240" }, { "68", "134217728" } };
+	const char *x = file(f, "runtime/executions.tsv");
+	for (size_t i = 0; i < sizeof run / sizeof *run; i++) {
+		const struct tsv_want want[] = { { "module", "jit_matmul(59)" }, { "temp_bytes", run[i].temp } };
+		assert_row(x, "n", run[i].n, want, sizeof want / sizeof *want);
+	}
+	assert_string_equal(tsv_field(file(f, "modules/index.tsv"), "name", "jit_matmul(59)", "temp_bytes"),
+			    "134217728");
+	const char *chk = line_from(file(f, "checks.txt"), "WARN\tplan-vs-runtime-temp\tjit_matmul(59): ");
+	assert_non_null(strstr(chk, "plan temp 134217728"));
+	assert_non_null(strstr(chk, "execution 41: 251658240 "));
+}
+
 static void test_attention(void **state)
 {
 	struct fixture f;
@@ -404,7 +437,10 @@ static void test_attention(void **state)
 		if (xpf_rt_ev_requested(f.rt, &f.rt->events[i]) > maxreq)
 			maxreq = xpf_rt_ev_requested(f.rt, &f.rt->events[i]);
 	assert_int_equal(maxreq, 134217728);
-	/* every execution names a module and ran (thunks nested in it) */
+	/* every execution names a module and ran (thunks nested in it): the
+	 * 81 execute events each hold one `<module>:XLA GPU module` (python3
+	 * tests/figures/read-xspace.py events CAPTURE | awk -F'\t' '$4 ~
+	 * /:XLA GPU module$/' | wc -l) */
 	assert_int_equal(f.rt->nexecutions, 81);
 	for (size_t i = 0; i < f.rt->nexecutions; i++) {
 		assert_true(f.rt->executions[i].module >= 0);
@@ -412,14 +448,62 @@ static void test_attention(void **state)
 		assert_int_equal(f.rt->executions[i].device, 0);
 	}
 	/* the focus is the biggest module by need that ran (SPEC §5.1), not
-	 * the most executed one (jit_matmul(19)) */
+	 * the most executed one (jit_matmul(19)); between its last two runs,
+	 * from the end of the 41st execute event to the start of the 68th,
+	 * 1397 host events (events CAPTURE | awk -F'\t' '$2 >= 26370925 &&
+	 * $3 <= 30319000' | wc -l) */
 	check_focus_between(&f, "jit_matmul(59)", 41, 68, 1397);
-	/* execution 41 asked for the plan's temp, BFC gave it a whole 240 MiB chunk */
-	assert_non_null(strstr(file(&f, "checks.txt"),
-			       "2 of 3 executions allocated exactly that (or its 256-byte rounding); 1 asked for "
-			       "exactly that but was handed a bigger chunk, e.g. execution 41: 251658240 ("));
+	check_attention_temp(&f);
 	check_invariants(&f);
 	close_capture(&f);
+}
+
+/* jit_dot(5)'s first two runs, executions 5 and 6: the first's row, and its
+ * output live when the second starts.  The figures, read without xplanefs
+ * (python3 tests/figures/read-xspace.py WHAT ../shared/captures/mi300x-jax08-gemm.xplane.pb):
+ *   events | awk -F'\t' '$4 == "PJRT_LoadedExecutable_Execute"' | sed -n 5,6p:
+ *     the 5th and 6th execute events, 1882853-1929063 and 1974183-2009053 ns;
+ *   events | awk -F'\t' '$2 >= 1882853 && $3 <= 1929063': inside the 5th,
+ *     the first launch of program_id=5 (the 6th holds the second: events |
+ *     grep -n 'program_id=5$'), `jit_dot:XLA GPU module` (it ran),
+ *     and one MemoryAllocation of GPU_0_bfc (requested and allocation_bytes
+ *     131072, bytes_allocated=393216 bytes_reserved=0, at 1892213, addr
+ *     140114051465728: `events | grep addr=140114051465728` frees it at
+ *     2012403, after the 6th starts), the size of jit_dot(5)'s output
+ *     (allocations | grep 'jit_dot(5)');
+ *   events | grep GPU_0_bfc | awk -F'\t' '$2 < 1882853' | tail -1: in use
+ *     when the 5th starts, bytes_allocated=262144 bytes_reserved=0 (before
+ *     the 6th, '$2 < 1974183': that allocation, 393216). */
+static void check_gemm_dot5(struct fixture *f)
+{
+	static const struct tsv_want x5[] = {
+		{ "device", "0" },
+		{ "module", "jit_dot(5)" },
+		{ "module_execution", "1" },
+		{ "start_ns", "1882853" },
+		{ "end_ns", "1929063" },
+		{ "launched", "yes" },
+		{ "in_use_at_start_bytes", "262144" },
+		{ "peak_during_bytes", "393216" },
+		{ "allocations", "1" },
+		{ "deallocations", "0" },
+	};
+	static const struct tsv_want x6[] = {
+		{ "module", "jit_dot(5)" },
+		{ "module_execution", "2" },
+		{ "start_ns", "1974183" },
+		{ "in_use_at_start_bytes", "393216" },
+	};
+	assert_row(file(f, "runtime/executions.tsv"), "n", "5", x5, sizeof x5 / sizeof *x5);
+	assert_row(file(f, "runtime/executions.tsv"), "n", "6", x6, sizeof x6 / sizeof *x6);
+	/* origin as SPEC §4.3 words it: outputs of <module> execution <k> */
+	static const struct tsv_want out[] = {
+		{ "origin", "outputs of jit_dot(5) execution 1" },
+		{ "bytes", "131072" },
+		{ "allocated_ns", "1892213" },
+	};
+	assert_row(file(f, "runtime/executions/6/live.tsv"), "addr", "140114051465728", out,
+		   sizeof out / sizeof *out);
 }
 
 static void test_gemm(void **state)
@@ -434,7 +518,9 @@ static void test_gemm(void **state)
 	assert_int_equal(g->lifetime_peak_bytes, 738197504);
 	assert_int_equal(allocator(f.rt, "xla_gpu_host_bfc")->allocations, 12);
 	assert_int_equal(allocator(f.rt, "xla_gpu_host_bfc")->deallocations, 12);
-	/* 42 old-style PjRtStreamExecutorLoadedExecutable::Execute runs */
+	/* 42 old-style PjRtStreamExecutorLoadedExecutable::Execute runs, 18 of
+	 * them around `jit_dot:XLA GPU module` (python3
+	 * tests/figures/read-xspace.py events CAPTURE | cut -f4 | sort | uniq -c) */
 	assert_int_equal(f.rt->nexecutions, 42);
 	long dot5 = module_index(&f, "jit_dot(5)"), conv1 = module_index(&f, "jit_convert_element_type(1)");
 	const xpf_rt_execution *x = &f.rt->executions[0];
@@ -462,12 +548,11 @@ static void test_gemm(void **state)
 	}
 	assert_int_equal(ndot, 18);
 	assert_int_equal(yes, 42);
+	/* 13 host events from the end of the 27th execute event to the start
+	 * of the 28th (events CAPTURE | awk -F'\t' '$2 >= 5636838 && $3 <=
+	 * 6261229' | wc -l) */
 	check_focus_between(&f, "jit_dot(49)", 27, 28, 13);
-	/* the output of jit_dot(5) execution 1 is live when execution 2 starts */
-	assert_non_null(strstr(file(&f, "runtime/executions/6/live.tsv"),
-			       "outputs of jit_dot(5) execution 1\t131072\t128.0 KiB"));
-	assert_non_null(strstr(file(&f, "runtime/executions.tsv"),
-			       "5\t0\tjit_dot(5)\t1\t1882853\t1929063\tyes\t262144\t393216\t1\t0\t"));
+	check_gemm_dot5(&f);
 	check_invariants(&f);
 	close_capture(&f);
 }
@@ -481,6 +566,9 @@ static void test_tf(void **state)
 	const xpf_rt_allocator *a = allocator(f.rt, "GPU_4_bfc");
 	assert_int_equal(a->allocations, 761);
 	assert_int_equal(a->deallocations, 208);
+	/* its largest peak_bytes_in_use (python3 tests/figures/read-xspace.py
+	 * events CAPTURE | grep 'allocator_name=GPU_4_bfc ' | grep -o
+	 * 'peak_bytes_in_use=[0-9]*' | sort -t= -k2n | tail -1) */
 	assert_int_equal(a->lifetime_peak_bytes, 6208853760);
 	/* the blocks never freed in the window are reported, not hidden */
 	assert_true(a->live_at_end_bytes > 6000000000ull);
@@ -502,6 +590,55 @@ static void test_tf(void **state)
 	assert_int_equal(f.rt->nexecutions, 0);
 	check_invariants(&f);
 	close_capture(&f);
+}
+
+/* Rows of the TPU capture's files.  The figures, read without xplanefs
+ * (python3 tests/figures/read-xspace.py WHAT ../shared/captures/tpu-v6e-inference.xplane.pb):
+ *   events | grep MemoryDeallocation | sort -t$'\t' -k2,2n | head -1: the
+ *     first free, at 5353468373, index_on_host=0, addr=33550205952,
+ *     bytes_allocated=67072 bytes_reserved=0, and no requested_bytes (no
+ *     free has one: events | grep MemoryDeallocation | grep -c requested_bytes
+ *     is 0); the allocation it frees (events | grep addr=33550205952, at
+ *     5352747403) has allocation_bytes=512;
+ *   events CAPTURE /device:TPU:<d> | awk -F'\t' '$1 == "XLA Modules"': the
+ *     executions, 105 on TPU:0 and 103 on each other (414 in all); the last
+ *     to start is TPU:1's, at 97167700625;
+ *   events | grep 'index_on_host=1 ' | awk -F'\t' '$2 < 97167700625' |
+ *     sort -t$'\t' -k2,2n | tail -1: tpu:1 when it starts, bytes_reserved=
+ *     21491712000 (the README's "up to 21,491,712,000") and bytes_allocated=
+ *     853248, which the blocks seen allocated explain: what no block
+ *     explains is the reservation;
+ *   planes: device_type_string=TPU v6 Lite on the four device planes (the
+ *     README's "4× TPU v6 Lite"; no gpu_device_name). */
+static void check_tpu_rows(struct fixture *f)
+{
+	static const struct tsv_want free1[] = {
+		{ "allocator", "tpu:0" },
+		{ "kind", "free" },
+		{ "bytes", "512" },
+		{ "requested_bytes", "" },
+		{ "addr", "33550205952" },
+		{ "in_use_after_bytes", "67072" },
+	};
+	assert_row(file(f, "runtime/events.tsv"), "time_ns", "5353468373", free1, sizeof free1 / sizeof *free1);
+	static const struct tsv_want last[] = {
+		{ "device", "1" },
+		{ "start_ns", "97167700625" },
+		{ "in_use_at_start_bytes", "21492565248" }, /* 21491712000 + 853248 */
+	};
+	assert_int_equal(f->rt->nexecutions, 414);
+	assert_row(file(f, "runtime/executions.tsv"), "n", "414", last, sizeof last / sizeof *last);
+	/* the one row with no address: what no block explains (SPEC §4.3) */
+	const char *live = file(f, "runtime/executions/414/live.tsv");
+	assert_non_null(strstr(tsv_field(live, "addr", "", "origin"), "allocated before the capture started"));
+	assert_string_equal(tsv_field(live, "addr", "", "bytes"), "21491712000");
+	const char *dev = file(f, "capture/devices.tsv");
+	char name[32];
+	for (int d = 0; d < 4; d++) {
+		snprintf(name, sizeof name, "/device:TPU:%d", d);
+		assert_string_equal(tsv_field(dev, "name", name, "device_name"), "TPU v6 Lite");
+	}
+	assert_non_null(strstr(file(f, "summary.txt"), "/device:TPU:3: name TPU v6 Lite,"));
 }
 
 static void test_tpu(void **state)
@@ -526,7 +663,8 @@ static void test_tpu(void **state)
 	assert_int_equal(peak, 16106341504ull);
 	/* in use counts bytes_reserved: above the lifetime peak */
 	assert_true(allocator(f.rt, "tpu:0")->peak_in_window_bytes > 16106341504ull);
-	/* executions from the XLA Modules lines, linked by full name */
+	/* executions from the XLA Modules lines, linked by full name: 100
+	 * events of jit_f on each device's (check_tpu_rows) */
 	long jf = module_index(&f, "jit_f(12190760917235803885)");
 	size_t njf = 0;
 	for (size_t i = 0; i < f.rt->nexecutions; i++)
@@ -549,15 +687,7 @@ static void test_tpu(void **state)
 		nfree += e->kind == XPF_RT_DEALLOC;
 	}
 	assert_int_equal(nfree, 453);
-	assert_non_null(strstr(file(&f, "runtime/events.tsv"),
-			       "5353468373\ttpu:0\tfree\t512\t\t33550205952\t67072\t"));
-	/* what no block explains at the focus execution is mostly the reservation */
-	assert_non_null(strstr(file(&f, "runtime/executions/414/live.tsv"),
-			       "\nreserved (bytes_reserved: loaded programs) or allocated before the capture "
-			       "started\t21491712000\t"));
-	/* TPU planes name their device in device_type_string (no gpu_device_name) */
-	assert_non_null(strstr(file(&f, "capture/devices.tsv"), "0\t/device:TPU:0\tTPU v6 Lite\t"));
-	assert_non_null(strstr(file(&f, "summary.txt"), "/device:TPU:3: name TPU v6 Lite,"));
+	check_tpu_rows(&f);
 	check_invariants(&f);
 	close_capture(&f);
 }
@@ -594,6 +724,9 @@ static void test_conv_run(void **state)
 		/* temp 572,026,880 + output 579,072,128 joined to the plan */
 		assert_int_equal(x->nmatched, 2);
 	}
+	/* 10 Execute events; 80 `jit_forward_3d_conv:XLA GPU module` on the 8
+	 * py_xla_execute threads (python3 tests/figures/read-xspace.py events
+	 * CAPTURE/<host>.xplane.pb | cut -f1,4 | sort | uniq -c) */
 	for (int d = 1; d < 8; d++)
 		assert_int_equal(per_dev[d], 10);
 	/* the run records kernels on few devices: no execution is taken for

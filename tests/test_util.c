@@ -190,3 +190,74 @@ void assert_contains(const char *hay, const char *needle)
 	if (hay == NULL || strstr(hay, needle) == NULL)
 		fail_msg("expected '%s' in:\n%s", needle, hay ? hay : "(null)");
 }
+
+const char *line_from(const char *text, const char *prefix)
+{
+	static char line[4096];
+	const char *l = text;
+	while (l && strncmp(l, prefix, strlen(prefix)) != 0)
+		if ((l = strchr(l, '\n')) != NULL)
+			l++;
+	if (l == NULL)
+		fail_msg("no line '%s...' in:\n%s", prefix, text);
+	snprintf(line, sizeof line, "%.*s", (int)strcspn(l, "\n"), l);
+	return line;
+}
+
+/* ---- a TSV file ------------------------------------------------------------ */
+
+/* Field i of the line at row, and its length (0 past the line's last). */
+static const char *tsv_nth(const char *row, int i, size_t *len)
+{
+	size_t n = strcspn(row, "\t\n");
+	for (; i > 0 && row[n] == '\t'; i--) {
+		row += n + 1;
+		n = strcspn(row, "\t\n");
+	}
+	*len = i > 0 ? 0 : n;
+	return row;
+}
+
+/* The number of the column named col in tsv's header, or -1. */
+static int tsv_column(const char *tsv, const char *col)
+{
+	size_t n, len = strlen(col);
+	for (int i = 0;; i++) {
+		const char *f = tsv_nth(tsv, i, &n);
+		if (n == len && strncmp(f, col, len) == 0)
+			return i;
+		if (f[n] != '\t')
+			return -1;
+	}
+}
+
+const char *tsv_field(const char *tsv, const char *key, const char *val, const char *col)
+{
+	static char buf[8][1024];
+	static unsigned next;
+	int k = tsv_column(tsv, key), c = tsv_column(tsv, col);
+	if (k < 0 || c < 0)
+		fail_msg("no column %s or %s in:\n%s", key, col, tsv);
+	size_t vlen = strlen(val), n;
+	for (const char *row = strchr(tsv, '\n'); row && row[1]; row = strchr(row + 1, '\n')) {
+		const char *f = tsv_nth(row + 1, k, &n);
+		if (n != vlen || strncmp(f, val, n) != 0)
+			continue;
+		f = tsv_nth(row + 1, c, &n);
+		char *out = buf[next++ & 7];
+		snprintf(out, sizeof buf[0], "%.*s", (int)n, f);
+		return out;
+	}
+	fail_msg("no row with %s '%s' in:\n%s", key, val, tsv);
+	return NULL;
+}
+
+void assert_row(const char *tsv, const char *key, const char *val, const struct tsv_want *want, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *got = tsv_field(tsv, key, val, want[i].col);
+		if (strcmp(got, want[i].val) != 0)
+			fail_msg("%s of the row with %s '%s' is '%s', want '%s'", want[i].col, key, val, got,
+				 want[i].val);
+	}
+}

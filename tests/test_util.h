@@ -1,7 +1,7 @@
 /* What the cmocka test programs share (test_util.c): where ../shared and
  * the scenario builder are, one temporary directory per program, and a
  * report opened as users read it (its files, diagnosis.json's findings and
- * their figures).  Every helper fails the test (cmocka) on an error of
+ * their figures, a TSV's fields by column name).  Every helper fails the test (cmocka) on an error of
  * xplanefs, and says "skip: …" on a line of its own where something the
  * test needs is absent (scripts/test counts those lines). */
 #ifndef XPF_TESTS_TEST_UTIL_H
@@ -67,5 +67,23 @@ const char *figs(json_t *f, const char *key);
 const char *text(json_t *f);
 /* Fails, showing both, unless needle is in hay. */
 void assert_contains(const char *hay, const char *needle);
+/* The first line of text that starts with prefix (a copy, living until
+ * the next call); fails, showing text, without one. */
+const char *line_from(const char *text, const char *prefix);
+
+/* ---- a TSV file (SPEC §3: a header line, then tab-separated rows) --------- */
+
+/* The field of column col in the first row of tsv whose column key holds
+ * exactly val (a copy, living until 8 more calls); fails, showing the file,
+ * where either column or such a row is absent.  For asserting one figure
+ * of a row against its independent source, not the row's bytes. */
+const char *tsv_field(const char *tsv, const char *key, const char *val, const char *col);
+/* A column of a row and the value it must hold (assert_row). */
+struct tsv_want {
+	const char *col, *val;
+};
+/* Fails, naming the column, unless the row of tsv whose column key holds
+ * val has each of want's n values. */
+void assert_row(const char *tsv, const char *key, const char *val, const struct tsv_want *want, size_t n);
 
 #endif
