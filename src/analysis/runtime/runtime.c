@@ -6,7 +6,8 @@
  *   runtime_scan.c      a host line -> events, executions, retries, compiles
  *                       (runtime_event.c: one event or execution as records;
  *                       runtime_sites.c: allocators and sites, kept once)
- *   runtime_parallel.c  the host lines in chunks on threads, merged
+ *   runtime_parallel.c  the runner: the host lines in chunks on threads,
+ *                       merged; steps side by side (xpf_rt_beside)
  *   runtime_order.c     events in time order, replayed: the live index;
  *                       executions in order with their events
  *   runtime_kernels.c   the device index (kernels between execution starts)
@@ -15,7 +16,6 @@
  *   runtime_query.c     live_at, between and other reads of the result */
 #include <inttypes.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <time.h>
 #include <stdlib.h>
@@ -42,29 +42,6 @@ const char *xpf_link_name(enum xpf_link l)
 	static const char *names[] = { "ambiguous", "program_id", "name",      "requested_bytes",
 				       "pjit",      "kernels",    "parameters" };
 	return (unsigned)l < sizeof names / sizeof *names ? names[l] : "ambiguous";
-}
-
-/* Beside the kernel scans: the events ordered and replayed, then what the
- * executions need of them. */
-struct order_job {
-	xpf_runtime *rt;
-	struct xpf_rt_finish *fin;
-};
-
-static void *order_worker(void *arg)
-{
-	struct order_job *o = arg;
-	xpf_rt_order_and_replay(o->rt);
-	xpf_rt_finish_events(o->rt, o->fin);
-	return NULL;
-}
-
-/* The executions sorted (xpf_rt_finish_begin) while the events are. */
-static void *begin_worker(void *arg)
-{
-	struct order_job *o = arg;
-	xpf_rt_finish_begin(o->rt, o->fin);
-	return NULL;
 }
 
 /* Whether the build reads plane i's lines before the finish: /host:CPU's
@@ -175,20 +152,19 @@ static void module_names(xpf_host *h, struct xpf_rt_priv *pv)
 /* ---- plans beside the host scan ---------------------------------------- */
 
 /* The plans of the modules the host plane names as run (an event named
- * `<module>:XLA GPU module` or `...Execute (<module>)`), built on a thread
- * of their own while the host scan reads the lines: the link and the
- * diagnosis ask for them next, and a real job's host scan reads its one
- * long Python-tracer line on one core.  "Names" is the link's name rule
- * on the module name an event's own name carries.  A module the host plane does not
- * name is left to whoever asks (a big one that never ran stays unbuilt). */
+ * `<module>:XLA GPU module` or `...Execute (<module>)`), built beside the
+ * host scan when there are two threads: the link and the diagnosis ask for
+ * them next, and a real job's host scan reads its one long Python-tracer
+ * line on one core.  "Names" is the link's name rule on the module name an
+ * event's own name carries.  A module the host plane does not name is left
+ * to whoever asks (a big one that never ran stays unbuilt), and so is
+ * every module with one thread. */
 struct plans_beside {
 	xpf_host *h;
 	size_t *mods, n;
-	pthread_t thread;
-	bool running;
 };
 
-static void *build_plans(void *arg)
+static void build_plans(void *arg)
 {
 	struct plans_beside *pb = arg;
 	for (size_t i = 0; i < pb->n; i++) {
@@ -196,10 +172,9 @@ static void *build_plans(void *arg)
 		xpf_error e = { 0 }; /* kept by the plan's lazy for whoever asks */
 		(void)pb->h->plan_of(pb->h, pb->mods[i], &p, &e);
 	}
-	return NULL;
 }
 
-static void plans_beside_start(struct plans_beside *pb, struct build *b)
+static void plans_named(struct plans_beside *pb, struct build *b)
 {
 	const xpf_plane *p = b->s.p;
 	struct xpf_rt_priv *pv = b->rt->priv;
@@ -222,14 +197,21 @@ static void plans_beside_start(struct plans_beside *pb, struct build *b)
 		if (named[m])
 			pb->mods[pb->n++] = m;
 	free(named);
-	pb->running = pb->n > 0 && pthread_create(&pb->thread, NULL, build_plans, pb) == 0;
 }
 
-static void plans_beside_end(struct plans_beside *pb)
+/* The host scan as a step of the runner. */
+struct host_step {
+	struct build *b;
+	int rc;
+	xpf_error *err;
+};
+
+static void host_scan(void *arg)
 {
-	if (pb->running)
-		pthread_join(pb->thread, NULL);
-	free(pb->mods);
+	struct host_step *hs = arg;
+	struct build *b = hs->b;
+	hs->rc = xpf_rt_scan_host(&b->s, &b->prog.host_chunks, &b->rt->host_chunks_by_others,
+				  hs->err);
 }
 
 /* The pieces of p's lines that have marks (NULL: none), their bounds set by
@@ -307,13 +289,14 @@ static int scan_host_plane(struct build *b, xpf_error *err)
 	s->pieces = pv->pieces;
 	xpf_rt_events_map(s, s->p->nevents);
 	struct plans_beside pb;
-	plans_beside_start(&pb, b);
-	rc = xpf_rt_scan_host(s, &b->prog.host_chunks, &rt->host_chunks_by_others, err);
-	b->prog.plans_beside = pb.running ? pb.n : 0;
-	plans_beside_end(&pb);
+	plans_named(&pb, b);
+	struct host_step hs = { b, XPF_OK, err };
+	xpf_rt_beside(pb.n ? 2 : 1, host_scan, &hs, build_plans, &pb);
+	free(pb.mods);
+	b->prog.plans_beside = pb.n;
 	b->prog.host_lines = s->p->nlines;
 	phase_end(b, "host");
-	return rc;
+	return hs.rc;
 }
 
 /* Which devices' kernels are read before the link (want[d]): as the
@@ -331,41 +314,63 @@ static size_t kernels_wanted(struct build *b, bool *want)
 	return nwant;
 }
 
+/* The order and the device reads as steps of the runner. */
+struct order_step {
+	struct build *b;
+	struct xpf_rt_finish *fin;
+	const bool *want;
+};
+
+static void replay_step(void *arg)
+{
+	struct order_step *o = arg;
+	xpf_rt_order_and_replay(o->b->rt);
+}
+
+static void begin_step(void *arg)
+{
+	struct order_step *o = arg;
+	xpf_rt_finish_begin(o->b->rt, o->fin);
+}
+
+static void order_step(void *arg)
+{
+	struct order_step *o = arg;
+	xpf_rt_order_and_replay(o->b->rt);
+	xpf_rt_finish_events(o->b->rt, o->fin);
+}
+
+static void devices_step(void *arg)
+{
+	struct order_step *o = arg;
+	xpf_rt_devices_run(o->b->rt->priv, o->want);
+	phase_end(o->b, "devices");
+}
+
 /* The events ordered and replayed, the executions ordered with their
- * events; side by side with the kernel scans of the devices in want when
- * there are some (they write only the kernels' buckets), else with the
- * executions' sort (they share no field). */
-static void order_beside_kernels(struct build *b, const bool *want, size_t nwant,
-				 struct xpf_rt_finish *fin)
+ * events, the kernels of the devices in want read: the kernel reads
+ * beside the order when there are some (they write only the kernels'
+ * buckets), else the executions' sort beside the replay (they share no
+ * field). */
+static void order_and_devices(struct build *b, const bool *want, size_t nwant,
+			      struct xpf_rt_finish *fin)
 {
 	xpf_runtime *rt = b->rt;
 	struct xpf_rt_priv *pv = rt->priv;
 	size_t threads = xpf_rt_threads(&pv->opt, 2);
-	struct order_job oj = { rt, fin };
-	pthread_t ot;
-	bool beside = false;
+	struct order_step o = { b, fin, want };
 	if (nwant) {
 		xpf_rt_finish_begin(rt, fin);
-		xpf_rt_kernel_times(pv, rt); /* before any device's kernels are read */
 		fin->threads = threads;
-		beside = threads > 1 && pthread_create(&ot, NULL, order_worker, &oj) == 0;
-		if (!beside)
-			order_worker(&oj);
+		xpf_rt_kernel_times(pv, rt); /* before any device's kernels are read */
+		xpf_rt_beside(threads, devices_step, &o, order_step, &o);
 	} else {
-		bool two = threads > 1 && pthread_create(&ot, NULL, begin_worker, &oj) == 0;
-		xpf_rt_order_and_replay(rt);
-		if (two)
-			pthread_join(ot, NULL);
-		else
-			xpf_rt_finish_begin(rt, fin);
-		xpf_rt_kernel_times(pv, rt); /* before any device's kernels are read */
+		xpf_rt_beside(threads, replay_step, &o, begin_step, &o);
 		fin->threads = threads;
+		xpf_rt_kernel_times(pv, rt);
 		xpf_rt_finish_events(rt, fin);
+		devices_step(&o);
 	}
-	xpf_rt_devices_run(pv, want);
-	phase_end(b, "devices");
-	if (beside)
-		pthread_join(ot, NULL);
 	xpf_map_free(&pv->site_map); /* the replay made the last site */
 	phase_end(b, "order");
 }
@@ -420,7 +425,7 @@ static int build(struct build *b, xpf_error *err)
 	bool *want = xpf_calloc(pv->ndev ? pv->ndev : 1, sizeof *want);
 	size_t nwant = kernels_wanted(b, want);
 	struct xpf_rt_finish fin;
-	order_beside_kernels(b, want, nwant, &fin);
+	order_and_devices(b, want, nwant, &fin);
 	free(want);
 	return link(b, nwant, &fin, err);
 }

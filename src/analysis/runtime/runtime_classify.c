@@ -2,7 +2,6 @@
  * runtime_priv.h).  A pure function of a name. */
 #include <inttypes.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

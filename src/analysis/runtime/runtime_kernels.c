@@ -2,7 +2,6 @@
  * between execution starts, for `launched` and the kernels link rule. */
 #include <inttypes.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -9,7 +9,6 @@
  * same device" comes from a table filled walking backward. */
 #include <inttypes.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -437,7 +436,7 @@ struct join_range {
 	struct cand_vec cands; /* the range's ambiguous executions' candidates */
 };
 
-static void *join_range_run(void *arg)
+static void join_range_run(void *arg)
 {
 	struct join_range *j = arg;
 	xpf_host *h = j->h;
@@ -462,7 +461,6 @@ static void *join_range_run(void *arg)
 	free(build_evs);
 	free(cand);
 	free(hit);
-	return NULL;
 }
 
 /* The two ranges' candidates as the runtime's (the first range's
@@ -579,14 +577,8 @@ int xpf_rt_finish_end(xpf_host *h, xpf_runtime *rt, struct xpf_rt_finish *f, xpf
 		half++;
 	struct join_range jr[2] = { { h, rt, &mp, f, 0, half, { NULL, 0, 0 } },
 				    { h, rt, &mp, f, half, nx, { NULL, 0, 0 } } };
-	pthread_t tid;
-	bool two = f->threads > 1 && half > 0 && half < nx &&
-		   pthread_create(&tid, NULL, join_range_run, &jr[1]) == 0;
-	join_range_run(&jr[0]);
-	if (two)
-		pthread_join(tid, NULL);
-	else
-		join_range_run(&jr[1]);
+	xpf_rt_beside(half > 0 && half < nx ? f->threads : 1, join_range_run, &jr[0],
+		      join_range_run, &jr[1]);
 	join_candidates(rt, jr);
 	link_by_parameters(h, rt, &mp, f);
 	mod_plans_free(&mp);

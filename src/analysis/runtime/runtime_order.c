@@ -4,7 +4,6 @@
  * each given its events, device, in use at start and peak during. */
 #include <inttypes.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

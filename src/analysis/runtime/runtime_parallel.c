@@ -1,6 +1,7 @@
-/* The runtime, parallel: jobs shared out between threads, and the host
- * lines read in chunks by several scans whose records are then merged in
- * line order, so that the result is what one pass over every line makes. */
+/* The runtime's runner: jobs shared out between threads, two steps side by
+ * side, and the host lines read in chunks by several scans whose records
+ * are then merged in line order, so that the result is what one pass over
+ * every line makes.  The build's other files start no thread. */
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -89,6 +90,30 @@ void xpf_rt_run_jobs(size_t n, const uint64_t *size, size_t nt,
 		pthread_join(tid[t], NULL);
 	pthread_mutex_destroy(&j.mu);
 	free(order);
+}
+
+struct beside {
+	void (*fn)(void *);
+	void *ctx;
+};
+
+static void *beside_run(void *arg)
+{
+	struct beside *b = arg;
+	b->fn(b->ctx);
+	return NULL;
+}
+
+void xpf_rt_beside(size_t threads, void (*a)(void *), void *actx, void (*b)(void *), void *bctx)
+{
+	struct beside other = { b, bctx };
+	pthread_t tid;
+	bool two = threads > 1 && pthread_create(&tid, NULL, beside_run, &other) == 0;
+	a(actx);
+	if (two)
+		pthread_join(tid, NULL);
+	else
+		b(bctx);
 }
 
 /* ---- the host lines, shared out between threads ------------------------- */

@@ -337,11 +337,18 @@ void xpf_rt_compiles_finish(xpf_host *h, xpf_runtime *rt);
  * `...Compile(<f>)`): a pointer into name and its length, or NULL. */
 const char *xpf_rt_compile_function(const char *name, size_t *len);
 
-/* runtime_parallel.c: jobs on threads, the host lines in chunks. */
+/* runtime_parallel.c, the runner: every thread of the build starts here
+ * (jobs shared out, two steps side by side, the host lines in chunks);
+ * with one thread each runs the same steps in order, with the same
+ * result. */
 #define MAX_SCAN_THREADS 8
 size_t xpf_rt_threads(const xpf_rt_options *opt, size_t njobs);
 void xpf_rt_run_jobs(size_t n, const uint64_t *size, size_t nt,
 		     void (*fn)(void *ctx, size_t k, xpf_window *w), void *ctx);
+/* a(actx) here and b(bctx) on a thread of its own when threads > 1 (and
+ * one starts), else a then b; both done on return.  The two must share no
+ * field they write. */
+void xpf_rt_beside(size_t threads, void (*a)(void *), void *actx, void (*b)(void *), void *bctx);
 int xpf_rt_scan_host(struct scan *s, size_t *nchunks_read, size_t *nby_others, xpf_error *err);
 
 /* runtime_order.c: the events in time order, replayed. */

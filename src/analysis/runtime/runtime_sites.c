@@ -2,7 +2,6 @@
  * allocator, size, shape and the host events around them), each kept once. */
 #include <inttypes.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
