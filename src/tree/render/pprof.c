@@ -1,6 +1,10 @@
 /* The pprof profile writer and the two profiles of the tree (pprof.h).
- * The profile is built as protobuf-c structs of proto/profile.proto and
- * packed with the generated functions; zlib writes the gzip stream. */
+ * The profile (proto/profile.proto) is written straight to protobuf's wire
+ * format: a live set's profile has a sample per block, and building
+ * protobuf-c's structs (five allocations a sample) and packing them was
+ * most of the cost of a walk of the tree (bench/README).  Fields go out in
+ * number order, proto3's zero scalars left out and repeated scalars
+ * packed, as protobuf-c writes them; zlib writes the gzip stream. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,32 +16,83 @@
 #include "common/alloc.h"
 #include "common/intern.h"
 #include "common/map.h"
-#include "profile.pb-c.h"
 
-typedef Perftools__Profiles__Profile pb_profile;
-typedef Perftools__Profiles__Sample pb_sample;
-typedef Perftools__Profiles__Label pb_label;
-typedef Perftools__Profiles__Location pb_location;
-typedef Perftools__Profiles__Line pb_line;
-typedef Perftools__Profiles__Function pb_function;
-typedef Perftools__Profiles__ValueType pb_value_type;
+struct pb_function {
+	int64_t name, filename;
+};
+
+struct pb_location {
+	uint64_t function_id;
+	int64_t line, column;
+};
 
 struct xpf_pprof {
 	xpf_intern *strs; /* the string table's bytes */
 	xpf_map str_ids;  /* interned pointer -> string index */
-	char **table;
+	const char **table;
 	size_t ntable, captable;
 	xpf_map fn_ids; /* (name, file) -> function id */
-	pb_function **fns;
+	struct pb_function *fns;
 	size_t nfns, capfns;
 	xpf_map loc_ids; /* (function id, line:column) -> location id */
-	pb_location **locs;
+	struct pb_location *locs;
 	size_t nlocs, caplocs;
-	pb_sample **samples;
-	size_t nsamples, capsamples;
-	pb_value_type types[2];
-	pb_value_type *type_ptrs[2];
+	xpf_buf samples;     /* the samples, each as field 2 of the Profile */
+	xpf_buf stack;       /* the last sample's location_id field */
+	xpf_buf labels;      /* the last sample's label fields */
+	int64_t types[2][2]; /* sample types (type, unit): space/bytes, objects/count */
 };
+
+/* ---- protobuf's wire format -------------------------------------------- */
+
+enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
+
+/* Written in place: a profile is mostly varints of a byte or two. */
+static void put_varint(xpf_buf *b, uint64_t v)
+{
+	if (b->len + 11 > b->cap)
+		xpf_buf_reserve(b, 10);
+	uint8_t *d = (uint8_t *)b->data + b->len;
+	size_t n = 0;
+	for (; v > 0x7f; v >>= 7)
+		d[n++] = (uint8_t)(v | 0x80);
+	d[n++] = (uint8_t)v;
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+
+static void put_tag(xpf_buf *b, unsigned field, unsigned wire)
+{
+	put_varint(b, (uint64_t)field << 3 | wire);
+}
+
+/* A proto3 int64/uint64 field: left out when 0. */
+static void put_int(xpf_buf *b, unsigned field, uint64_t v)
+{
+	if (v == 0)
+		return;
+	put_tag(b, field, WIRE_VARINT);
+	put_varint(b, v);
+}
+
+static void put_bytes(xpf_buf *b, unsigned field, const void *data, size_t n)
+{
+	put_tag(b, field, WIRE_LEN);
+	put_varint(b, n);
+	xpf_buf_add(b, data, n);
+}
+
+static size_t varint_size(uint64_t v)
+{
+	size_t n = 1;
+	while (v > 0x7f) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* ---- building a profile ------------------------------------------------ */
 
 static int64_t str_id(xpf_pprof *p, const char *s)
 {
@@ -46,7 +101,7 @@ static int64_t str_id(xpf_pprof *p, const char *s)
 	if (p->str_ids.s[i].val >= 0)
 		return p->str_ids.s[i].val;
 	int64_t id = (int64_t)p->ntable;
-	*XPF_VEC_PUSH(p->table, p->ntable, p->captable) = (char *)k;
+	*XPF_VEC_PUSH(p->table, p->ntable, p->captable) = k;
 	xpf_map_put(&p->str_ids, (uint64_t)(uintptr_t)k, 0, id);
 	return id;
 }
@@ -58,14 +113,14 @@ xpf_pprof *xpf_pprof_new(void)
 	xpf_map_init(&p->str_ids, 64);
 	xpf_map_init(&p->fn_ids, 64);
 	xpf_map_init(&p->loc_ids, 64);
+	p->samples = (xpf_buf)XPF_BUF_INIT;
+	p->stack = (xpf_buf)XPF_BUF_INIT;
+	p->labels = (xpf_buf)XPF_BUF_INIT;
 	str_id(p, ""); /* index 0 is "" (the format's rule) */
 	static const char *const names[2][2] = { { "space", "bytes" }, { "objects", "count" } };
-	for (int i = 0; i < 2; i++) {
-		perftools__profiles__value_type__init(&p->types[i]);
-		p->types[i].type = str_id(p, names[i][0]);
-		p->types[i].unit = str_id(p, names[i][1]);
-		p->type_ptrs[i] = &p->types[i];
-	}
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 2; j++)
+			p->types[i][j] = str_id(p, names[i][j]);
 	return p;
 }
 
@@ -73,26 +128,12 @@ void xpf_pprof_free(xpf_pprof *p)
 {
 	if (p == NULL)
 		return;
-	for (size_t i = 0; i < p->nsamples; i++) {
-		pb_sample *s = p->samples[i];
-		free(s->location_id);
-		free(s->value);
-		if (s->n_label)
-			free(s->label[0]);
-		free(s->label);
-		free(s);
-	}
-	for (size_t i = 0; i < p->nlocs; i++) {
-		free(p->locs[i]->line[0]);
-		free(p->locs[i]->line);
-		free(p->locs[i]);
-	}
-	for (size_t i = 0; i < p->nfns; i++)
-		free(p->fns[i]);
-	free(p->samples);
-	free(p->locs);
 	free(p->fns);
+	free(p->locs);
 	free(p->table);
+	xpf_buf_release(&p->samples);
+	xpf_buf_release(&p->stack);
+	xpf_buf_release(&p->labels);
 	xpf_map_free(&p->str_ids);
 	xpf_map_free(&p->fn_ids);
 	xpf_map_free(&p->loc_ids);
@@ -109,63 +150,103 @@ uint64_t xpf_pprof_frame(xpf_pprof *p, const char *function, const char *file, i
 	if (p->fn_ids.s[i].val >= 0) {
 		fid = (uint64_t)p->fn_ids.s[i].val;
 	} else {
-		pb_function *f = xpf_malloc(sizeof *f);
-		perftools__profiles__function__init(f);
-		fid = f->id = p->nfns + 1; /* ids are nonzero */
-		f->name = f->system_name = name;
-		f->filename = fname;
-		*XPF_VEC_PUSH(p->fns, p->nfns, p->capfns) = f;
+		*XPF_VEC_PUSH(p->fns, p->nfns, p->capfns) = (struct pb_function){ name, fname };
+		fid = p->nfns; /* ids are nonzero */
 		xpf_map_put(&p->fn_ids, (uint64_t)name, (uint64_t)fname, (int64_t)fid);
 	}
 	uint64_t where = (uint64_t)line << 32 ^ (uint32_t)column;
 	i = xpf_map_find(&p->loc_ids, fid, where);
 	if (p->loc_ids.s[i].val >= 0)
 		return (uint64_t)p->loc_ids.s[i].val;
-	pb_location *l = xpf_malloc(sizeof *l);
-	pb_line *ln = xpf_malloc(sizeof *ln);
-	perftools__profiles__location__init(l);
-	perftools__profiles__line__init(ln);
-	ln->function_id = fid;
-	ln->line = line;
-	ln->column = column;
-	l->id = p->nlocs + 1;
-	l->n_line = 1;
-	l->line = xpf_malloc(sizeof *l->line);
-	l->line[0] = ln;
-	*XPF_VEC_PUSH(p->locs, p->nlocs, p->caplocs) = l;
-	xpf_map_put(&p->loc_ids, fid, where, (int64_t)l->id);
-	return l->id;
+	*XPF_VEC_PUSH(p->locs, p->nlocs, p->caplocs) = (struct pb_location){ fid, line, column };
+	xpf_map_put(&p->loc_ids, fid, where, (int64_t)p->nlocs);
+	return p->nlocs;
+}
+
+void xpf_pprof_sample_again(xpf_pprof *p, uint64_t bytes)
+{
+	uint64_t v = bytes > INT64_MAX ? INT64_MAX : bytes;
+	size_t nvalue = 2 + varint_size(v) + 1; /* tag, length, v, 1 */
+	put_tag(&p->samples, 2, WIRE_LEN);
+	put_varint(&p->samples, p->stack.len + nvalue + p->labels.len);
+	xpf_buf_add(&p->samples, p->stack.data, p->stack.len);
+	put_tag(&p->samples, 2, WIRE_LEN); /* value, packed: bytes, 1 */
+	put_varint(&p->samples, varint_size(v) + 1);
+	put_varint(&p->samples, v);
+	put_varint(&p->samples, 1);
+	xpf_buf_add(&p->samples, p->labels.data, p->labels.len);
 }
 
 void xpf_pprof_sample(xpf_pprof *p, const uint64_t *locs, size_t nlocs, uint64_t bytes,
 		      const char *const *kv, size_t nkv)
 {
-	pb_sample *s = xpf_malloc(sizeof *s);
-	perftools__profiles__sample__init(s);
-	s->n_location_id = nlocs;
-	s->location_id = xpf_calloc(nlocs, sizeof *s->location_id);
-	if (nlocs)
-		memcpy(s->location_id, locs, nlocs * sizeof *locs);
-	s->n_value = 2;
-	s->value = xpf_calloc(2, sizeof *s->value);
-	s->value[0] = bytes > INT64_MAX ? INT64_MAX : (int64_t)bytes;
-	s->value[1] = 1;
-	size_t nl = 0;
-	for (size_t i = 0; i < nkv; i++)
-		nl += kv[2 * i + 1] && kv[2 * i + 1][0];
-	s->label = xpf_calloc(nl, sizeof *s->label);
-	/* one block for the sample's labels (freed through label[0]) */
-	pb_label *lb = nl ? xpf_calloc(nl, sizeof *lb) : NULL;
+	xpf_buf *s = &p->stack, *l = &p->labels;
+	s->len = l->len = 0;
+	if (nlocs) { /* location_id, packed */
+		size_t n = 0;
+		for (size_t i = 0; i < nlocs; i++)
+			n += varint_size(locs[i]);
+		put_tag(s, 1, WIRE_LEN);
+		put_varint(s, n);
+		for (size_t i = 0; i < nlocs; i++)
+			put_varint(s, locs[i]);
+	}
 	for (size_t i = 0; i < nkv; i++) {
 		if (!kv[2 * i + 1] || !kv[2 * i + 1][0])
 			continue;
-		pb_label *l = &lb[s->n_label];
-		perftools__profiles__label__init(l);
-		l->key = str_id(p, kv[2 * i]);
-		l->str = str_id(p, kv[2 * i + 1]);
-		s->label[s->n_label++] = l;
+		uint64_t key = (uint64_t)str_id(p, kv[2 * i]),
+			 str = (uint64_t)str_id(p, kv[2 * i + 1]);
+		put_tag(l, 3, WIRE_LEN);
+		put_varint(l, (key ? 1 + varint_size(key) : 0) + (str ? 1 + varint_size(str) : 0));
+		put_int(l, 1, key);
+		put_int(l, 2, str);
 	}
-	*XPF_VEC_PUSH(p->samples, p->nsamples, p->capsamples) = s;
+	xpf_pprof_sample_again(p, bytes);
+}
+
+/* A ValueType (type, unit) as field `field`. */
+static void put_value_type(xpf_buf *b, unsigned field, const int64_t *t)
+{
+	uint64_t type = (uint64_t)t[0], unit = (uint64_t)t[1];
+	put_tag(b, field, WIRE_LEN);
+	put_varint(b, (type ? 1 + varint_size(type) : 0) + (unit ? 1 + varint_size(unit) : 0));
+	put_int(b, 1, type);
+	put_int(b, 2, unit);
+}
+
+/* The Profile message: sample types, samples, locations, functions,
+ * strings, period type and period. */
+static void put_profile(xpf_pprof *p, xpf_buf *b)
+{
+	xpf_buf m = XPF_BUF_INIT, l = XPF_BUF_INIT;
+	for (int i = 0; i < 2; i++)
+		put_value_type(b, 1, p->types[i]);
+	xpf_buf_add(b, p->samples.data, p->samples.len);
+	for (size_t i = 0; i < p->nlocs; i++) {
+		const struct pb_location *lo = &p->locs[i];
+		l.len = m.len = 0;
+		put_int(&l, 1, lo->function_id);
+		put_int(&l, 2, (uint64_t)lo->line);
+		put_int(&l, 3, (uint64_t)lo->column);
+		put_int(&m, 1, i + 1);
+		put_bytes(&m, 4, l.data, l.len);
+		put_bytes(b, 4, m.data, m.len);
+	}
+	for (size_t i = 0; i < p->nfns; i++) {
+		const struct pb_function *f = &p->fns[i];
+		m.len = 0;
+		put_int(&m, 1, i + 1);
+		put_int(&m, 2, (uint64_t)f->name);
+		put_int(&m, 3, (uint64_t)f->name); /* system_name */
+		put_int(&m, 4, (uint64_t)f->filename);
+		put_bytes(b, 5, m.data, m.len);
+	}
+	for (size_t i = 0; i < p->ntable; i++)
+		put_bytes(b, 6, p->table[i], strlen(p->table[i]));
+	put_value_type(b, 11, p->types[0]);
+	put_int(b, 12, 1); /* period */
+	xpf_buf_release(&m);
+	xpf_buf_release(&l);
 }
 
 /* gzip (RFC 1952) with zlib: windowBits 15 + 16 asks for the gzip wrapper,
@@ -194,27 +275,13 @@ static int gzip_into(const uint8_t *in, size_t n, xpf_buf *out, xpf_error *err)
 
 int xpf_pprof_write_gz(xpf_pprof *p, xpf_buf *out, xpf_error *err)
 {
-	pb_profile pr;
-	perftools__profiles__profile__init(&pr);
-	pr.n_sample_type = 2;
-	pr.sample_type = p->type_ptrs;
-	pr.period_type = &p->types[0];
-	pr.period = 1;
-	pr.n_sample = p->nsamples;
-	pr.sample = p->samples;
-	pr.n_location = p->nlocs;
-	pr.location = p->locs;
-	pr.n_function = p->nfns;
-	pr.function = p->fns;
-	pr.n_string_table = p->ntable;
-	pr.string_table = p->table;
-	size_t n = perftools__profiles__profile__get_packed_size(&pr);
-	if (n > UINT32_MAX / 2)
-		return xpf_fail(err, XPF_EIO, "pprof profile of %zu bytes is too large to gzip", n);
-	uint8_t *bytes = xpf_malloc(n ? n : 1);
-	perftools__profiles__profile__pack(&pr, bytes);
-	int rc = gzip_into(bytes, n, out, err);
-	free(bytes);
+	xpf_buf pb = XPF_BUF_INIT;
+	put_profile(p, &pb);
+	int rc = pb.len > UINT32_MAX / 2 ?
+			 xpf_fail(err, XPF_EIO, "pprof profile of %zu bytes is too large to gzip",
+				  pb.len) :
+			 gzip_into((const uint8_t *)pb.data, pb.len, out, err);
+	xpf_buf_release(&pb);
 	return rc;
 }
 
@@ -334,6 +401,12 @@ int xpf_render_live_pprof(xpf_host *h, long arg, xpf_buf *out, xpf_error *err)
 		return rc;
 	xpf_pprof *pp = xpf_pprof_new();
 	for (size_t i = 0; i < nb; i++) {
+		if (i > 0 && b[i].host_event == b[i - 1].host_event &&
+		    b[i].origin_text == b[i - 1].origin_text &&
+		    b[i].execution == b[i - 1].execution) { /* the stack and labels of the last */
+			xpf_pprof_sample_again(pp, b[i].bytes);
+			continue;
+		}
 		uint64_t locs[2];
 		locs[0] = xpf_pprof_frame(pp,
 					  b[i].host_event && b[i].host_event[0] ? b[i].host_event :

@@ -30,6 +30,9 @@ uint64_t xpf_pprof_frame(xpf_pprof *p, const char *function, const char *file, i
  * NULL or "" value leaves its label out.  The arrays are copied. */
 void xpf_pprof_sample(xpf_pprof *p, const uint64_t *locs, size_t nlocs, uint64_t bytes,
 		      const char *const *kv, size_t nkv);
+/* Another sample of `bytes` with the last sample's stack and labels (a live
+ * set's blocks come in runs of one origin). */
+void xpf_pprof_sample_again(xpf_pprof *p, uint64_t bytes);
 /* The profile, packed and gzip'd, appended to out. */
 int xpf_pprof_write_gz(xpf_pprof *p, xpf_buf *out, xpf_error *err);
 
