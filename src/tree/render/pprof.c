@@ -255,7 +255,7 @@ static int gzip_into(const uint8_t *in, size_t n, xpf_buf *out, xpf_error *err)
 {
 	z_stream z;
 	memset(&z, 0, sizeof z);
-	if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return xpf_fail(err, XPF_EIO, "zlib: deflateInit2 failed");
 	size_t bound = deflateBound(&z, (uLong)n);
 	xpf_buf_reserve(out, bound + 1);
