@@ -453,6 +453,7 @@ int xpf_runtime_build(xpf_host *h, const xpf_rt_options *opt, xpf_runtime **out,
 	b.rt = rt;
 	int rc = build(&b, err);
 	build_release(&b);
+	rt->priv->live_cache = xpf_rt_live_cache_new();
 	if (rc != XPF_OK) {
 		xpf_runtime_free(rt);
 		return rc;
@@ -490,6 +491,7 @@ void xpf_runtime_free(void *p)
 			xpf_intern_free(pv->interns[i]);
 		free(pv->interns);
 		xpf_map_free(&pv->site_map);
+		xpf_rt_live_cache_free(pv->live_cache);
 		xpf_big_free(pv->live_ev, pv->live_ev_map_len);
 		free(pv->live_beg);
 		free(pv->live_blk_beg);

@@ -118,6 +118,10 @@ struct xpf_rt_priv {
 	size_t live_ev_map_len;
 	size_t *live_beg, *live_blk_beg;
 	int64_t *live_blk_end;
+	/* The last live sets made at executions' starts (runtime_query.c),
+	 * set once the build is done: NULL while the link still numbers the
+	 * executions their texts name. */
+	struct xpf_rt_live_cache *live_cache;
 	/* Sets of interned strings (shapes, module and span names) the events
 	 * and executions point into, one a scan (keep_interns). */
 	struct xpf_intern **interns;
@@ -350,6 +354,10 @@ void xpf_rt_run_jobs(size_t n, const uint64_t *size, size_t nt,
  * field they write. */
 void xpf_rt_beside(size_t threads, void (*a)(void *), void *actx, void (*b)(void *), void *bctx);
 int xpf_rt_scan_host(struct scan *s, size_t *nchunks_read, size_t *nby_others, xpf_error *err);
+
+/* runtime_query.c: the cache of live sets, made at the end of the build. */
+struct xpf_rt_live_cache *xpf_rt_live_cache_new(void);
+void xpf_rt_live_cache_free(struct xpf_rt_live_cache *c);
 
 /* runtime_order.c: the events in time order, replayed. */
 void xpf_rt_order_and_replay(xpf_runtime *rt);

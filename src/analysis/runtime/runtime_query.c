@@ -1,8 +1,9 @@
 /* Queries of a built runtime: the first event at a time, an execution's
  * candidate modules, the host events between two executions, the blocks
- * live at an execution's start. */
+ * live at an execution's start (the last few kept). */
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,12 +253,14 @@ static void origin_of(const xpf_runtime *rt, const xpf_rt_event *e, xpf_rt_block
 	*XPF_VEC_PUSH(o->at, o->nat, o->capat) = (size_t)at;
 }
 
-/* The blocks v[0..n) and their texts as one allocation (xpf_rt_blocks_free
- * frees it), the texts after the blocks. */
-static xpf_rt_block *blocks_with_texts(xpf_rt_block *v, size_t n, const struct origins *o)
+/* The blocks v[0..n) and their texts as one allocation of *size bytes
+ * (xpf_rt_blocks_free frees it), the texts after the blocks. */
+static xpf_rt_block *blocks_with_texts(xpf_rt_block *v, size_t n, const struct origins *o,
+				       size_t *size)
 {
 	size_t head = n * sizeof *v;
-	char *all = xpf_malloc(head + o->text.len + 1);
+	*size = head + o->text.len + 1;
+	char *all = xpf_malloc(*size);
 	if (n)
 		memcpy(all, v, head);
 	if (o->text.len)
@@ -268,11 +271,13 @@ static xpf_rt_block *blocks_with_texts(xpf_rt_block *v, size_t n, const struct o
 	return b;
 }
 
-void xpf_runtime_live_before(const xpf_runtime *rt, int a, int64_t t_ps, bool in_use_known,
-			     uint64_t in_use, xpf_rt_block **out, size_t *nout)
+/* xpf_runtime_live_before, and the size of its one allocation. */
+static void live_before(const xpf_runtime *rt, int a, int64_t t_ps, bool in_use_known,
+			uint64_t in_use, xpf_rt_block **out, size_t *nout, size_t *size)
 {
 	*out = NULL;
 	*nout = 0;
+	*size = 0;
 	if (a < 0)
 		return;
 	xpf_rt_block *v = NULL;
@@ -327,7 +332,7 @@ void xpf_runtime_live_before(const xpf_runtime *rt, int a, int64_t t_ps, bool in
 		b->execution = -1;
 	}
 	if (n) {
-		xpf_rt_block *b = blocks_with_texts(v, n, &o);
+		xpf_rt_block *b = blocks_with_texts(v, n, &o, size);
 		free(v);
 		v = b;
 		xpf_qsort(v, n, sizeof *v, block_cmp);
@@ -340,6 +345,97 @@ void xpf_runtime_live_before(const xpf_runtime *rt, int a, int64_t t_ps, bool in
 	*nout = n;
 }
 
+void xpf_runtime_live_before(const xpf_runtime *rt, int a, int64_t t_ps, bool in_use_known,
+			     uint64_t in_use, xpf_rt_block **out, size_t *nout)
+{
+	size_t size;
+	live_before(rt, a, t_ps, in_use_known, in_use, out, nout, &size);
+}
+
+/* ---- the live sets at executions' starts, kept a while ------------------ */
+
+/* The three files of an execution's folder (live.tsv, summary.txt,
+ * live.pb.gz) are read one after another, by a walk of the tree, and each
+ * asks for the same live set: the last few made are kept, and a caller
+ * gets its own copy (one memcpy, the texts' pointers moved along). */
+#define LIVE_KEPT 4
+
+struct live_kept {
+	size_t xi, n, size;
+	char *all; /* NULL: an empty slot */
+	uint64_t used;
+};
+
+struct xpf_rt_live_cache {
+	pthread_mutex_t mu;
+	struct live_kept set[LIVE_KEPT];
+	uint64_t clock;
+};
+
+struct xpf_rt_live_cache *xpf_rt_live_cache_new(void)
+{
+	struct xpf_rt_live_cache *c = xpf_calloc(1, sizeof *c);
+	pthread_mutex_init(&c->mu, NULL);
+	return c;
+}
+
+void xpf_rt_live_cache_free(struct xpf_rt_live_cache *c)
+{
+	if (c == NULL)
+		return;
+	for (size_t i = 0; i < LIVE_KEPT; i++)
+		free(c->set[i].all);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+/* A copy of the n blocks at from (size bytes, their texts after them) whose
+ * texts point into the copy. */
+static xpf_rt_block *blocks_copy(const char *from, size_t n, size_t size)
+{
+	char *to = xpf_malloc(size);
+	memcpy(to, from, size);
+	xpf_rt_block *b = (xpf_rt_block *)(void *)to;
+	for (size_t i = 0; i < n; i++) /* a text outside (a literal) stays */
+		if (b[i].origin_text >= from && b[i].origin_text < from + size)
+			b[i].origin_text = to + (b[i].origin_text - from);
+	return b;
+}
+
+static bool live_kept_get(struct xpf_rt_live_cache *c, size_t xi, xpf_rt_block **out, size_t *n)
+{
+	bool hit = false;
+	pthread_mutex_lock(&c->mu);
+	for (size_t i = 0; i < LIVE_KEPT && !hit; i++) {
+		struct live_kept *k = &c->set[i];
+		if (k->all && k->xi == xi) {
+			*out = blocks_copy(k->all, k->n, k->size);
+			*n = k->n;
+			k->used = ++c->clock;
+			hit = true;
+		}
+	}
+	pthread_mutex_unlock(&c->mu);
+	return hit;
+}
+
+/* Keep a copy of blocks b[0..n) (size bytes) in the least recently used
+ * slot. */
+static void live_kept_put(struct xpf_rt_live_cache *c, size_t xi, const xpf_rt_block *b, size_t n,
+			  size_t size)
+{
+	xpf_rt_block *copy = blocks_copy((const char *)b, n, size);
+	pthread_mutex_lock(&c->mu);
+	struct live_kept *old = &c->set[0];
+	for (size_t i = 1; i < LIVE_KEPT; i++)
+		if (c->set[i].used < old->used)
+			old = &c->set[i];
+	char *gone = old->all;
+	*old = (struct live_kept){ xi, n, size, (char *)copy, ++c->clock };
+	pthread_mutex_unlock(&c->mu);
+	free(gone);
+}
+
 int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, size_t *nout,
 			xpf_error *err)
 {
@@ -348,9 +444,15 @@ int xpf_runtime_live_at(const xpf_runtime *rt, size_t xi, xpf_rt_block **out, si
 	*nout = 0;
 	if (xi >= rt->nexecutions)
 		return XPF_OK;
+	struct xpf_rt_live_cache *c = rt->priv ? rt->priv->live_cache : NULL;
+	if (c && live_kept_get(c, xi, out, nout))
+		return XPF_OK;
 	const xpf_rt_execution *x = &rt->executions[xi];
-	xpf_runtime_live_before(rt, x->allocator, x->start_ps, x->in_use_known,
-				x->in_use_at_start_bytes, out, nout);
+	size_t size;
+	live_before(rt, x->allocator, x->start_ps, x->in_use_known, x->in_use_at_start_bytes, out,
+		    nout, &size);
+	if (c && *nout)
+		live_kept_put(c, xi, *out, *nout, size);
 	return XPF_OK;
 }
 
