@@ -25,7 +25,8 @@ void xpf_buf_reserve(xpf_buf *b, size_t extra)
 
 void xpf_buf_add(xpf_buf *b, const void *p, size_t n)
 {
-	xpf_buf_reserve(b, n);
+	if (b->len + n + 1 > b->cap || b->len + n < b->len)
+		xpf_buf_reserve(b, n);
 	if (n)
 		memcpy(b->data + b->len, p, n);
 	b->len += n;
@@ -33,8 +34,6 @@ void xpf_buf_add(xpf_buf *b, const void *p, size_t n)
 }
 
 void xpf_buf_adds(xpf_buf *b, const char *s) { xpf_buf_add(b, s, strlen(s)); }
-
-void xpf_buf_addc(xpf_buf *b, char c) { xpf_buf_add(b, &c, 1); }
 
 /* Formatted into the room the buffer has; formatted again only when it did
  * not fit (renderers call this millions of times on a big capture, mostly
@@ -74,19 +73,26 @@ static char *put_u64(char *p, uint64_t v)
 	return p + (sizeof t - k);
 }
 
+/* The digits are written in place: a live.tsv row holds four numbers. */
 void xpf_buf_add_i64(xpf_buf *b, int64_t v)
 {
-	char t[24], *p = t;
+	if (b->len + 22 > b->cap)
+		xpf_buf_reserve(b, 21);
+	char *p = b->data + b->len;
 	if (v < 0)
 		*p++ = '-';
 	p = put_u64(p, v < 0 ? -(uint64_t)v : (uint64_t)v);
-	xpf_buf_add(b, t, (size_t)(p - t));
+	b->len = (size_t)(p - b->data);
+	*p = '\0';
 }
 
 void xpf_buf_add_u64(xpf_buf *b, uint64_t v)
 {
-	char t[24];
-	xpf_buf_add(b, t, (size_t)(put_u64(t, v) - t));
+	if (b->len + 22 > b->cap)
+		xpf_buf_reserve(b, 21);
+	char *p = put_u64(b->data + b->len, v);
+	b->len = (size_t)(p - b->data);
+	*p = '\0';
 }
 
 void xpf_buf_reset(xpf_buf *b)

@@ -24,7 +24,15 @@ typedef struct xpf_buf {
 void xpf_buf_reserve(xpf_buf *b, size_t extra);
 void xpf_buf_add(xpf_buf *b, const void *p, size_t n);
 void xpf_buf_adds(xpf_buf *b, const char *s);
-void xpf_buf_addc(xpf_buf *b, char c);
+/* One byte; inline, as renderers write a tab or a newline after most
+ * fields. */
+static inline void xpf_buf_addc(xpf_buf *b, char c)
+{
+	if (b->len + 2 > b->cap)
+		xpf_buf_reserve(b, 1);
+	b->data[b->len++] = c;
+	b->data[b->len] = '\0';
+}
 void xpf_buf_printf(xpf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* v in decimal: what xpf_buf_printf(b, "%lld", v) writes, for the loops
  * that write millions of numbers (a shape's dimensions), where printf's
