@@ -114,9 +114,20 @@ static int node_stat(xpf_fs *fs, xpf_node *n, struct stat *st, xpf_error *err)
 
 static void fs_init(void *userdata, struct fuse_conn_info *conn)
 {
-	(void)userdata;
+	xpf_fs *fs = userdata;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	/* Lookup renders a file (its size is exact) and the mount is `ro`, so
+	 * open has nothing left to do: without it the kernel keeps the pages
+	 * (FOPEN_KEEP_CACHE, and FOPEN_CACHE_DIR for folders, its default
+	 * then), a failed file still gives EIO on read, and a write is
+	 * refused (EROFS) before it reaches us. */
+	fs->no_open = conn->capable & FUSE_CAP_NO_OPEN_SUPPORT;
+	fs->no_opendir = conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
+	if (fs->no_open)
+		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
+	if (fs->no_opendir)
+		conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
 	/* Nothing ever changes: no need to drop cached pages on getattr. */
 	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
@@ -221,6 +232,10 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	const char *data;
 	size_t len;
+	if (fs_of(req)->no_open) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
 		fuse_reply_err(req, node_of(req, ino) ? EROFS : ENOENT);
 		return;
@@ -275,6 +290,10 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	xpf_node **kids;
 	size_t k;
+	if (fs_of(req)->no_opendir) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	if (dir_children(req, ino, &kids, &k) == NULL)
 		return;
 	fi->cache_readdir = 1;

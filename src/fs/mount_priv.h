@@ -21,6 +21,10 @@ typedef struct xpf_fs {
 	uid_t uid;
 	gid_t gid;
 	struct timespec time; /* the capture's mtime, shown on every node */
+	/* The kernel skips open and release (opendir, releasedir) once they
+	 * answer ENOSYS (fs_init): each is a round trip per file, and a walk
+	 * of the tree opens every file once. */
+	bool no_open, no_opendir;
 } xpf_fs;
 
 /* The operations (mount_ops.c): read-only, every write answers EROFS. */
