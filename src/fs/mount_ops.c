@@ -128,6 +128,12 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_NO_OPEN_SUPPORT;
 	if (fs->no_opendir)
 		conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
+	/* Every listing with the folders' attributes (list_dir), not only a
+	 * folder's first part: `find` reads a whole folder before it stats
+	 * the entries, so the kernel's "auto" mode would send a lookup per
+	 * execution folder after the first few. */
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want &= ~(unsigned)FUSE_CAP_READDIRPLUS_AUTO;
 	/* Nothing ever changes: no need to drop cached pages on getattr. */
 	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
 	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
@@ -301,14 +307,33 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_open(req, fi);
 }
 
+/* The entry of a directory's child as readdirplus gives it: a folder with
+ * its attributes, so that a walk (`find`, `grep -r`) needs no lookup per
+ * folder (runtime/executions/ has one per execution); a file or link
+ * without (ino 0: the kernel looks it up when asked), as its size is only
+ * known once it is rendered, and listing a folder must not render it. */
+static void plus_entry(xpf_fs *fs, xpf_node *kid, struct fuse_entry_param *e)
+{
+	xpf_error err = { 0 };
+	memset(e, 0, sizeof *e);
+	if (kid->type == XPF_NODE_DIR && node_stat(fs, kid, &e->attr, &err) == XPF_OK) {
+		e->ino = kid->ino;
+		e->entry_timeout = XPF_FOREVER;
+		e->attr_timeout = XPF_FOREVER;
+		return;
+	}
+	e->attr.st_ino = kid->ino;
+	e->attr.st_mode = kid->type == XPF_NODE_DIR  ? S_IFDIR :
+			  kid->type == XPF_NODE_LINK ? S_IFLNK :
+						       S_IFREG;
+}
+
 /* Offsets: 0 ".", 1 "..", 2 + i the i-th child; an entry's `off` is the
  * offset of the next one.  Children never change once listed. */
-static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
+static void list_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
 {
 	xpf_node **kids;
 	size_t k;
-	(void)fi;
 	xpf_node *n = dir_children(req, ino, &kids, &k);
 	if (n == NULL)
 		return;
@@ -319,32 +344,41 @@ static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	size_t pos = 0;
 	for (off_t i = off < 0 ? 0 : off; (uint64_t)i < k + 2; i++) {
-		struct stat st;
+		struct fuse_entry_param e;
 		const char *name;
-		memset(&st, 0, sizeof st);
-		if (i == 0) {
-			name = ".";
-			st.st_ino = n->ino;
-			st.st_mode = S_IFDIR;
-		} else if (i == 1) {
-			name = "..";
-			st.st_ino = n->parent ? n->parent->ino : n->ino;
-			st.st_mode = S_IFDIR;
+		memset(&e, 0, sizeof e);
+		if (i < 2) { /* ".", ".." (the kernel makes no entry of them) */
+			xpf_node *d = i == 1 && n->parent ? n->parent : n;
+			name = i == 0 ? "." : "..";
+			e.attr.st_ino = d->ino;
+			e.attr.st_mode = S_IFDIR;
 		} else {
-			xpf_node *kid = kids[i - 2];
-			name = kid->name;
-			st.st_ino = kid->ino;
-			st.st_mode = kid->type == XPF_NODE_DIR  ? S_IFDIR :
-				     kid->type == XPF_NODE_LINK ? S_IFLNK :
-								  S_IFREG;
+			name = kids[i - 2]->name;
+			plus_entry(fs_of(req), kids[i - 2], &e);
 		}
-		size_t need = fuse_add_direntry(req, buf + pos, size - pos, name, &st, i + 1);
+		size_t need =
+			plus ? fuse_add_direntry_plus(req, buf + pos, size - pos, name, &e, i + 1) :
+			       fuse_add_direntry(req, buf + pos, size - pos, name, &e.attr, i + 1);
 		if (need > size - pos)
 			break;
 		pos += need;
 	}
 	fuse_reply_buf(req, buf, pos);
 	free(buf);
+}
+
+static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)fi;
+	list_dir(req, ino, size, off, false);
+}
+
+static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	(void)fi;
+	list_dir(req, ino, size, off, true);
 }
 
 static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -480,6 +514,7 @@ const struct fuse_lowlevel_ops xpf_ops = {
 	.read = fs_read,
 	.opendir = fs_opendir,
 	.readdir = fs_readdir,
+	.readdirplus = fs_readdirplus,
 	.statfs = fs_statfs,
 	.getxattr = fs_getxattr,
 	.listxattr = fs_listxattr,
