@@ -202,5 +202,22 @@ else
 	echo "ok: convert: donation advice says the loop reuses ws"
 fi
 
+# README's "Reading a diagnosis" quotes attn's diagnosis.txt: every line of
+# the excerpt (indented 4, up to its "…") must be a line of today's output,
+# so that the README cannot go stale when the output changes.
+readme=$(dirname "$0")/../../README.md
+"$XPF" --cat diagnosis.txt "$(cap attn)" >"$tmp/attn.txt"
+awk '/^    # attn.xplane.pb: focus/ { on = 1 } on && /^    …$/ { exit } on && /^    / { print substr($0, 5) }' \
+	"$readme" >"$tmp/excerpt.txt"
+nx=$(wc -l <"$tmp/excerpt.txt")
+stale=$(grep -cvxFf "$tmp/attn.txt" "$tmp/excerpt.txt")
+if [ "$nx" -lt 20 ]; then
+	fail "README: the attn excerpt has $nx lines (not found?)"
+elif [ "$stale" -ne 0 ]; then
+	fail "README: $stale of the attn excerpt's $nx lines are not in its diagnosis.txt: $(grep -vxFf "$tmp/attn.txt" "$tmp/excerpt.txt" | head -2)"
+else
+	echo "ok: README's attn excerpt: $nx lines, each in today's diagnosis.txt"
+fi
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all jax-h200 checks passed"
