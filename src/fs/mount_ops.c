@@ -307,16 +307,19 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_open(req, fi);
 }
 
-/* The entry of a directory's child as readdirplus gives it: a folder with
- * its attributes, so that a walk (`find`, `grep -r`) needs no lookup per
- * folder (runtime/executions/ has one per execution); a file or link
- * without (ino 0: the kernel looks it up when asked), as its size is only
- * known once it is rendered, and listing a folder must not render it. */
-static void plus_entry(xpf_fs *fs, xpf_node *kid, struct fuse_entry_param *e)
+/* The entry of a directory's child; with its attributes (plus) where
+ * they cost little: a folder's, and a file's that is made when its folder
+ * is listed (an execution's), so that a walk (`find`, `grep -r`) needs no
+ * lookup for them (runtime/executions/ has a folder of three files per
+ * execution).  Other files and links go without (ino 0: the kernel looks
+ * them up when asked): a size is only known once the file is made, and a
+ * listing must not make the tree's big files. */
+static void child_entry(xpf_fs *fs, xpf_node *kid, bool plus, struct fuse_entry_param *e)
 {
 	xpf_error err = { 0 };
 	memset(e, 0, sizeof *e);
-	if (kid->type == XPF_NODE_DIR && node_stat(fs, kid, &e->attr, &err) == XPF_OK) {
+	if (plus && (kid->type == XPF_NODE_DIR || kid->made_when_listed) &&
+	    node_stat(fs, kid, &e->attr, &err) == XPF_OK) {
 		e->ino = kid->ino;
 		e->entry_timeout = XPF_FOREVER;
 		e->attr_timeout = XPF_FOREVER;
@@ -354,7 +357,7 @@ static void list_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, boo
 			e.attr.st_mode = S_IFDIR;
 		} else {
 			name = kids[i - 2]->name;
-			plus_entry(fs_of(req), kids[i - 2], &e);
+			child_entry(fs_of(req), kids[i - 2], plus, &e);
 		}
 		size_t need =
 			plus ? fuse_add_direntry_plus(req, buf + pos, size - pos, name, &e, i + 1) :

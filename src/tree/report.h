@@ -54,6 +54,10 @@ struct xpf_node {
 	/* made even after the capture changed (capture/errors.txt says why);
 	 * every other file then gives EIO (SPEC §6) */
 	bool after_change;
+	/* small and quick to make (an execution's files): a listing of its
+	 * folder makes it and gives its size (readdirplus), which saves a
+	 * lookup a file in a walk of the tree */
+	bool made_when_listed;
 	/* private to report.c */
 	xpf_report *report;
 	size_t nkids, capkids;

@@ -610,9 +610,11 @@ static int populate_executions(xpf_host *h, xpf_node *dir, xpf_error *err)
 		char name[32];
 		snprintf(name, sizeof name, "%u", rt->executions[i].n);
 		xpf_node *d = xpf_node_dir(dir, name, NULL, (long)i);
-		xpf_node_file(d, XPF_F_LIVE_TSV, render_live, (long)i);
-		xpf_node_file(d, XPF_F_SUMMARY_TXT, render_exec_summary, (long)i);
-		xpf_node_file_of(d, XPF_F_LIVE_PB_GZ, xpf_render_live_pprof, (long)i);
+		xpf_node_file(d, XPF_F_LIVE_TSV, render_live, (long)i)->made_when_listed = true;
+		xpf_node_file(d, XPF_F_SUMMARY_TXT, render_exec_summary, (long)i)->made_when_listed =
+			true;
+		xpf_node_file_of(d, XPF_F_LIVE_PB_GZ, xpf_render_live_pprof, (long)i)->made_when_listed =
+			true;
 	}
 	return XPF_OK;
 }
