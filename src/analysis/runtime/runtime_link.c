@@ -17,6 +17,7 @@
 #include "analysis/runtime/runtime.h"
 #include "analysis/runtime/runtime_priv.h"
 #include "common/alloc.h"
+#include "common/bisect.h"
 #include "common/intern.h"
 #include "common/lazy.h"
 #include "common/map.h"
@@ -478,6 +479,11 @@ static void join_candidates(xpf_runtime *rt, struct join_range *jr)
 
 /* ---- the last rule: the arguments live at the start ------------------- */
 
+static bool u64_below(const void *item, const void *key)
+{
+	return *(const uint64_t *)item < *(const uint64_t *)key;
+}
+
 /* Is every entry parameter of pl (its bytes) among the live sizes (sorted;
  * each block serves one parameter)?  used: scratch of nlive flags. */
 static bool params_live(const xpf_plan *pl, const uint64_t *live, size_t nlive, bool *used)
@@ -485,10 +491,10 @@ static bool params_live(const xpf_plan *pl, const uint64_t *live, size_t nlive, 
 	memset(used, 0, nlive * sizeof *used);
 	for (size_t i = 0; i < pl->nparams; i++) {
 		uint64_t b = pl->params[i].bytes;
-		size_t k = 0;
 		if (b == 0)
 			continue;
-		while (k < nlive && (live[k] < b || (live[k] == b && used[k])))
+		size_t k = xpf_lower_bound(&b, live, nlive, sizeof *live, u64_below);
+		while (k < nlive && live[k] == b && used[k])
 			k++;
 		if (k == nlive || live[k] != b)
 			return false;

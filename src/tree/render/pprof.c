@@ -92,6 +92,16 @@ static size_t varint_size(uint64_t v)
 	return n;
 }
 
+/* A message of two int64 fields 1 and 2 (a ValueType's type and unit, a
+ * Label's key and str) as field `field`. */
+static void put_pair(xpf_buf *b, unsigned field, uint64_t x, uint64_t y)
+{
+	put_tag(b, field, WIRE_LEN);
+	put_varint(b, (x ? 1 + varint_size(x) : 0) + (y ? 1 + varint_size(y) : 0));
+	put_int(b, 1, x);
+	put_int(b, 2, y);
+}
+
 /* ---- building a profile ------------------------------------------------ */
 
 static int64_t str_id(xpf_pprof *p, const char *s)
@@ -194,24 +204,11 @@ void xpf_pprof_sample(xpf_pprof *p, const uint64_t *locs, size_t nlocs, uint64_t
 	for (size_t i = 0; i < nkv; i++) {
 		if (!kv[2 * i + 1] || !kv[2 * i + 1][0])
 			continue;
-		uint64_t key = (uint64_t)str_id(p, kv[2 * i]),
-			 str = (uint64_t)str_id(p, kv[2 * i + 1]);
-		put_tag(l, 3, WIRE_LEN);
-		put_varint(l, (key ? 1 + varint_size(key) : 0) + (str ? 1 + varint_size(str) : 0));
-		put_int(l, 1, key);
-		put_int(l, 2, str);
+		/* the key's string first: ids are given in the order asked */
+		uint64_t key = (uint64_t)str_id(p, kv[2 * i]);
+		put_pair(l, 3, key, (uint64_t)str_id(p, kv[2 * i + 1]));
 	}
 	xpf_pprof_sample_again(p, bytes);
-}
-
-/* A ValueType (type, unit) as field `field`. */
-static void put_value_type(xpf_buf *b, unsigned field, const int64_t *t)
-{
-	uint64_t type = (uint64_t)t[0], unit = (uint64_t)t[1];
-	put_tag(b, field, WIRE_LEN);
-	put_varint(b, (type ? 1 + varint_size(type) : 0) + (unit ? 1 + varint_size(unit) : 0));
-	put_int(b, 1, type);
-	put_int(b, 2, unit);
 }
 
 /* The Profile message: sample types, samples, locations, functions,
@@ -220,7 +217,7 @@ static void put_profile(xpf_pprof *p, xpf_buf *b)
 {
 	xpf_buf m = XPF_BUF_INIT, l = XPF_BUF_INIT;
 	for (int i = 0; i < 2; i++)
-		put_value_type(b, 1, p->types[i]);
+		put_pair(b, 1, (uint64_t)p->types[i][0], (uint64_t)p->types[i][1]);
 	xpf_buf_add(b, p->samples.data, p->samples.len);
 	for (size_t i = 0; i < p->nlocs; i++) {
 		const struct pb_location *lo = &p->locs[i];
@@ -243,7 +240,7 @@ static void put_profile(xpf_pprof *p, xpf_buf *b)
 	}
 	for (size_t i = 0; i < p->ntable; i++)
 		put_bytes(b, 6, p->table[i], strlen(p->table[i]));
-	put_value_type(b, 11, p->types[0]);
+	put_pair(b, 11, (uint64_t)p->types[0][0], (uint64_t)p->types[0][1]);
 	put_int(b, 12, 1); /* period */
 	xpf_buf_release(&m);
 	xpf_buf_release(&l);
