@@ -220,13 +220,11 @@ static int session_mount(struct fuse_session *se, const char *mp, const xpf_moun
 static int serve(struct fuse_session *se, const xpf_mount_opts *opts, xpf_error *err)
 {
 	int res;
-	if (opts->single_thread) {
+	if (opts->single_thread)
 		res = fuse_session_loop(se);
-	} else {
-		struct fuse_loop_config cfg = { .clone_fd = 0, .max_idle_threads = 10 };
-		res = fuse_session_loop_mt(se, &cfg);
-	}
-	/* res > 0: the signal that ended the loop; 0: unmounted. */
+	else
+		res = xpf_mount_loop(se);
+	/* res > 0: the signal that ended the loop; 0: unmounted or stopped. */
 	if (res < 0)
 		return xpf_fail(err, XPF_EMOUNT, "%s: serving failed: %s", opts->mountpoint,
 				strerror(-res));

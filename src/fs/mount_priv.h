@@ -1,6 +1,7 @@
-/* Shared by the FUSE front end's two files only: mount_ops.c (the
- * operations) and mount.c (mounting them).  Includes the libfuse low-level
- * API, so nothing built without FUSE may include it. */
+/* Shared by the FUSE front end's files only: mount_ops.c (the
+ * operations), mount.c (mounting them) and mount_loop.c (serving them).
+ * Includes the libfuse low-level API, so nothing built without FUSE may
+ * include it. */
 #ifndef XPF_MOUNT_PRIV_H
 #define XPF_MOUNT_PRIV_H
 
@@ -29,5 +30,9 @@ typedef struct xpf_fs {
 
 /* The operations (mount_ops.c): read-only, every write answers EROFS. */
 extern const struct fuse_lowlevel_ops xpf_ops;
+
+/* Serve se's requests until it is unmounted or a stop signal ends it
+ * (mount_loop.c): 0, or a read's negative errno. */
+int xpf_mount_loop(struct fuse_session *se);
 
 #endif

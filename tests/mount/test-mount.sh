@@ -506,6 +506,39 @@ rc=$?
 [ "$rc" -eq 5 ] && [ "$(wc -l <"$tmp/nodir.err")" -eq 1 ] && ok "missing mount point: exit 5, one line" ||
 	fail "missing mount point: exit $rc, want 5: $(cat "$tmp/nodir.err")"
 
+# --- a slow answer holds up no other (src/fs/mount_loop.c) -----------------
+# One thread answers requests in turn; one still running after a few
+# milliseconds hands the reading to another.  capture/errors.txt decodes the
+# whole capture (the slowest first read of a builder's job capture); README
+# and the root's listing, asked for meanwhile, must come back before it.
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+if [ -x "$MKCAPTURE" ] && "$MKCAPTURE" --job 37500 --steps 16 "$tmp/slow.xplane.pb" >/dev/null; then
+	ml=$tmp/mnt-slow
+	if start_fg "$ml" "$tmp/slow.log" "$tmp/slow.xplane.pb"; then
+		(to cat "$ml/capture/errors.txt" >/dev/null; now_ms >"$tmp/slow.end") &
+		slow=$!
+		sleep 0.02
+		t0=$(now_ms)
+		to cat "$ml/README" >/dev/null && to ls "$ml" >/dev/null
+		t1=$(now_ms)
+		wait "$slow"
+		t2=$(cat "$tmp/slow.end")
+		if [ "$t1" -lt "$t2" ]; then
+			ok "slow answer: README and ls answered in $((t1 - t0)) ms while errors.txt took $((t2 - t0)) ms more"
+		elif [ $((t2 - t0)) -lt 50 ]; then
+			echo "skip: slow answer: errors.txt was made in $((t2 - t0)) ms after README was asked for: too quick to tell whether it held README up"
+		else
+			fail "slow answer: README and ls came back after errors.txt ($((t1 - t0)) ms, errors.txt $((t2 - t0)) ms): a slow file holds up the others"
+		fi
+		stop "$daemon" "$ml" fusermount3
+	else
+		fail "slow answer: could not mount the builder's job capture"
+	fi
+	rm -f "$tmp/slow.xplane.pb"
+else
+	echo "skip: slow answer: no xplane-mkcapture (XPF_BUILD): a slow answer holding up others not checked"
+fi
+
 # --- malformed parts found late: EIO on the files that need them -----------
 # Captures from the bad-input corpus (tests/bad/cases, when present) whose
 # framing is sound but whose contents are not: they mount, the files that
