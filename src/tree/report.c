@@ -155,7 +155,9 @@ static int render_fn(void *ctx, void **value, xpf_error *err)
 	xpf_node *f = ctx;
 	xpf_buf b = XPF_BUF_INIT;
 	bool guarded = f->host && !f->after_change;
-	if (guarded && xpf_capture_changed(f->host->cap))
+	/* a change found before fails it now; one not yet seen is looked for
+	 * once, after (a file is made from the bytes it read meanwhile) */
+	if (guarded && xpf_capture_changed_seen(f->host->cap))
 		return changed_fail(f, err);
 	int rc = f->render     ? f->render(f->host, f, &b, err) :
 		 f->content_fn ? f->content_fn(f->host, f->arg, &b, err) :
