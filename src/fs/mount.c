@@ -224,7 +224,8 @@ static int serve(struct fuse_session *se, const xpf_mount_opts *opts, xpf_error 
 		res = fuse_session_loop(se);
 	else
 		res = xpf_mount_loop(se);
-	/* res > 0: the signal that ended the loop; 0: unmounted or stopped. */
+	/* res < 0: a read failed; else unmounted or stopped by a signal (-s:
+	 * res is the signal's number). */
 	if (res < 0)
 		return xpf_fail(err, XPF_EMOUNT, "%s: serving failed: %s", opts->mountpoint,
 				strerror(-res));

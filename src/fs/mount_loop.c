@@ -7,25 +7,32 @@
  * `tar`), go round the threads, each woken cold, often on another CPU.
  * Here the thread that answered a request reads the next one; a walk is
  * served as by the single-threaded loop.  What threads are for is kept: a
- * request still being answered after SLOW_NS (a first diagnosis.txt, the
- * runtime's build) hands the reading to another thread, so one slow file
- * never holds up the others.  The calling thread watches for that and
- * takes the stop signals; the readers block them.
+ * request still being answered 5 to 10 ms after it was read (e.g. the
+ * first read of diagnosis.txt, which builds the runtime) hands the reading
+ * to another thread, so one slow file never holds up the others.
  *
  * A thread is the reader while it holds `reader`: it reads a request,
- * answers it and reads again.  The watcher takes the role from it when one
- * answer runs past SLOW_NS; the thread then finishes its answer and queues
- * for the role.  Threads are made as needed, up to MAX_THREADS, and end
- * with the loop. */
+ * answers it and reads again.  The watcher (the calling thread) looks
+ * every SLOW_NS while requests come; an answer it saw running at its last
+ * look and still running now loses the role, and the thread queues for it
+ * again once it has answered.  Threads are made as needed, up to
+ * MAX_THREADS, and end with the loop.
+ *
+ * Stop signals (libfuse's handlers: HUP, INT, TERM) reach the watcher
+ * only: the readers block them, and the watcher unblocks them only inside
+ * its wait (ppoll), so one that comes between its look at the session and
+ * its wait is taken by the wait, not lost. */
 #include "fs/mount_priv.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #define SLOW_NS (5 * 1000 * 1000)
 #define MAX_THREADS 10
@@ -40,16 +47,26 @@ struct loop {
 	struct fuse_session *se;
 	pthread_mutex_t mu;
 	pthread_cond_t role_free; /* the reader's role was given up */
-	sem_t watch;              /* wakes the watcher: a request began, or the loop ends */
+	int wake;                 /* eventfd: wakes the watcher (a request began, the loop ends) */
 	struct reader *reader;    /* who holds the role; NULL: nobody */
 	uint64_t taken;           /* requests read so far */
-	bool answering;           /* the reader is answering request `taken` */
+	bool answering;           /* the role's holder is answering request `taken` */
 	bool watcher_parked;      /* the watcher sleeps until a request begins */
 	bool stop;
 	int error; /* a read's error that ended the loop */
 	struct reader threads[MAX_THREADS];
 	int nthreads, waiting; /* made; queued for the role */
 };
+
+static void stop_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+}
+
+static void wake_watcher(struct loop *l) { eventfd_write(l->wake, 1); }
 
 static void end_loop(struct loop *l, int error)
 {
@@ -58,12 +75,12 @@ static void end_loop(struct loop *l, int error)
 	if (error < 0 && l->error == 0)
 		l->error = error;
 	pthread_cond_broadcast(&l->role_free);
-	sem_post(&l->watch);
+	wake_watcher(l);
 }
 
 /* Read one request as the reader (mu not held); false when the loop ends.
- * Only here may the thread be cancelled: blocked in read(), holding
- * nothing. */
+ * The thread may be cancelled only inside fuse_session_receive_buf,
+ * blocked in read(), holding no lock of ours. */
 static bool read_one(struct reader *r)
 {
 	struct loop *l = r->loop;
@@ -83,7 +100,7 @@ static bool read_one(struct reader *r)
 	l->answering = true;
 	if (l->watcher_parked) {
 		l->watcher_parked = false;
-		sem_post(&l->watch);
+		wake_watcher(l);
 	}
 	pthread_mutex_unlock(&l->mu);
 	return true;
@@ -95,7 +112,7 @@ static void *reader_main(void *arg)
 	struct loop *l = r->loop;
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	pthread_mutex_lock(&l->mu);
-	for (;;) {
+	while (!l->stop) {
 		l->waiting++;
 		while (l->reader != NULL && !l->stop)
 			pthread_cond_wait(&l->role_free, &l->mu);
@@ -104,7 +121,7 @@ static void *reader_main(void *arg)
 			break;
 		l->reader = r;
 		/* hold the role until the watcher takes it */
-		while (l->reader == r) {
+		while (l->reader == r && !l->stop) {
 			pthread_mutex_unlock(&l->mu);
 			if (!read_one(r))
 				return NULL;
@@ -112,73 +129,68 @@ static void *reader_main(void *arg)
 			pthread_mutex_lock(&l->mu);
 			if (l->reader == r)
 				l->answering = false;
-			if (l->stop)
-				break;
 		}
-		if (l->stop)
-			break;
 	}
 	pthread_mutex_unlock(&l->mu);
 	return NULL;
 }
 
 /* A reader more (mu held), with the stop signals blocked: they are the
- * watcher's.  False when none could be made. */
-static bool add_reader(struct loop *l)
+ * watcher's.  0, or pthread_create's error. */
+static int add_reader(struct loop *l)
 {
 	if (l->nthreads == MAX_THREADS)
-		return false;
+		return EAGAIN;
 	struct reader *r = &l->threads[l->nthreads];
 	*r = (struct reader){ .loop = l };
 	sigset_t block, old;
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGHUP);
-	sigaddset(&block, SIGQUIT);
+	stop_signals(&block);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 	int rc = pthread_create(&r->id, NULL, reader_main, r);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0)
-		return false;
-	l->nthreads++;
-	return true;
+	if (rc == 0)
+		l->nthreads++;
+	return rc;
 }
 
-static struct timespec after_ns(long ns)
+/* Sleep until woken (a request began, the loop ends), a signal comes, or
+ * ns pass (ns < 0: no limit), with the stop signals let in meanwhile (mu
+ * not held).  True when the time ran out. */
+static bool wait_watch(struct loop *l, long ns, const sigset_t *let_in)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_REALTIME, &t);
-	t.tv_nsec += ns;
-	if (t.tv_nsec >= 1000000000L) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000L;
+	struct pollfd p = { .fd = l->wake, .events = POLLIN };
+	struct timespec t = { 0, ns };
+	int rc = ppoll(&p, 1, ns < 0 ? NULL : &t, let_in);
+	if (rc > 0) {
+		eventfd_t v;
+		eventfd_read(l->wake, &v);
 	}
-	return t;
+	return rc == 0;
 }
 
-/* The watcher (the calling thread): while requests come, look every
- * SLOW_NS; an answer still running since the last look gives up the role
- * to a queued thread or a new one.  Idle, sleep until a request begins;
- * a signal (sem_wait's EINTR) or the loop's end wakes it too. */
+/* The watcher: while requests come, look every SLOW_NS; an answer seen at
+ * the last look and still running gives up the role to a queued thread or
+ * a new one.  Idle, sleep until a request begins or a signal comes. */
 static void watch(struct loop *l)
 {
+	sigset_t stops, before, let_in;
+	stop_signals(&stops);
+	pthread_sigmask(SIG_BLOCK, &stops, &before);
+	let_in = before;
+	sigdelset(&let_in, SIGHUP);
+	sigdelset(&let_in, SIGINT);
+	sigdelset(&let_in, SIGTERM);
 	pthread_mutex_lock(&l->mu);
 	while (!l->stop && !fuse_session_exited(l->se)) {
 		uint64_t seen = l->taken;
 		bool idle = !l->answering;
-		if (idle)
-			l->watcher_parked = true;
+		l->watcher_parked = idle;
 		pthread_mutex_unlock(&l->mu);
-		if (idle) {
-			sem_wait(&l->watch);
-		} else {
-			struct timespec t = after_ns(SLOW_NS);
-			sem_timedwait(&l->watch, &t);
-		}
+		bool timed_out = wait_watch(l, idle ? -1 : SLOW_NS, &let_in);
 		pthread_mutex_lock(&l->mu);
-		if (!idle && l->answering && l->taken == seen && l->reader != NULL &&
-		    (l->waiting > 0 || add_reader(l))) {
+		l->watcher_parked = false;
+		if (timed_out && !idle && l->answering && l->taken == seen && l->reader != NULL &&
+		    (l->waiting > 0 || add_reader(l) == 0)) {
 			l->reader = NULL; /* the slow answer goes on without the role */
 			l->answering = false;
 			pthread_cond_signal(&l->role_free);
@@ -186,6 +198,7 @@ static void watch(struct loop *l)
 	}
 	end_loop(l, 0);
 	pthread_mutex_unlock(&l->mu);
+	pthread_sigmask(SIG_SETMASK, &before, NULL);
 }
 
 int xpf_mount_loop(struct fuse_session *se)
@@ -194,13 +207,18 @@ int xpf_mount_loop(struct fuse_session *se)
 	if (l == NULL)
 		return -ENOMEM;
 	l->se = se;
+	l->wake = eventfd(0, EFD_CLOEXEC);
+	if (l->wake < 0) {
+		int e = errno;
+		free(l);
+		return -e;
+	}
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->role_free, NULL);
-	sem_init(&l->watch, 0, 0);
 	pthread_mutex_lock(&l->mu);
-	bool started = add_reader(l);
+	int rc = add_reader(l);
 	pthread_mutex_unlock(&l->mu);
-	if (started)
+	if (rc == 0)
 		watch(l);
 	/* a reader blocked in read() is cancelled there; the others have
 	 * seen stop */
@@ -210,8 +228,8 @@ int xpf_mount_loop(struct fuse_session *se)
 		pthread_join(l->threads[i].id, NULL);
 		free(l->threads[i].buf.mem);
 	}
-	int res = started ? l->error : -EAGAIN;
-	sem_destroy(&l->watch);
+	int res = rc != 0 ? -rc : l->error;
+	close(l->wake);
 	pthread_cond_destroy(&l->role_free);
 	pthread_mutex_destroy(&l->mu);
 	free(l);
