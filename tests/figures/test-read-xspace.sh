@@ -8,14 +8,8 @@
 set -u
 R=$(dirname "$0")/read-xspace.py
 S=${XPF_SHARED:-../shared}/captures
-if [ ! -f "$S/README.md" ]; then
-	if [ "${CI:-}" = true ]; then
-		echo "FAIL: $S is absent (CI needs ../shared beside the clone)"
-		exit 1
-	fi
-	echo "SKIP: $S is absent"
-	exit 77
-fi
+. "$(dirname "$0")/../shared.sh"
+need_shared "$S"
 command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

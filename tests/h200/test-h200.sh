@@ -15,14 +15,8 @@
 set -u
 XPF=$1
 S=${XPF_SHARED:-../shared}/captures/jax-h200
-if [ ! -f "$S/README.md" ]; then
-	if [ "${CI:-}" = true ]; then
-		echo "FAIL: $S is absent (CI needs ../shared beside the clone)"
-		exit 1
-	fi
-	echo "SKIP: $S is absent"
-	exit 77
-fi
+. "$(dirname "$0")/../shared.sh"
+need_shared "$S"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
