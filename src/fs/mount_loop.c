@@ -18,6 +18,13 @@
  * again once it has answered.  Threads are made as needed, up to
  * MAX_THREADS, and end with the loop.
  *
+ * Between requests the reader waits awake for up to SPIN_NS (polling
+ * /dev/fuse) before it sleeps in read().  A walk's next request comes
+ * within tens of microseconds of the answer, and a request that finds its
+ * reader asleep has to wake it: on a virtual machine, waking an idle CPU
+ * costs more than most answers (bench/README.md, "Waiting awake").  The
+ * wait is short, and only after a request, so an idle mount costs nothing.
+ *
  * Stop signals (libfuse's handlers: HUP, INT, TERM) reach the watcher
  * only: the readers block them, and the watcher unblocks them only inside
  * its wait (ppoll), so one that comes between its look at the session and
@@ -36,6 +43,7 @@
 
 #define SLOW_NS (5 * 1000 * 1000)
 #define MAX_THREADS 10
+#define SPIN_NS (100 * 1000)
 
 struct reader {
 	struct loop *loop;
@@ -78,6 +86,23 @@ static void end_loop(struct loop *l, int error)
 	wake_watcher(l);
 }
 
+static int64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Wait awake until a request (or an error: the mount went) is there to
+ * read, for at most SPIN_NS. */
+static void wait_awake(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int64_t until = now_ns() + SPIN_NS;
+	while (poll(&p, 1, 0) == 0 && now_ns() < until)
+		;
+}
+
 /* Read one request as the reader (mu not held); false when the loop ends.
  * The thread may be cancelled only inside fuse_session_receive_buf,
  * blocked in read(), holding no lock of ours. */
@@ -85,6 +110,7 @@ static bool read_one(struct reader *r)
 {
 	struct loop *l = r->loop;
 	int res;
+	wait_awake(fuse_session_fd(l->se));
 	do {
 		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
 		res = fuse_session_receive_buf(l->se, &r->buf);
