@@ -641,46 +641,53 @@ int xpf_capture_time_base(xpf_capture *c, int64_t *out, xpf_error *err)
 	return XPF_OK;
 }
 
-int xpf_capture_validate(xpf_capture *c, xpf_error *err)
+/* Every stat and event of plane i, its lines read through w: pread is
+ * cheaper than the mapping for a pass over the whole file (xpf_window). */
+static int validate_plane(xpf_capture *c, size_t i, xpf_window *w, xpf_error *err)
 {
-	for (size_t i = 0; i < c->nplanes; i++) {
-		const xpf_plane *p;
-		int rc = xpf_capture_plane(c, i, &p, err);
-		if (rc != XPF_OK)
-			return rc;
-		xpf_stat_iter sit;
-		xpf_stat st;
-		xpf_stats_of_plane(p, &sit);
+	const xpf_plane *p;
+	int rc = xpf_capture_plane(c, i, &p, err);
+	if (rc != XPF_OK)
+		return rc;
+	xpf_stat_iter sit;
+	xpf_stat st;
+	xpf_stats_of_plane(p, &sit);
+	while ((rc = xpf_stats_next(&sit, &st, err)) == 1)
+		;
+	if (rc < 0)
+		return err->code;
+	for (size_t k = 0; k < p->n_event_md; k++) {
+		xpf_stats_of_event_md(p, &p->event_md[k], &sit);
 		while ((rc = xpf_stats_next(&sit, &st, err)) == 1)
 			;
 		if (rc < 0)
 			return err->code;
-		for (size_t k = 0; k < p->n_event_md; k++) {
-			xpf_stats_of_event_md(p, &p->event_md[k], &sit);
+	}
+	for (size_t l = 0; l < p->nlines; l++) {
+		xpf_event_iter it;
+		xpf_event ev;
+		xpf_events_begin(p, l, w, &it);
+		while ((rc = xpf_events_next(&it, &ev, err)) == 1) {
+			xpf_stats_of_event(p, &ev, NULL, &sit);
 			while ((rc = xpf_stats_next(&sit, &st, err)) == 1)
 				;
 			if (rc < 0)
 				return err->code;
 		}
-		for (size_t l = 0; l < p->nlines; l++) {
-			xpf_event_iter it;
-			xpf_event ev;
-			xpf_events_begin(p, l, NULL, &it);
-			while ((rc = xpf_events_next(&it, &ev, err)) == 1) {
-				xpf_stats_of_event(p, &ev, NULL, &sit);
-				while ((rc = xpf_stats_next(&sit, &st, err)) == 1)
-					;
-				if (rc < 0)
-					return err->code;
-			}
-			if (rc < 0)
-				return err->code;
-		}
-	}
-	for (size_t i = 0; i < c->nmodules; i++) {
-		int rc = xpf_capture_module_check(c, i, err);
-		if (rc != XPF_OK)
-			return rc;
+		if (rc < 0)
+			return err->code;
 	}
 	return XPF_OK;
+}
+
+int xpf_capture_validate(xpf_capture *c, xpf_error *err)
+{
+	xpf_window w = { 0 };
+	int rc = XPF_OK;
+	for (size_t i = 0; i < c->nplanes && rc == XPF_OK; i++)
+		rc = validate_plane(c, i, &w, err);
+	xpf_window_release(&w);
+	for (size_t i = 0; i < c->nmodules && rc == XPF_OK; i++)
+		rc = xpf_capture_module_check(c, i, err);
+	return rc;
 }
