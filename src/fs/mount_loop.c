@@ -23,7 +23,8 @@
  * within tens of microseconds of the answer, and a request that finds its
  * reader asleep has to wake it: on a virtual machine, waking an idle CPU
  * costs more than most answers (bench/README.md, "Waiting awake").  The
- * wait is short, and only after a request, so an idle mount costs nothing.
+ * wait comes before each read (after an answer, or when a thread takes the
+ * role) and is short: a mount nobody reads sleeps in read().
  *
  * Stop signals (libfuse's handlers: HUP, INT, TERM) reach the watcher
  * only: the readers block them, and the watcher unblocks them only inside
